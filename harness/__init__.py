@@ -1,0 +1,56 @@
+"""harness: a plugin-based testing and simulation harness for LLM agent loops."""
+
+from harness.actions import (
+    CompleteAction,
+    EmptyAction,
+    ExecuteToolsAction,
+    FinalResponse,
+    MakeLLMRequestAction,
+    RunResult,
+    Termination,
+    ToolAction,
+    ToolCallRecord,
+)
+from harness.agent import Agent
+from harness.errors import AbortRun, HarnessError, LLMError
+from harness.loop import AgentConfig, Run
+from harness.messages import (
+    AssistantMessage,
+    Conversation,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
+from harness.plugins import hookimpl
+from harness.tools import Tool, tool
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AbortRun",
+    "Agent",
+    "AgentConfig",
+    "AssistantMessage",
+    "CompleteAction",
+    "Conversation",
+    "EmptyAction",
+    "ExecuteToolsAction",
+    "FinalResponse",
+    "HarnessError",
+    "LLMError",
+    "MakeLLMRequestAction",
+    "Run",
+    "RunResult",
+    "SystemMessage",
+    "Termination",
+    "Tool",
+    "ToolAction",
+    "ToolCall",
+    "ToolCallRecord",
+    "ToolMessage",
+    "UserMessage",
+    "__version__",
+    "hookimpl",
+    "tool",
+]

@@ -1,0 +1,133 @@
+"""What a planner can ask the loop to do, and how a run ends."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.messages import Conversation, ToolCall
+
+__all__ = [
+    "Action",
+    "CompleteAction",
+    "EmptyAction",
+    "ExecuteToolsAction",
+    "FinalResponse",
+    "MakeLLMRequestAction",
+    "RunResult",
+    "Termination",
+    "ToolAction",
+    "ToolCallRecord",
+]
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class EmptyAction(BaseModel):
+    """Nothing to do: the run ends `empty`."""
+
+    model_config = _FROZEN
+    kind: Literal["empty"] = "empty"
+
+
+class MakeLLMRequestAction(BaseModel):
+    """Ask the model for the next reply; `options` go to the request (e.g. tool_choice)."""
+
+    model_config = _FROZEN
+    kind: Literal["llm_request"] = "llm_request"
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class ExecuteToolsAction(BaseModel):
+    """Run these tool calls as one plan (concurrently unless parallel_tools is false)."""
+
+    model_config = _FROZEN
+    kind: Literal["execute_tools"] = "execute_tools"
+    tool_calls: list[ToolCall]
+
+
+class ToolAction(BaseModel):
+    """One tool call; a planner returns a list of them for a parallel set."""
+
+    model_config = _FROZEN
+    kind: Literal["tool"] = "tool"
+    tool_call: ToolCall
+
+
+class CompleteAction(BaseModel):
+    """The run is complete with this content."""
+
+    model_config = _FROZEN
+    kind: Literal["complete"] = "complete"
+    content: str | None = None
+
+
+Action = EmptyAction | MakeLLMRequestAction | ExecuteToolsAction | ToolAction | CompleteAction
+
+
+class FinalResponse(BaseModel):
+    """The structured end of every run."""
+
+    model_config = ConfigDict(extra="forbid")
+    operation: str = "display_message"
+    content: str | None = None
+    data: dict[str, Any] = Field(default_factory=dict)
+    error: dict[str, Any] | None = None
+
+
+class Termination(StrEnum):
+    """Why a run ended."""
+
+    completed = "completed"
+    empty = "empty"
+    max_iterations = "max_iterations"
+    stagnation = "stagnation"
+    validation_error = "validation_error"
+    llm_error = "llm_error"
+    error = "error"
+
+
+ToolCallStatus = Literal["ok", "error", "invalid", "unknown_tool", "not_run"]
+
+
+class ToolCallRecord(BaseModel):
+    """What happened to one requested tool call."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    result: Any = None
+    is_error: bool = False
+    status: ToolCallStatus = "ok"
+    iteration: int
+    group: int
+    sim_start: float = 0.0
+    sim_end: float = 0.0
+
+
+class RunResult(BaseModel):
+    """Everything a run produced."""
+
+    model_config = ConfigDict(extra="forbid")
+    termination: Termination
+    final: FinalResponse
+    iterations: int
+    llm_calls: int
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    conversation: Conversation = Field(default_factory=Conversation)
+    events: list[dict[str, Any]] = Field(default_factory=list)
+    memory: list[dict[str, Any]] = Field(default_factory=list)
+    usage: dict[str, int] = Field(default_factory=dict)
+    sim_time: float = 0.0
+    wall_time: float = 0.0
+
+    @property
+    def parallel_groups(self) -> list[list[str]]:
+        """The groups of two or more calls, in order, each with its tool names in model order."""
+        groups: dict[int, list[str]] = {}
+        for record in self.tool_calls:
+            groups.setdefault(record.group, []).append(record.name)
+        return [names for _, names in sorted(groups.items()) if len(names) > 1]

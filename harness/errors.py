@@ -1,0 +1,37 @@
+"""Exceptions harness raises on purpose, each meant to be read by a person."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["AbortRun", "HarnessError", "LLMError"]
+
+
+class HarnessError(Exception):
+    """Base class: bad input or configuration, with a message that says what to fix."""
+
+
+class LLMError(Exception):
+    """The LLM call failed (HTTP error, timeout, script exhausted, cassette miss).
+
+    The loop turns it into termination ``llm_error`` with
+    ``final.error = {type, message, status}``.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, type: str = "llm_error"):
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.type = type
+
+    def as_error(self) -> dict[str, Any]:
+        """The ``final.error`` form."""
+        return {"type": self.type, "message": self.message, "status": self.status}
+
+
+class AbortRun(Exception):  # noqa: N818 - it is a signal, not an error of the caller's
+    """Raised by a tool or hook to end the run in ``error`` instead of reporting a tool failure.
+
+    Scenario stubs raise it when a template fails while rendering: that is a scenario
+    bug, not something the model should see.
+    """

@@ -1,0 +1,118 @@
+"""Every hook a harness plugin can implement.
+
+Plugins implement them with ``harness.hookimpl``. Registration hooks receive a
+``register`` callable; decision hooks are ``firstresult`` (the first non-None answer
+wins); event hooks are observers whose return values are ignored. pluggy is
+synchronous, so every hook is a plain function.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from harness.actions import FinalResponse, ToolAction, ToolCallRecord
+    from harness.llm.base import LLMRequest, LLMResponse
+    from harness.loop import Run
+    from harness.messages import ToolCall
+
+hookspec = pluggy.HookspecMarker("harness")
+
+# --------------------------------------------------------------------------------------
+# Registration: named components. Called once per plugin manager, when first needed.
+# --------------------------------------------------------------------------------------
+
+
+@hookspec
+def harness_register_planners(register: Callable[[str, Callable[[Any], Any]], None]) -> None:
+    """Add planners: call ``register(name, factory)`` where ``factory(config) -> planner``.
+
+    A planner is any object with ``step(run) -> plan`` (sync or async). Scenarios
+    (``agent.planner``) and ``Agent(planner=name)`` select it by name.
+    """
+
+
+@hookspec
+def harness_register_tools(register: Callable[[Any], None]) -> None:
+    """Add reusable tools: call ``register(tool)`` with a ``@tool`` function.
+
+    The tool's name is its registry key; scenarios use it with ``{use: name}`` and
+    ``Agent(tools=["name"])`` accepts it by name.
+    """
+
+
+@hookspec
+def harness_register_llms(register: Callable[[str, Callable[[Any], Any]], None]) -> None:
+    """Add LLM sources: call ``register(name, factory)``; a scenario's ``llm.provider`` picks one.
+
+    ``factory(config)`` receives the scenario's ``llm`` section (a pydantic model) and
+    returns an object with ``async complete(request) -> LLMResponse``.
+    """
+
+
+@hookspec
+def harness_register_expectations(
+    register: Callable[[str, Callable[[Any, Any], tuple[bool, Any]]], None],
+) -> None:
+    """Add ``expect:`` keys: call ``register(key, check)`` with ``check(result, expected)``.
+
+    ``check`` returns ``(ok, actual)``; ``actual`` is shown next to ``expected`` in
+    failure messages and reports.
+    """
+
+
+# --------------------------------------------------------------------------------------
+# Decisions (firstresult): the first plugin that answers wins.
+# --------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def harness_action_signature(run: Run, tool_calls: list[ToolCall]) -> Any:
+    """Return the stagnation signature of a tool plan, or None to leave it to others.
+
+    Two plans with equal signatures count as the same plan. The built-in answer is a
+    tuple of sorted ``(tool_name, canonical_json(arguments))``; return your own to,
+    say, ignore a timestamp argument. Must be hashable and comparable with ``==``.
+    """
+
+
+# --------------------------------------------------------------------------------------
+# Events (observers): called in order as the run proceeds; return values are ignored.
+# --------------------------------------------------------------------------------------
+
+
+@hookspec
+def harness_agent_start(run: Run) -> None:
+    """A run starts: called once, before the first iteration."""
+
+
+@hookspec
+def harness_iteration_start(run: Run, iteration: int) -> None:
+    """An iteration (one trip through the loop) starts; ``iteration`` counts from 1."""
+
+
+@hookspec
+def harness_llm_request(run: Run, request: LLMRequest) -> None:
+    """A request is about to be sent to the LLM (``request.messages``, ``request.tools``)."""
+
+
+@hookspec
+def harness_llm_response(run: Run, response: LLMResponse) -> None:
+    """The LLM answered; ``response.message`` is already appended to the conversation."""
+
+
+@hookspec
+def harness_action_executed(run: Run, action: ToolAction, result: ToolCallRecord) -> None:
+    """One tool call of a plan was handled (run, failed, rejected or skipped).
+
+    Called once per call, in the model's order, after the whole plan finished.
+    """
+
+
+@hookspec
+def harness_agent_end(run: Run, final: FinalResponse) -> None:
+    """The run ended with ``final``; ``run.termination`` says why. Called exactly once."""

@@ -1,0 +1,93 @@
+"""The shape of one scripted LLM reply (a scenario's ``llm.script`` entry)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = ["ScriptError", "ScriptStep", "ScriptToolCall", "Usage"]
+
+_LONG_KEYS = frozenset({"id", "name", "arguments", "raw_arguments"})
+
+
+class ScriptToolCall(BaseModel):
+    """A scripted tool call: ``{name: args}`` (short) or ``{name, arguments | raw_arguments, id}``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str | None = None
+    name: str
+    arguments: dict[str, Any] | None = None
+    raw_arguments: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short_form(cls, data: Any) -> Any:
+        if isinstance(data, dict) and len(data) == 1:
+            (key, value), = data.items()
+            # {name: get_weather} alone is the long form with no arguments.
+            if key not in _LONG_KEYS or (key == "name" and isinstance(value, dict)):
+                if value is not None and not isinstance(value, dict):
+                    raise ValueError(
+                        f"arguments of {key!r} must be a mapping, like {{{key}: {{city: SF}}}}"
+                    )
+                return {"name": key, "arguments": value or {}}
+        return data
+
+    @model_validator(mode="after")
+    def _one_kind_of_arguments(self) -> ScriptToolCall:
+        if self.arguments is not None and self.raw_arguments is not None:
+            raise ValueError("give either arguments or raw_arguments, not both")
+        return self
+
+
+class ScriptError(BaseModel):
+    """An HTTP error the LLM call fails with."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    status: int = Field(ge=400, le=599)
+    message: str = "error"
+
+
+class Usage(BaseModel):
+    """Token usage reported with a reply."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    prompt_tokens: int = Field(default=0, ge=0)
+    completion_tokens: int = Field(default=0, ge=0)
+    total_tokens: int | None = Field(default=None, ge=0)
+
+    def as_dict(self) -> dict[str, int]:
+        """The usage with total_tokens filled in."""
+        total = self.total_tokens
+        if total is None:
+            total = self.prompt_tokens + self.completion_tokens
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": total,
+        }
+
+
+class ScriptStep(BaseModel):
+    """One scripted reply, or an injected failure of the LLM call."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    content: str | None = None
+    tool_calls: list[ScriptToolCall] = Field(default_factory=list)
+    error: ScriptError | Literal["timeout"] | None = None
+    repeat: int = Field(default=1, ge=1, description="give this reply this many times")
+    unknown_tools: bool = Field(
+        default=False, description="the step names tools the scenario does not define, on purpose"
+    )
+    latency: float = Field(default=0.0, ge=0, description="simulated seconds for this reply")
+    usage: Usage | None = None
+    finish_reason: str | None = None
+
+    @model_validator(mode="after")
+    def _error_alone(self) -> ScriptStep:
+        if self.error is not None and (self.content is not None or self.tool_calls):
+            raise ValueError("an error step has no content or tool_calls")
+        return self

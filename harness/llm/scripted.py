@@ -1,0 +1,84 @@
+"""ScriptedLLM: replies given in advance, consumed in order (a scenario's ``llm.script``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from harness.errors import AbortRun, LLMError
+from harness.llm.base import LLMRequest, LLMResponse
+from harness.llm.script import ScriptStep
+from harness.messages import AssistantMessage, ToolCall
+from harness.plugins import hookimpl
+
+__all__ = ["ScriptedLLM"]
+
+
+class ScriptedLLM:
+    """An LLM source that answers from a list of script steps.
+
+    Scripted call ids are ``call_<llm_call>_<index>`` (the run's 1-based LLM call
+    number, the call's 0-based index in the reply) unless a step gives ``id``.
+    """
+
+    def __init__(self, steps: Iterable[ScriptStep | dict[str, Any]]) -> None:
+        self.steps = [s if isinstance(s, ScriptStep) else ScriptStep.model_validate(s) for s in steps]
+        self.total = sum(step.repeat for step in self.steps)
+        self.reset()
+
+    def reset(self) -> None:
+        """Start again from the first step."""
+        self._index = 0  # current step
+        self._served = 0  # replies given by the current step
+        self.consumed = 0  # replies given in all
+
+    @property
+    def remaining(self) -> int:
+        """Replies (and injected errors) not given yet."""
+        return self.total - self.consumed
+
+    def _next_step(self) -> tuple[int, ScriptStep]:
+        if self._index >= len(self.steps):
+            raise LLMError(
+                f"script exhausted after {self.consumed} responses", type="script_exhausted"
+            )
+        index, step = self._index, self.steps[self._index]
+        self._served += 1
+        self.consumed += 1
+        if self._served >= step.repeat:
+            self._index += 1
+            self._served = 0
+        return index, step
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        """The next scripted reply; error steps raise LLMError."""
+        index, step = self._next_step()
+        if step.error is not None:
+            if step.error == "timeout":
+                raise LLMError("Request timed out.", type="timeout")
+            raise LLMError(step.error.message, status=step.error.status, type="http_error")
+        if step.tool_calls and request.tool_choice == "none":
+            raise AbortRun(
+                f"script step {index + 1} replies with tool calls to a request made with "
+                'tool_choice="none" (the final answer at max_iterations); give that step '
+                "content only"
+            )
+        calls = [
+            ToolCall(
+                id=call.id or f"call_{request.call}_{i}",
+                name=call.name,
+                arguments=call.arguments or {},
+                raw_arguments=call.raw_arguments,
+            )
+            for i, call in enumerate(step.tool_calls)
+        ]
+        finish = step.finish_reason or ("tool_calls" if calls else "stop")
+        message = AssistantMessage(content=step.content, tool_calls=calls, finish_reason=finish)
+        usage = step.usage.as_dict() if step.usage is not None else None
+        return LLMResponse(message=message, usage=usage, latency=step.latency)
+
+
+@hookimpl
+def harness_register_llms(register: Any) -> None:
+    """``provider: scripted``: the scenario's ``llm.script``."""
+    register("scripted", lambda config: ScriptedLLM(config.script))

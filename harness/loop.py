@@ -1,0 +1,435 @@
+"""The agent loop: ask the planner for a plan, run it, until something ends the run.
+
+The exact semantics are DESIGN.md section 3. Per-iteration work is constant in the
+length of the run: nothing here walks the whole history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import time
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import to_jsonable_python
+
+from harness import simclock
+from harness.actions import (
+    CompleteAction,
+    EmptyAction,
+    ExecuteToolsAction,
+    FinalResponse,
+    MakeLLMRequestAction,
+    RunResult,
+    Termination,
+    ToolAction,
+    ToolCallRecord,
+)
+from harness.errors import AbortRun, HarnessError, LLMError
+from harness.llm.base import LLMRequest, LLMResponse
+from harness.messages import (
+    AssistantMessage,
+    Conversation,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+)
+from harness.stagnation import StagnationDetector
+from harness.tools import Tool, ToolArgumentsError, format_errors
+
+__all__ = ["AgentConfig", "Run", "execute"]
+
+log = logging.getLogger("harness")
+
+
+class AgentConfig(BaseModel):
+    """How a run behaves (the ``agent:`` section of a scenario)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    planner: str = "agentbuilder"
+    max_iterations: int = Field(default=80, ge=1)
+    stagnation_window: int = Field(default=3, ge=0, description="0 turns detection off")
+    parallel_tools: bool = True
+    on_validation_error: Literal["stop", "retry"] = "stop"
+    on_max_iterations: Literal["stop", "final_answer"] = "stop"
+    system: str | None = None
+    planner_options: dict[str, Any] = Field(default_factory=dict)
+
+
+class _Stop(Exception):  # noqa: N818 - control flow inside the loop only
+    """Ends the iteration loop with a termination and a final response."""
+
+    def __init__(self, termination: Termination, final: FinalResponse) -> None:
+        self.termination = termination
+        self.final = final
+
+
+class Run:
+    """The live state of one run, handed to planners and to every hook."""
+
+    def __init__(
+        self,
+        *,
+        conversation: Conversation,
+        tools: dict[str, Tool],
+        config: AgentConfig,
+        llm: Any,
+        plugins: Any,
+        planner_name: str = "",
+    ) -> None:
+        self.conversation = conversation
+        self.tools = tools
+        self.config = config
+        self.llm = llm
+        self.plugins = plugins
+        self.hook = plugins.hook
+        self.planner_name = planner_name or config.planner
+        self.iteration = 0
+        self.llm_calls = 0
+        self.sim_time = 0.0
+        self.usage: dict[str, int] = {}
+        self.memory: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []
+        self.records: list[ToolCallRecord] = []
+        self.termination: Termination | None = None
+        # Free space for planners and plugins that keep state across iterations.
+        self.state: dict[str, Any] = {}
+        self._group = 0
+        self._tool_list = list(tools.values())
+        # Why the last assistant message's calls were not run, for the error ToolMessages
+        # that keep the transcript valid before any further request.
+        self._unanswered_reason = "no result"
+
+    # -- helpers for planners and plugins ---------------------------------------------
+
+    def emit(self, event: str, **data: Any) -> None:
+        """Record an event (no wall-clock values: results must be reproducible)."""
+        self.events.append({"event": event, "iteration": self.iteration, **data})
+
+    def remember(self, kind: str, content: Any) -> None:
+        """Add a memory entry ``{kind, content}``."""
+        self.memory.append({"kind": kind, "content": content})
+
+    async def call_llm(self, **options: Any) -> AssistantMessage:
+        """Send the conversation and tools to the model; append and return its reply.
+
+        The one path to the model: it fires ``llm_request`` / ``llm_response``, counts
+        the call, advances the simulated clock and adds token usage.
+        """
+        self._answer_unanswered()
+        self.llm_calls += 1
+        request = LLMRequest(self.conversation, self._tool_list, options, self.llm_calls)
+        self.emit("llm_request", call=self.llm_calls)
+        self.hook.harness_llm_request(run=self, request=request)
+        response: LLMResponse = await self.llm.complete(request)
+        message = response.message
+        self.sim_time += response.latency
+        if response.usage:
+            usage = self.usage
+            for key, value in response.usage.items():
+                usage[key] = usage.get(key, 0) + value
+        self.conversation.append(message)
+        self.emit(
+            "llm_response",
+            call=self.llm_calls,
+            tool_calls=[c.name for c in message.tool_calls],
+            finish_reason=message.finish_reason,
+        )
+        self.hook.harness_llm_response(run=self, response=response)
+        if not message.tool_calls:
+            log.info("Final response received (no tool calls)")
+        return message
+
+    def _answer_unanswered(self) -> None:
+        """Give every unanswered call of the last assistant message an error ToolMessage.
+
+        Walks back only over the trailing tool messages, so the cost is the size of
+        the last plan, not of the history.
+        """
+        messages = self.conversation.messages
+        answered: set[str] = set()
+        for message in reversed(messages):
+            if isinstance(message, ToolMessage):
+                answered.add(message.tool_call_id)
+                continue
+            if isinstance(message, AssistantMessage):
+                for call in message.tool_calls:
+                    if call.id not in answered:
+                        self.conversation.append(
+                            ToolMessage(
+                                tool_call_id=call.id,
+                                name=call.name,
+                                content=f"not executed: {self._unanswered_reason}",
+                                is_error=True,
+                            )
+                        )
+            break
+
+    # -- running a tool plan ----------------------------------------------------------
+
+    async def run_tools(self, calls: list[ToolCall]) -> None:
+        """Validate every call, then run them (concurrently unless parallel_tools is false)."""
+        self._group += 1
+        group = self._group
+        iteration = self.iteration
+        prepared: list[tuple[ToolCall, Tool | None, Any]] = []
+        failures: list[dict[str, Any]] = []
+        for call in calls:
+            tool = self.tools.get(call.name)
+            if tool is None:
+                prepared.append((call, None, None))
+                continue
+            try:
+                prepared.append((call, tool, tool.validate(call)))
+            except ToolArgumentsError as exc:
+                failures.append({"call_id": call.id, "tool": call.name, "errors": exc.errors})
+                prepared.append((call, tool, exc))
+
+        if failures and self.config.on_validation_error == "stop":
+            for call, tool, outcome in prepared:
+                status = (
+                    "unknown_tool"
+                    if tool is None
+                    else "invalid"
+                    if isinstance(outcome, ToolArgumentsError)
+                    else "not_run"
+                )
+                self._record(call, group, status=status, is_error=status != "not_run")
+            self._unanswered_reason = "another call of this plan had invalid arguments"
+            message = "; ".join(f"{f['tool']} ({f['call_id']}): {format_errors(f['errors'])}" for f in failures)
+            self.remember("error", f"Invalid tool arguments: {message}")
+            raise _Stop(
+                Termination.validation_error,
+                FinalResponse(
+                    error={"type": "validation_error", "message": message, "errors": failures}
+                ),
+            )
+
+        log.info("Executing %d tool call(s)", len(calls))
+        start = self.sim_time
+        if self.config.parallel_tools and len(prepared) > 1:
+            outcomes = await asyncio.gather(*(self._call(p, parallel=True) for p in prepared))
+            for call_outcome in outcomes:
+                if isinstance(call_outcome, AbortRun):
+                    raise call_outcome
+            spans = [(start, start + o[3]) for o in outcomes]
+        else:
+            outcomes, spans, clock = [], [], start
+            for p in prepared:
+                outcome = await self._call(p, parallel=False)
+                if isinstance(outcome, AbortRun):
+                    raise outcome
+                outcomes.append(outcome)
+                spans.append((clock, clock + outcome[3]))
+                clock += outcome[3]
+        self.sim_time = max([start, *(end for _, end in spans)])
+
+        # Messages and records in the model's order, whatever order the calls finished in.
+        for (call, _tool, _args), (content, value, status, _), (sim_start, sim_end) in zip(
+            prepared, outcomes, spans, strict=True
+        ):
+            is_error = status != "ok"
+            self.conversation.append(
+                ToolMessage(tool_call_id=call.id, name=call.name, content=content, is_error=is_error)
+            )
+            record = self._record(
+                call, group, status=status, is_error=is_error, result=value,
+                sim_start=sim_start, sim_end=sim_end,
+            )
+            self.emit("action_executed", tool=call.name, call_id=call.id, status=status, group=group)
+            self.hook.harness_action_executed(run=self, action=ToolAction(tool_call=call), result=record)
+
+    async def _call(
+        self, prepared: tuple[ToolCall, Tool | None, Any], *, parallel: bool
+    ) -> Any:
+        """-> (content for the model, recorded result, status, simulated seconds) or AbortRun."""
+        call, tool, args = prepared
+        if tool is None:
+            known = ", ".join(sorted(self.tools)) or "none"
+            text = f"Unknown tool {call.name!r}. Available tools: {known}"
+            return text, text, "unknown_tool", 0.0
+        if isinstance(args, ToolArgumentsError):
+            text = f"Invalid arguments for {call.name}: {args}"
+            return text, text, "invalid", 0.0
+        box = simclock.start_call()
+        try:
+            if tool.is_async:
+                value = await tool.fn(**args)
+            elif parallel:
+                # A sync tool may block (requests, subprocess): a thread lets the
+                # calls of a parallel plan overlap as they would in production.
+                value = await asyncio.to_thread(tool.fn, **args)
+            else:
+                value = tool.fn(**args)
+        except AbortRun as exc:
+            return exc
+        except Exception as exc:  # a tool failure is reported to the model, never raised
+            text = f"{type(exc).__name__}: {exc}"
+            return text, text, "error", box[0]
+        if isinstance(value, str):
+            return value, value, "ok", box[0]
+        result = to_jsonable_python(value, fallback=str)
+        return json.dumps(result, ensure_ascii=False), result, "ok", box[0]
+
+    def _record(self, call: ToolCall, group: int, **fields: Any) -> ToolCallRecord:
+        record = ToolCallRecord(
+            id=call.id, name=call.name, arguments=call.arguments, iteration=self.iteration,
+            group=group, **fields,
+        )
+        self.records.append(record)
+        return record
+
+    def record_not_run(self, calls: list[ToolCall], reason: str) -> None:
+        """Record a plan that was declined as a whole (stagnation)."""
+        self._group += 1
+        for call in calls:
+            self._record(call, self._group, status="not_run", is_error=False,
+                         sim_start=self.sim_time, sim_end=self.sim_time)
+        self._unanswered_reason = reason
+
+
+# -- the loop ------------------------------------------------------------------------------
+
+
+def _last_turn(conversation: Conversation) -> Any:
+    """The last message that is not a system message (None when there is none)."""
+    for message in reversed(conversation.messages):
+        if not isinstance(message, SystemMessage):
+            return message
+    return None
+
+
+async def _iterate(run: Run, planner: Any, detector: StagnationDetector) -> tuple[Termination, FinalResponse]:
+    config = run.config
+    hook = run.hook
+    limit = config.max_iterations
+    while True:
+        if run.iteration >= limit:
+            return await _at_limit(run)
+        run.iteration += 1
+        log.info("Agentic iteration %d/%d", run.iteration, limit)
+        run.emit("iteration_start")
+        hook.harness_iteration_start(run=run, iteration=run.iteration)
+
+        plan = planner.step(run)
+        if inspect.isawaitable(plan):
+            plan = await plan
+
+        if isinstance(plan, MakeLLMRequestAction):
+            await run.call_llm(**plan.options)
+            continue
+        if isinstance(plan, ExecuteToolsAction):
+            calls = list(plan.tool_calls)
+        elif isinstance(plan, ToolAction):
+            calls = [plan.tool_call]
+        elif isinstance(plan, list) and plan and all(isinstance(a, ToolAction) for a in plan):
+            calls = [a.tool_call for a in plan]
+        elif isinstance(plan, FinalResponse):
+            return Termination.completed, _mark_truncation(run, plan)
+        elif isinstance(plan, CompleteAction):
+            return Termination.completed, _mark_truncation(run, FinalResponse(content=plan.content))
+        elif isinstance(plan, EmptyAction) or (isinstance(plan, list) and not plan):
+            return Termination.empty, FinalResponse()
+        else:
+            raise HarnessError(
+                f"planner {run.planner_name!r} returned {plan!r}; expected an action, a list of "
+                "ToolAction or a FinalResponse"
+            )
+
+        signature = hook.harness_action_signature(run=run, tool_calls=calls)
+        if detector.is_stagnant(signature):
+            window = detector.window
+            run.record_not_run(calls, "the same tool calls were requested again (stagnation)")
+            run.remember(
+                "error",
+                f"Stagnation detected: the same tool plan was requested {window + 1} times in a row",
+            )
+            return Termination.stagnation, FinalResponse(
+                data={
+                    "stagnation": True,
+                    "signature": to_jsonable_python(signature, fallback=repr),
+                    "window": window,
+                }
+            )
+        detector.add(signature)
+        await run.run_tools(calls)
+
+
+def _mark_truncation(run: Run, final: FinalResponse) -> FinalResponse:
+    last = run.conversation.messages[-1] if run.conversation.messages else None
+    if (
+        isinstance(last, AssistantMessage)
+        and last.finish_reason == "length"
+        and not last.tool_calls
+        and not final.data.get("truncated")
+    ):
+        return final.model_copy(update={"data": {**final.data, "truncated": True}})
+    return final
+
+
+async def _at_limit(run: Run) -> tuple[Termination, FinalResponse]:
+    limit = run.config.max_iterations
+    log.warning("Max agentic iterations reached without final response")
+    run.remember("final", "Max iterations reached")
+    error = {"type": "max_iterations", "message": "Max iterations reached", "max_iterations": limit}
+    if run.config.on_max_iterations != "final_answer":
+        return Termination.max_iterations, FinalResponse(error=error)
+    last = _last_turn(run.conversation)
+    if isinstance(last, AssistantMessage) and not last.tool_calls and last.content is not None:
+        # The answer arrived one trip too late: it is the answer, no request needed.
+        return Termination.max_iterations, FinalResponse(content=last.content, error=error)
+    run._unanswered_reason = "max iterations reached"
+    message = await run.call_llm(tool_choice="none")
+    if message.tool_calls:
+        raise AbortRun('the model answered a tool_choice="none" request with tool calls')
+    return Termination.max_iterations, FinalResponse(content=message.content, error=error)
+
+
+def _error_final(exc: BaseException) -> FinalResponse:
+    return FinalResponse(
+        error={"type": "error", "exception": type(exc).__name__, "message": str(exc), "status": None}
+    )
+
+
+async def execute(run: Run, planner: Any) -> RunResult:
+    """Run the loop to its end and return the RunResult."""
+    started = time.perf_counter()
+    hook = run.hook
+    detector = StagnationDetector(run.config.stagnation_window)
+    try:
+        run.emit("agent_start")
+        hook.harness_agent_start(run=run)
+        termination, final = await _iterate(run, planner, detector)
+    except _Stop as stop:
+        termination, final = stop.termination, stop.final
+    except LLMError as exc:
+        termination, final = Termination.llm_error, FinalResponse(error=exc.as_error())
+        run.remember("error", f"LLM error: {exc.message}")
+    except Exception as exc:  # a planner, hook, template or harness bug: still a result
+        log.debug("run ended in error", exc_info=True)
+        termination, final = Termination.error, _error_final(exc)
+        run.remember("error", f"{type(exc).__name__}: {exc}")
+    run.termination = termination
+    run.emit("agent_end", termination=termination.value)
+    try:
+        hook.harness_agent_end(run=run, final=final)
+    except Exception as exc:
+        termination, final = Termination.error, _error_final(exc)
+        run.termination = termination
+    return RunResult(
+        termination=termination,
+        final=final,
+        iterations=run.iteration,
+        llm_calls=run.llm_calls,
+        tool_calls=run.records,
+        conversation=run.conversation,
+        events=run.events,
+        memory=run.memory,
+        usage=run.usage,
+        sim_time=round(run.sim_time, 9),
+        wall_time=time.perf_counter() - started,
+    )

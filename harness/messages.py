@@ -1,0 +1,200 @@
+"""Messages, tool calls and the Conversation, in a form that maps 1:1 onto OpenAI's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+__all__ = [
+    "AssistantMessage",
+    "Conversation",
+    "Message",
+    "SystemMessage",
+    "ToolCall",
+    "ToolMessage",
+    "UserMessage",
+]
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class ToolCall(BaseModel):
+    """One tool call requested by the model."""
+
+    model_config = _FROZEN
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    # Kept only when the model sent arguments that are not a JSON object, so the
+    # exact text can be reported and sent back.
+    raw_arguments: str | None = None
+
+    def arguments_json(self) -> str:
+        """The arguments as the model sent them (raw text) or as canonical-enough JSON."""
+        if self.raw_arguments is not None:
+            return self.raw_arguments
+        return json.dumps(self.arguments, ensure_ascii=False)
+
+
+class SystemMessage(BaseModel):
+    """A system prompt."""
+
+    model_config = _FROZEN
+    role: Literal["system"] = "system"
+    content: str
+
+
+class UserMessage(BaseModel):
+    """A user turn."""
+
+    model_config = _FROZEN
+    role: Literal["user"] = "user"
+    content: str
+
+
+class AssistantMessage(BaseModel):
+    """A model reply: text, tool calls, or both."""
+
+    model_config = _FROZEN
+    role: Literal["assistant"] = "assistant"
+    content: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    finish_reason: str | None = None
+    # Responses API reasoning items, sent back verbatim on the next request as
+    # reasoning models require for multi-round tool use. Chat Completions ignores them.
+    reasoning: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class ToolMessage(BaseModel):
+    """The result of one tool call, as sent back to the model."""
+
+    model_config = _FROZEN
+    role: Literal["tool"] = "tool"
+    tool_call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+
+
+Message = Annotated[
+    SystemMessage | UserMessage | AssistantMessage | ToolMessage, Field(discriminator="role")
+]
+
+
+def to_openai_message(message: Message) -> dict[str, Any]:
+    """The Chat Completions form of one message."""
+    if isinstance(message, AssistantMessage):
+        out: dict[str, Any] = {"role": "assistant", "content": message.content}
+        if message.tool_calls:
+            out["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments_json()},
+                }
+                for call in message.tool_calls
+            ]
+        return out
+    if isinstance(message, ToolMessage):
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    return {"role": message.role, "content": message.content}
+
+
+class Conversation(BaseModel):
+    """The messages of a run, in order, with their OpenAI form cached as they are appended."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    messages: list[Message] = Field(default_factory=list)
+    # Each message's OpenAI form, built once when it is appended: building a request
+    # must not re-serialize the whole history every round.
+    _openai: list[dict[str, Any]] = PrivateAttr(default_factory=list)
+
+    def append(self, message: Message) -> None:
+        """Add a message at the end."""
+        self.messages.append(message)
+
+    def extend(self, messages: list[Message]) -> None:
+        """Add several messages at the end."""
+        self.messages.extend(messages)
+
+    def openai_messages(self) -> list[dict[str, Any]]:
+        """The cached OpenAI forms (shared: do not mutate). Only new messages are converted."""
+        cache = self._openai
+        messages = self.messages
+        if len(cache) > len(messages):  # the list was replaced or truncated by hand
+            cache.clear()
+        for message in messages[len(cache) :]:
+            cache.append(to_openai_message(message))
+        return cache
+
+    def to_openai(self) -> list[dict[str, Any]]:
+        """Chat Completions `messages` for this conversation (a new list)."""
+        return list(self.openai_messages())
+
+    def save(self, path: str | Path) -> None:
+        """Write the conversation as JSON (every field, so `load` gives it back exactly)."""
+        Path(path).write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: str | Path) -> Conversation:
+        """Read a conversation written by `save`."""
+        return cls.model_validate_json(Path(path).read_text(encoding="utf-8"))
+
+    @classmethod
+    def from_openai(cls, messages: list[dict[str, Any]]) -> Conversation:
+        """Build a conversation from Chat Completions `messages` (a saved OpenAI history)."""
+        return cls(messages=[message_from_openai(m) for m in messages])
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+
+def parse_arguments(text: str | None) -> tuple[dict[str, Any], str | None]:
+    """Arguments text from a model -> (arguments, raw_arguments kept when not a JSON object)."""
+    if text is None or text == "":
+        return {}, None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}, text
+    if not isinstance(value, dict):
+        return {}, text
+    return value, None
+
+
+def message_from_openai(data: dict[str, Any]) -> Message:
+    """One Chat Completions message dict -> a harness message."""
+    role = data.get("role")
+    if role == "assistant":
+        calls = []
+        for call in data.get("tool_calls") or []:
+            fn = call.get("function") or {}
+            args, raw = parse_arguments(fn.get("arguments"))
+            calls.append(
+                ToolCall(id=call.get("id", ""), name=fn.get("name", ""), arguments=args,
+                         raw_arguments=raw)
+            )
+        return AssistantMessage(content=_text(data.get("content")), tool_calls=calls)
+    if role == "tool":
+        return ToolMessage(
+            tool_call_id=data.get("tool_call_id", ""),
+            name=data.get("name", ""),
+            content=_text(data.get("content")) or "",
+        )
+    if role in ("system", "developer"):
+        return SystemMessage(content=_text(data.get("content")) or "")
+    if role == "user":
+        return UserMessage(content=_text(data.get("content")) or "")
+    raise ValueError(f"unknown message role {role!r} (expected system, user, assistant or tool)")
+
+
+def _text(content: Any) -> str | None:
+    """OpenAI content may be a list of parts; keep the text."""
+    if content is None or isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content if isinstance(part, dict))

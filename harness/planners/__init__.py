@@ -1,0 +1,1 @@
+"""Built-in planners; each module is an ordinary plugin registering one planner."""

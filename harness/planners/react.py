@@ -1,0 +1,34 @@
+"""``react``: one iteration is one LLM round; the model's tool calls are one parallel set."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.actions import EmptyAction, FinalResponse, ToolAction
+from harness.messages import SystemMessage
+from harness.plugins import hookimpl
+
+__all__ = ["ReactPlanner"]
+
+
+class ReactPlanner:
+    """Calls the model inside ``step`` and returns its tool calls, or the final answer."""
+
+    def __init__(self, config: Any = None) -> None:
+        self.config = config
+
+    async def step(self, run: Any) -> Any:
+        """Ask the model; tool calls -> a list of ToolAction, text -> FinalResponse."""
+        # Stops at the first non-system message from the end: constant work per round.
+        if all(isinstance(m, SystemMessage) for m in reversed(run.conversation.messages)):
+            return EmptyAction()
+        reply = await run.call_llm()
+        if reply.tool_calls:
+            return [ToolAction(tool_call=call) for call in reply.tool_calls]
+        return FinalResponse(content=reply.content)
+
+
+@hookimpl
+def harness_register_planners(register: Any) -> None:
+    """Register ``react``."""
+    register("react", ReactPlanner)

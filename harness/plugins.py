@@ -1,0 +1,326 @@
+"""The plugin manager: built-ins, entry points, local project plugins, per-agent extras.
+
+Discovery, in order: the built-ins of DEFAULT_PLUGINS (ordinary plugins), the
+entry-point group ``harness``, the modules of ``[tool.harness] plugins`` in the
+project's pyproject.toml (imported with the project root on sys.path), and modules
+added at run time (``--harness-plugin``). ``HARNESS_DISABLE_PLUGINS`` (comma-separated
+names) blocks plugins by name.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import os
+import sys
+import tomllib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pluggy
+
+from harness import hookspecs
+from harness.errors import HarnessError
+
+__all__ = [
+    "DEFAULT_PLUGINS",
+    "PluginError",
+    "Plugins",
+    "add_plugin_module",
+    "get_plugins",
+    "hookimpl",
+    "project_config",
+    "project_root",
+]
+
+hookimpl = pluggy.HookimplMarker("harness")
+
+DEFAULT_PLUGINS: tuple[str, ...] = (
+    "harness.stagnation",
+    "harness.planners.agentbuilder",
+    "harness.planners.react",
+    "harness.llm.scripted",
+)
+
+_HOOK_PREFIX = "harness_"
+_SPEC_NAMES = frozenset(name for name in dir(hookspecs) if name.startswith(_HOOK_PREFIX))
+
+
+class PluginError(HarnessError):
+    """A plugin could not be loaded or registered something invalid."""
+
+
+class _Manager(pluggy.PluginManager):
+    """Treats every ``harness_*`` function as a hook implementation, marked or not,
+
+    so that a misspelled hook name is an error at registration instead of a hook
+    that silently never runs.
+    """
+
+    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+        opts = super().parse_hookimpl_opts(plugin, name)
+        if opts is None and name.startswith(_HOOK_PREFIX) and callable(getattr(plugin, name, None)):
+            return {}
+        return opts
+
+
+def project_root(start: str | Path | None = None) -> Path:
+    """The nearest folder at or above ``start`` (default: cwd) holding a pyproject.toml."""
+    here = Path(start or Path.cwd()).resolve()
+    if here.is_file():
+        here = here.parent
+    for folder in (here, *here.parents):
+        if (folder / "pyproject.toml").is_file():
+            return folder
+    return Path.cwd().resolve()
+
+
+def project_config(root: Path | None = None) -> dict[str, Any]:
+    """The ``[tool.harness]`` table of the project's pyproject.toml ({} when absent)."""
+    path = (root or project_root()) / "pyproject.toml"
+    if not path.is_file():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise PluginError(f"{path}: not valid TOML: {exc}") from None
+    table = data.get("tool", {}).get("harness", {})
+    return table if isinstance(table, dict) else {}
+
+
+@dataclass
+class Registered:
+    """What one plugin registered through the registration hooks."""
+
+    planners: list[str] = field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
+    llms: list[str] = field(default_factory=list)
+    expectations: list[str] = field(default_factory=list)
+
+
+class Plugins:
+    """A pluggy manager with harness's hookspecs and the registries its plugins fill."""
+
+    def __init__(self, plugins: Iterable[tuple[str, Any]] = ()) -> None:
+        self.pm = _Manager("harness")
+        self.pm.add_hookspecs(hookspecs)
+        self._order: list[tuple[str, Any]] = []
+        self._registries: dict[str, dict[str, Any]] | None = None
+        self.registered: dict[str, Registered] = {}
+        for name, plugin in plugins:
+            self.register(plugin, name)
+
+    @property
+    def hook(self) -> Any:
+        """The hook caller (``plugins.hook.harness_agent_start(run=...)``)."""
+        return self.pm.hook
+
+    def register(self, plugin: Any, name: str | None = None) -> str | None:
+        """Register a plugin object or module; unknown ``harness_*`` hooks are an error."""
+        name = name or getattr(plugin, "__name__", None) or repr(plugin)
+        if self.pm.is_blocked(name) or self.pm.is_registered(plugin):
+            return None
+        try:
+            self.pm.register(plugin, name)
+            self.pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            if self.pm.is_registered(plugin):
+                self.pm.unregister(plugin)
+            raise PluginError(_explain_validation(name, plugin, exc)) from None
+        self._order.append((name, plugin))
+        self._registries = None
+        return name
+
+    def unregister(self, plugin: Any) -> None:
+        """Remove a plugin registered before."""
+        self.pm.unregister(plugin)
+        self._order = [(n, p) for n, p in self._order if p is not plugin]
+        self._registries = None
+
+    def block(self, name: str) -> None:
+        """Never register a plugin of this name."""
+        self.pm.set_blocked(name)
+
+    def plugins(self) -> list[tuple[str, Any]]:
+        """(name, plugin) in registration order."""
+        return list(self._order)
+
+    def with_extra(self, extra: Iterable[Any]) -> Plugins:
+        """A new manager holding these plugins plus ``extra`` (for one Agent only)."""
+        extra = list(extra)
+        if not extra:
+            return self
+        child = Plugins(self._order)
+        for plugin in extra:
+            child.register(plugin)
+        return child
+
+    # -- registries -------------------------------------------------------------------
+
+    def _build_registries(self) -> dict[str, dict[str, Any]]:
+        from harness.tools import as_tool
+
+        registries: dict[str, dict[str, Any]] = {
+            "planners": {},
+            "tools": {},
+            "llms": {},
+            "expectations": {},
+        }
+        owners: dict[tuple[str, str], str] = {}
+        self.registered = {}
+
+        def collector(kind: str, plugin_name: str) -> Callable[..., None]:
+            def register(*args: Any) -> None:
+                if kind == "tools":
+                    if len(args) != 1:
+                        raise PluginError(f"{plugin_name}: register(tool) takes one @tool function")
+                    tool = as_tool(args[0])
+                    key, value = tool.name, tool
+                else:
+                    if len(args) != 2 or not isinstance(args[0], str) or not callable(args[1]):
+                        raise PluginError(
+                            f"{plugin_name}: register(name, factory) takes a name and a callable"
+                        )
+                    key, value = args
+                previous = owners.get((kind, key))
+                if previous is not None:
+                    raise PluginError(
+                        f"{kind[:-1]} {key!r} is registered twice: by {previous} and by "
+                        f"{plugin_name}; rename one or block a plugin with HARNESS_DISABLE_PLUGINS"
+                    )
+                owners[(kind, key)] = plugin_name
+                registries[kind][key] = value
+                getattr(self.registered.setdefault(plugin_name, Registered()), kind).append(key)
+
+            return register
+
+        for kind in registries:
+            caller = getattr(self.pm.hook, f"harness_register_{kind}")
+            # Call implementations one by one, oldest first, so each registration is
+            # attributed to its plugin (for `harness plugins` and duplicate errors).
+            for impl in caller.get_hookimpls():
+                impl.function(register=collector(kind, impl.plugin_name))
+        return registries
+
+    def registry(self, kind: str) -> dict[str, Any]:
+        """``planners``, ``tools``, ``llms`` or ``expectations``: name -> registered object."""
+        if self._registries is None:
+            self._registries = self._build_registries()
+        return self._registries[kind]
+
+    def planner_factory(self, name: str) -> Callable[[Any], Any]:
+        """The factory of the planner called ``name`` (clear error listing the known ones)."""
+        return self._lookup("planners", "planner", name)
+
+    def llm_factory(self, name: str) -> Callable[[Any], Any]:
+        """The factory of the LLM source called ``name``."""
+        return self._lookup("llms", "LLM provider", name)
+
+    def tool(self, name: str) -> Any:
+        """The registered tool called ``name``."""
+        return self._lookup("tools", "tool", name)
+
+    def _lookup(self, kind: str, label: str, name: str) -> Any:
+        found = self.registry(kind).get(name)
+        if found is None:
+            known = sorted(self.registry(kind))
+            hint = difflib.get_close_matches(name, known, n=1)
+            extra = f"; did you mean {hint[0]!r}?" if hint else ""
+            raise PluginError(
+                f"unknown {label} {name!r} (known: {', '.join(known) or 'none'}){extra}"
+            )
+        return found
+
+
+def _explain_validation(name: str, plugin: Any, exc: pluggy.PluginValidationError) -> str:
+    text = str(exc)
+    unknown = [
+        attr
+        for attr in dir(plugin)
+        if attr.startswith(_HOOK_PREFIX) and attr not in _SPEC_NAMES and callable(getattr(plugin, attr))
+    ]
+    if not unknown:
+        return f"plugin {name}: {text}"
+    parts = []
+    for attr in unknown:
+        hint = difflib.get_close_matches(attr, sorted(_SPEC_NAMES), n=1)
+        parts.append(f"{attr}" + (f" (did you mean {hint[0]}?)" if hint else ""))
+    return f"plugin {name}: unknown hook {', '.join(parts)}; hooks are listed in harness.hookspecs"
+
+
+# -- discovery ---------------------------------------------------------------------------
+
+_global: Plugins | None = None
+_added_modules: list[str] = []
+
+
+def _import_plugin(module: str, where: str) -> Any:
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise PluginError(f"{where}: cannot import plugin module {module!r}: {exc}") from None
+
+
+def _disabled() -> set[str]:
+    return {n.strip() for n in os.environ.get("HARNESS_DISABLE_PLUGINS", "").split(",") if n.strip()}
+
+
+def _discover() -> Plugins:
+    plugins = Plugins()
+    for name in _disabled():
+        plugins.block(name)
+    for module in DEFAULT_PLUGINS:
+        if module in _disabled():
+            continue
+        plugins.register(_import_plugin(module, "built-in plugins"), module)
+    _load_entry_points(plugins)
+    root = project_root()
+    local = project_config(root).get("plugins", [])
+    if local:
+        if str(root) not in sys.path:
+            sys.path.insert(0, str(root))
+        for module in local:
+            if module not in _disabled():
+                plugins.register(_import_plugin(module, f"{root / 'pyproject.toml'} [tool.harness] plugins"), module)
+    for module in _added_modules:
+        plugins.register(_import_plugin(module, "--harness-plugin"), module)
+    return plugins
+
+
+def _load_entry_points(plugins: Plugins) -> None:
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group="harness"):
+        if plugins.pm.is_blocked(ep.name) or ep.name in _disabled():
+            continue
+        try:
+            plugin = ep.load()
+        except Exception as exc:  # a broken third-party plugin must say which one
+            raise PluginError(f"entry point harness:{ep.name} ({ep.value}) failed to load: {exc}") from None
+        plugins.register(plugin, ep.name)
+
+
+def get_plugins() -> Plugins:
+    """The process-wide plugin manager, discovered once."""
+    global _global
+    if _global is None:
+        _global = _discover()
+    return _global
+
+
+def add_plugin_module(module: str) -> None:
+    """Load ``module`` as a plugin for the rest of the process (``--harness-plugin``)."""
+    if module in _added_modules:
+        return
+    _added_modules.append(module)
+    if _global is not None:
+        _global.register(_import_plugin(module, "--harness-plugin"), module)
+
+
+def reset() -> None:
+    """Forget the discovered plugins (the next get_plugins() discovers again)."""
+    global _global
+    _global = None
+    _added_modules.clear()

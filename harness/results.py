@@ -1,0 +1,199 @@
+"""The results of scenario runs: one ScenarioResult per scenario, and results.json.
+
+This is the data between the runner and the reports: scenario -> run -> result ->
+report. Everything outside ``meta`` and ``wall_time`` is identical across runs of
+the same inputs.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import tempfile
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.actions import FinalResponse, RunResult, Termination, ToolCallRecord
+from harness.messages import Message
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "ExpectationResult",
+    "Results",
+    "ScenarioResult",
+    "Status",
+    "Summary",
+    "atomic_write",
+    "build_results",
+]
+
+SCHEMA_VERSION = 1
+
+Status = Literal["passed", "failed", "error"]
+
+
+class ExpectationResult(BaseModel):
+    """One checked expectation: its dotted path under ``expect``, what was wanted and got."""
+
+    model_config = ConfigDict(extra="forbid")
+    path: str
+    expected: Any = None
+    actual: Any = None
+    ok: bool
+
+
+class ScenarioResult(BaseModel):
+    """One scenario's outcome: the scenario entry of results.json (flat)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    name: str
+    file: str
+    description: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    status: Status
+    termination: Termination
+    iterations: int = 0
+    llm_calls: int = 0
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    parallel_groups: list[list[str]] = Field(default_factory=list)
+    final: FinalResponse = Field(default_factory=FinalResponse)
+    expectations: list[ExpectationResult] = Field(default_factory=list)
+    transcript: list[Message] = Field(default_factory=list)
+    events: list[dict[str, Any]] = Field(default_factory=list)
+    memory: list[dict[str, Any]] = Field(default_factory=list)
+    usage: dict[str, int] = Field(default_factory=dict)
+    sim_time: float = 0.0
+    wall_time: float = 0.0
+    # Stagnation window (for marking it in reports) and the planner used.
+    stagnation_window: int | None = None
+    planner: str | None = None
+
+    @classmethod
+    def from_run(
+        cls,
+        run: RunResult,
+        *,
+        id: str,
+        name: str,
+        file: str,
+        expectations: list[ExpectationResult],
+        status: Status,
+        **extra: Any,
+    ) -> ScenarioResult:
+        """Flatten a RunResult with the scenario's identity and checked expectations."""
+        return cls(
+            id=id,
+            name=name,
+            file=file,
+            status=status,
+            termination=run.termination,
+            iterations=run.iterations,
+            llm_calls=run.llm_calls,
+            tool_calls=run.tool_calls,
+            parallel_groups=run.parallel_groups,
+            final=run.final,
+            expectations=expectations,
+            transcript=run.conversation.messages,
+            events=run.events,
+            memory=run.memory,
+            usage=run.usage,
+            sim_time=run.sim_time,
+            wall_time=run.wall_time,
+            **extra,
+        )
+
+    @property
+    def failed_expectations(self) -> list[ExpectationResult]:
+        """The expectations that were not met."""
+        return [e for e in self.expectations if not e.ok]
+
+
+class Summary(BaseModel):
+    """Counts over all scenarios of a results file."""
+
+    model_config = ConfigDict(extra="forbid")
+    total: int = 0
+    by_status: dict[str, int] = Field(default_factory=dict)
+    by_termination: dict[str, int] = Field(default_factory=dict)
+    sim_time: float = 0.0
+
+    @classmethod
+    def of(cls, scenarios: list[ScenarioResult]) -> Summary:
+        """Summarize scenarios (keys sorted so the JSON is stable)."""
+        by_status: dict[str, int] = {}
+        by_termination: dict[str, int] = {}
+        for s in scenarios:
+            by_status[s.status] = by_status.get(s.status, 0) + 1
+            by_termination[s.termination.value] = by_termination.get(s.termination.value, 0) + 1
+        return cls(
+            total=len(scenarios),
+            by_status=dict(sorted(by_status.items())),
+            by_termination=dict(sorted(by_termination.items())),
+            sim_time=round(sum(s.sim_time for s in scenarios), 9),
+        )
+
+
+class Results(BaseModel):
+    """The whole results.json file."""
+
+    model_config = ConfigDict(extra="forbid")
+    schema_version: int = SCHEMA_VERSION
+    meta: dict[str, Any] = Field(default_factory=dict)
+    summary: Summary = Field(default_factory=Summary)
+    scenarios: list[ScenarioResult] = Field(default_factory=list)
+    baseline: dict[str, Any] | None = None
+
+    def to_json(self) -> str:
+        """The file's text (baseline omitted when there is none)."""
+        return self.model_dump_json(indent=2, exclude_none=False, exclude={"baseline"} if self.baseline is None else None) + "\n"
+
+    def write(self, path: str | Path) -> None:
+        """Write results.json atomically."""
+        atomic_write(path, self.to_json())
+
+    @classmethod
+    def load(cls, path: str | Path) -> Results:
+        """Read a results.json file."""
+        return cls.model_validate_json(Path(path).read_text(encoding="utf-8"))
+
+
+def _versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for dist in ("loop-harness", "openai", "vcrpy", "pytest", "pydantic", "pluggy"):
+        try:
+            out["harness" if dist == "loop-harness" else dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def build_results(scenarios: list[ScenarioResult], *, started: datetime | None = None) -> Results:
+    """Results for these scenarios, sorted by id, with meta and summary filled in."""
+    ordered = sorted(scenarios, key=lambda s: s.id)
+    meta = {
+        "versions": _versions(),
+        "started": (started or datetime.now(UTC)).isoformat(timespec="seconds"),
+    }
+    return Results(meta=meta, summary=Summary.of(ordered), scenarios=ordered)
+
+
+def atomic_write(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename (mode 0644)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        # mkstemp creates 0600; results and cassettes are ordinary files.
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

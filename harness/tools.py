@@ -1,0 +1,217 @@
+"""Tools: ``@tool``, argument validation, and the OpenAI schema sent to the model."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable, Iterable
+from typing import Any, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from harness.errors import HarnessError
+from harness.messages import ToolCall
+
+__all__ = ["Tool", "ToolArgumentsError", "as_tool", "format_errors", "tool", "toolset"]
+
+
+class ToolArgumentsError(Exception):
+    """A call's arguments do not match its tool; ``errors`` are pydantic-style error dicts."""
+
+    def __init__(self, errors: list[dict[str, Any]]):
+        super().__init__(format_errors(errors))
+        self.errors = errors
+
+
+def format_errors(errors: list[dict[str, Any]]) -> str:
+    """Validation errors as one line of text, without pydantic's documentation URLs."""
+    parts = []
+    for err in errors:
+        loc = ".".join(str(part) for part in err.get("loc", ()))
+        parts.append(f"{loc}: {err.get('msg')}" if loc else str(err.get("msg")))
+    return "; ".join(parts)
+
+
+def _pydantic_errors(exc: ValidationError) -> list[dict[str, Any]]:
+    # The JSON form is plain data (ctx may hold exception objects otherwise).
+    return json.loads(exc.json(include_url=False))
+
+
+class Tool:
+    """A callable the model can use: name, description, argument validation, the function."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str,
+        description: str = "",
+        model: type[BaseModel] | None = None,
+        parameters: dict[str, Any] | None = None,
+        strict: bool = False,
+    ) -> None:
+        self.fn = fn
+        self.name = name
+        self.description = description
+        self.model = model
+        self.parameters = parameters if parameters is not None else _schema_of(model)
+        self.strict = strict
+        self.is_async = inspect.iscoroutinefunction(fn)
+        self.__doc__ = getattr(fn, "__doc__", None)
+        self.__wrapped__ = fn
+        self._schema: dict[str, Any] | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # A decorated function stays callable as before.
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<Tool {self.name}>"
+
+    @property
+    def origin(self) -> str:
+        """Where the tool's function is defined (for error messages)."""
+        fn = self.fn
+        return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+
+    def validate(self, call: ToolCall) -> dict[str, Any]:
+        """The keyword arguments for this call, or ToolArgumentsError listing every problem."""
+        if self.model is None:
+            if call.raw_arguments is not None:
+                raise ToolArgumentsError([_json_error(call.raw_arguments)])
+            return dict(call.arguments)
+        try:
+            if call.raw_arguments is not None:
+                value = self.model.model_validate_json(call.raw_arguments)
+            else:
+                value = self.model.model_validate(call.arguments)
+        except ValidationError as exc:
+            raise ToolArgumentsError(_pydantic_errors(exc)) from None
+        return {key: getattr(value, key) for key in type(value).model_fields}
+
+    async def invoke(self, kwargs: dict[str, Any]) -> Any:
+        """Call the function with validated arguments (awaiting it when async)."""
+        if self.is_async:
+            return await self.fn(**kwargs)
+        return self.fn(**kwargs)
+
+    def openai_schema(self) -> dict[str, Any]:
+        """The Chat Completions ``tools`` entry for this tool (built once)."""
+        if self._schema is None:
+            function: dict[str, Any] = {"name": self.name}
+            if self.description:
+                function["description"] = self.description
+            function["parameters"] = self.parameters
+            if self.strict:
+                function["strict"] = True
+            self._schema = {"type": "function", "function": function}
+        return self._schema
+
+
+def _json_error(raw: str) -> dict[str, Any]:
+    try:
+        json.loads(raw)
+    except ValueError as exc:
+        return {"type": "json_invalid", "loc": [], "msg": f"Invalid JSON: {exc}", "input": raw}
+    return {"type": "model_type", "loc": [], "msg": "Arguments must be a JSON object", "input": raw}
+
+
+_NON_SCHEMA_KEYS = frozenset({"default", "enum", "const", "examples", "properties"})
+
+
+def _strip_titles(node: Any, parent_key: str | None = None) -> Any:
+    """Drop pydantic's generated ``title`` strings: they add tokens and nothing for the model."""
+    if isinstance(node, dict):
+        out = {}
+        for key, value in node.items():
+            if key == "title" and isinstance(value, str) and parent_key != "properties":
+                continue
+            if key in _NON_SCHEMA_KEYS and key != "properties":
+                out[key] = value
+            else:
+                out[key] = _strip_titles(value, key)
+        return out
+    if isinstance(node, list):
+        return [_strip_titles(item, parent_key) for item in node]
+    return node
+
+
+def _schema_of(model: type[BaseModel] | None) -> dict[str, Any]:
+    if model is None:
+        return {"type": "object", "properties": {}}
+    schema = _strip_titles(model.model_json_schema())
+    schema.setdefault("properties", {})
+    return schema
+
+
+def _model_from_signature(fn: Callable[..., Any], name: str) -> type[BaseModel]:
+    signature = inspect.signature(fn)
+    try:
+        hints = get_type_hints(fn, include_extras=True)
+    except Exception:  # unresolvable forward references: fall back to Any
+        hints = {}
+    fields: dict[str, Any] = {}
+    for param in signature.parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise HarnessError(
+                f"tool {name!r} ({fn.__module__}.{fn.__qualname__}): *args and **kwargs cannot "
+                "become tool parameters; name each parameter"
+            )
+        annotation = hints.get(param.name, Any)
+        default = ... if param.default is param.empty else param.default
+        fields[param.name] = (annotation, default)
+    return create_model(
+        f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+    )
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    strict: bool = False,
+) -> Any:
+    """Make a function a tool: parameters from type hints, description from the docstring.
+
+    Use as ``@tool`` or ``@tool(name=..., description=...)``; sync and async functions work.
+    """
+
+    def wrap(func: Callable[..., Any]) -> Tool:
+        tool_name = name or func.__name__
+        return Tool(
+            func,
+            name=tool_name,
+            description=description if description is not None else inspect.getdoc(func) or "",
+            model=_model_from_signature(func, tool_name),
+            strict=strict,
+        )
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def as_tool(obj: Any) -> Tool:
+    """A Tool as is; a plain function becomes one as with ``@tool``."""
+    if isinstance(obj, Tool):
+        return obj
+    if callable(obj):
+        return tool(obj)
+    raise HarnessError(f"{obj!r} is not a tool: decorate a function with @harness.tool")
+
+
+def toolset(tools: Iterable[Any], resolve: Callable[[str], Tool] | None = None) -> dict[str, Tool]:
+    """Tools by name; names (strings) are resolved with ``resolve``. Duplicate names are an error."""
+    out: dict[str, Tool] = {}
+    for item in tools:
+        if isinstance(item, str):
+            if resolve is None:
+                raise HarnessError(f"tool {item!r} given by name, but no registry to look it up in")
+            item = resolve(item)
+        t = as_tool(item)
+        if t.name in out:
+            raise HarnessError(
+                f"duplicate tool name {t.name!r}: defined by {out[t.name].origin} and by "
+                f"{t.origin}; give one of them another name with @tool(name=...)"
+            )
+        out[t.name] = t
+    return out
