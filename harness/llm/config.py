@@ -1,0 +1,66 @@
+"""The ``llm:`` section of a scenario, handed to an LLM factory as ``factory(config)``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from harness.llm.script import ScriptStep
+
+__all__ = ["RECORD_MODES", "LLMConfig", "LLMContext"]
+
+RECORD_MODES = ("none", "once", "new_episodes", "all", "rewrite")
+
+
+@dataclass(frozen=True)
+class LLMContext:
+    """Where and how a scenario runs: what a recorded source needs beyond the llm section."""
+
+    scenario_id: str = ""
+    scenario_file: Path | None = None
+    project_root: Path = field(default_factory=Path.cwd)
+    record_mode: str = "none"
+    # --disable-recording: talk to the endpoint live and write nothing.
+    disable_recording: bool = False
+
+
+class LLMConfig(BaseModel):
+    """Scripted replies (``script``) or a recorded/live model (``provider: openai``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    provider: str = Field(
+        default="scripted", description="scripted (default), openai, or a plugin's LLM source"
+    )
+    script: list[ScriptStep] = Field(default_factory=list, description="scripted replies, in order")
+    model: str | None = Field(default=None, description="model name for recorded/live providers")
+    cassette: str | None = Field(
+        default=None, description="vcrpy cassette; relative to the scenario file's folder"
+    )
+    match: Literal["body", "sequential"] = "body"
+    match_ignore: list[str] = Field(
+        default_factory=list, description="dotted request-body paths ignored when matching"
+    )
+    stream: bool = False
+    api: Literal["chat", "responses"] = "chat"
+    base_url: str | None = None
+    timeout: float | None = Field(default=None, gt=0, description="request timeout in seconds")
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="extra request parameters (temperature, seed, ...)"
+    )
+
+    _context: LLMContext = PrivateAttr(default_factory=LLMContext)
+
+    @property
+    def context(self) -> LLMContext:
+        """The run's context (scenario, project root, record mode)."""
+        return self._context
+
+    def with_context(self, context: LLMContext) -> LLMConfig:
+        """A copy of this config bound to ``context``."""
+        bound = self.model_copy()
+        bound._context = context
+        return bound
