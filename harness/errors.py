@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["AbortRun", "HarnessError", "LLMError"]
+__all__ = ["AbortRun", "HarnessError", "LLMError", "ScenarioError"]
 
 
 class HarnessError(Exception):
@@ -35,3 +35,23 @@ class AbortRun(Exception):  # noqa: N818 - it is a signal, not an error of the c
     Scenario stubs raise it when a template fails while rendering: that is a scenario
     bug, not something the model should see.
     """
+
+
+class ScenarioError(HarnessError):
+    """A scenario file that cannot be used: every problem as ``path:line: field: message``."""
+
+    def __init__(self, issues: list[tuple[str, int | None, str, str]]):
+        # (path, line, field, message) per problem, in file order.
+        self.issues = sorted(issues, key=lambda i: (i[0], i[1] or 0))
+        super().__init__("\n".join(self.format_issue(*issue) for issue in self.issues))
+
+    @staticmethod
+    def format_issue(path: str, line: int | None, field: str, message: str) -> str:
+        """``path:line: field: message`` (line and field left out when unknown)."""
+        where = f"{path}:{line}" if line else path
+        return f"{where}: {field}: {message}" if field else f"{where}: {message}"
+
+    @classmethod
+    def single(cls, path: str, line: int | None, field: str, message: str) -> ScenarioError:
+        """An error with one problem."""
+        return cls([(path, line, field, message)])

@@ -7,12 +7,21 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic.fields import FieldInfo
 
 from harness.errors import HarnessError
 from harness.messages import ToolCall
 
-__all__ = ["Tool", "ToolArgumentsError", "as_tool", "format_errors", "tool", "toolset"]
+__all__ = [
+    "Tool",
+    "ToolArgumentsError",
+    "arguments_model",
+    "as_tool",
+    "format_errors",
+    "tool",
+    "toolset",
+]
 
 
 class ToolArgumentsError(Exception):
@@ -60,6 +69,12 @@ class Tool:
         self.__doc__ = getattr(fn, "__doc__", None)
         self.__wrapped__ = fn
         self._schema: dict[str, Any] | None = None
+        # (attribute, argument name): arguments are aliases so that any name works,
+        # even one that would shadow a BaseModel attribute (json, schema, model_*).
+        self._fields = [
+            (key, field.alias or key)
+            for key, field in (model.model_fields.items() if model else ())
+        ]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         # A decorated function stays callable as before.
@@ -87,7 +102,7 @@ class Tool:
                 value = self.model.model_validate(call.arguments)
         except ValidationError as exc:
             raise ToolArgumentsError(_pydantic_errors(exc)) from None
-        return {key: getattr(value, key) for key in type(value).model_fields}
+        return {alias: getattr(value, key) for key, alias in self._fields}
 
     async def invoke(self, kwargs: dict[str, Any]) -> Any:
         """Call the function with validated arguments (awaiting it when async)."""
@@ -150,7 +165,7 @@ def _model_from_signature(fn: Callable[..., Any], name: str) -> type[BaseModel]:
         hints = get_type_hints(fn, include_extras=True)
     except Exception:  # unresolvable forward references: fall back to Any
         hints = {}
-    fields: dict[str, Any] = {}
+    fields: dict[str, tuple[Any, Any]] = {}
     for param in signature.parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise HarnessError(
@@ -160,8 +175,23 @@ def _model_from_signature(fn: Callable[..., Any], name: str) -> type[BaseModel]:
         annotation = hints.get(param.name, Any)
         default = ... if param.default is param.empty else param.default
         fields[param.name] = (annotation, default)
+    return arguments_model(name, fields)
+
+
+def arguments_model(name: str, fields: dict[str, tuple[Any, Any]]) -> type[BaseModel]:
+    """A pydantic model for a tool's arguments: ``{arg: (type, default or Field)}``, extras
+    forbidden. Arguments become aliases of internal field names, so any argument name works."""
+    definitions: dict[str, Any] = {}
+    for index, (arg, (annotation, default)) in enumerate(fields.items()):
+        if isinstance(default, FieldInfo):
+            info = FieldInfo.merge_field_infos(default, alias=arg)
+        else:
+            info = Field(default, alias=arg)
+        definitions[f"arg_{index}"] = (annotation, info)
     return create_model(
-        f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+        f"{name}_arguments",
+        __config__=ConfigDict(extra="forbid", serialize_by_alias=True, validate_by_alias=True),
+        **definitions,
     )
 
 
