@@ -65,7 +65,10 @@ class Tool:
         self.model = model
         self.parameters = parameters if parameters is not None else _schema_of(model)
         self.strict = strict
-        self.is_async = inspect.iscoroutinefunction(fn)
+        # An object with an async __call__ counts as async too.
+        self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+            getattr(fn, "__call__", None)  # noqa: B004
+        )
         self.__doc__ = getattr(fn, "__doc__", None)
         self.__wrapped__ = fn
         self._schema: dict[str, Any] | None = None
