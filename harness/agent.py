@@ -9,7 +9,7 @@ from typing import Any
 from harness.actions import RunResult
 from harness.errors import HarnessError
 from harness.llm.scripted import ScriptedLLM
-from harness.loop import AgentConfig, Run, execute
+from harness.loop import AgentConfig, Run, answer_unanswered, execute
 from harness.messages import Conversation, SystemMessage, UserMessage
 from harness.plugins import get_plugins
 from harness.tools import toolset
@@ -54,12 +54,17 @@ class Agent:
 
     def _start(self, input: str | None, conversation: Conversation | None) -> Conversation:
         if conversation is None:
-            messages: list[Any] = [SystemMessage(content=self.config.system)] if self.config.system else []
+            messages: list[Any] = (
+                [SystemMessage(content=self.config.system)] if self.config.system else []
+            )
         else:
             # Never mutate the caller's conversation.
             messages = list(conversation.messages)
         start = Conversation(messages=messages)
         if input is not None:
+            # Tool calls left pending by the earlier run (stopped at the limit, say) must
+            # be answered before a user turn, or the real API rejects the transcript.
+            answer_unanswered(start, "the conversation continued with a new user message")
             start.append(UserMessage(content=input))
         return start
 

@@ -107,9 +107,13 @@ def harness_llm_response(run: Run, response: LLMResponse) -> None:
 
 @hookspec
 def harness_action_executed(run: Run, action: ToolAction, result: ToolCallRecord) -> None:
-    """One tool call of a plan was handled (run, failed, rejected or skipped).
+    """One tool call of a plan was handled: it ran (``ok`` or ``error``), or it was
+    answered with an error ToolMessage (``invalid`` under ``on_validation_error: retry``,
+    ``unknown_tool``); ``result.status`` says which.
 
-    Called once per call, in the model's order, after the whole plan finished.
+    Called once per call, in the model's order, after the whole plan finished. Not
+    called for calls that never ran: the plan stopped by a validation error or by
+    stagnation (their records have status ``invalid`` / ``not_run``).
     """
 
 

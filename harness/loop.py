@@ -40,7 +40,7 @@ from harness.messages import (
 from harness.stagnation import StagnationDetector
 from harness.tools import Tool, ToolArgumentsError, format_errors
 
-__all__ = ["AgentConfig", "Run", "execute"]
+__all__ = ["AgentConfig", "Run", "answer_unanswered", "execute"]
 
 log = logging.getLogger("harness")
 
@@ -60,7 +60,7 @@ class AgentConfig(BaseModel):
     planner_options: dict[str, Any] = Field(default_factory=dict)
 
 
-class _Stop(Exception):  # noqa: N818 - control flow inside the loop only
+class _Stop(Exception):  # control flow inside the loop only
     """Ends the iteration loop with a termination and a final response."""
 
     def __init__(self, termination: Termination, final: FinalResponse) -> None:
@@ -145,29 +145,7 @@ class Run:
         return message
 
     def _answer_unanswered(self) -> None:
-        """Give every unanswered call of the last assistant message an error ToolMessage.
-
-        Walks back only over the trailing tool messages, so the cost is the size of
-        the last plan, not of the history.
-        """
-        messages = self.conversation.messages
-        answered: set[str] = set()
-        for message in reversed(messages):
-            if isinstance(message, ToolMessage):
-                answered.add(message.tool_call_id)
-                continue
-            if isinstance(message, AssistantMessage):
-                for call in message.tool_calls:
-                    if call.id not in answered:
-                        self.conversation.append(
-                            ToolMessage(
-                                tool_call_id=call.id,
-                                name=call.name,
-                                content=f"not executed: {self._unanswered_reason}",
-                                is_error=True,
-                            )
-                        )
-            break
+        answer_unanswered(self.conversation, self._unanswered_reason)
 
     # -- running a tool plan ----------------------------------------------------------
 
@@ -175,7 +153,6 @@ class Run:
         """Validate every call, then run them (concurrently unless parallel_tools is false)."""
         self._group += 1
         group = self._group
-        iteration = self.iteration
         prepared: list[tuple[ToolCall, Tool | None, Any]] = []
         failures: list[dict[str, Any]] = []
         for call in calls:
@@ -198,9 +175,18 @@ class Run:
                     if isinstance(outcome, ToolArgumentsError)
                     else "not_run"
                 )
-                self._record(call, group, status=status, is_error=status != "not_run")
+                self._record(
+                    call,
+                    group,
+                    status=status,
+                    is_error=status != "not_run",
+                    sim_start=self.sim_time,
+                    sim_end=self.sim_time,
+                )
             self._unanswered_reason = "another call of this plan had invalid arguments"
-            message = "; ".join(f"{f['tool']} ({f['call_id']}): {format_errors(f['errors'])}" for f in failures)
+            message = "; ".join(
+                f"{f['tool']} ({f['call_id']}): {format_errors(f['errors'])}" for f in failures
+            )
             self.remember("error", f"Invalid tool arguments: {message}")
             raise _Stop(
                 Termination.validation_error,
@@ -234,18 +220,27 @@ class Run:
         ):
             is_error = status != "ok"
             self.conversation.append(
-                ToolMessage(tool_call_id=call.id, name=call.name, content=content, is_error=is_error)
+                ToolMessage(
+                    tool_call_id=call.id, name=call.name, content=content, is_error=is_error
+                )
             )
             record = self._record(
-                call, group, status=status, is_error=is_error, result=value,
-                sim_start=sim_start, sim_end=sim_end,
+                call,
+                group,
+                status=status,
+                is_error=is_error,
+                result=value,
+                sim_start=sim_start,
+                sim_end=sim_end,
             )
-            self.emit("action_executed", tool=call.name, call_id=call.id, status=status, group=group)
-            self.hook.harness_action_executed(run=self, action=ToolAction(tool_call=call), result=record)
+            self.emit(
+                "action_executed", tool=call.name, call_id=call.id, status=status, group=group
+            )
+            self.hook.harness_action_executed(
+                run=self, action=ToolAction(tool_call=call), result=record
+            )
 
-    async def _call(
-        self, prepared: tuple[ToolCall, Tool | None, Any], *, parallel: bool
-    ) -> Any:
+    async def _call(self, prepared: tuple[ToolCall, Tool | None, Any], *, parallel: bool) -> Any:
         """-> (content for the model, recorded result, status, simulated seconds) or AbortRun."""
         call, tool, args = prepared
         if tool is None:
@@ -277,8 +272,12 @@ class Run:
 
     def _record(self, call: ToolCall, group: int, **fields: Any) -> ToolCallRecord:
         record = ToolCallRecord(
-            id=call.id, name=call.name, arguments=call.arguments, iteration=self.iteration,
-            group=group, **fields,
+            id=call.id,
+            name=call.name,
+            arguments=call.arguments,
+            iteration=self.iteration,
+            group=group,
+            **fields,
         )
         self.records.append(record)
         return record
@@ -287,9 +286,41 @@ class Run:
         """Record a plan that was declined as a whole (stagnation)."""
         self._group += 1
         for call in calls:
-            self._record(call, self._group, status="not_run", is_error=False,
-                         sim_start=self.sim_time, sim_end=self.sim_time)
+            self._record(
+                call,
+                self._group,
+                status="not_run",
+                is_error=False,
+                sim_start=self.sim_time,
+                sim_end=self.sim_time,
+            )
         self._unanswered_reason = reason
+
+
+def answer_unanswered(conversation: Conversation, reason: str) -> None:
+    """Give every unanswered call of the last assistant message an error ToolMessage.
+
+    ``not executed: <reason>`` keeps the transcript valid for the real API. Walks back
+    only over the trailing tool messages, so the cost is the size of the last plan,
+    not of the history.
+    """
+    answered: set[str] = set()
+    for message in reversed(conversation.messages):
+        if isinstance(message, ToolMessage):
+            answered.add(message.tool_call_id)
+            continue
+        if isinstance(message, AssistantMessage):
+            for call in message.tool_calls:
+                if call.id not in answered:
+                    conversation.append(
+                        ToolMessage(
+                            tool_call_id=call.id,
+                            name=call.name,
+                            content=f"not executed: {reason}",
+                            is_error=True,
+                        )
+                    )
+        break
 
 
 # -- the loop ------------------------------------------------------------------------------
@@ -303,7 +334,9 @@ def _last_turn(conversation: Conversation) -> Any:
     return None
 
 
-async def _iterate(run: Run, planner: Any, detector: StagnationDetector) -> tuple[Termination, FinalResponse]:
+async def _iterate(
+    run: Run, planner: Any, detector: StagnationDetector
+) -> tuple[Termination, FinalResponse]:
     config = run.config
     hook = run.hook
     limit = config.max_iterations
@@ -346,7 +379,8 @@ async def _iterate(run: Run, planner: Any, detector: StagnationDetector) -> tupl
             run.record_not_run(calls, "the same tool calls were requested again (stagnation)")
             run.remember(
                 "error",
-                f"Stagnation detected: the same tool plan was requested {window + 1} times in a row",
+                f"Stagnation detected: the same tool plan was requested {window + 1} times "
+                "in a row",
             )
             return Termination.stagnation, FinalResponse(
                 data={
@@ -386,12 +420,19 @@ async def _at_limit(run: Run) -> tuple[Termination, FinalResponse]:
     message = await run.call_llm(tool_choice="none")
     if message.tool_calls:
         raise AbortRun('the model answered a tool_choice="none" request with tool calls')
-    return Termination.max_iterations, FinalResponse(content=message.content, error=error)
+    return Termination.max_iterations, _mark_truncation(
+        run, FinalResponse(content=message.content, error=error)
+    )
 
 
 def _error_final(exc: BaseException) -> FinalResponse:
     return FinalResponse(
-        error={"type": "error", "exception": type(exc).__name__, "message": str(exc), "status": None}
+        error={
+            "type": "error",
+            "exception": type(exc).__name__,
+            "message": str(exc),
+            "status": None,
+        }
     )
 
 

@@ -113,6 +113,17 @@ class Conversation(BaseModel):
     # Each message's OpenAI form, built once when it is appended: building a request
     # must not re-serialize the whole history every round.
     _openai: list[dict[str, Any]] = PrivateAttr(default_factory=list)
+    # The list the cache was built from: assigning a new ``messages`` list drops the cache.
+    _openai_of: list[Any] | None = PrivateAttr(default=None)
+
+    def __eq__(self, other: object) -> bool:
+        # The cache is derived data: equal messages make equal conversations, so a
+        # conversation that was sent compares equal to its saved-and-loaded copy.
+        if not isinstance(other, Conversation):
+            return NotImplemented
+        return self.messages == other.messages
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
 
     def append(self, message: Message) -> None:
         """Add a message at the end."""
@@ -126,8 +137,10 @@ class Conversation(BaseModel):
         """The cached OpenAI forms (shared: do not mutate). Only new messages are converted."""
         cache = self._openai
         messages = self.messages
-        if len(cache) > len(messages):  # the list was replaced or truncated by hand
+        if self._openai_of is not messages or len(cache) > len(messages):
+            # The list was replaced or truncated by hand: convert again from the start.
             cache.clear()
+            self._openai_of = messages
         for message in messages[len(cache) :]:
             cache.append(to_openai_message(message))
         return cache
@@ -176,8 +189,12 @@ def message_from_openai(data: dict[str, Any]) -> Message:
             fn = call.get("function") or {}
             args, raw = parse_arguments(fn.get("arguments"))
             calls.append(
-                ToolCall(id=call.get("id", ""), name=fn.get("name", ""), arguments=args,
-                         raw_arguments=raw)
+                ToolCall(
+                    id=call.get("id", ""),
+                    name=fn.get("name", ""),
+                    arguments=args,
+                    raw_arguments=raw,
+                )
             )
         return AssistantMessage(content=_text(data.get("content")), tool_calls=calls)
     if role == "tool":
