@@ -117,17 +117,12 @@ class RunResult(BaseModel):
     iterations: int
     llm_calls: int
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    # The executed plans of two or more calls, in order, each with its calls' tool names
+    # in the model's order (plans stopped by stagnation or validation are not included).
+    parallel_groups: list[list[str]] = Field(default_factory=list)
     conversation: Conversation = Field(default_factory=Conversation)
     events: list[dict[str, Any]] = Field(default_factory=list)
     memory: list[dict[str, Any]] = Field(default_factory=list)
     usage: dict[str, int] = Field(default_factory=dict)
     sim_time: float = 0.0
     wall_time: float = 0.0
-
-    @property
-    def parallel_groups(self) -> list[list[str]]:
-        """The groups of two or more calls, in order, each with its tool names in model order."""
-        groups: dict[int, list[str]] = {}
-        for record in self.tool_calls:
-            groups.setdefault(record.group, []).append(record.name)
-        return [names for _, names in sorted(groups.items()) if len(names) > 1]

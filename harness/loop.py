@@ -95,6 +95,8 @@ class Run:
         self.memory: list[dict[str, Any]] = []
         self.events: list[dict[str, Any]] = []
         self.records: list[ToolCallRecord] = []
+        # Tool names of each executed plan of two or more calls (stopped plans excluded).
+        self.parallel_groups: list[list[str]] = []
         self.termination: Termination | None = None
         # Free space for planners and plugins that keep state across iterations.
         self.state: dict[str, Any] = {}
@@ -196,6 +198,8 @@ class Run:
             )
 
         log.info("Executing %d tool call(s)", len(calls))
+        if len(calls) > 1:
+            self.parallel_groups.append([call.name for call in calls])
         start = self.sim_time
         if self.config.parallel_tools and len(prepared) > 1:
             outcomes = await asyncio.gather(*(self._call(p, parallel=True) for p in prepared))
@@ -467,6 +471,7 @@ async def execute(run: Run, planner: Any) -> RunResult:
         iterations=run.iteration,
         llm_calls=run.llm_calls,
         tool_calls=run.records,
+        parallel_groups=run.parallel_groups,
         conversation=run.conversation,
         events=run.events,
         memory=run.memory,
