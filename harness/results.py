@@ -7,6 +7,7 @@ the same inputs.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import tempfile
@@ -151,7 +152,14 @@ class Results(BaseModel):
 
     def to_json(self) -> str:
         """The file's text (baseline omitted when there is none)."""
-        return self.model_dump_json(indent=2, exclude_none=False, exclude={"baseline"} if self.baseline is None else None) + "\n"
+        return (
+            self.model_dump_json(
+                indent=2,
+                exclude_none=False,
+                exclude={"baseline"} if self.baseline is None else None,
+            )
+            + "\n"
+        )
 
     def write(self, path: str | Path) -> None:
         """Write results.json atomically."""
@@ -166,10 +174,8 @@ class Results(BaseModel):
 def _versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
     for dist in ("loop-harness", "openai", "vcrpy", "pytest", "pydantic", "pluggy"):
-        try:
+        with contextlib.suppress(metadata.PackageNotFoundError):
             out["harness" if dist == "loop-harness" else dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            pass
     return out
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable, Iterable
-from typing import Any, get_type_hints
+from typing import Annotated, Any, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
@@ -187,10 +187,10 @@ def arguments_model(name: str, fields: dict[str, tuple[Any, Any]]) -> type[BaseM
     definitions: dict[str, Any] = {}
     for index, (arg, (annotation, default)) in enumerate(fields.items()):
         if isinstance(default, FieldInfo):
-            info = FieldInfo.merge_field_infos(default, alias=arg)
+            # pydantic merges a FieldInfo in Annotated with the alias given here.
+            definitions[f"arg_{index}"] = (Annotated[annotation, default], Field(alias=arg))
         else:
-            info = Field(default, alias=arg)
-        definitions[f"arg_{index}"] = (annotation, info)
+            definitions[f"arg_{index}"] = (annotation, Field(default, alias=arg))
     return create_model(
         f"{name}_arguments",
         __config__=ConfigDict(extra="forbid", serialize_by_alias=True, validate_by_alias=True),
@@ -233,7 +233,7 @@ def as_tool(obj: Any) -> Tool:
 
 
 def toolset(tools: Iterable[Any], resolve: Callable[[str], Tool] | None = None) -> dict[str, Tool]:
-    """Tools by name; names (strings) are resolved with ``resolve``. Duplicate names are an error."""
+    """Tools by name; names are looked up with ``resolve``. Duplicate names are an error."""
     out: dict[str, Tool] = {}
     for item in tools:
         if isinstance(item, str):

@@ -1,0 +1,141 @@
+"""Running a scenario: build the agent it describes, run it, check its expectations."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from harness.agent import Agent
+from harness.errors import HarnessError
+from harness.llm.config import RECORD_MODES, LLMContext
+from harness.plugins import get_plugins, hookimpl, project_root
+from harness.results import ScenarioResult, Status
+from harness.scenario.expectations import CheckContext, evaluate
+from harness.scenario.loader import build_tools, load_scenario
+from harness.scenario.schema import Scenario
+
+__all__ = ["arun_scenario", "run_scenario", "scenario_id"]
+
+
+def scenario_id(scenario: Scenario, root: Path | None = None) -> str:
+    """``path::name``, path being the file's POSIX path relative to the project root."""
+    path = scenario.path
+    if path is None:
+        return f"<python>::{scenario.display_name}"
+    root = (root or project_root(path.parent)).resolve()
+    try:
+        shown = path.resolve().relative_to(root).as_posix()
+    except ValueError:
+        shown = path.resolve().as_posix()
+    return f"{shown}::{scenario.display_name}"
+
+
+class _RequestRecorder:
+    """Keeps what was sent on the LLM calls an ``expect.requests`` entry asks about.
+
+    Only those calls are copied, so a long run does not pay for it every round.
+    """
+
+    def __init__(self, calls: set[int]) -> None:
+        self.calls = calls
+        self.seen: dict[int, dict[str, Any]] = {}
+
+    @hookimpl
+    def harness_llm_request(self, run: Any, request: Any) -> None:
+        if request.call in self.calls:
+            self.seen[request.call] = {
+                "messages": request.messages,
+                "tools": [t.name for t in request.tools],
+                "options": dict(request.options),
+            }
+
+
+async def arun_scenario(
+    scenario: str | Path | Scenario,
+    record_mode: str = "none",
+    *,
+    disable_recording: bool = False,
+) -> ScenarioResult:
+    """Run a scenario file (or a Scenario object) and check its expectations."""
+    if record_mode not in RECORD_MODES:
+        raise HarnessError(
+            f"unknown record mode {record_mode!r}; use one of {', '.join(RECORD_MODES)}"
+        )
+    if not isinstance(scenario, Scenario):
+        scenario = load_scenario(scenario)
+    plugins = get_plugins()
+    sid = scenario_id(scenario)
+    tools = scenario._tools if scenario._tools is not None else build_tools(scenario)
+
+    context = LLMContext(
+        scenario_id=sid,
+        scenario_file=scenario.path,
+        project_root=project_root(scenario.path.parent if scenario.path else None),
+        record_mode=record_mode,
+        disable_recording=disable_recording,
+    )
+    llm = plugins.llm_factory(scenario.llm.provider)(scenario.llm.with_context(context))
+
+    wanted = {r.call for r in (scenario.expect.requests or [])} if scenario.expect else set()
+    recorder = _RequestRecorder(wanted)
+    agent_config = scenario.agent.to_config()
+    agent = Agent(
+        llm,
+        list(tools.values()),
+        plugins=[recorder] if wanted else [],
+        **agent_config.model_dump(),
+    )
+    history = scenario._history
+    try:
+        result = await agent.arun(scenario.input, history)
+    finally:
+        close = getattr(llm, "aclose", None)
+        if close is not None:
+            await close()
+
+    check = CheckContext(
+        result,
+        requests=recorder.seen,
+        remaining_replies=getattr(llm, "remaining", None),
+        scenario=scenario,
+    )
+    expectations = evaluate(scenario.expect, check, plugins.registry("expectations"))
+    status: Status
+    if result.termination == "error":
+        status = "error"
+    elif all(e.ok for e in expectations):
+        status = "passed"
+    else:
+        status = "failed"
+    return ScenarioResult.from_run(
+        result,
+        id=sid,
+        name=scenario.display_name,
+        file=sid.split("::", 1)[0],
+        expectations=expectations,
+        status=status,
+        description=scenario.description,
+        tags=list(scenario.tags),
+        stagnation_window=agent_config.stagnation_window,
+        planner=agent_config.planner,
+    )
+
+
+def run_scenario(
+    scenario: str | Path | Scenario,
+    record_mode: str = "none",
+    *,
+    disable_recording: bool = False,
+) -> ScenarioResult:
+    """Synchronous ``arun_scenario``; inside a running event loop, await that instead."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(
+            arun_scenario(scenario, record_mode, disable_recording=disable_recording)
+        )
+    raise HarnessError(
+        "run_scenario() was called inside a running event loop; use "
+        "`await harness.scenario.arun_scenario(...)` there instead"
+    )

@@ -1,0 +1,372 @@
+"""The scenario file schema (pydantic; unknown keys are errors)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    model_validator,
+)
+
+from harness.actions import Termination
+from harness.llm.config import LLMConfig
+from harness.loop import AgentConfig
+from harness.messages import Conversation
+
+__all__ = [
+    "AgentSection",
+    "ExpectSection",
+    "Range",
+    "Scenario",
+    "ToolErrorSpec",
+    "ToolResultSpec",
+    "ToolSpec",
+]
+
+_STRICT = ConfigDict(extra="forbid")
+_TAG = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class Range(BaseModel):
+    """A number, exactly (``3``) or within bounds (``{min: 2, max: 5}``)."""
+
+    model_config = _STRICT
+    min: float | None = None
+    max: float | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _number(cls, value: Any) -> Any:
+        if isinstance(value, bool):
+            raise ValueError("expected a number or {min: , max: }")
+        if isinstance(value, int | float):
+            return {"min": value, "max": value}
+        if not isinstance(value, dict):
+            raise ValueError("expected a number or {min: , max: }")
+        return value
+
+    @model_validator(mode="after")
+    def _bounds(self) -> Range:
+        if self.min is None and self.max is None:
+            raise ValueError("give min, max or both")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min ({self.min}) is greater than max ({self.max})")
+        return self
+
+    def contains(self, value: float, tolerance: float = 0.0) -> bool:
+        """Whether ``value`` is within the bounds."""
+        if self.min is not None and value < self.min - tolerance:
+            return False
+        return not (self.max is not None and value > self.max + tolerance)
+
+    def shown(self) -> Any:
+        """How the expectation is displayed: the number, or {min, max}."""
+
+        def num(x: float | None) -> Any:
+            return int(x) if x is not None and float(x).is_integer() else x
+
+        if self.min == self.max:
+            return num(self.min)
+        return {k: num(v) for k, v in (("min", self.min), ("max", self.max)) if v is not None}
+
+
+class StagnationSection(BaseModel):
+    """Stagnation detection settings."""
+
+    model_config = _STRICT
+    window: int = Field(default=3, ge=0, description="identical tool plans before stopping; 0: off")
+
+
+class AgentSection(BaseModel):
+    """How the agent loop runs."""
+
+    model_config = _STRICT
+    planner: str = "agentbuilder"
+    max_iterations: int = Field(default=80, ge=1)
+    stagnation: StagnationSection = Field(default_factory=StagnationSection)
+    on_validation_error: Literal["stop", "retry"] = "stop"
+    on_max_iterations: Literal["stop", "final_answer"] = "stop"
+    parallel_tools: bool = True
+    system: str | None = None
+    planner_options: dict[str, Any] = Field(
+        default_factory=dict, description="options handed to the planner's factory (config)"
+    )
+
+    def to_config(self) -> AgentConfig:
+        """The loop's AgentConfig."""
+        return AgentConfig(
+            planner=self.planner,
+            max_iterations=self.max_iterations,
+            stagnation_window=self.stagnation.window,
+            parallel_tools=self.parallel_tools,
+            on_validation_error=self.on_validation_error,
+            on_max_iterations=self.on_max_iterations,
+            system=self.system,
+            planner_options=self.planner_options,
+        )
+
+
+class ParamSpec(BaseModel):
+    """A short-form parameter with details: ``{type: int, default: 3, description: ...}``."""
+
+    model_config = _STRICT
+    type: str = "str"
+    default: Any = None
+    description: str | None = None
+
+    @property
+    def has_default(self) -> bool:
+        """Whether the parameter is optional (a default was given, even null)."""
+        return "default" in self.model_fields_set
+
+
+class ToolResultSpec(BaseModel):
+    """What the Nth call of a stub returns (``results:``)."""
+
+    model_config = _STRICT
+    on_call: int = Field(ge=1)
+    returns: Any = None
+
+
+class ToolErrorSpec(BaseModel):
+    """The Nth call of a stub raises (``errors:``)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    on_call: int = Field(ge=1)
+    raise_: str = Field(alias="raise", description="the exception message")
+    type: str = Field(default="ToolError", description="the exception type name shown to the model")
+
+    @model_validator(mode="after")
+    def _type_name(self) -> ToolErrorSpec:
+        if not self.type.isidentifier():
+            raise ValueError(f"type {self.type!r} is not a valid exception name")
+        return self
+
+
+class ToolSpec(BaseModel):
+    """A tool stub (scripted results) or a real tool (``use:``)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    description: str | None = None
+    parameters: dict[str, str | ParamSpec] | None = Field(
+        default=None, description="short form: {name: type} or {name: {type, default, description}}"
+    )
+    schema_: dict[str, Any] | None = Field(
+        default=None, alias="schema", description="JSON Schema of the arguments"
+    )
+    returns: Any = Field(default=None, description="Jinja templates over args, call, faker")
+    results: list[ToolResultSpec] | None = Field(
+        default=None, description="per-call results (overrides returns for those calls)"
+    )
+    latency: float = Field(default=0.0, ge=0, description="simulated seconds per call")
+    errors: list[ToolErrorSpec] = Field(default_factory=list)
+    use: str | None = Field(
+        default=None, description="a real tool: 'module:function' or a registered tool name"
+    )
+    strict: bool = Field(default=False, description="send strict: true to the API")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ToolSpec:
+        if self.parameters is not None and self.schema_ is not None:
+            raise ValueError(
+                "give either parameters (short form) or schema (JSON Schema), not both"
+            )
+        if self.use is not None:
+            extra = [
+                k
+                for k in ("parameters", "schema_", "returns", "results")
+                if getattr(self, k) is not None
+            ]
+            if extra:
+                names = ", ".join(k.rstrip("_") for k in extra)
+                raise ValueError(f"a `use:` tool is real Python: remove {names}")
+        return self
+
+
+class _Ordered(BaseModel):
+    """Remembers the order keys were written in, so results list them in file order."""
+
+    _order: list[str] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _remember_order(cls, data: Any, handler: Any) -> Any:
+        model = handler(data)
+        if isinstance(data, dict):
+            model._order = [str(k) for k in data]
+        return model
+
+    def given(self) -> dict[str, Any]:
+        """The keys given in the file (plugins' extra keys included), in file order."""
+        values = {name: getattr(self, name) for name in self.model_fields_set}
+        values.update(self.model_extra or {})
+        order = [k for k in self._order if k in values] + [
+            k for k in values if k not in self._order
+        ]
+        return {k: values[k] for k in order}
+
+
+class ToolCallsExpect(_Ordered):
+    """Expectations on the tool calls made."""
+
+    model_config = _STRICT
+    sequence: list[str] | None = Field(
+        default=None, description="tool names in order (subsequence)"
+    )
+    exact: bool = Field(default=False, description="the sequence must equal all calls made")
+    include: list[IncludeCall] | None = None
+    count: dict[str, Range] | None = None
+
+
+class IncludeCall(BaseModel):
+    """A call that must have been made; ``args`` match partially."""
+
+    model_config = _STRICT
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+def _as_list(value: Any) -> Any:
+    return [value] if isinstance(value, str) else value
+
+
+class FinalExpect(_Ordered):
+    """Expectations on the final response."""
+
+    model_config = _STRICT
+    contains: Annotated[list[str], BeforeValidator(_as_list)] | None = None
+    matches: str | None = None
+    equals: str | None = None
+    data: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _regex(self) -> FinalExpect:
+        if self.matches is not None:
+            try:
+                re.compile(self.matches)
+            except re.error as exc:
+                raise ValueError(f"matches is not a valid regular expression: {exc}") from None
+        return self
+
+
+class RequestExpect(BaseModel):
+    """What was sent to the model on LLM call ``call`` (1-based)."""
+
+    model_config = _STRICT
+    call: int = Field(ge=1)
+    tool_results_include: list[str] | None = None
+    messages_include: list[str] | None = None
+    tools: list[str] | None = None
+    tool_choice: Any = None
+
+
+class ExpectSection(_Ordered):
+    """What the run must do. Plugins add keys with ``harness_register_expectations``."""
+
+    model_config = ConfigDict(extra="allow")
+    termination: Termination | None = None
+    iterations: Range | None = None
+    llm_calls: Range | None = None
+    tool_calls: ToolCallsExpect | None = None
+    parallel_groups: list[list[str]] | None = None
+    final: FinalExpect | None = None
+    requests: list[RequestExpect] | None = None
+    script_consumed: bool | None = None
+    sim_time: Range | None = None
+
+
+def scenario_name(path: Path) -> str:
+    """The default name: the file name without ``.scenario.yaml``."""
+    name = path.name
+    for suffix in (".scenario.yaml", ".scenario.yml", ".yaml", ".yml"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return path.stem
+
+
+def _check_tag(tag: str) -> str:
+    if not _TAG.match(tag):
+        raise ValueError(
+            f"tag {tag!r} cannot be selected with pytest -m; use letters, digits and "
+            f"underscores (e.g. {re.sub(r'[^A-Za-z0-9_]', '_', tag)!r})"
+        )
+    return tag
+
+
+class Scenario(BaseModel):
+    """One ``*.scenario.yaml`` file."""
+
+    model_config = _STRICT
+
+    name: str | None = Field(
+        default=None, description="default: the file name without .scenario.yaml"
+    )
+    description: str | None = None
+    tags: list[Annotated[str, AfterValidator(_check_tag)]] = Field(
+        default_factory=list, description="become pytest markers"
+    )
+    seed: int | str | None = Field(default=None, description="seeds Faker; default: the name")
+    agent: AgentSection = Field(default_factory=AgentSection)
+    input: str | None = None
+    history: str | list[dict[str, Any]] | None = Field(
+        default=None, description="a saved conversation (JSON file) or a list of OpenAI messages"
+    )
+    tools: dict[str, ToolSpec] = Field(default_factory=dict)
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+    expect: ExpectSection | None = None
+
+    # Set by the loader: where the file is and what was built from it.
+    _path: Path | None = PrivateAttr(default=None)
+    _source: Any = PrivateAttr(default=None)
+    _tools: dict[str, Any] | None = PrivateAttr(default=None)
+    _history: Conversation | None = PrivateAttr(default=None)
+
+    def bind(self, path: Path | None, source: Any = None) -> None:
+        """Remember the file this scenario came from (and its located YAML)."""
+        self._path = path
+        self._source = source
+
+    def bind_tools(self, tools: dict[str, Any]) -> None:
+        """Keep the tools built while checking the file."""
+        self._tools = tools
+
+    def bind_history(self, history: Conversation) -> None:
+        """Keep the starting conversation loaded while checking the file."""
+        self._history = history
+
+    @property
+    def path(self) -> Path | None:
+        """The scenario file (None for a scenario built in Python)."""
+        return self._path
+
+    @property
+    def source(self) -> Any:
+        """The located YAML the scenario was loaded from (for line numbers), if any."""
+        return self._source
+
+    @property
+    def display_name(self) -> str:
+        """``name``, else the file name without ``.scenario.yaml``."""
+        if self.name:
+            return self.name
+        return scenario_name(self._path) if self._path else "scenario"
+
+    def resolve(self, relative: str) -> Path:
+        """A path given in the scenario, relative to the scenario file's folder."""
+        candidate = Path(relative)
+        if candidate.is_absolute() or self._path is None:
+            return candidate
+        return self._path.parent / candidate
+
+
+ToolCallsExpect.model_rebuild()

@@ -1,0 +1,357 @@
+"""Tool stubs: scripted tools built from a scenario's ``tools:`` section.
+
+A stub validates its arguments like a real tool (short-form types or JSON Schema,
+extra arguments forbidden), spends simulated latency, raises on the calls its
+``errors`` name, and returns its ``returns`` / ``results`` rendered as Jinja2 over
+``args``, ``call`` (1-based, per tool) and ``faker`` (seeded per call).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+import jsonschema
+from jinja2 import StrictUndefined, TemplateError, TemplateSyntaxError
+from jinja2.sandbox import SandboxedEnvironment
+from pydantic import Field
+
+from harness import simclock
+from harness.errors import AbortRun, HarnessError
+from harness.messages import ToolCall
+from harness.scenario.schema import ParamSpec, ToolSpec
+from harness.tools import Tool, ToolArgumentsError, arguments_model, as_tool
+
+__all__ = ["SpecError", "build_tool", "parse_type", "seed_for"]
+
+_ENV = SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False)
+_MARKERS = ("{{", "{%", "{#")
+
+
+class SpecError(Exception):
+    """A problem in one tool spec: ``field`` is relative to ``tools.<name>``."""
+
+    def __init__(self, field: tuple[str | int, ...], message: str, extra_line: int = 0):
+        super().__init__(message)
+        self.field = field
+        self.message = message
+        # Line offset inside a multi-line template, added to the YAML node's line.
+        self.extra_line = extra_line
+
+
+# -- short-form types ---------------------------------------------------------------------
+
+_BASE_TYPES: dict[str, Any] = {
+    "str": str,
+    "string": str,
+    "int": int,
+    "integer": int,
+    "float": float,
+    "number": float,
+    "bool": bool,
+    "boolean": bool,
+    "dict": dict[str, Any],
+    "object": dict[str, Any],
+    "list": list[Any],
+    "array": list[Any],
+    "any": Any,
+    "Any": Any,
+    "None": type(None),
+    "null": type(None),
+}
+
+
+def _split_top(text: str, sep: str) -> list[str]:
+    parts, depth, current = [], 0, []
+    for ch in text:
+        if ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+        if ch == sep and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    parts.append("".join(current))
+    return [p.strip() for p in parts]
+
+
+def parse_type(text: str) -> Any:
+    """A short-form type (``str``, ``list[int]``, ``str | None``, ``Literal['a', 'b']``)."""
+    text = text.strip()
+    options = _split_top(text, "|")
+    if len(options) > 1:
+        types = [parse_type(option) for option in options]
+        union = types[0]
+        for t in types[1:]:
+            union = union | t if union is not Any and t is not Any else Any
+        return union
+    if text.endswith("]") and "[" in text:
+        head, inner = text[: text.index("[")].strip(), text[text.index("[") + 1 : -1]
+        if head == "Literal":
+            try:
+                values = ast.literal_eval(f"({inner},)")
+            except (ValueError, SyntaxError):
+                raise ValueError(
+                    f"Literal[{inner}] must list literal values, like Literal['a', 'b']"
+                ) from None
+            return Literal[values]  # type: ignore[valid-type]
+        if head in ("list", "List"):
+            return list[parse_type(inner)]  # type: ignore[misc]
+        if head in ("dict", "Dict"):
+            key_value = _split_top(inner, ",")
+            return dict[str, parse_type(key_value[-1])]  # type: ignore[misc]
+        if head == "Optional":
+            return Optional[parse_type(inner)]  # noqa: UP045
+    if text in _BASE_TYPES:
+        return _BASE_TYPES[text]
+    raise ValueError(
+        f"unknown type {text!r}; use str, int, float, bool, dict, list[T], T | None or "
+        "Literal['a', 'b']"
+    )
+
+
+def _short_form_model(name: str, parameters: dict[str, str | ParamSpec]) -> Any:
+    fields: dict[str, tuple[Any, Any]] = {}
+    for arg, spec in parameters.items():
+        detail = spec if isinstance(spec, ParamSpec) else ParamSpec(type=spec)
+        try:
+            annotation = parse_type(detail.type)
+        except ValueError as exc:
+            at = ("parameters", arg) if isinstance(spec, str) else ("parameters", arg, "type")
+            raise SpecError(at, str(exc)) from None
+        default = detail.default if detail.has_default else ...
+        fields[arg] = (annotation, Field(default, description=detail.description))
+    return arguments_model(name, fields)
+
+
+# -- JSON Schema parameters ------------------------------------------------------------------
+
+
+class SchemaTool(Tool):
+    """A tool whose arguments are checked against a JSON Schema (with ``jsonschema``)."""
+
+    def __init__(self, fn: Callable[..., Any], *, name: str, schema: dict[str, Any], **kw: Any):
+        # Stubs forbid extra arguments unless the schema says otherwise.
+        schema = {"type": "object", "additionalProperties": False, **schema}
+        schema.setdefault("properties", {})
+        super().__init__(fn, name=name, parameters=schema, **kw)
+        validator_class = jsonschema.validators.validator_for(schema)
+        self._validator = validator_class(schema)
+
+    def validate(self, call: ToolCall) -> dict[str, Any]:
+        """The arguments, or ToolArgumentsError listing every schema violation."""
+        arguments = super().validate(call)  # raw_arguments that do not parse fail here
+        errors = [
+            {
+                "type": error.validator,
+                "loc": list(error.absolute_path),
+                "msg": error.message,
+                "input": error.instance,
+            }
+            for error in sorted(
+                self._validator.iter_errors(arguments), key=lambda e: list(e.absolute_path)
+            )
+        ]
+        if errors:
+            raise ToolArgumentsError(errors)
+        return arguments
+
+
+# -- templates -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Template:
+    template: Any  # jinja2.Template
+    field: tuple[str | int, ...]
+    uses_faker: bool
+
+
+def _compile(value: Any, field: tuple[str | int, ...]) -> Any:
+    """Compile every templated string in a (nested) value; plain strings stay as they are."""
+    if isinstance(value, str):
+        if not any(marker in value for marker in _MARKERS):
+            return value
+        try:
+            return _Template(_ENV.from_string(value), field, "faker" in value)
+        except TemplateSyntaxError as exc:
+            raise SpecError(
+                field,
+                f"template does not parse: {exc.message} (template line {exc.lineno})",
+                extra_line=(exc.lineno or 1) - 1,
+            ) from None
+    if isinstance(value, dict):
+        return {k: _compile(v, (*field, k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_compile(v, (*field, i)) for i, v in enumerate(value)]
+    return value
+
+
+def _uses_faker(value: Any) -> bool:
+    if isinstance(value, _Template):
+        return value.uses_faker
+    if isinstance(value, dict):
+        return any(_uses_faker(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_uses_faker(v) for v in value)
+    return False
+
+
+def seed_for(seed: int | str, tool: str, call: int) -> int:
+    """Faker's seed for one stub call: sha256(scenario seed, tool name, call number).
+
+    Never hash() (randomized per process) or the global Faker.seed (shared by parallel
+    calls): the same file gives the same results however the calls interleave.
+    """
+    digest = hashlib.sha256(f"{seed}\x00{tool}\x00{call}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+_faker: Any = None
+
+
+def _faker_instance() -> Any:
+    # One Faker per process (building one loads every provider: milliseconds); it is
+    # re-seeded before each render, and stubs render on the event loop thread only.
+    global _faker
+    if _faker is None:
+        from faker import Faker
+
+        _faker = Faker("en_US")
+    return _faker
+
+
+# -- the stub itself -------------------------------------------------------------------------
+
+
+class _Stub:
+    """The callable behind a stub tool: per-tool call counter, errors, latency, templates."""
+
+    def __init__(self, name: str, spec: ToolSpec, seed: int | str, where: Callable[[tuple], str]):
+        self.name = name
+        self.seed = seed
+        self.latency = spec.latency
+        self.where = where
+        self.calls = 0
+        self.errors = {e.on_call: e for e in spec.errors}
+        self.default = _compile(spec.returns, ("returns",))
+        self.per_call = {
+            r.on_call: _compile(r.returns, ("results", i, "returns"))
+            for i, r in enumerate(spec.results or [])
+        }
+
+    async def __call__(self, **args: Any) -> Any:
+        self.calls += 1
+        call = self.calls
+        if self.latency:
+            simclock.sleep(self.latency)
+        failure = self.errors.get(call)
+        if failure is not None:
+            raise _exception_type(failure.type)(failure.raise_)
+        value = self.per_call.get(call, self.default)
+        context = {"args": args, "call": call}
+        if _uses_faker(value):
+            faker = _faker_instance()
+            faker.seed_instance(seed_for(self.seed, self.name, call))
+            context["faker"] = faker
+        return self._render(value, context)
+
+    def _render(self, value: Any, context: dict[str, Any]) -> Any:
+        if isinstance(value, _Template):
+            try:
+                return value.template.render(context)
+            except TemplateError as exc:
+                # A template that fails is a scenario bug, not a tool failure.
+                raise AbortRun(f"{self.where(value.field)}: template error: {exc}") from None
+            except Exception as exc:
+                raise AbortRun(
+                    f"{self.where(value.field)}: template error: {type(exc).__name__}: {exc}"
+                ) from None
+        if isinstance(value, dict):
+            return {k: self._render(v, context) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._render(v, context) for v in value]
+        return value
+
+
+_EXCEPTIONS: dict[str, type[Exception]] = {}
+
+
+def _exception_type(name: str) -> type[Exception]:
+    # The model sees "<ExceptionType>: <message>", so the scenario picks the type name.
+    if name not in _EXCEPTIONS:
+        _EXCEPTIONS[name] = type(name, (Exception,), {"__module__": "harness.scenario.stubs"})
+    return _EXCEPTIONS[name]
+
+
+def _import_target(target: str, root: Path) -> Any:
+    module_name, _, attr = target.partition(":")
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise SpecError(
+            ("use",), f"cannot import {module_name!r}: {type(exc).__name__}: {exc}"
+        ) from None
+    obj: Any = module
+    for part in attr.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            raise SpecError(("use",), f"module {module_name!r} has no attribute {attr!r}")
+    return obj
+
+
+def build_tool(
+    name: str,
+    spec: ToolSpec,
+    *,
+    seed: int | str,
+    root: Path,
+    registered: Callable[[str], Tool],
+    where: Callable[[tuple], str],
+) -> Tool:
+    """The Tool for one ``tools:`` entry; SpecError for anything that cannot work."""
+    if spec.use is not None:
+        if ":" in spec.use:
+            target = _import_target(spec.use, root)
+        else:
+            try:
+                target = registered(spec.use)
+            except HarnessError as exc:
+                raise SpecError(("use",), str(exc)) from None
+        try:
+            real = as_tool(target)
+        except HarnessError as exc:
+            raise SpecError(("use",), str(exc)) from None
+        if real.name == name and spec.description is None:
+            return real
+        return Tool(
+            real.fn,
+            name=name,
+            description=spec.description if spec.description is not None else real.description,
+            model=real.model,
+            parameters=real.parameters,
+            strict=spec.strict or real.strict,
+        )
+
+    stub = _Stub(name, spec, seed, where)
+    description = spec.description or ""
+    if spec.schema_ is not None:
+        try:
+            jsonschema.validators.validator_for(spec.schema_).check_schema(spec.schema_)
+        except jsonschema.SchemaError as exc:
+            raise SpecError(("schema",), f"not a valid JSON Schema: {exc.message}") from None
+        return SchemaTool(
+            stub, name=name, schema=spec.schema_, description=description, strict=spec.strict
+        )
+    model = _short_form_model(name, spec.parameters or {})
+    return Tool(stub, name=name, description=description, model=model, strict=spec.strict)
