@@ -107,7 +107,9 @@ def to_openai_message(message: Message) -> dict[str, Any]:
 class Conversation(BaseModel):
     """The messages of a run, in order, with their OpenAI form cached as they are appended."""
 
-    model_config = ConfigDict(extra="forbid")
+    # json.loads accepts NaN and Infinity in a model's arguments: save them as such so
+    # that a saved conversation loads back exactly (not as null).
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
 
     messages: list[Message] = Field(default_factory=list)
     # Each message's OpenAI form, built once when it is appended: building a request
