@@ -1,5 +1,7 @@
 """harness: a plugin-based testing and simulation harness for LLM agent loops."""
 
+import logging
+
 from harness.actions import (
     CompleteAction,
     EmptyAction,
@@ -26,6 +28,9 @@ from harness.plugins import hookimpl
 from harness.tools import Tool, tool
 
 __version__ = "0.1.0"
+
+# A library logs; the application decides where logs go (no "No handlers" fallback output).
+logging.getLogger("harness").addHandler(logging.NullHandler())
 
 __all__ = [
     "AbortRun",

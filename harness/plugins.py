@@ -240,7 +240,9 @@ def _explain_validation(name: str, plugin: Any, exc: pluggy.PluginValidationErro
     unknown = [
         attr
         for attr in dir(plugin)
-        if attr.startswith(_HOOK_PREFIX) and attr not in _SPEC_NAMES and callable(getattr(plugin, attr))
+        if attr.startswith(_HOOK_PREFIX)
+        and attr not in _SPEC_NAMES
+        and callable(getattr(plugin, attr))
     ]
     if not unknown:
         return f"plugin {name}: {text}"
@@ -265,7 +267,9 @@ def _import_plugin(module: str, where: str) -> Any:
 
 
 def _disabled() -> set[str]:
-    return {n.strip() for n in os.environ.get("HARNESS_DISABLE_PLUGINS", "").split(",") if n.strip()}
+    return {
+        n.strip() for n in os.environ.get("HARNESS_DISABLE_PLUGINS", "").split(",") if n.strip()
+    }
 
 
 def _discover() -> Plugins:
@@ -284,7 +288,10 @@ def _discover() -> Plugins:
             sys.path.insert(0, str(root))
         for module in local:
             if module not in _disabled():
-                plugins.register(_import_plugin(module, f"{root / 'pyproject.toml'} [tool.harness] plugins"), module)
+                plugins.register(
+                    _import_plugin(module, f"{root / 'pyproject.toml'} [tool.harness] plugins"),
+                    module,
+                )
     for module in _added_modules:
         plugins.register(_import_plugin(module, "--harness-plugin"), module)
     return plugins
@@ -299,7 +306,9 @@ def _load_entry_points(plugins: Plugins) -> None:
         try:
             plugin = ep.load()
         except Exception as exc:  # a broken third-party plugin must say which one
-            raise PluginError(f"entry point harness:{ep.name} ({ep.value}) failed to load: {exc}") from None
+            raise PluginError(
+                f"entry point harness:{ep.name} ({ep.value}) failed to load: {exc}"
+            ) from None
         plugins.register(plugin, ep.name)
 
 

@@ -28,7 +28,12 @@ def plan_signature(tool_calls: Iterable[ToolCall]) -> tuple[tuple[str, str], ...
     """Sorted ``(tool_name, canonical_json(arguments))`` over the plan's calls."""
     return tuple(
         sorted(
-            (call.name, call.raw_arguments if call.raw_arguments is not None else canonical_json(call.arguments))
+            (
+                call.name,
+                call.raw_arguments
+                if call.raw_arguments is not None
+                else canonical_json(call.arguments),
+            )
             for call in tool_calls
         )
     )
@@ -50,7 +55,9 @@ class StagnationDetector:
     def is_stagnant(self, signature: Any) -> bool:
         """True when ``signature`` equals each of the previous ``window`` signatures."""
         recent = self._recent
-        return self.window > 0 and len(recent) == self.window and all(s == signature for s in recent)
+        return (
+            self.window > 0 and len(recent) == self.window and all(s == signature for s in recent)
+        )
 
     def add(self, signature: Any) -> None:
         """Record a plan that is about to run."""

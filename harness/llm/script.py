@@ -12,7 +12,7 @@ _LONG_KEYS = frozenset({"id", "name", "arguments", "raw_arguments"})
 
 
 class ScriptToolCall(BaseModel):
-    """A scripted tool call: ``{name: args}`` (short) or ``{name, arguments | raw_arguments, id}``."""
+    """A scripted call: ``{name: args}`` (short) or ``{name, arguments | raw_arguments, id}``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -25,7 +25,7 @@ class ScriptToolCall(BaseModel):
     @classmethod
     def _short_form(cls, data: Any) -> Any:
         if isinstance(data, dict) and len(data) == 1:
-            (key, value), = data.items()
+            ((key, value),) = data.items()
             # {name: get_weather} alone is the long form with no arguments.
             if key not in _LONG_KEYS or (key == "name" and isinstance(value, dict)):
                 if value is not None and not isinstance(value, dict):
@@ -34,6 +34,19 @@ class ScriptToolCall(BaseModel):
                     )
                 return {"name": key, "arguments": value or {}}
         return data
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> Any:
+        # Editors must accept the short form {tool_name: {arguments}} too.
+        long_form = handler(core_schema)
+        short_form = {
+            "type": "object",
+            "minProperties": 1,
+            "maxProperties": 1,
+            "additionalProperties": {"type": ["object", "null"]},
+            "description": "{tool_name: {arguments}}",
+        }
+        return {"anyOf": [short_form, long_form]}
 
     @model_validator(mode="after")
     def _one_kind_of_arguments(self) -> ScriptToolCall:

@@ -22,7 +22,9 @@ class ScriptedLLM:
     """
 
     def __init__(self, steps: Iterable[ScriptStep | dict[str, Any]]) -> None:
-        self.steps = [s if isinstance(s, ScriptStep) else ScriptStep.model_validate(s) for s in steps]
+        self.steps = [
+            s if isinstance(s, ScriptStep) else ScriptStep.model_validate(s) for s in steps
+        ]
         self.total = sum(step.repeat for step in self.steps)
         self.reset()
 

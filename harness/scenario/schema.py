@@ -13,6 +13,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    WithJsonSchema,
     model_validator,
 )
 
@@ -29,6 +30,7 @@ __all__ = [
     "ToolErrorSpec",
     "ToolResultSpec",
     "ToolSpec",
+    "json_schema",
 ]
 
 _STRICT = ConfigDict(extra="forbid")
@@ -60,6 +62,12 @@ class Range(BaseModel):
         if self.min is not None and self.max is not None and self.min > self.max:
             raise ValueError(f"min ({self.min}) is greater than max ({self.max})")
         return self
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> Any:
+        # Editors must accept the plain number form too.
+        bounds = handler(core_schema)
+        return {"anyOf": [{"type": "number"}, bounds]}
 
     def contains(self, value: float, tolerance: float = 0.0) -> bool:
         """Whether ``value`` is within the bounds."""
@@ -243,7 +251,16 @@ class FinalExpect(_Ordered):
     """Expectations on the final response."""
 
     model_config = _STRICT
-    contains: Annotated[list[str], BeforeValidator(_as_list)] | None = None
+    contains: (
+        Annotated[
+            list[str],
+            BeforeValidator(_as_list),
+            WithJsonSchema(
+                {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+            ),
+        ]
+        | None
+    ) = None
     matches: str | None = None
     equals: str | None = None
     data: dict[str, Any] | None = None
@@ -370,3 +387,13 @@ class Scenario(BaseModel):
 
 
 ToolCallsExpect.model_rebuild()
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of scenario files (``harness schema``), for editors."""
+    schema = Scenario.model_json_schema()
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "harness scenario (*.scenario.yaml)",
+        **{k: v for k, v in schema.items() if k != "title"},
+    }

@@ -1,0 +1,1 @@
+"""Example local plugins, loaded through ``[tool.harness] plugins`` in pyproject.toml."""
