@@ -1,0 +1,500 @@
+"""The loop's seed behaviours: round trip, max_iterations, final answer, LLM errors, logging."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from harness import Agent, Conversation, HarnessError, Termination, hookimpl, tool
+from harness.llm import ScriptedLLM
+from harness.messages import AssistantMessage, SystemMessage, ToolMessage, UserMessage
+
+WEATHER_SCRIPT = [
+    {"tool_calls": [{"get_weather": {"city": "SF"}}]},
+    {"content": "Sunny and 72F."},
+]
+
+
+@tool
+async def get_weather(city: str) -> str:
+    """Current weather for a city."""
+    return f"72F in {city}"
+
+
+class RecordingLLM:
+    """A ScriptedLLM that keeps what every request carried."""
+
+    def __init__(self, steps):
+        self.script = ScriptedLLM(steps)
+        self.requests = []
+
+    async def complete(self, request):
+        self.requests.append(
+            {
+                "call": request.call,
+                "options": dict(request.options),
+                "messages": request.messages,
+                "tools": [schema["function"]["name"] for schema in request.tool_schemas],
+            }
+        )
+        return await self.script.complete(request)
+
+
+def weather_agent(script=WEATHER_SCRIPT, **options):
+    return Agent(llm=list(script), tools=[get_weather], **options)
+
+
+# -- the round trip ------------------------------------------------------------------------
+
+
+def test_round_trip_under_agentbuilder_takes_four_iterations():
+    result = weather_agent().run("What's the weather in SF?")
+
+    assert result.termination == Termination.completed
+    assert result.iterations == 4  # request, tools, request, complete
+    assert result.llm_calls == 2
+    assert result.final.content == "Sunny and 72F."
+    assert result.final.error is None
+    assert result.conversation.to_openai() == [
+        {"role": "user", "content": "What's the weather in SF?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1_0",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "SF"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1_0", "content": "72F in SF"},
+        {"role": "assistant", "content": "Sunny and 72F."},
+    ]
+    [record] = result.tool_calls
+    assert (record.id, record.name, record.arguments, record.result) == (
+        "call_1_0",
+        "get_weather",
+        {"city": "SF"},
+        "72F in SF",
+    )
+    assert (record.status, record.is_error, record.iteration, record.group) == ("ok", False, 2, 1)
+
+
+def test_round_trip_under_react_takes_two_iterations():
+    result = weather_agent(planner="react").run("What's the weather in SF?")
+
+    assert result.termination == Termination.completed
+    assert result.iterations == 2  # one LLM round each
+    assert result.llm_calls == 2
+    assert result.final.content == "Sunny and 72F."
+    assert [m.role for m in result.conversation.messages] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    assert result.tool_calls[0].iteration == 1
+
+
+def test_call_ids_number_the_llm_call_and_the_index_in_the_reply():
+    script = [
+        {"tool_calls": [{"get_weather": {"city": "SF"}}, {"get_weather": {"city": "LA"}}]},
+        {"tool_calls": [{"id": "call_abc", "name": "get_weather", "arguments": {"city": "NY"}}]},
+        {"content": "done"},
+    ]
+    result = weather_agent(script).run("weather?")
+
+    assert [r.id for r in result.tool_calls] == ["call_1_0", "call_1_1", "call_abc"]
+    tool_ids = [m.tool_call_id for m in result.conversation.messages if isinstance(m, ToolMessage)]
+    assert tool_ids == ["call_1_0", "call_1_1", "call_abc"]
+
+
+def test_a_non_string_tool_result_is_sent_as_json():
+    @tool
+    def forecast(city: str) -> dict:
+        """Forecast."""
+        return {"city": city, "temps": [70, 72.5], "rain": None}
+
+    script = [{"tool_calls": [{"forecast": {"city": "SF"}}]}, {"content": "ok"}]
+    result = Agent(llm=script, tools=[forecast]).run("?")
+
+    [tool_message] = [m for m in result.conversation.messages if isinstance(m, ToolMessage)]
+    assert tool_message.content == '{"city": "SF", "temps": [70, 72.5], "rain": null}'
+    assert result.tool_calls[0].result == {"city": "SF", "temps": [70, 72.5], "rain": None}
+
+
+def test_usage_is_summed_over_the_replies():
+    script = [
+        {**WEATHER_SCRIPT[0], "usage": {"prompt_tokens": 10, "completion_tokens": 5}},
+        {**WEATHER_SCRIPT[1], "usage": {"prompt_tokens": 20, "completion_tokens": 7}},
+    ]
+    result = weather_agent(script).run("?")
+
+    assert result.usage == {"prompt_tokens": 30, "completion_tokens": 12, "total_tokens": 42}
+
+
+# -- max_iterations ------------------------------------------------------------------------
+
+MAX_ITERATIONS_ERROR = {"type": "max_iterations", "message": "Max iterations reached"}
+
+
+@pytest.mark.parametrize("limit", [1, 2, 5])
+def test_max_iterations_stops_at_the_limit(limit):
+    # A different city each round: no stagnation, the limit is what stops the run.
+    script = [{"tool_calls": [{"get_weather": {"city": f"city {n}"}}]} for n in range(10)]
+    result = weather_agent(script, max_iterations=limit).run("?")
+
+    assert result.termination == Termination.max_iterations
+    assert result.iterations == limit
+    assert result.final.error == {**MAX_ITERATIONS_ERROR, "max_iterations": limit}
+    assert result.final.content is None
+    assert {"kind": "final", "content": "Max iterations reached"} in result.memory
+
+
+def test_max_iterations_under_react_counts_llm_rounds():
+    script = [{"tool_calls": [{"get_weather": {"city": f"city {n}"}}]} for n in range(10)]
+    result = weather_agent(script, planner="react", max_iterations=3).run("?")
+
+    assert result.termination == Termination.max_iterations
+    assert (result.iterations, result.llm_calls, len(result.tool_calls)) == (3, 3, 3)
+
+
+def test_a_text_answer_one_trip_too_late_is_still_max_iterations_under_agentbuilder():
+    # The answer arrives in iteration 3; completing it would take a fourth.
+    result = weather_agent(max_iterations=3).run("What's the weather in SF?")
+
+    assert result.termination == Termination.max_iterations
+    assert result.iterations == 3
+    assert result.llm_calls == 2
+    assert result.final.error == {**MAX_ITERATIONS_ERROR, "max_iterations": 3}
+    assert result.final.content is None
+    assert result.conversation.messages[-1] == AssistantMessage(
+        content="Sunny and 72F.", finish_reason="stop"
+    )
+    assert result.memory == [{"kind": "final", "content": "Max iterations reached"}]
+
+
+def test_final_answer_at_the_limit_makes_one_request_with_tool_choice_none():
+    llm = RecordingLLM(
+        [
+            {"tool_calls": [{"get_weather": {"city": "SF"}}]},
+            {"tool_calls": [{"get_weather": {"city": "LA"}}]},
+            {"content": "SF is sunny."},
+        ]
+    )
+    agent = Agent(llm=llm, tools=[get_weather], max_iterations=3, on_max_iterations="final_answer")
+    result = agent.run("weather?")
+
+    assert result.termination == Termination.max_iterations
+    assert result.iterations == 3
+    assert result.llm_calls == 3
+    assert result.final.content == "SF is sunny."
+    assert result.final.error == {**MAX_ITERATIONS_ERROR, "max_iterations": 3}
+    assert [r["options"] for r in llm.requests] == [{}, {}, {"tool_choice": "none"}]
+    # The calls of the last assistant message were never run (the limit came first):
+    # they are answered before the final request, so the transcript is valid for the API.
+    last_request = llm.requests[-1]["messages"]
+    assert last_request[-2]["tool_calls"][0]["id"] == "call_2_0"
+    assert last_request[-1] == {
+        "role": "tool",
+        "tool_call_id": "call_2_0",
+        "content": "not executed: max iterations reached",
+    }
+    unanswered = result.conversation.messages[-2]
+    assert unanswered == ToolMessage(
+        tool_call_id="call_2_0",
+        name="get_weather",
+        content="not executed: max iterations reached",
+        is_error=True,
+    )
+    assert [r.status for r in result.tool_calls] == ["ok"]  # call_2_0 never became a plan
+
+
+def test_final_answer_request_is_seen_by_the_llm_request_hook():
+    seen = []
+
+    class Observer:
+        @hookimpl
+        def harness_llm_request(self, run, request):
+            seen.append((request.call, request.tool_choice))
+
+    script = [{"tool_calls": [{"get_weather": {"city": f"c{n}"}}]} for n in range(2)]
+    result = weather_agent(
+        [*script, {"content": "best effort"}],
+        planner="react",
+        max_iterations=2,
+        on_max_iterations="final_answer",
+        plugins=[Observer()],
+    ).run("?")
+
+    assert seen == [(1, None), (2, None), (3, "none")]
+    assert result.termination == Termination.max_iterations
+    assert result.final.content == "best effort"
+    # Under react both plans ran, so nothing is left unanswered.
+    assert not any(
+        isinstance(m, ToolMessage) and m.content.startswith("not executed")
+        for m in result.conversation.messages
+    )
+
+
+def test_final_answer_uses_a_late_text_answer_without_a_request():
+    llm = RecordingLLM(WEATHER_SCRIPT)
+    agent = Agent(llm=llm, tools=[get_weather], max_iterations=3, on_max_iterations="final_answer")
+    result = agent.run("weather?")
+
+    assert result.termination == Termination.max_iterations
+    assert result.final.content == "Sunny and 72F."
+    assert result.llm_calls == 2
+    assert all(r["options"] == {} for r in llm.requests)
+
+
+def test_final_answer_answered_with_tool_calls_is_a_scenario_error():
+    script = [{"tool_calls": [{"get_weather": {"city": "SF"}}]}] * 2
+    result = weather_agent(script, max_iterations=1, on_max_iterations="final_answer").run("?")
+
+    assert result.termination == Termination.error
+    assert 'tool_choice="none"' in result.final.error["message"]
+
+
+def test_a_truncated_final_answer_is_marked():
+    script = [
+        {"tool_calls": [{"get_weather": {"city": "SF"}}]},
+        {"content": "It is sunn", "finish_reason": "length"},
+    ]
+    result = weather_agent(script, max_iterations=1, on_max_iterations="final_answer").run("?")
+
+    assert result.final.content == "It is sunn"
+    assert result.final.data == {"truncated": True}
+
+
+# -- truncation, empty runs, starting state ---------------------------------------------------
+
+
+@pytest.mark.parametrize("planner", ["agentbuilder", "react"])
+def test_a_truncated_reply_completes_with_data_truncated(planner):
+    script = [{"content": "The weather in SF is", "finish_reason": "length"}]
+    result = weather_agent(script, planner=planner).run("?")
+
+    assert result.termination == Termination.completed
+    assert result.final.content == "The weather in SF is"
+    assert result.final.data == {"truncated": True}
+
+
+def test_a_complete_reply_is_not_marked_truncated():
+    result = weather_agent([{"content": "Sunny."}]).run("?")
+
+    assert result.final.data == {}
+
+
+@pytest.mark.parametrize("planner", ["agentbuilder", "react"])
+def test_only_system_messages_end_the_run_empty(planner):
+    llm = RecordingLLM([{"content": "never sent"}])
+    result = Agent(llm=llm, system="You are terse.", planner=planner).run()
+
+    assert result.termination == Termination.empty
+    assert result.iterations == 1
+    assert result.llm_calls == 0
+    assert llm.requests == []
+    assert result.conversation.messages == [SystemMessage(content="You are terse.")]
+
+
+def test_the_system_prompt_comes_first():
+    llm = RecordingLLM([{"content": "Hi."}])
+    Agent(llm=llm, system="Be brief.").run("Hello")
+
+    assert llm.requests[0]["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Hello"},
+    ]
+
+
+def test_a_saved_conversation_continues_with_new_input(tmp_path):
+    first = weather_agent(system="Be brief.").run("Weather in SF?")
+    first.conversation.save(tmp_path / "saved.json")
+    saved = Conversation.load(tmp_path / "saved.json")
+
+    llm = RecordingLLM(
+        [{"tool_calls": [{"get_weather": {"city": "LA"}}]}, {"content": "LA is sunny too."}]
+    )
+    second = Agent(llm=llm, tools=[get_weather]).run("And in LA?", conversation=saved)
+
+    assert second.termination == Termination.completed
+    assert second.final.content == "LA is sunny too."
+    assert second.conversation.messages[: len(saved)] == saved.messages
+    assert second.conversation.messages[len(saved)] == UserMessage(content="And in LA?")
+    # The whole history went to the model, and the caller's conversation is untouched.
+    assert llm.requests[0]["messages"] == [
+        *saved.to_openai(),
+        {"role": "user", "content": "And in LA?"},
+    ]
+    assert saved == Conversation.load(tmp_path / "saved.json")
+    # Call ids count this run's LLM calls.
+    assert second.tool_calls[0].id == "call_1_0"
+
+
+def test_a_saved_conversation_continues_without_input():
+    conversation = Conversation(
+        messages=[
+            UserMessage(content="Weather in SF?"),
+            AssistantMessage(
+                tool_calls=[{"id": "c1", "name": "get_weather", "arguments": {"city": "SF"}}]
+            ),
+        ]
+    )
+    result = weather_agent([{"content": "Sunny."}]).run(conversation=conversation)
+
+    # agentbuilder runs the pending calls first, then asks the model.
+    assert result.termination == Termination.completed
+    assert [(r.id, r.status) for r in result.tool_calls] == [("c1", "ok")]
+    assert result.iterations == 3
+    assert len(conversation) == 2
+
+
+def test_pending_tool_calls_are_answered_before_a_new_user_turn():
+    # A run stopped at the limit leaves the model's last calls unanswered.
+    stopped = weather_agent(max_iterations=1).run("Weather in SF?")
+    assert stopped.conversation.messages[-1].tool_calls
+
+    llm = RecordingLLM([{"content": "Sorry, let me answer directly."}])
+    Agent(llm=llm, tools=[get_weather]).run("Just guess.", conversation=stopped.conversation)
+
+    sent = llm.requests[0]["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "user"]
+    assert sent[2]["tool_call_id"] == "call_1_0"
+    assert sent[2]["content"].startswith("not executed: ")
+
+
+def test_run_inside_a_running_event_loop_points_to_arun():
+    agent = weather_agent()
+
+    async def main():
+        with pytest.raises(HarnessError, match=r"await agent\.arun\("):
+            agent.run("?")
+        return await agent.arun("?")
+
+    result = asyncio.run(main())
+    assert result.termination == Termination.completed
+
+
+# -- LLM errors ------------------------------------------------------------------------------
+
+
+def test_an_http_error_ends_the_run_in_llm_error():
+    script = [WEATHER_SCRIPT[0], {"error": {"status": 429, "message": "Rate limited"}}]
+    result = weather_agent(script).run("?")
+
+    assert result.termination == Termination.llm_error
+    assert result.final.error["message"] == "Rate limited"
+    assert result.final.error["status"] == 429
+    assert set(result.final.error) == {"type", "message", "status"}
+    assert result.llm_calls == 2  # the failed request counts
+    assert [r.status for r in result.tool_calls] == ["ok"]
+    assert result.memory == [{"kind": "error", "content": "LLM error: Rate limited"}]
+
+
+def test_a_timeout_ends_the_run_in_llm_error_without_status():
+    result = weather_agent([{"error": "timeout"}]).run("?")
+
+    assert result.termination == Termination.llm_error
+    assert result.final.error["status"] is None
+    assert "timed out" in result.final.error["message"]
+    assert set(result.final.error) == {"type", "message", "status"}
+
+
+@pytest.mark.parametrize("planner", ["agentbuilder", "react"])
+def test_an_exhausted_script_ends_the_run_in_llm_error(planner):
+    result = weather_agent(WEATHER_SCRIPT[:1], planner=planner).run("?")
+
+    assert result.termination == Termination.llm_error
+    assert result.final.error["message"] == "script exhausted after 1 responses"
+    assert result.final.error["status"] is None
+    assert result.llm_calls == 2
+
+
+def test_a_repeated_step_counts_each_reply():
+    script = [
+        {"tool_calls": [{"get_weather": {"city": "SF"}}], "repeat": 2},
+        {"content": "done"},
+    ]
+    result = weather_agent(script, stagnation_window=0).run("?")
+
+    assert result.llm_calls == 3
+    assert [r.id for r in result.tool_calls] == ["call_1_0", "call_2_0"]
+
+
+# -- errors that are not the model's ------------------------------------------------------------
+
+
+def test_a_planner_that_raises_ends_the_run_in_error():
+    class Broken:
+        def step(self, run):
+            raise RuntimeError("planner bug")
+
+    class Plugin:
+        @hookimpl
+        def harness_register_planners(self, register):
+            register("broken", lambda config: Broken())
+
+    result = Agent(llm=[], planner="broken", plugins=[Plugin()]).run("?")
+
+    assert result.termination == Termination.error
+    assert result.final.error["exception"] == "RuntimeError"
+    assert result.final.error["message"] == "planner bug"
+    assert result.iterations == 1
+
+
+def test_a_planner_returning_something_else_is_an_error_naming_it():
+    class Odd:
+        def step(self, run):
+            return "not a plan"
+
+    class Plugin:
+        @hookimpl
+        def harness_register_planners(self, register):
+            register("odd", lambda config: Odd())
+
+    result = Agent(llm=[], planner="odd", plugins=[Plugin()]).run("?")
+
+    assert result.termination == Termination.error
+    assert "'odd'" in result.final.error["message"]
+    assert "'not a plan'" in result.final.error["message"]
+
+
+# -- logging ---------------------------------------------------------------------------------
+
+
+def _harness_log(caplog):
+    return [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "harness"]
+
+
+def test_log_lines_of_a_round_trip(caplog):
+    caplog.set_level(logging.INFO, logger="harness")
+    weather_agent(max_iterations=10).run("?")
+
+    assert _harness_log(caplog) == [
+        ("INFO", "Agentic iteration 1/10"),
+        ("INFO", "Agentic iteration 2/10"),
+        ("INFO", "Executing 1 tool call(s)"),
+        ("INFO", "Agentic iteration 3/10"),
+        ("INFO", "Final response received (no tool calls)"),
+        ("INFO", "Agentic iteration 4/10"),
+    ]
+
+
+def test_log_lines_of_a_parallel_plan_and_the_limit(caplog):
+    caplog.set_level(logging.INFO, logger="harness")
+    script = [
+        {"tool_calls": [{"get_weather": {"city": "SF"}}, {"get_weather": {"city": "LA"}}]},
+        {"content": "too late"},
+    ]
+    weather_agent(script, max_iterations=2).run("?")
+
+    assert _harness_log(caplog) == [
+        ("INFO", "Agentic iteration 1/2"),
+        ("INFO", "Agentic iteration 2/2"),
+        ("INFO", "Executing 2 tool call(s)"),
+        ("WARNING", "Max agentic iterations reached without final response"),
+    ]

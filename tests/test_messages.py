@@ -1,0 +1,209 @@
+"""Messages and the Conversation: OpenAI form, save/load round trip."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from harness import Agent, tool
+from harness.messages import (
+    AssistantMessage,
+    Conversation,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
+
+EVERY_FIELD = Conversation(
+    messages=[
+        SystemMessage(content="You are terse."),
+        UserMessage(content="Weather in SF and LA? ünïcødé ✓"),
+        AssistantMessage(
+            content="Checking.",
+            tool_calls=[
+                ToolCall(id="call_1_0", name="get_weather", arguments={"city": "SF", "days": 2}),
+                ToolCall(id="call_1_1", name="get_weather", raw_arguments='{"city": '),
+            ],
+            finish_reason="tool_calls",
+        ),
+        ToolMessage(tool_call_id="call_1_0", name="get_weather", content="72F"),
+        ToolMessage(
+            tool_call_id="call_1_1",
+            name="get_weather",
+            content="Invalid arguments for get_weather: Invalid JSON",
+            is_error=True,
+        ),
+        AssistantMessage(content="SF: 72F; LA: unknown", finish_reason="length"),
+    ]
+)
+
+
+def test_save_and_load_give_back_every_field(tmp_path):
+    path = tmp_path / "conversation.json"
+    EVERY_FIELD.save(path)
+    loaded = Conversation.load(path)
+
+    assert loaded == EVERY_FIELD
+    assert loaded.model_dump() == EVERY_FIELD.model_dump()
+    assert loaded.messages[2].tool_calls[1].raw_arguments == '{"city": '
+    assert loaded.messages[4].is_error is True
+    assert loaded.messages[5].finish_reason == "length"
+    # Saved as readable JSON with every field spelled out.
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    assert saved["messages"][4] == {
+        "role": "tool",
+        "tool_call_id": "call_1_1",
+        "name": "get_weather",
+        "content": "Invalid arguments for get_weather: Invalid JSON",
+        "is_error": True,
+    }
+
+
+def test_a_sent_conversation_equals_its_loaded_copy(tmp_path):
+    conversation = EVERY_FIELD.model_copy(deep=True)
+    conversation.to_openai()  # fills the per-message cache
+    conversation.save(tmp_path / "c.json")
+
+    assert Conversation.load(tmp_path / "c.json") == conversation
+
+
+def test_a_run_conversation_round_trips(tmp_path):
+    @tool
+    def get_weather(city: str) -> str:
+        """Weather."""
+        return "72F"
+
+    script = [{"tool_calls": [{"get_weather": {"city": "SF"}}]}, {"content": "72F."}]
+    result = Agent(llm=script, tools=[get_weather], system="Be brief.").run("Weather?")
+    result.conversation.save(tmp_path / "run.json")
+
+    loaded = Conversation.load(tmp_path / "run.json")
+    assert loaded == result.conversation
+    assert loaded.to_openai() == result.conversation.to_openai()
+
+
+def test_to_openai_is_the_chat_completions_form():
+    assert EVERY_FIELD.to_openai() == [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "Weather in SF and LA? ünïcødé ✓"},
+        {
+            "role": "assistant",
+            "content": "Checking.",
+            "tool_calls": [
+                {
+                    "id": "call_1_0",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "SF", "days": 2}'},
+                },
+                {
+                    "id": "call_1_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": '},
+                },
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1_0", "content": "72F"},
+        {
+            "role": "tool",
+            "tool_call_id": "call_1_1",
+            "content": "Invalid arguments for get_weather: Invalid JSON",
+        },
+        {"role": "assistant", "content": "SF: 72F; LA: unknown"},
+    ]
+
+
+def test_to_openai_returns_a_new_list_and_follows_appends():
+    conversation = Conversation(messages=[UserMessage(content="a")])
+    first = conversation.to_openai()
+    first.append({"role": "user", "content": "mutated by the caller"})
+    conversation.append(AssistantMessage(content="b"))
+
+    assert conversation.to_openai() == [
+        {"role": "user", "content": "a"},
+        {"role": "assistant", "content": "b"},
+    ]
+
+
+def test_to_openai_follows_a_replaced_message_list():
+    conversation = Conversation(messages=[UserMessage(content="a")])
+    conversation.to_openai()
+    conversation.messages = [UserMessage(content="b")]
+
+    assert conversation.to_openai() == [{"role": "user", "content": "b"}]
+
+
+def test_from_openai_reads_chat_completions_messages():
+    conversation = Conversation.from_openai(EVERY_FIELD.to_openai())
+
+    assert conversation.to_openai() == EVERY_FIELD.to_openai()
+    assert conversation.messages[2].tool_calls[1].raw_arguments == '{"city": '
+    assert conversation.messages[2].tool_calls[0].arguments == {"city": "SF", "days": 2}
+
+
+def test_messages_are_immutable():
+    message = UserMessage(content="hi")
+    with pytest.raises(ValidationError):
+        message.content = "changed"  # type: ignore[misc]
+
+
+def test_load_rejects_a_message_with_an_unknown_role(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text('{"messages": [{"role": "robot", "content": "beep"}]}', encoding="utf-8")
+
+    with pytest.raises(ValidationError, match="robot"):
+        Conversation.load(path)
+
+
+# -- generated conversations -----------------------------------------------------------------
+
+text = st.text(max_size=20)
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**53), max_value=2**53)
+    | st.floats(allow_nan=False)  # NaN != NaN; Infinity must survive
+    | text,
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(text, children, max_size=3),
+    max_leaves=10,
+)
+tool_calls = st.builds(
+    ToolCall,
+    id=st.text(min_size=1, max_size=10),
+    name=st.from_regex(r"[a-z_]{1,12}", fullmatch=True),
+    arguments=st.dictionaries(text, json_values, max_size=4),
+    raw_arguments=st.none() | text,
+)
+messages = st.one_of(
+    st.builds(SystemMessage, content=text),
+    st.builds(UserMessage, content=text),
+    st.builds(
+        AssistantMessage,
+        content=st.none() | text,
+        tool_calls=st.lists(tool_calls, max_size=3),
+        finish_reason=st.sampled_from([None, "stop", "tool_calls", "length"]),
+    ),
+    st.builds(
+        ToolMessage,
+        tool_call_id=text,
+        name=text,
+        content=text,
+        is_error=st.booleans(),
+    ),
+)
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=60)
+@given(conversation=st.builds(Conversation, messages=st.lists(messages, max_size=8)))
+def test_generated_conversations_round_trip_exactly(conversation, tmp_path):
+    path = tmp_path / "generated.json"
+    conversation.save(path)
+    loaded = Conversation.load(path)
+
+    assert loaded == conversation
+    assert loaded.model_dump() == conversation.model_dump()
+    assert loaded.to_openai() == conversation.to_openai()
