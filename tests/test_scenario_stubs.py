@@ -1,0 +1,280 @@
+"""Tool stubs: argument validation, Jinja results, per-call results and errors, latency, use:."""
+
+from __future__ import annotations
+
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.scenario import load_scenario, run_scenario
+from harness.scenario.stubs import parse_type, seed_for
+
+
+def write(tmp_path: Path, text: str, name: str = "case.scenario.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def tool_results(result) -> list:
+    return [r.result for r in result.tool_calls]
+
+
+def test_short_form_types_validate_like_real_tools(tmp_path):
+    path = write(
+        tmp_path,
+        """\
+        name: types
+        input: go
+        agent: {planner: react, on_validation_error: retry}
+        tools:
+          t:
+            parameters:
+              s: str
+              n: int
+              tags: list[str]
+              maybe: str | None
+              mode: "Literal['fast', 'slow']"
+              limit: {type: int, default: 3, description: how many}
+            returns: "{{ args.s }} {{ args.n }} {{ args.tags|join(',') }} {{ args.maybe }} {{ args.mode }} {{ args.limit }}"
+        llm:
+          script:
+            - tool_calls:
+                - {t: {s: a, n: 1, tags: [x, y], maybe: null, mode: fast}}
+                - {t: {s: a, n: one, tags: x, maybe: 1, mode: medium, extra: 1}}
+            - content: done
+        """,
+    )
+    result = run_scenario(path)
+    ok, bad = result.tool_calls
+    assert ok.status == "ok" and ok.result == "a 1 x,y None fast 3"
+    assert bad.status == "invalid"
+    for fragment in ("n: ", "tags: ", "maybe: ", "mode: ", "extra: Extra inputs are not permitted"):
+        assert fragment in bad.result
+    schema = load_scenario(path)._tools["t"].openai_schema()["function"]["parameters"]
+    assert schema["properties"]["limit"] == {"default": 3, "description": "how many", "type": "integer"}
+    assert sorted(schema["required"]) == ["maybe", "mode", "n", "s", "tags"]
+    assert schema["additionalProperties"] is False
+
+
+@pytest.mark.parametrize(
+    ("text", "accepted", "rejected"),
+    [
+        ("int", 3, "x"),
+        ("float", 1.5, "x"),
+        ("bool", True, "maybe"),
+        ("list[int]", [1, 2], ["a"]),
+        ("dict", {"a": 1}, [1]),
+        ("int | None", None, "x"),
+        ("Literal['a', 'b']", "a", "c"),
+        ("dict[str, int]", {"a": 1}, {"a": "x"}),
+    ],
+)
+def test_parse_type(text, accepted, rejected):
+    from pydantic import TypeAdapter, ValidationError
+
+    adapter = TypeAdapter(parse_type(text))
+    adapter.validate_python(accepted)
+    with pytest.raises(ValidationError):
+        adapter.validate_python(rejected)
+
+
+def test_json_schema_parameters_are_checked_with_jsonschema(tmp_path):
+    path = write(
+        tmp_path,
+        """\
+        name: schema
+        input: go
+        agent: {planner: react, on_validation_error: retry}
+        tools:
+          search:
+            schema:
+              type: object
+              properties:
+                query: {type: string, minLength: 2}
+                page: {type: integer, minimum: 1}
+              required: [query]
+            returns: "results for {{ args.query }}"
+        llm:
+          script:
+            - tool_calls: [{search: {query: cats}}, {search: {query: c, page: 0}}, {search: {query: dogs, x: 1}}]
+            - content: done
+        """,
+    )
+    result = run_scenario(path)
+    statuses = [r.status for r in result.tool_calls]
+    assert statuses == ["ok", "invalid", "invalid"]
+    assert "too short" in result.tool_calls[1].result and "minimum" in result.tool_calls[1].result
+    assert "Additional properties are not allowed" in result.tool_calls[2].result
+
+
+def test_invalid_json_schema_is_a_load_error(tmp_path):
+    from harness.errors import ScenarioError
+
+    path = write(tmp_path, "name: s\ntools:\n  t:\n    schema: {type: 12}\n")
+    with pytest.raises(ScenarioError, match=r":4: tools\.t\.schema: not a valid JSON Schema"):
+        load_scenario(path)
+
+
+def test_templates_render_recursively_with_args_call_and_faker(tmp_path):
+    path = write(
+        tmp_path,
+        """\
+        name: templates
+        input: go
+        seed: 7
+        agent: {planner: react}
+        tools:
+          profile:
+            parameters: {user: str}
+            returns:
+              user: "{{ args.user }}"
+              call: "{{ call }}"
+              name: "{{ faker.name() }}"
+              fixed: 42
+              tags: ["{{ args.user|upper }}", plain]
+        llm:
+          script:
+            - tool_calls: [{profile: {user: ann}}, {profile: {user: bob}}]
+            - content: done
+        """,
+    )
+    first, second = tool_results(run_scenario(path))
+    assert first["user"] == "ann" and first["call"] == "1" and first["fixed"] == 42
+    assert first["tags"] == ["ANN", "plain"]
+    assert second["call"] == "2"
+    assert first["name"] != second["name"]  # seeded per call, not shared
+
+    from faker import Faker
+
+    fake = Faker("en_US")
+    fake.seed_instance(seed_for(7, "profile", 1))
+    assert first["name"] == fake.name()
+
+
+def test_per_call_results_and_errors(tmp_path):
+    path = write(
+        tmp_path,
+        """\
+        name: per-call
+        input: go
+        agent: {planner: react}
+        tools:
+          poll:
+            parameters: {job: str}
+            returns: done
+            results:
+              - {on_call: 1, returns: queued}
+              - {on_call: 2, returns: {state: running}}
+            errors: [{on_call: 3, raise: lost connection}]
+        llm:
+          script:
+            - tool_calls: [{poll: {job: a}}]
+            - tool_calls: [{poll: {job: b}}]
+            - tool_calls: [{poll: {job: c}}]
+            - tool_calls: [{poll: {job: d}}]
+            - content: done
+        """,
+    )
+    result = run_scenario(path)
+    assert tool_results(result) == ["queued", {"state": "running"}, "ToolError: lost connection", "done"]
+    assert [r.status for r in result.tool_calls] == ["ok", "ok", "error", "ok"]
+    tool_messages = [m for m in result.transcript if m.role == "tool"]
+    assert tool_messages[2].is_error and tool_messages[2].content == "ToolError: lost connection"
+    assert tool_messages[1].content == '{"state": "running"}'
+
+
+def test_template_failure_while_rendering_ends_the_run_in_error_with_file_and_line(tmp_path):
+    path = write(
+        tmp_path,
+        """\
+        name: typo
+        input: go
+        tools:
+          get_weather:
+            parameters: {city: str}
+            returns: "sunny in {{ args.cty }}"
+        llm:
+          script:
+            - tool_calls: [{get_weather: {city: SF}}]
+            - content: done
+        """,
+    )
+    result = run_scenario(path)
+    assert result.status == "error"
+    assert result.termination == "error"
+    message = result.final.error["message"]
+    assert f"{path.as_posix()}:6: tools.get_weather.returns" in message
+    assert "cty" in message
+
+
+def test_latency_is_simulated_not_slept(tmp_path):
+    path = write(
+        tmp_path,
+        """\
+        name: slow
+        input: go
+        agent: {planner: react, max_iterations: 30}
+        tools:
+          slow: {parameters: {i: int}, returns: ok, latency: 30}
+        llm:
+          script:
+            - tool_calls: [{slow: {i: 1}}, {slow: {i: 2}}]
+              latency: 2
+            - tool_calls: [{slow: {i: 3}}]
+            - content: done
+              latency: 1
+        """,
+    )
+    started = time.perf_counter()
+    result = run_scenario(path)
+    elapsed = time.perf_counter() - started
+    assert result.sim_time == 2 + 30 + 30 + 1  # the pair costs its longest call
+    assert elapsed < 1.0  # 63 simulated seconds, no real sleeping
+    pair = result.tool_calls[:2]
+    assert [(r.sim_start, r.sim_end) for r in pair] == [(2.0, 32.0), (2.0, 32.0)]
+    assert (result.tool_calls[2].sim_start, result.tool_calls[2].sim_end) == (32.0, 62.0)
+
+
+def test_use_module_function_and_registered_tool(tmp_path):
+    module = tmp_path / "my_tools_for_use_test.py"
+    module.write_text(
+        "def shout(text: str) -> str:\n    'Upper-case text.'\n    return text.upper()\n"
+    )
+    import sys
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        path = write(
+            tmp_path,
+            """\
+            name: real
+            input: go
+            agent: {planner: react}
+            tools:
+              loud: {use: "my_tools_for_use_test:shout"}
+              order: {use: lookup_order, description: Look up an order}
+            llm:
+              script:
+                - tool_calls: [{loud: {text: hi}}, {order: {order_id: ORD-7}}]
+                - content: done
+            """,
+        )
+        scenario = load_scenario(path)
+        assert scenario._tools["loud"].description == "Upper-case text."
+        assert scenario._tools["order"].openai_schema()["function"]["name"] == "order"
+        result = run_scenario(scenario)
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert result.tool_calls[0].result == "HI"
+    assert result.tool_calls[1].result["order_id"] == "ORD-7"  # the shop_tools plugin's tool
+
+
+def test_use_cannot_be_combined_with_stub_keys(tmp_path):
+    from harness.errors import ScenarioError
+
+    path = write(tmp_path, "name: x\ntools:\n  t: {use: lookup_order, returns: x}\n")
+    with pytest.raises(ScenarioError, match=r"remove returns"):
+        load_scenario(path)

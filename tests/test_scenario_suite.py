@@ -1,0 +1,118 @@
+"""The example suite in scenarios/: every file passes, deterministically, with its plugins."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.scenario import load_scenario, run_scenario
+from harness.scenario.schema import json_schema
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIOS = sorted((ROOT / "scenarios").rglob("*.scenario.yaml"))
+
+
+def _id(path: Path) -> str:
+    return path.relative_to(ROOT / "scenarios").as_posix()
+
+
+def stable(result) -> dict:
+    """A result's JSON form without the wall-clock field."""
+    data = json.loads(result.model_dump_json())
+    data.pop("wall_time")
+    return data
+
+
+def test_the_suite_is_not_empty():
+    assert len(SCENARIOS) >= 15
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=_id)
+def test_every_example_scenario_passes(path):
+    result = run_scenario(path)
+    failed = [(e.path, e.expected, e.actual) for e in result.failed_expectations]
+    assert result.status == "passed", (result.termination, failed, result.final.error)
+    assert result.id == f"{path.relative_to(ROOT).as_posix()}::{result.name}"
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=_id)
+def test_the_same_file_twice_gives_identical_results(path):
+    first, second = run_scenario(path), run_scenario(path)
+    assert stable(first) == stable(second)
+
+
+def test_faker_results_do_not_depend_on_the_process(tmp_path):
+    """The seed comes from sha256, never hash(): a fresh interpreter gives the same values."""
+    import subprocess
+    import sys
+
+    path = ROOT / "scenarios/core/weather-and-restaurants.scenario.yaml"
+    code = (
+        "import json, sys; from harness.scenario import run_scenario; "
+        "r = run_scenario(sys.argv[1]); print(json.dumps([c.result for c in r.tool_calls]))"
+    )
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", code, str(path)],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+            env={"PYTHONHASHSEED": seed, "PATH": ""},
+        ).stdout
+        for seed in ("1", "2")
+    }
+    assert len(outputs) == 1
+    assert json.loads(outputs.pop()) == [c.result for c in run_scenario(path).tool_calls]
+
+
+def test_simulated_latency_costs_no_real_time():
+    path = ROOT / "scenarios/core/sequential-tools.scenario.yaml"
+    started = time.perf_counter()
+    result = run_scenario(path)
+    assert result.sim_time == 6.0
+    assert time.perf_counter() - started < 1.0
+
+
+def test_committed_json_schema_is_current():
+    committed = json.loads((ROOT / "harness-scenario.schema.json").read_text())
+    assert committed == json_schema(), "regenerate with: harness schema > harness-scenario.schema.json"
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=_id)
+def test_example_files_validate_against_the_json_schema(path):
+    """What an editor with yaml-language-server checks must agree with the loader."""
+    import jsonschema
+    import yaml
+
+    jsonschema.validate(yaml.safe_load(path.read_text()), json_schema())
+    load_scenario(path)
+
+
+def test_trace_observer_writes_jsonl(tmp_path, monkeypatch):
+    trace = tmp_path / "trace.jsonl"
+    monkeypatch.setenv("HARNESS_TRACE", str(trace))
+    result = run_scenario(ROOT / "scenarios/core/roundtrip.scenario.yaml")
+    lines = [json.loads(line) for line in trace.read_text().splitlines()]
+    events = [line["event"] for line in lines]
+    assert events[0] == "agent_start"
+    assert events[-2:] == ["agent_end", "summary"]
+    assert lines[-1]["termination"] == "completed"
+    assert len(lines) == len(result.events) + 1
+
+
+def test_budget_planner_stops_offering_tools():
+    result = run_scenario(ROOT / "scenarios/plugins/budget-planner.scenario.yaml")
+    assert [r.status for r in result.tool_calls] == ["ok", "ok"]
+    assert result.final.data == {"budget_exhausted": True, "tool_budget": 2}
+
+
+def test_shop_tools_are_deterministic():
+    from plugins.shop_tools import restaurants, weather
+
+    assert weather("Austin") == weather("Austin")
+    assert weather("Austin") != weather("Boston")
+    assert restaurants("Austin", limit=2) == restaurants("Austin", limit=2)
