@@ -42,6 +42,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "harness.planners.agentbuilder",
     "harness.planners.react",
     "harness.llm.scripted",
+    "harness.llm.openai_sdk",
     "harness.scenario.expectations",
 )
 

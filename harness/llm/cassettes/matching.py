@@ -1,0 +1,247 @@
+"""Request matching for `match: body`: canonical JSON keys, built incrementally.
+
+A request body holds the whole conversation, so hashing it from scratch would make
+each replayed request cost more than the one before. The key is instead a chain:
+one digest per conversation item (``messages`` for Chat Completions, ``input`` for
+the Responses API), chained in order, plus one digest of everything else. The LLM
+source keeps the chain of the conversation it is sending and extends it by the new
+items only; a cassette computes the same key from a stored body when it loads.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+__all__ = [
+    "VOLATILE_FIELDS",
+    "BodyKeyer",
+    "ItemChain",
+    "body_diff",
+    "canonical_json",
+    "parse_json_body",
+]
+
+# Top-level request fields that differ between two runs of the same scenario without
+# changing what the model is asked: end-user ids, cache and tracing keys. They are
+# never compared; `match_ignore` adds more.
+VOLATILE_FIELDS: tuple[str, ...] = (
+    "user",
+    "metadata",
+    "prompt_cache_key",
+    "safety_identifier",
+    "previous_response_id",
+)
+
+# The fields that hold the conversation, hashed item by item.
+_ITEM_FIELDS = ("messages", "input")
+
+_WILDCARD = "*"
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no insignificant whitespace."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def parse_json_body(body: bytes | str | None) -> Any:
+    """The JSON value of a request body, or None when it is not JSON."""
+    if body is None or body == b"" or body == "":
+        return None
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.sha1(text.encode("utf-8"), usedforsecurity=False).digest()
+
+
+def _drop(value: Any, path: Sequence[str]) -> None:
+    """Remove ``path`` (dotted parts, ``*`` for any key or index) from ``value`` in place."""
+    if not path:
+        return
+    head, rest = path[0], path[1:]
+    if isinstance(value, dict):
+        keys = list(value) if head == _WILDCARD else [head] if head in value else []
+        for key in keys:
+            if rest:
+                _drop(value[key], rest)
+            else:
+                del value[key]
+    elif isinstance(value, list):
+        if head == _WILDCARD:
+            indexes = range(len(value))
+        elif head.lstrip("-").isdigit() and -len(value) <= int(head) < len(value):
+            indexes = [int(head) % len(value)]
+        else:
+            indexes = []
+        if rest:
+            for i in indexes:
+                _drop(value[i], rest)
+        else:
+            for i in sorted(indexes, reverse=True):
+                del value[i]
+
+
+class BodyKeyer:
+    """Turns a JSON request body into its match key, ignoring volatile fields.
+
+    ``ignore`` holds dotted paths (``temperature``, ``messages.0.content``,
+    ``tools.*.function.description``); ``*`` stands for any key or list index.
+    """
+
+    def __init__(self, ignore: Iterable[str] = ()) -> None:
+        self.ignore = tuple(ignore)
+        paths = [tuple(p.split(".")) for p in self.ignore if p]
+        self._top = set(VOLATILE_FIELDS) | {p[0] for p in paths if len(p) == 1}
+        # Paths below the top level, outside the conversation fields.
+        self._nested = [p for p in paths if len(p) > 1 and p[0] not in _ITEM_FIELDS]
+        # Paths inside conversation items: (field, index or "*", rest of the path).
+        self._item_rules = [
+            (p[0], p[1], p[2:]) for p in paths if len(p) > 2 and p[0] in _ITEM_FIELDS
+        ]
+        # `messages.3` (a whole item) is dropped from the chain.
+        self._item_drops = [(p[0], p[1]) for p in paths if len(p) == 2 and p[0] in _ITEM_FIELDS]
+        # A top-level path naming a conversation field drops the whole list from the key.
+        self._items_ignored = {f for f in _ITEM_FIELDS if f in self._top}
+
+    # -- pieces ----------------------------------------------------------------------
+
+    def item_digest(self, field: str, index: int, item: Any) -> bytes | None:
+        """The digest of one conversation item (None when the item is ignored)."""
+        for rule_field, where, _rest in self._item_drops:
+            if rule_field == field and where in (_WILDCARD, str(index)):
+                return None
+        rules = [
+            rest
+            for rule_field, where, rest in self._item_rules
+            if rule_field == field and where in (_WILDCARD, str(index))
+        ]
+        if rules:
+            item = copy.deepcopy(item)
+            for rest in rules:
+                _drop(item, rest)
+        return _digest(canonical_json(item))
+
+    def items_field(self, body: dict[str, Any]) -> str | None:
+        """The conversation field of this body (None when it has none as a list)."""
+        for field in _ITEM_FIELDS:
+            if isinstance(body.get(field), list) and field not in self._items_ignored:
+                return field
+        return None
+
+    def rest_digest(self, body: dict[str, Any], field: str | None) -> bytes:
+        """The digest of everything but the conversation and the ignored fields."""
+        rest = {k: v for k, v in body.items() if k != field and k not in self._top}
+        if self._nested:
+            rest = copy.deepcopy(rest)
+            for path in self._nested:
+                _drop(rest, path)
+        return _digest(canonical_json(rest))
+
+    @staticmethod
+    def combine(rest: bytes, field: str | None, chain: bytes) -> str:
+        """The key from its parts."""
+        h = hashlib.sha1(rest, usedforsecurity=False)
+        h.update((field or "").encode())
+        h.update(chain)
+        return h.hexdigest()
+
+    def incremental_key(self, body: dict[str, Any], chains: dict[str, ItemChain]) -> str:
+        """``key(body)``, reusing ``chains`` (one per conversation field) across requests."""
+        field = self.items_field(body)
+        digest = b""
+        if field is not None:
+            chain = chains.get(field)
+            if chain is None or chain.keyer is not self:
+                chain = chains[field] = ItemChain(self, field)
+            digest = chain.update(body[field])
+        return self.combine(self.rest_digest(body, field), field, digest)
+
+    # -- whole bodies ------------------------------------------------------------------
+
+    def key(self, body: Any) -> str:
+        """The match key of a parsed JSON body (any JSON value)."""
+        if not isinstance(body, dict):
+            return hashlib.sha1(canonical_json(body).encode(), usedforsecurity=False).hexdigest()
+        field = self.items_field(body)
+        chain = ItemChain(self, field or "")
+        if field is not None:
+            chain.update(body[field])
+        return self.combine(self.rest_digest(body, field), field, chain.digest)
+
+    def key_of_bytes(self, body: bytes | str | None) -> str:
+        """The match key of a raw body: JSON bodies canonically, anything else as bytes."""
+        parsed = parse_json_body(body)
+        if parsed is not None:
+            return self.key(parsed)
+        raw = body.encode() if isinstance(body, str) else (body or b"")
+        return "raw:" + hashlib.sha1(raw, usedforsecurity=False).hexdigest()
+
+
+class ItemChain:
+    """The chained digest of a conversation, extended as it grows.
+
+    ``update(items)`` costs the new items only while ``items`` extends the list seen
+    last time (checked by the identity of its first and last known items: the
+    Conversation's cached OpenAI forms are created once per message and never
+    mutated); any other list is digested from scratch.
+    """
+
+    def __init__(self, keyer: BodyKeyer, field: str) -> None:
+        self.keyer = keyer
+        self.field = field
+        self._items: list[Any] = []  # the items digested, kept alive for identity checks
+        self._chain: list[bytes] = []  # chain digest after each item
+        self.digest = b""
+
+    def update(self, items: Sequence[Any]) -> bytes:
+        """The chain digest of ``items``."""
+        known = self._items
+        n = len(known)
+        if n and not (len(items) >= n and items[0] is known[0] and items[n - 1] is known[n - 1]):
+            known.clear()
+            self._chain.clear()
+            n = 0
+        chain = self._chain[-1] if self._chain else b""
+        for index in range(n, len(items)):
+            item = items[index]
+            item_digest = self.keyer.item_digest(self.field, index, item)
+            if item_digest is not None:
+                chain = hashlib.sha1(chain + item_digest, usedforsecurity=False).digest()
+            known.append(item)
+            self._chain.append(chain)
+        self.digest = chain
+        return chain
+
+
+def _pretty(body: Any) -> list[str]:
+    if body is None:
+        return ["(no body)"]
+    if isinstance(body, bytes | str):
+        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+        return text.splitlines()
+    return json.dumps(body, indent=2, sort_keys=True, ensure_ascii=False).splitlines()
+
+
+def body_diff(
+    recorded: Any, sent: Any, *, recorded_name: str, sent_name: str, limit: int = 120
+) -> str:
+    """A unified diff of two request bodies (pretty JSON, sorted keys), cut at ``limit`` lines."""
+    lines = list(
+        difflib.unified_diff(
+            _pretty(recorded), _pretty(sent), fromfile=recorded_name, tofile=sent_name, lineterm=""
+        )
+    )
+    if not lines:
+        return "(no difference in the bodies)"
+    if len(lines) > limit:
+        hidden = len(lines) - limit
+        lines = [*lines[:limit], f"... ({hidden} more diff lines)"]
+    return "\n".join(lines)

@@ -1,0 +1,71 @@
+"""Secrets never reach disk: headers dropped and secret values replaced before writing."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = [
+    "REQUEST_SECRET_HEADERS",
+    "RESPONSE_SECRET_HEADERS",
+    "SECRET_ENV_VARS",
+    "Scrubber",
+]
+
+# Credentials and the account they belong to.
+REQUEST_SECRET_HEADERS = frozenset(
+    {"authorization", "api-key", "x-api-key", "openai-organization", "openai-project", "cookie"}
+)
+# What a server says back about the account, and session cookies.
+RESPONSE_SECRET_HEADERS = frozenset({"set-cookie", "openai-organization", "openai-project"})
+# Environment variables whose values are replaced wherever they appear.
+SECRET_ENV_VARS = ("OPENAI_API_KEY", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID")
+
+
+class Scrubber:
+    """Removes secret headers and replaces secret values (read from the environment when built)."""
+
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        env = os.environ if environ is None else environ
+        pairs = [(env.get(name, ""), f"<{name}>") for name in SECRET_ENV_VARS]
+        # Longest first, so a value that contains another is replaced whole.
+        self.values = sorted(
+            ((value, mask) for value, mask in pairs if value), key=lambda p: -len(p[0])
+        )
+
+    def text(self, text: str) -> str:
+        """``text`` with every secret value replaced by ``<VARIABLE_NAME>``."""
+        for value, mask in self.values:
+            if value in text:
+                text = text.replace(value, mask)
+        return text
+
+    def value(self, value: Any) -> Any:
+        """A copy of a nested value (dicts, lists, str, bytes) with secret values replaced."""
+        if not self.values:
+            return value
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, bytes):
+            for secret, mask in self.values:
+                value = value.replace(secret.encode(), mask.encode())
+            return value
+        if isinstance(value, dict):
+            return {self.value(k): self.value(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.value(v) for v in value]
+        return value
+
+    @staticmethod
+    def headers(headers: Mapping[str, Any] | None, secret: frozenset[str]) -> dict[str, Any]:
+        """The headers without the secret ones (names compared case-insensitively)."""
+        return {k: v for k, v in (headers or {}).items() if k.lower() not in secret}
+
+    def interaction(self, interaction: dict[str, Any]) -> dict[str, Any]:
+        """A serialized interaction (vcrpy's dict form) made safe to write."""
+        request = dict(interaction.get("request") or {})
+        response = dict(interaction.get("response") or {})
+        request["headers"] = self.headers(request.get("headers"), REQUEST_SECRET_HEADERS)
+        response["headers"] = self.headers(response.get("headers"), RESPONSE_SECRET_HEADERS)
+        return self.value({**interaction, "request": request, "response": response})

@@ -1,0 +1,397 @@
+"""A cassette in use by one run: vcrpy's Cassette with an index, record modes, misses.
+
+vcrpy compares a request with every stored interaction (twice: "can I play it?",
+then "play it"), so replaying a long cassette costs more per request the longer
+it is. ``IndexedCassette`` keeps, per match key, a queue of the interactions not
+played yet: finding and playing one is a dictionary lookup.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vcr.cassette import Cassette
+from vcr.errors import CannotOverwriteExistingCassetteException, UnhandledHTTPRequestError
+from vcr.matchers import method as match_method
+from vcr.matchers import path as match_path
+from vcr.record_mode import RecordMode
+from vcr.request import Request
+
+from harness.errors import LLMError
+from harness.llm.cassettes.format import (
+    CassetteFormatError,
+    ReadablePersister,
+    ReadableSerializer,
+    load_cassette_file,
+)
+from harness.llm.cassettes.matching import BodyKeyer, body_diff, parse_json_body
+from harness.llm.cassettes.scrub import Scrubber
+
+__all__ = [
+    "CassetteSession",
+    "IndexedCassette",
+    "ReplayStats",
+    "cassette_transport",
+    "expected_key",
+]
+
+# The match key of the request the LLM source is about to send, computed from the
+# conversation it holds (incrementally); the cassette falls back to the body bytes.
+expected_key: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "harness_cassette_expected_key", default=None
+)
+
+_VCR_MODES = {
+    "none": RecordMode.NONE,
+    "once": RecordMode.ONCE,
+    "new_episodes": RecordMode.NEW_EPISODES,
+    "all": RecordMode.ALL,
+    # pytest-recording's `rewrite`: record everything into an empty cassette.
+    "rewrite": RecordMode.ALL,
+}
+
+
+@dataclass
+class ReplayStats:
+    """Time harness spent matching and playing, and loading (reported separately)."""
+
+    requests: int = 0
+    played: int = 0
+    # Requests whose announced key missed and were keyed from their bytes instead.
+    fallbacks: int = 0
+    match_seconds: float = 0.0
+    play_seconds: float = 0.0
+    load_seconds: float = 0.0
+
+
+class IndexedCassette(Cassette):
+    """vcrpy's Cassette with O(1) lookup of the next unplayed matching interaction."""
+
+    def __init__(
+        self,
+        *args: Any,
+        match: str = "body",
+        keyer: BodyKeyer | None = None,
+        skip_load: bool = False,
+        stats: ReplayStats | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.match = match
+        self.keyer = keyer or BodyKeyer()
+        self.skip_load = skip_load
+        self.stats = stats or ReplayStats()
+        self.file_found = False
+        # match key -> indexes of unplayed interactions, in recorded order
+        self._unplayed: dict[tuple[str, ...], deque[int]] = {}
+        self._request_json: dict[int, Any] = {}
+        super().__init__(*args, **kwargs)
+
+    # -- keys ----------------------------------------------------------------------------
+
+    def key_of(
+        self, request: Request, body_json: Any = None, *, incoming: bool = False
+    ) -> tuple[str, ...]:
+        """The index key of a request (cached on it).
+
+        For an ``incoming`` request, the key the LLM source announced in
+        ``expected_key`` is used when there is one, sparing a parse of the body.
+        """
+        cached = getattr(request, "_harness_key", None)
+        if cached is not None:
+            return cached
+        base = (request.method.upper(), request.path)
+        if self.match == "sequential":
+            key: tuple[str, ...] = base
+        else:
+            body_key = expected_key.get() if incoming else None
+            if body_key is not None:
+                request._harness_hinted = True  # type: ignore[attr-defined]
+            else:
+                body_key = (
+                    self.keyer.key(body_json)
+                    if body_json is not None
+                    else self.keyer.key_of_bytes(request.body)
+                )
+            key = (*base, body_key)
+        request._harness_key = key  # type: ignore[attr-defined]
+        return key
+
+    def _add(self, index: int, body_json: Any = None) -> None:
+        request = self.data[index][0]
+        if body_json is not None:
+            self._request_json[index] = body_json
+        self._unplayed.setdefault(self.key_of(request, body_json), deque()).append(index)
+
+    # -- vcrpy's lookup API, indexed -------------------------------------------------------
+
+    def append(self, request: Request, response: Any) -> None:
+        """Record an interaction (and index it, so a later identical request can replay it)."""
+        before = len(self.data)
+        super().append(request, response)
+        if len(self.data) > before:
+            stored = self.data[before][0]
+            # What is stored is keyed by its bytes, as it will be when loaded again.
+            stored.__dict__.pop("_harness_key", None)
+            self._add(before)
+
+    def _responses(self, request: Request) -> Any:
+        for index in self._unplayed.get(self.key_of(request, incoming=True), ()):
+            yield index, self.data[index][1]
+
+    def __contains__(self, request: Request) -> bool:
+        started = time.perf_counter()
+        self.stats.requests += 1
+        key = self.key_of(request, incoming=True)
+        found = bool(self._unplayed.get(key))
+        if not found and request.__dict__.pop("_harness_hinted", False) and self.match == "body":
+            # The announced key is a shortcut, not the truth: before calling this a
+            # miss, key the bytes actually sent.
+            key = (*key[:-1], self.keyer.key_of_bytes(request.body))
+            request._harness_key = key  # type: ignore[attr-defined]
+            self.stats.fallbacks += 1
+            found = bool(self._unplayed.get(key))
+        self.stats.match_seconds += time.perf_counter() - started
+        return found
+
+    def play_response(self, request: Request) -> Any:
+        """The first unplayed interaction matching ``request``, marked as played."""
+        started = time.perf_counter()
+        queue = self._unplayed.get(self.key_of(request, incoming=True))
+        if not queue:
+            raise UnhandledHTTPRequestError(
+                f"The cassette ({self._path!r}) doesn't contain the request ({request!r}) asked for"
+            )
+        index = queue.popleft()
+        self.play_counts[index] += 1
+        if index < self._loaded_count:
+            self._played_interactions.append(self.data[index])
+        self.stats.played += 1
+        self.stats.play_seconds += time.perf_counter() - started
+        return self.data[index][1]
+
+    def rewind(self) -> None:
+        """Make every interaction playable again."""
+        super().rewind()
+        self._unplayed.clear()
+        for index in range(len(self.data)):
+            self._add(index, self._request_json.get(index))
+
+    # -- loading ----------------------------------------------------------------------------
+
+    def _load(self) -> None:
+        if self.skip_load:
+            return
+        path = Path(self._path)
+        if not path.is_file() or not path.read_bytes().strip():
+            return
+        started = time.perf_counter()
+        loaded = load_cassette_file(path)
+        for item in loaded:
+            # No deepcopy or filters: the interactions were built from the file just now.
+            self.data.append((Request._from_dict(item.request), item.response))
+            index = len(self.data) - 1
+            body_json = item.request_json
+            if body_json is None and self.match == "body":
+                body_json = parse_json_body(item.request.get("body"))
+            self._add(index, body_json)
+            self._old_interactions.append(self.data[index])
+        self._loaded_count = len(self.data)
+        self.dirty = False
+        self.rewound = True
+        self.file_found = True
+        self.stats.load_seconds += time.perf_counter() - started
+
+    # -- for miss reports ---------------------------------------------------------------------
+
+    def request_json(self, index: int) -> Any:
+        """The parsed JSON body of stored interaction ``index`` (or its raw body)."""
+        if index in self._request_json:
+            return self._request_json[index]
+        body = self.data[index][0].body
+        parsed = parse_json_body(body)
+        return parsed if parsed is not None else body
+
+    @property
+    def unplayed(self) -> int:
+        """Loaded interactions not played yet."""
+        return sum(1 for i in range(self._loaded_count) if not self.play_counts[i])
+
+
+def _body_matcher(r1: Request, r2: Request) -> None:
+    """vcrpy matcher over the cached index keys (used when vcrpy compares two requests)."""
+    k1 = getattr(r1, "_harness_key", None)
+    k2 = getattr(r2, "_harness_key", None)
+    if k1 is not None and k2 is not None:
+        assert k1[-1] == k2[-1], "the request bodies differ"
+        return
+    keyer = BodyKeyer()
+    assert keyer.key_of_bytes(r1.body) == keyer.key_of_bytes(r2.body), "the request bodies differ"
+
+
+class CassetteSession:
+    """One run's use of one cassette: load once, play or record, save at the end."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        record_mode: str = "none",
+        match: str = "body",
+        match_ignore: tuple[str, ...] | list[str] = (),
+        scenario: str = "",
+        shown_path: str | None = None,
+    ) -> None:
+        if record_mode not in _VCR_MODES:
+            raise LLMError(
+                f"unknown record mode {record_mode!r}; use one of {', '.join(_VCR_MODES)}",
+                type="cassette_error",
+            )
+        self.path = Path(path)
+        self.shown_path = shown_path or str(path)
+        self.record_mode = record_mode
+        self.match = match
+        self.scenario = scenario
+        self.keyer = BodyKeyer(match_ignore)
+        self.stats = ReplayStats()
+        self.requests_sent = 0
+        matchers = (
+            (match_method, match_path)
+            if match == "sequential"
+            else (match_method, match_path, _body_matcher)
+        )
+        try:
+            self.cassette = IndexedCassette.load(
+                path=str(self.path),
+                serializer=ReadableSerializer,
+                persister=ReadablePersister,
+                record_mode=_VCR_MODES[record_mode],
+                match_on=matchers,
+                match=match,
+                keyer=self.keyer,
+                skip_load=record_mode == "rewrite",
+                stats=self.stats,
+            )
+        except (CassetteFormatError, OSError, UnicodeDecodeError) as exc:
+            raise LLMError(
+                f"cannot read cassette {self.shown_path}: {exc}", type="cassette_error"
+            ) from None
+
+    @property
+    def replays_only(self) -> bool:
+        """Whether a miss is an error (nothing may reach the network)."""
+        return bool(self.cassette.write_protected)
+
+    @property
+    def remaining(self) -> int:
+        """Recorded interactions this run did not play."""
+        if self.record_mode in ("all", "rewrite"):
+            return 0
+        return self.cassette.unplayed
+
+    def save(self) -> None:
+        """Write the cassette if anything was recorded (atomically, secrets scrubbed)."""
+        if self.cassette.dirty:
+            self.cassette._save()
+
+    # -- misses -------------------------------------------------------------------------------
+
+    def _nearest(self, request: Request, sent: Any) -> int | None:
+        """The stored interaction most like ``request`` (same method and path)."""
+        method, path = request.method.upper(), request.path
+        candidates = [
+            i
+            for i, (stored, _) in enumerate(self.cassette.data)
+            if stored.method.upper() == method and stored.path == path
+        ]
+        if not candidates:
+            return None
+        position = self.requests_sent - 1
+
+        def score(index: int) -> tuple[int, int, int, int]:
+            recorded = self.cassette.request_json(index)
+            unplayed = int(not self.cassette.play_counts[index])
+            return (_similarity(recorded, sent), unplayed, -abs(index - position), -index)
+
+        return max(candidates, key=score)
+
+    def miss_error(self, exc: CannotOverwriteExistingCassetteException, call: int) -> LLMError:
+        """The llm_error for a request the cassette cannot answer, with a diff."""
+        request = exc.failed_request
+        sent = parse_json_body(request.body)
+        if sent is None:
+            sent = request.body
+        where = (
+            f"cassette miss: request {call} of the run"
+            + (f" (scenario {self.scenario})" if self.scenario else "")
+            + f" has no unplayed match in {self.shown_path} "
+            f"(match: {self.match}, record mode: {self.record_mode})."
+        )
+        if not self.cassette.file_found and self.record_mode != "rewrite":
+            detail = (
+                "The cassette file does not exist. Record it with --record-mode once "
+                "(`harness record`)."
+            )
+            return LLMError(f"{where}\n{detail}", type="cassette_miss")
+        nearest = self._nearest(request, sent)
+        if nearest is None:
+            detail = (
+                f"No recorded request is a {request.method} to {request.path}; "
+                f"the cassette holds {len(self.cassette.data)} interaction(s)."
+            )
+        else:
+            played = " (already played)" if self.cassette.play_counts[nearest] else ""
+            diff = body_diff(
+                self.cassette.request_json(nearest),
+                sent,
+                recorded_name=f"recorded interaction {nearest + 1}{played}",
+                sent_name=f"request {call}",
+            )
+            detail = f"Nearest recorded request: interaction {nearest + 1}{played}.\n{diff}"
+        hint = (
+            "If the change is intended, re-record: --record-mode new_episodes adds the new "
+            "requests, --record-mode rewrite records the cassette again."
+        )
+        message = Scrubber().text(f"{where}\n{detail}\n{hint}")
+        return LLMError(message, type="cassette_miss")
+
+
+def _similarity(recorded: Any, sent: Any) -> int:
+    """How alike two bodies are: equal top-level fields, then the common conversation prefix."""
+    if not isinstance(recorded, dict) or not isinstance(sent, dict):
+        return int(recorded == sent)
+    score = sum(
+        1 for k, v in sent.items() if k not in ("messages", "input") and recorded.get(k) == v
+    )
+    for field_name in ("messages", "input"):
+        a, b = recorded.get(field_name), sent.get(field_name)
+        if isinstance(a, list) and isinstance(b, list):
+            common = 0
+            for x, y in zip(a, b, strict=False):
+                if x != y:
+                    break
+                common += 1
+            score += 100 * common
+    return score
+
+
+def cassette_transport(session: CassetteSession, httpx: Any, **kwargs: Any) -> Any:
+    """An async HTTP transport that goes through ``session``'s cassette.
+
+    It uses vcrpy's own httpx stub on this one transport instead of patching the
+    transport classes process-wide: only the LLM source's requests are recorded or
+    replayed, and two runs never share a patch.
+    """
+    import functools
+
+    from vcr.stubs.httpx_stubs import vcr_handle_async_request
+
+    transport = httpx.AsyncHTTPTransport(**kwargs)
+    real = type(transport).handle_async_request
+    stub = vcr_handle_async_request(session.cassette, real, httpx)
+    transport.handle_async_request = functools.partial(stub, transport)
+    return transport

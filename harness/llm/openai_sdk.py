@@ -1,0 +1,520 @@
+"""The ``openai`` LLM source: the official SDK, live or through a vcrpy cassette.
+
+Chat Completions (streamed or not) and the Responses API (``api: responses``).
+``openai`` and ``vcrpy`` are imported when the first request is made, so importing
+harness stays fast.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+from harness.errors import HarnessError, LLMError
+from harness.llm.base import LLMRequest, LLMResponse
+from harness.llm.config import LLMConfig
+from harness.messages import (
+    AssistantMessage,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+    parse_arguments,
+)
+from harness.plugins import hookimpl
+
+if TYPE_CHECKING:
+    from harness.llm.cassettes.session import CassetteSession
+
+__all__ = ["PLACEHOLDER_API_KEY", "OpenAILLM"]
+
+log = logging.getLogger("harness")
+
+# Sent when replaying without OPENAI_API_KEY: the SDK insists on a key, a cassette
+# does not need one, and this value is not a secret.
+PLACEHOLDER_API_KEY = "sk-harness-placeholder"
+
+# Only encodings vcrpy can decode; httpx2 would also offer zstd when zstandard is
+# installed, and a zstd body could not be made readable in the cassette.
+_ACCEPT_ENCODING = "gzip, deflate"
+
+_ssl_context: Any = None
+
+
+def _httpx() -> Any:
+    """The httpx flavour the installed SDK is built on (httpx2 for openai 3.x)."""
+    import openai
+
+    try:
+        import httpx2
+
+        if issubclass(openai.DefaultAsyncHttpxClient, httpx2.AsyncClient):
+            return httpx2
+    except ImportError:
+        pass
+    import httpx
+
+    return httpx
+
+
+def _shared_ssl_context(httpx: Any) -> Any:
+    # Building an SSL context loads the CA bundle (tens of milliseconds); a client is
+    # opened per request (inside the running loop), so build the context once.
+    global _ssl_context
+    if _ssl_context is None:
+        _ssl_context = httpx.create_ssl_context()
+    return _ssl_context
+
+
+class OpenAILLM:
+    """An LLM source on the official ``openai`` SDK, replaying or recording a cassette.
+
+    A cassette session is opened at the first request and saved (if anything was
+    recorded) by ``aclose()``, which the scenario runner calls; the built-in plugin
+    also closes it when a run ends (``harness_agent_end``).
+    """
+
+    def __init__(self, config: LLMConfig) -> None:
+        if not config.model:
+            raise HarnessError("provider openai needs llm.model (e.g. `model: gpt-4o-mini`)")
+        self.config = config
+        self.context = config.context
+        self._session: CassetteSession | None = None
+        self._chains: dict[str, Any] = {}
+        self._remaining: int | None = None
+        self._stats: Any = None
+        # Responses API input items per conversation message, built once per message.
+        self._input_messages: list[Any] = []
+        self._input_items: list[dict[str, Any]] = []
+
+    # -- cassette ------------------------------------------------------------------------
+
+    @property
+    def uses_cassette(self) -> bool:
+        """False under --disable-recording (live, nothing written)."""
+        return not self.context.disable_recording
+
+    @property
+    def session(self) -> CassetteSession | None:
+        """The open cassette session (None before the first request or when live)."""
+        return self._session
+
+    @property
+    def cassette_path(self) -> Path:
+        """Where this source's cassette is read and written."""
+        from harness.llm.cassettes.paths import resolve_cassette_path
+
+        return resolve_cassette_path(self.config)
+
+    def _open_session(self) -> CassetteSession | None:
+        if not self.uses_cassette:
+            return None
+        if self._session is None:
+            from harness.llm.cassettes.session import CassetteSession
+
+            path = self.cassette_path
+            try:
+                shown = path.resolve().relative_to(self.context.project_root.resolve()).as_posix()
+            except ValueError:
+                shown = str(path)
+            self._session = CassetteSession(
+                path,
+                record_mode=self.context.record_mode,
+                match=self.config.match,
+                match_ignore=tuple(self.config.match_ignore),
+                scenario=self.context.scenario_id,
+                shown_path=shown,
+            )
+            self._chains = {}
+        return self._session
+
+    @property
+    def remaining(self) -> int | None:
+        """Recorded interactions the run left unplayed (None when live)."""
+        if self._session is not None:
+            return self._session.remaining
+        return self._remaining
+
+    @property
+    def stats(self) -> Any:
+        """ReplayStats of the current (or last) cassette session: matching, playing, loading."""
+        return self._session.stats if self._session is not None else self._stats
+
+    def close(self) -> None:
+        """Save the cassette if anything was recorded, and end the session."""
+        session, self._session = self._session, None
+        if session is not None:
+            self._remaining = session.remaining
+            self._stats = session.stats
+            session.save()
+
+    async def aclose(self) -> None:
+        """``close()``, for ``async`` callers (the scenario runner)."""
+        self.close()
+
+    # -- the request ---------------------------------------------------------------------
+
+    def _client(self, session: CassetteSession | None) -> Any:
+        import openai
+
+        httpx = _httpx()
+        kwargs: dict[str, Any] = {
+            "api_key": os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_API_KEY,
+            "default_headers": {"Accept-Encoding": _ACCEPT_ENCODING},
+        }
+        base_url = self.config.base_url or os.environ.get("OPENAI_BASE_URL")
+        if base_url:
+            kwargs["base_url"] = base_url
+        if self.config.timeout is not None:
+            kwargs["timeout"] = self.config.timeout
+        ssl_context = _shared_ssl_context(httpx)
+        if session is not None:
+            from harness.llm.cassettes.session import cassette_transport
+
+            # Retries under a cassette would replay recorded 429s with real back-off
+            # sleeps and change the x-stainless-retry-count header between runs.
+            kwargs["max_retries"] = 0
+            transport = cassette_transport(session, httpx, verify=ssl_context)
+            kwargs["http_client"] = openai.DefaultAsyncHttpxClient(transport=transport)
+        else:
+            kwargs["http_client"] = openai.DefaultAsyncHttpxClient(verify=ssl_context)
+        return openai.AsyncOpenAI(**kwargs)
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        """Send the conversation through the SDK (or the cassette) and return the reply."""
+        session = self._open_session()
+        if self.config.api == "responses":
+            params = self._responses_params(request)
+        else:
+            params = self._chat_params(request)
+        token = None
+        if session is not None:
+            from harness.llm.cassettes.session import expected_key
+
+            session.requests_sent += 1
+            if session.match == "body":
+                started = time.perf_counter()
+                key = session.keyer.incremental_key(params, self._chains)
+                session.stats.match_seconds += time.perf_counter() - started
+                token = expected_key.set(key)
+        try:
+            # The client is opened and closed inside the running loop: a client that
+            # outlives its loop fails later with "Event loop is closed".
+            async with self._client(session) as client:
+                if self.config.api == "responses":
+                    message, usage = await self._responses(client, params, request)
+                else:
+                    message, usage = await self._chat(client, params, request)
+        except LLMError:
+            raise
+        except Exception as exc:
+            raise self._error(exc, request, session) from None
+        finally:
+            if token is not None:
+                from harness.llm.cassettes.session import expected_key
+
+                expected_key.reset(token)
+        return LLMResponse(message=message, usage=usage, latency=0.0)
+
+    def _error(
+        self, exc: Exception, request: LLMRequest, session: CassetteSession | None
+    ) -> LLMError:
+        """An SDK, HTTP or cassette failure as the run's llm_error."""
+        import openai
+        from vcr.errors import CannotOverwriteExistingCassetteException
+
+        from harness.llm.cassettes.scrub import Scrubber
+
+        cause: BaseException | None = exc
+        while cause is not None:
+            if isinstance(cause, CannotOverwriteExistingCassetteException) and session is not None:
+                return session.miss_error(cause, request.call)
+            cause = cause.__cause__ or cause.__context__
+        scrub = Scrubber().text
+        if isinstance(exc, openai.APIStatusError):
+            body = exc.body
+            message = body.get("message") if isinstance(body, dict) else None
+            if not isinstance(message, str) or not message:
+                message = exc.message
+            return LLMError(scrub(message), status=exc.status_code, type="http_error")
+        if isinstance(exc, openai.APITimeoutError):
+            return LLMError("Request timed out.", type="timeout")
+        if isinstance(exc, openai.APIConnectionError):
+            reason = exc.__cause__ or exc
+            return LLMError(scrub(f"Connection error: {reason}"), type="connection_error")
+        return LLMError(scrub(f"{type(exc).__name__}: {exc}"), type="llm_error")
+
+    # -- Chat Completions ----------------------------------------------------------------
+
+    def _options(self, request: LLMRequest) -> dict[str, Any]:
+        options = {**self.config.options, **request.options}
+        if not request.tools:
+            # tool_choice without tools is an API error.
+            options.pop("tool_choice", None)
+        return options
+
+    def _chat_params(self, request: LLMRequest) -> dict[str, Any]:
+        params: dict[str, Any] = {"model": self.config.model, "messages": request.messages}
+        if request.tools:
+            params["tools"] = request.tool_schemas
+        params.update(self._options(request))
+        if self.config.stream:
+            params["stream"] = True
+            params["stream_options"] = {**params.get("stream_options", {}), "include_usage": True}
+        return params
+
+    async def _chat(self, client: Any, params: dict[str, Any], request: LLMRequest) -> Any:
+        if params.get("stream"):
+            stream = await client.chat.completions.create(**params)
+            return await _accumulate_chat_stream(stream, request.call)
+        response = await client.chat.completions.create(**params)
+        if not response.choices:
+            raise LLMError("the model returned no choices", type="llm_error")
+        choice = response.choices[0]
+        message = choice.message
+        calls = [
+            _tool_call(call.id, call.function.name, call.function.arguments, request.call, i)
+            for i, call in enumerate(message.tool_calls or [])
+            if getattr(call, "function", None) is not None
+        ]
+        finish = choice.finish_reason or ("tool_calls" if calls else "stop")
+        reply = AssistantMessage(
+            content=message.content or None, tool_calls=calls, finish_reason=finish
+        )
+        return reply, _usage(response.usage)
+
+    # -- Responses API -------------------------------------------------------------------
+
+    def _input(self, request: LLMRequest) -> list[dict[str, Any]]:
+        """Responses API ``input`` items, converted once per conversation message."""
+        messages = request.conversation.messages
+        known = self._input_messages
+        n = len(known)
+        # Conversations only grow: the first and last known messages tell whether
+        # this is the same one, extended.
+        same = n == 0 or (
+            len(messages) >= n and messages[0] is known[0] and messages[n - 1] is known[n - 1]
+        )
+        if not same:
+            known.clear()
+            self._input_items.clear()
+            n = 0
+        for message in messages[n:]:
+            known.append(message)
+            self._input_items.extend(_input_items(message))
+        return list(self._input_items)
+
+    def _responses_params(self, request: LLMRequest) -> dict[str, Any]:
+        params: dict[str, Any] = {"model": self.config.model, "input": self._input(request)}
+        if request.tools:
+            params["tools"] = [_responses_tool(t.openai_schema()) for t in request.tools]
+        options = self._options(request)
+        if "tool_choice" in options:
+            options["tool_choice"] = _responses_tool_choice(options["tool_choice"])
+        params.update(options)
+        if self.config.stream:
+            params["stream"] = True
+        return params
+
+    async def _responses(self, client: Any, params: dict[str, Any], request: LLMRequest) -> Any:
+        if params.get("stream"):
+            stream = await client.responses.create(**params)
+            response = await _final_response(stream)
+        else:
+            response = await client.responses.create(**params)
+        return _from_response(response, request.call)
+
+
+# -- conversions ---------------------------------------------------------------------------
+
+
+def _tool_call(
+    call_id: str | None, name: str, arguments: str | None, call: int, index: int
+) -> ToolCall:
+    args, raw = parse_arguments(arguments)
+    return ToolCall(
+        id=call_id or f"call_{call}_{index}", name=name or "", arguments=args, raw_arguments=raw
+    )
+
+
+def _usage(usage: Any) -> dict[str, int] | None:
+    """Token usage under Chat Completions' names (the Responses API's are mapped)."""
+    if usage is None:
+        return None
+    pairs = (
+        ("prompt_tokens", "input_tokens"),
+        ("completion_tokens", "output_tokens"),
+        ("total_tokens", "total_tokens"),
+    )
+    out: dict[str, int] = {}
+    for name, alias in pairs:
+        value = getattr(usage, name, None)
+        if value is None:
+            value = getattr(usage, alias, None)
+        if isinstance(value, int):
+            out[name] = value
+    return out or None
+
+
+async def _accumulate_chat_stream(stream: Any, call: int) -> tuple[AssistantMessage, Any]:
+    """Build the reply from chunks, accumulating tool-call deltas by index.
+
+    Some OpenAI-compatible providers resend a call's id and name in every chunk; the
+    SDK's own accumulator then doubles them. Here the first id is kept, a repeated
+    identical name is ignored, and arguments are concatenated.
+    """
+    parts: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    finish: str | None = None
+    usage: Any = None
+    async for chunk in stream:
+        if getattr(chunk, "usage", None) is not None:
+            usage = chunk.usage
+        for choice in chunk.choices or []:
+            if choice.index != 0:
+                continue
+            delta = choice.delta
+            if delta is not None:
+                if delta.content:
+                    parts.append(delta.content)
+                for tc in delta.tool_calls or []:
+                    slot = calls.setdefault(tc.index, {"id": None, "name": "", "arguments": []})
+                    if tc.id and not slot["id"]:
+                        slot["id"] = tc.id
+                    function = tc.function
+                    if function is not None:
+                        if function.name and function.name != slot["name"]:
+                            slot["name"] += function.name
+                        if function.arguments:
+                            slot["arguments"].append(function.arguments)
+            if choice.finish_reason:
+                finish = choice.finish_reason
+    tool_calls = [
+        _tool_call(slot["id"], slot["name"], "".join(slot["arguments"]), call, i)
+        for i, (_, slot) in enumerate(sorted(calls.items()))
+    ]
+    content = "".join(parts) or None
+    finish = finish or ("tool_calls" if tool_calls else "stop")
+    message = AssistantMessage(content=content, tool_calls=tool_calls, finish_reason=finish)
+    return message, _usage(usage)
+
+
+def _input_items(message: Any) -> list[dict[str, Any]]:
+    """One harness message as Responses API input items."""
+    if isinstance(message, SystemMessage | UserMessage):
+        return [{"role": message.role, "content": message.content}]
+    if isinstance(message, ToolMessage):
+        output = {"call_id": message.tool_call_id, "output": message.content}
+        return [{"type": "function_call_output", **output}]
+    if isinstance(message, AssistantMessage):
+        # Reasoning items go back verbatim, before the output they led to: reasoning
+        # models need them for multi-round tool use.
+        items: list[dict[str, Any]] = [dict(item) for item in message.reasoning]
+        if message.content:
+            items.append({"role": "assistant", "content": message.content})
+        items.extend(
+            {
+                "type": "function_call",
+                "call_id": call.id,
+                "name": call.name,
+                "arguments": call.arguments_json(),
+            }
+            for call in message.tool_calls
+        )
+        return items
+    raise HarnessError(f"cannot send a {type(message).__name__} to the Responses API")
+
+
+def _responses_tool(schema: dict[str, Any]) -> dict[str, Any]:
+    function = schema.get("function", {})
+    tool: dict[str, Any] = {"type": "function", "name": function.get("name")}
+    if function.get("description"):
+        tool["description"] = function["description"]
+    tool["parameters"] = function.get("parameters", {"type": "object", "properties": {}})
+    # The Responses API makes function tools strict unless told otherwise; harness
+    # asks for strict mode only when the tool does, as with Chat Completions.
+    tool["strict"] = bool(function.get("strict", False))
+    return tool
+
+
+def _responses_tool_choice(choice: Any) -> Any:
+    if isinstance(choice, dict) and isinstance(choice.get("function"), dict):
+        return {"type": "function", "name": choice["function"].get("name")}
+    return choice
+
+
+async def _final_response(stream: Any) -> Any:
+    """The completed response of a streamed Responses API call."""
+    final = None
+    items: list[Any] = []
+    async for event in stream:
+        kind = getattr(event, "type", "")
+        if kind in ("response.completed", "response.incomplete"):
+            final = event.response
+        elif kind == "response.failed":
+            error = getattr(event.response, "error", None)
+            message = getattr(error, "message", None) or "the response failed"
+            raise LLMError(message, type="http_error")
+        elif kind == "error":
+            raise LLMError(getattr(event, "message", None) or "stream error", type="http_error")
+        elif kind == "response.output_item.done":
+            items.append(event.item)
+    if final is None:
+        if not items:
+            raise LLMError("the response stream ended without a response", type="llm_error")
+        # No final event: build the reply from the items that completed.
+        final = SimpleNamespace(output=items, usage=None, status="completed")
+    return final
+
+
+def _from_response(response: Any, call: int) -> tuple[AssistantMessage, Any]:
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    reasoning: list[dict[str, Any]] = []
+    for item in response.output or []:
+        kind = getattr(item, "type", None)
+        if kind == "message":
+            for part in item.content or []:
+                text = getattr(part, "text", None)
+                if text is None:
+                    text = getattr(part, "refusal", None)
+                if text:
+                    texts.append(text)
+        elif kind == "function_call":
+            calls.append(_tool_call(item.call_id, item.name, item.arguments, call, len(calls)))
+        elif kind == "reasoning":
+            # Kept as sent (None values dropped), to be sent back on the next request.
+            reasoning.append(item.to_dict(mode="json", exclude_none=True))
+    if calls:
+        finish = "tool_calls"
+    elif getattr(response, "status", None) == "incomplete":
+        details = getattr(response, "incomplete_details", None)
+        reason = getattr(details, "reason", None)
+        finish = "length" if reason == "max_output_tokens" else (reason or "length")
+    else:
+        finish = "stop"
+    message = AssistantMessage(
+        content="".join(texts) or None, tool_calls=calls, finish_reason=finish, reasoning=reasoning
+    )
+    return message, _usage(getattr(response, "usage", None))
+
+
+# -- the plugin ----------------------------------------------------------------------------
+
+
+@hookimpl
+def harness_register_llms(register: Any) -> None:
+    """``provider: openai``: the official SDK, replaying or recording a vcrpy cassette."""
+    register("openai", OpenAILLM)
+
+
+@hookimpl
+def harness_agent_end(run: Any, final: Any) -> None:
+    """Save a recording when a run ends, also for runs started from the Python API."""
+    llm = getattr(run, "llm", None)
+    if isinstance(llm, OpenAILLM):
+        llm.close()
