@@ -86,8 +86,18 @@ class Agent:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.arun(input, conversation))
-        raise HarnessError(
-            "Agent.run() was called inside a running event loop; use `await agent.arun(...)` "
-            "there instead"
-        )
+            pass
+        else:
+            raise HarnessError(
+                "Agent.run() was called inside a running event loop; use "
+                "`await agent.arun(...)` there instead"
+            )
+        # The result comes back through a box, not as the main task's result: on exit
+        # asyncio.run (seen on CPython 3.11) formats repr() of its SIGINT handler, holding
+        # the task and so the whole RunResult, twice (about 40% of a long run's time).
+        box: list[RunResult] = []
+
+        async def main() -> None:
+            box.append(await self.arun(input, conversation))
+
+        asyncio.run(main())
