@@ -101,3 +101,4 @@ class Agent:
             box.append(await self.arun(input, conversation))
 
         asyncio.run(main())
+        return box[0]
