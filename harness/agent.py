@@ -79,7 +79,7 @@ class Agent:
             llm=self.llm,
             plugins=self.plugins,
         )
-        return await execute(run, self._planner_factory(self.config))
+        return await execute(run, self._planner_factory)
 
     def run(self, input: str | None = None, conversation: Conversation | None = None) -> RunResult:
         """Synchronous ``arun``; inside a running event loop, use ``await agent.arun()``."""

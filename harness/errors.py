@@ -29,7 +29,7 @@ class LLMError(Exception):
         return {"type": self.type, "message": self.message, "status": self.status}
 
 
-class AbortRun(Exception):  # noqa: N818 - it is a signal, not an error of the caller's
+class AbortRun(Exception):
     """Raised by a tool or hook to end the run in ``error`` instead of reporting a tool failure.
 
     Scenario stubs raise it when a template fails while rendering: that is a scenario
@@ -49,6 +49,8 @@ class ScenarioError(HarnessError):
     def format_issue(path: str, line: int | None, field: str, message: str) -> str:
         """``path:line: field: message`` (line and field left out when unknown)."""
         where = f"{path}:{line}" if line else path
+        # One problem, one line: messages from YAML or Jinja may span several.
+        message = " ".join(part.strip() for part in message.splitlines() if part.strip())
         return f"{where}: {field}: {message}" if field else f"{where}: {message}"
 
     @classmethod

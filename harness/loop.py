@@ -11,6 +11,7 @@ import inspect
 import json
 import logging
 import time
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -440,14 +441,19 @@ def _error_final(exc: BaseException) -> FinalResponse:
     )
 
 
-async def execute(run: Run, planner: Any) -> RunResult:
-    """Run the loop to its end and return the RunResult."""
+async def execute(run: Run, planner_factory: Callable[[AgentConfig], Any]) -> RunResult:
+    """Run the loop to its end and return the RunResult.
+
+    The planner is built here, inside the run, so that a factory that rejects its
+    config ends the run in ``error`` like any other planner failure.
+    """
     started = time.perf_counter()
     hook = run.hook
     detector = StagnationDetector(run.config.stagnation_window)
     try:
         run.emit("agent_start")
         hook.harness_agent_start(run=run)
+        planner = planner_factory(run.config)
         termination, final = await _iterate(run, planner, detector)
     except _Stop as stop:
         termination, final = stop.termination, stop.final

@@ -128,7 +128,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("kind", "text", "line", "field", "fragment"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("kind", "text", "line", "field", "fragment"), CASES, ids=[c[0] for c in CASES]
+)
 def test_bad_file_message_names_line_and_field(tmp_path, kind, text, line, field, fragment):
     path = write(tmp_path, text)
     with pytest.raises(ScenarioError) as info:
@@ -142,8 +144,12 @@ def test_bad_file_message_names_line_and_field(tmp_path, kind, text, line, field
     assert "errors.pydantic.dev" not in message
 
 
-@pytest.mark.parametrize(("kind", "text", "line", "field", "fragment"), CASES, ids=[c[0] for c in CASES])
-def test_validate_command_exits_2_without_traceback(tmp_path, capsys, kind, text, line, field, fragment):
+@pytest.mark.parametrize(
+    ("kind", "text", "line", "field", "fragment"), CASES, ids=[c[0] for c in CASES]
+)
+def test_validate_command_exits_2_without_traceback(
+    tmp_path, capsys, kind, text, line, field, fragment
+):
     path = write(tmp_path, text)
     assert main(["validate", str(path)]) == 2
     out, err = capsys.readouterr()
@@ -170,7 +176,12 @@ def test_every_problem_is_reported_at_once(tmp_path):
     with pytest.raises(ScenarioError) as info:
         load_scenario(path)
     fields = [issue[2] for issue in info.value.issues]
-    assert fields == ["agent.planner", "tools.a.parameters.x", "tools.b.returns", "llm.script.0.tool_calls.0"]
+    assert fields == [
+        "agent.planner",
+        "tools.a.parameters.x",
+        "tools.b.returns",
+        "llm.script.0.tool_calls.0",
+    ]
 
 
 def test_validate_accepts_good_files_and_folders(tmp_path, capsys):

@@ -89,7 +89,13 @@ CASES = [
             "calls": {"get_weather": [{"city": "SF"}, {"city": "Oakland"}]},
         },
     ),
-    ({"tool_calls": {"count": {"get_weather": 2}}}, True, "tool_calls.count", {"get_weather": 2}, {"get_weather": 2}),
+    (
+        {"tool_calls": {"count": {"get_weather": 2}}},
+        True,
+        "tool_calls.count",
+        {"get_weather": 2},
+        {"get_weather": 2},
+    ),
     (
         {"tool_calls": {"count": {"find_restaurants": {"min": 2}}}},
         False,
@@ -111,20 +117,64 @@ CASES = [
         [["get_weather", "find_restaurants"]],
         [["find_restaurants", "get_weather"]],
     ),
-    ({"final": {"contains": "sunny"}}, True, "final.contains", ["sunny"], "65F and sunny; try Zuni."),
-    ({"final": {"contains": ["rain"]}}, False, "final.contains", ["rain"], "65F and sunny; try Zuni."),
+    (
+        {"final": {"contains": "sunny"}},
+        True,
+        "final.contains",
+        ["sunny"],
+        "65F and sunny; try Zuni.",
+    ),
+    (
+        {"final": {"contains": ["rain"]}},
+        False,
+        "final.contains",
+        ["rain"],
+        "65F and sunny; try Zuni.",
+    ),
     ({"final": {"matches": r"\d+F"}}, True, "final.matches", r"\d+F", "65F and sunny; try Zuni."),
-    ({"final": {"matches": r"^\d+C"}}, False, "final.matches", r"^\d+C", "65F and sunny; try Zuni."),
-    ({"final": {"equals": "65F and sunny; try Zuni."}}, True, "final.equals", "65F and sunny; try Zuni.", "65F and sunny; try Zuni."),
+    (
+        {"final": {"matches": r"^\d+C"}},
+        False,
+        "final.matches",
+        r"^\d+C",
+        "65F and sunny; try Zuni.",
+    ),
+    (
+        {"final": {"equals": "65F and sunny; try Zuni."}},
+        True,
+        "final.equals",
+        "65F and sunny; try Zuni.",
+        "65F and sunny; try Zuni.",
+    ),
     ({"final": {"equals": "65F"}}, False, "final.equals", "65F", "65F and sunny; try Zuni."),
     ({"final": {"data": {}}}, True, "final.data", {}, {}),
     ({"final": {"data": {"truncated": True}}}, False, "final.data", {"truncated": True}, {}),
-    ({"final": {"error": {"type": "max_iterations"}}}, False, "final.error", {"type": "max_iterations"}, None),
     (
-        {"requests": [{"call": 3, "tool_results_include": ["Zuni"], "tools": ["find_restaurants", "get_weather"]}]},
+        {"final": {"error": {"type": "max_iterations"}}},
+        False,
+        "final.error",
+        {"type": "max_iterations"},
+        None,
+    ),
+    (
+        {
+            "requests": [
+                {
+                    "call": 3,
+                    "tool_results_include": ["Zuni"],
+                    "tools": ["find_restaurants", "get_weather"],
+                }
+            ]
+        },
         True,
         "requests",
-        [{"call": 3, "tool_results_include": ["Zuni"], "tools": ["find_restaurants", "get_weather"]}],
+        [
+            {
+                "call": 3,
+                "tool_results_include": ["Zuni"],
+                "tools": ["find_restaurants", "get_weather"],
+            }
+        ],
         [
             {
                 "call": 3,
@@ -186,7 +236,9 @@ def test_without_expect_a_run_passes_when_it_completes(tmp_path):
     assert [(e.path, e.expected, e.ok) for e in result.expectations] == [
         ("termination", "completed", True)
     ]
-    path.write_text(BASE.replace("    - content: 65F and sunny; try Zuni.\n", "    - error: timeout\n"))
+    path.write_text(
+        BASE.replace("    - content: 65F and sunny; try Zuni.\n", "    - error: timeout\n")
+    )
     assert run_scenario(path).status == "failed"
 
 

@@ -54,7 +54,11 @@ def test_short_form_types_validate_like_real_tools(tmp_path):
     for fragment in ("n: ", "tags: ", "maybe: ", "mode: ", "extra: Extra inputs are not permitted"):
         assert fragment in bad.result
     schema = load_scenario(path)._tools["t"].openai_schema()["function"]["parameters"]
-    assert schema["properties"]["limit"] == {"default": 3, "description": "how many", "type": "integer"}
+    assert schema["properties"]["limit"] == {
+        "default": 3,
+        "description": "how many",
+        "type": "integer",
+    }
     assert sorted(schema["required"]) == ["maybe", "mode", "n", "s", "tags"]
     assert schema["additionalProperties"] is False
 
@@ -179,7 +183,12 @@ def test_per_call_results_and_errors(tmp_path):
         """,
     )
     result = run_scenario(path)
-    assert tool_results(result) == ["queued", {"state": "running"}, "ToolError: lost connection", "done"]
+    assert tool_results(result) == [
+        "queued",
+        {"state": "running"},
+        "ToolError: lost connection",
+        "done",
+    ]
     assert [r.status for r in result.tool_calls] == ["ok", "ok", "error", "ok"]
     tool_messages = [m for m in result.transcript if m.role == "tool"]
     assert tool_messages[2].is_error and tool_messages[2].content == "ToolError: lost connection"

@@ -79,7 +79,9 @@ def test_simulated_latency_costs_no_real_time():
 
 def test_committed_json_schema_is_current():
     committed = json.loads((ROOT / "harness-scenario.schema.json").read_text())
-    assert committed == json_schema(), "regenerate with: harness schema > harness-scenario.schema.json"
+    assert committed == json_schema(), (
+        "regenerate with: harness schema > harness-scenario.schema.json"
+    )
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=_id)

@@ -44,7 +44,16 @@ class Located:
 
 def dotted(path: Path_) -> str:
     """``("llm", "script", 2, "tool_calls")`` -> ``llm.script.2.tool_calls``."""
-    return ".".join(str(part) for part in path)
+    return ".".join(_shown_key(part) for part in path)
+
+
+def _shown_key(part: str | int) -> str:
+    # Odd keys (empty, spaces, control characters, dots) are quoted so the path stays
+    # one readable line.
+    text = str(part)
+    if text and text.isprintable() and text.strip() == text and "." not in text:
+        return text
+    return repr(text)
 
 
 class _Builder:
@@ -93,7 +102,13 @@ def load_yaml(text: str, file: str = "<string>") -> Located:
     Raises ScenarioError (with the line) for syntax errors, unsupported tags, duplicate
     keys and empty documents.
     """
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.reader.ReaderError as exc:  # the reader rejects control characters up front
+        line = text[: exc.position].count("\n") + 1
+        raise ScenarioError.single(
+            file, line, "", f"character #x{exc.character:04x} is not allowed in YAML ({exc.reason})"
+        ) from None
     try:
         try:
             node = loader.get_single_node()

@@ -1,0 +1,143 @@
+"""Fuzzing the loader: any input loads or raises ScenarioError with a clear message."""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness.errors import ScenarioError
+from harness.scenario import run_scenario
+from harness.scenario.loader import load_scenario_text
+
+ROOT = Path(__file__).resolve().parent.parent
+FAKE_PATH = ROOT / "scenarios" / "fuzz.scenario.yaml"
+VALID = [
+    yaml.safe_load(p.read_text()) for p in sorted((ROOT / "scenarios").rglob("*.scenario.yaml"))
+]
+LINE = re.compile(r"^\S.*?(:\d+)?: .+")
+
+# HARNESS_FUZZ_EXAMPLES=5000 pytest tests/test_scenario_fuzz.py for a longer hunt.
+SETTINGS = settings(
+    max_examples=int(os.environ.get("HARNESS_FUZZ_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+def load_or_explain(text: str) -> Any:
+    """Load ``text``; a ScenarioError must be readable, nothing else may escape."""
+    try:
+        return load_scenario_text(text, FAKE_PATH)
+    except ScenarioError as exc:
+        message = str(exc)
+        assert message.strip(), "empty error message"
+        for line in message.splitlines():
+            assert LINE.match(line), f"not 'path:line: field: message': {line!r}"
+        assert "Traceback" not in message
+        assert "errors.pydantic.dev" not in message
+        return None
+
+
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**6), max_value=10**6),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=20),
+    st.sampled_from(["{{ args.x }}", "{% if %}", "str", "int | None", "react", "timeout", "ok"]),
+)
+documents = st.recursive(
+    scalars,
+    lambda children: st.one_of(
+        st.lists(children, max_size=4),
+        st.dictionaries(st.text(max_size=12), children, max_size=4),
+    ),
+    max_leaves=25,
+)
+
+
+@SETTINGS
+@given(st.text(max_size=300))
+def test_random_text(text):
+    load_or_explain(text)
+
+
+@SETTINGS
+@given(documents)
+def test_random_yaml_documents(document):
+    load_or_explain(yaml.safe_dump(document))
+
+
+KEYS = [
+    "name",
+    "agent",
+    "planner",
+    "tools",
+    "llm",
+    "script",
+    "expect",
+    "returns",
+    "parameters",
+    "tool_calls",
+    "error",
+    "repeat",
+    "latency",
+    "errors",
+    "on_call",
+    "use",
+    "final",
+    "iterations",
+]
+
+
+@st.composite
+def mutated(draw) -> dict:
+    """A valid example scenario with a few random edits at random depths."""
+    doc = copy.deepcopy(draw(st.sampled_from(VALID)))
+    for _ in range(draw(st.integers(min_value=1, max_value=3))):
+        node = doc
+        # Walk to a random container.
+        for _depth in range(draw(st.integers(min_value=0, max_value=4))):
+            children = (
+                [v for v in node.values() if isinstance(v, dict | list)]
+                if isinstance(node, dict)
+                else [v for v in node if isinstance(v, dict | list)]
+            )
+            if not children:
+                break
+            node = draw(st.sampled_from(children))
+        action = draw(st.sampled_from(["replace", "delete", "insert"]))
+        if isinstance(node, dict):
+            keys = list(node)
+            if action == "insert" or not keys:
+                node[draw(st.sampled_from(KEYS) | st.text(max_size=8))] = draw(documents)
+            elif action == "delete":
+                del node[draw(st.sampled_from(keys))]
+            else:
+                node[draw(st.sampled_from(keys))] = draw(documents)
+        elif isinstance(node, list):
+            if action == "insert" or not node:
+                node.append(draw(documents))
+            elif action == "delete":
+                node.pop(draw(st.integers(min_value=0, max_value=len(node) - 1)))
+            else:
+                node[draw(st.integers(min_value=0, max_value=len(node) - 1))] = draw(documents)
+    return doc
+
+
+@SETTINGS
+@given(mutated())
+def test_mutated_valid_scenarios(document):
+    scenario = load_or_explain(yaml.safe_dump(document, sort_keys=False))
+    if scenario is None:
+        return
+    # What loads must also run to a result: bugs in a scenario end a run, never crash it.
+    result = run_scenario(scenario)
+    assert result.status in ("passed", "failed", "error")
