@@ -379,6 +379,10 @@ async def _iterate(
             )
 
         signature = hook.harness_action_signature(run=run, tool_calls=calls)
+        if signature is None:
+            # Nobody answered (the built-in was disabled): no plan equals another, so
+            # detection is off instead of every plan looking the same.
+            signature = object()
         if detector.is_stagnant(signature):
             window = detector.window
             run.record_not_run(calls, "the same tool calls were requested again (stagnation)")

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import harness.plugins
 from harness import Agent, Termination, hookimpl, tool
 from harness.messages import ToolCall
 from harness.stagnation import StagnationDetector, canonical_json, plan_signature
@@ -220,6 +221,20 @@ def test_the_signature_hook_is_per_agent():
 
     result = Agent(llm=list(script), tools=tools, planner="react").run("?")
     assert result.termination == Termination.completed
+
+
+def test_without_any_signature_detection_is_off(monkeypatch, tmp_path):
+    # HARNESS_DISABLE_PLUGINS=harness.stagnation removes the built-in signature: no plan
+    # may then look like another (it used to make every plan the same one).
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HARNESS_DISABLE_PLUGINS", "harness.stagnation")
+    monkeypatch.setattr(harness.plugins, "_global", harness.plugins._discover())
+    script = [{"tool_calls": [{"get_weather": {"city": city}}]} for city in "ABCDE"]
+
+    result, calls = run([*script, {"content": "done"}], planner="react")
+
+    assert result.termination == Termination.completed
+    assert len(calls) == 5
 
 
 def test_invalid_plans_count_too_under_retry():
