@@ -57,6 +57,29 @@ class Scrubber:
             return [self.value(v) for v in value]
         return value
 
+    def restore(self, value: Any) -> Any:
+        """The reverse of ``value()``: masks back to the current secret values.
+
+        Used when a cassette is loaded, so a conversation that held a secret (a key
+        echoed in an error message, say) replays unchanged under the same environment.
+        """
+        if not self.values:
+            return value
+        if isinstance(value, str):
+            for secret, mask in self.values:
+                if mask in value:
+                    value = value.replace(mask, secret)
+            return value
+        if isinstance(value, bytes):
+            for secret, mask in self.values:
+                value = value.replace(mask.encode(), secret.encode())
+            return value
+        if isinstance(value, dict):
+            return {k: self.restore(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.restore(v) for v in value]
+        return value
+
     @staticmethod
     def headers(headers: Mapping[str, Any] | None, secret: frozenset[str]) -> dict[str, Any]:
         """The headers without the secret ones (names compared case-insensitively)."""

@@ -191,7 +191,12 @@ class IndexedCassette(Cassette):
             return
         started = time.perf_counter()
         loaded = load_cassette_file(path)
+        scrubber = Scrubber()
         for item in loaded:
+            if scrubber.values:
+                item.request = scrubber.restore(item.request)
+                item.request_json = scrubber.restore(item.request_json)
+                item.response = scrubber.restore(item.response)
             # No deepcopy or filters: the interactions were built from the file just now.
             self.data.append((Request._from_dict(item.request), item.response))
             index = len(self.data) - 1
