@@ -6,13 +6,15 @@ import asyncio
 from collections.abc import Iterable
 from typing import Any
 
+from pydantic import ValidationError
+
 from harness.actions import RunResult
 from harness.errors import HarnessError
 from harness.llm.scripted import ScriptedLLM
 from harness.loop import AgentConfig, Run, answer_unanswered, execute
 from harness.messages import Conversation, SystemMessage, UserMessage
 from harness.plugins import get_plugins
-from harness.tools import toolset
+from harness.tools import format_errors, toolset
 
 __all__ = ["Agent"]
 
@@ -35,16 +37,19 @@ class Agent:
         plugins: Iterable[Any] = (),
         planner_options: dict[str, Any] | None = None,
     ) -> None:
-        self.config = AgentConfig(
-            planner=planner,
-            max_iterations=max_iterations,
-            stagnation_window=stagnation_window,
-            parallel_tools=parallel_tools,
-            on_validation_error=on_validation_error,
-            on_max_iterations=on_max_iterations,
-            system=system,
-            planner_options=planner_options or {},
-        )
+        try:
+            self.config = AgentConfig(
+                planner=planner,
+                max_iterations=max_iterations,
+                stagnation_window=stagnation_window,
+                parallel_tools=parallel_tools,
+                on_validation_error=on_validation_error,
+                on_max_iterations=on_max_iterations,
+                system=system,
+                planner_options=planner_options or {},
+            )
+        except ValidationError as exc:
+            raise HarnessError(f"Agent: {format_errors(exc.errors(include_url=False))}") from None
         self.plugins = get_plugins().with_extra(plugins)
         # A list of script steps is a convenient way to say ScriptedLLM(steps).
         self.llm = ScriptedLLM(llm) if isinstance(llm, list) else llm

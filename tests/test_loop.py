@@ -379,6 +379,31 @@ def test_run_inside_a_running_event_loop_points_to_arun():
     assert result.termination == Termination.completed
 
 
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"max_iterations": 0},
+            "Agent: max_iterations: Input should be greater than or equal to 1",
+        ),
+        ({"on_validation_error": "retyr"}, "Agent: on_validation_error: Input should be 'stop' or"),
+    ],
+)
+def test_bad_agent_options_are_a_clear_error(options, message):
+    with pytest.raises(HarnessError) as info:
+        weather_agent(**options)
+
+    assert str(info.value).startswith(message)
+    assert "errors.pydantic.dev" not in str(info.value)
+
+
+def test_a_bad_script_step_names_the_step():
+    with pytest.raises(HarnessError) as info:
+        weather_agent([{"content": "fine"}, {"contnet": "typo"}])
+
+    assert str(info.value) == "script step 2: contnet: Extra inputs are not permitted"
+
+
 # -- LLM errors ------------------------------------------------------------------------------
 
 
