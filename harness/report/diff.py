@@ -1,0 +1,273 @@
+"""The baseline diff: what changed between a saved run (the baseline) and this one.
+
+Scenarios are matched by id. The categories, as results.json's ``baseline`` holds them:
+
+- ``regressions``: passed in the baseline, failed or errored now;
+- ``fixed``: failed or errored in the baseline, passed now;
+- ``changed``: in both runs with different behaviour (status, termination, iterations,
+  LLM calls, tool-call trajectory or final response), old and new side by side; a
+  regression or fix whose behaviour changed is listed here too, with the details;
+- ``added`` / ``removed``: ids only in this run / only in the baseline.
+
+Only fields that are identical across runs of the same inputs are compared
+(``wall_time`` and ``meta`` never are), so an unchanged suite diffs empty.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.actions import FinalResponse
+from harness.results import Results, ScenarioResult
+
+__all__ = [
+    "BaselineDiff",
+    "FieldChange",
+    "ScenarioChange",
+    "ScenarioRef",
+    "StatusChange",
+    "TrajectoryChange",
+    "TrajectoryOp",
+    "diff_results",
+    "plan_signature",
+    "trajectory",
+]
+
+DIFF_VERSION = 1
+
+
+class ScenarioRef(BaseModel):
+    """A scenario present in only one of the two runs."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    name: str
+    status: str
+    termination: str
+
+
+class StatusChange(BaseModel):
+    """A scenario whose status crossed the passed line (a regression or a fix)."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    name: str
+    old_status: str
+    new_status: str
+    old_termination: str
+    new_termination: str
+    # The expectations that are unmet now, as ``path`` strings: the first thing to read.
+    failed_expectations: list[str] = Field(default_factory=list)
+
+
+class FieldChange(BaseModel):
+    """One compared value, before and after."""
+
+    model_config = ConfigDict(extra="forbid")
+    old: Any = None
+    new: Any = None
+    # new - old, for counts.
+    delta: int | float | None = None
+
+
+class TrajectoryOp(BaseModel):
+    """One step of the trajectory diff (difflib opcodes over plans)."""
+
+    model_config = ConfigDict(extra="forbid")
+    op: Literal["equal", "replace", "delete", "insert"]
+    old: list[str] = Field(default_factory=list)
+    new: list[str] = Field(default_factory=list)
+
+
+class TrajectoryChange(BaseModel):
+    """The tool-call trajectory before and after: one string per plan, and their diff."""
+
+    model_config = ConfigDict(extra="forbid")
+    old: list[str]
+    new: list[str]
+    ops: list[TrajectoryOp]
+
+
+class ScenarioChange(BaseModel):
+    """A scenario in both runs whose behaviour differs; unchanged fields are None."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    name: str
+    status: FieldChange | None = None
+    termination: FieldChange | None = None
+    iterations: FieldChange | None = None
+    llm_calls: FieldChange | None = None
+    tool_calls: TrajectoryChange | None = None
+    final: FieldChange | None = None
+
+    @property
+    def fields(self) -> list[str]:
+        """Names of the fields that changed, in a fixed order."""
+        names = ("status", "termination", "iterations", "llm_calls", "tool_calls", "final")
+        return [n for n in names if getattr(self, n) is not None]
+
+
+class BaselineDiff(BaseModel):
+    """The diff between a baseline results file and the current one (results.json ``baseline``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    version: int = DIFF_VERSION
+    # Where the baseline came from (a path as the user gave it) and when it was run.
+    source: str | None = None
+    baseline_started: str | None = None
+    compared: int = 0
+    unchanged: int = 0
+    regressions: list[StatusChange] = Field(default_factory=list)
+    fixed: list[StatusChange] = Field(default_factory=list)
+    changed: list[ScenarioChange] = Field(default_factory=list)
+    added: list[ScenarioRef] = Field(default_factory=list)
+    removed: list[ScenarioRef] = Field(default_factory=list)
+
+    @property
+    def has_regressions_or_changes(self) -> bool:
+        """True when ``--fail-on-change`` should fail the run."""
+        return bool(self.regressions or self.changed)
+
+    @property
+    def is_empty(self) -> bool:
+        """True when nothing at all differs (not even added or removed scenarios)."""
+        return not (self.regressions or self.fixed or self.changed or self.added or self.removed)
+
+    def counts(self) -> dict[str, int]:
+        """Number of entries per category."""
+        return {
+            "regressions": len(self.regressions),
+            "fixed": len(self.fixed),
+            "changed": len(self.changed),
+            "added": len(self.added),
+            "removed": len(self.removed),
+        }
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The plain-JSON form that goes into ``Results.baseline``."""
+        return self.model_dump(mode="json")
+
+
+# -- trajectories ------------------------------------------------------------------------
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def plan_signature(calls: list[Any]) -> str:
+    """One plan as text: ``name {args}`` per call in the model's order, ``||`` between
+    parallel calls, and ``[status]`` after a call that did not run ``ok``."""
+    parts = []
+    for call in calls:
+        text = f"{call.name} {_canonical(call.arguments)}"
+        if call.status != "ok":
+            text += f" [{call.status}]"
+        parts.append(text)
+    return " || ".join(parts)
+
+
+def trajectory(scenario: ScenarioResult) -> list[str]:
+    """The scenario's tool-call trajectory: one string per plan (group), in order."""
+    groups: dict[int, list[Any]] = {}
+    for record in scenario.tool_calls:
+        groups.setdefault(record.group, []).append(record)
+    return [plan_signature(calls) for _, calls in sorted(groups.items())]
+
+
+def _trajectory_change(old: ScenarioResult, new: ScenarioResult) -> TrajectoryChange | None:
+    a, b = trajectory(old), trajectory(new)
+    if a == b:
+        return None
+    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    ops = [
+        TrajectoryOp(op=tag, old=a[i1:i2], new=b[j1:j2])
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+    ]
+    return TrajectoryChange(old=a, new=b, ops=ops)
+
+
+# -- comparing ----------------------------------------------------------------------------
+
+
+def _final_dict(final: FinalResponse) -> dict[str, Any]:
+    return final.model_dump(mode="json")
+
+
+def _count_change(old: int, new: int) -> FieldChange | None:
+    return None if old == new else FieldChange(old=old, new=new, delta=new - old)
+
+
+def _compare(old: ScenarioResult, new: ScenarioResult) -> ScenarioChange | None:
+    change = ScenarioChange(id=new.id, name=new.name)
+    if old.status != new.status:
+        change.status = FieldChange(old=old.status, new=new.status)
+    if old.termination != new.termination:
+        change.termination = FieldChange(old=old.termination.value, new=new.termination.value)
+    change.iterations = _count_change(old.iterations, new.iterations)
+    change.llm_calls = _count_change(old.llm_calls, new.llm_calls)
+    change.tool_calls = _trajectory_change(old, new)
+    old_final, new_final = _final_dict(old.final), _final_dict(new.final)
+    if old_final != new_final:
+        change.final = FieldChange(old=old_final, new=new_final)
+    return change if change.fields else None
+
+
+def _ref(scenario: ScenarioResult) -> ScenarioRef:
+    return ScenarioRef(
+        id=scenario.id,
+        name=scenario.name,
+        status=scenario.status,
+        termination=scenario.termination.value,
+    )
+
+
+def _status_change(old: ScenarioResult, new: ScenarioResult) -> StatusChange:
+    return StatusChange(
+        id=new.id,
+        name=new.name,
+        old_status=old.status,
+        new_status=new.status,
+        old_termination=old.termination.value,
+        new_termination=new.termination.value,
+        failed_expectations=[e.path for e in new.failed_expectations],
+    )
+
+
+def diff_results(old: Results, new: Results, *, source: str | None = None) -> BaselineDiff:
+    """Compare ``new`` with the baseline ``old``, scenario by scenario (matched by id).
+
+    ``source`` names the baseline (its path) in the diff. Every list is sorted by id.
+    """
+    before = {s.id: s for s in old.scenarios}
+    after = {s.id: s for s in new.scenarios}
+    diff = BaselineDiff(source=source, baseline_started=_started(old))
+    for scenario_id in sorted(after.keys() | before.keys()):
+        was, now = before.get(scenario_id), after.get(scenario_id)
+        if was is None:
+            diff.added.append(_ref(now))  # type: ignore[arg-type]
+            continue
+        if now is None:
+            diff.removed.append(_ref(was))
+            continue
+        diff.compared += 1
+        if was.status == "passed" and now.status != "passed":
+            diff.regressions.append(_status_change(was, now))
+        elif was.status != "passed" and now.status == "passed":
+            diff.fixed.append(_status_change(was, now))
+        change = _compare(was, now)
+        if change is None:
+            diff.unchanged += 1
+        else:
+            diff.changed.append(change)
+    return diff
+
+
+def _started(results: Results) -> str | None:
+    started = results.meta.get("started") if isinstance(results.meta, dict) else None
+    return started if isinstance(started, str) else None

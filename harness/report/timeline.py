@@ -1,0 +1,254 @@
+"""One scenario's run laid out for reading: iterations, LLM calls and tool plans on the
+simulated clock, the stagnation window, and how the run ended.
+
+Tool calls carry their own simulated start and end. LLM calls are placed from the
+events: when an ``llm_request`` / ``llm_response`` event carries ``sim_time`` it is
+used as is; otherwise the time between two known points (tool plans, the end of the
+run) is shared by the LLM calls made in between, which is exact in the usual case of
+one LLM call between two tool plans.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.actions import ToolCallRecord
+from harness.messages import AssistantMessage
+from harness.results import ScenarioResult
+
+__all__ = ["Item", "Iteration", "Timeline", "build_timeline"]
+
+
+@dataclass
+class Item:
+    """Something that happened in an iteration: an LLM call or a tool plan."""
+
+    kind: str  # "llm" | "tools"
+    iteration: int
+    # LLM call: its number, the reply (None when the call failed), whether it failed.
+    call: int = 0
+    reply: AssistantMessage | None = None
+    failed: bool = False
+    # Tool plan: its group number and calls in the model's order.
+    group: int = 0
+    calls: list[ToolCallRecord] = field(default_factory=list)
+    declined: bool = False  # the plan stagnation stopped
+    stopped: bool = False  # a plan validation stopped (none of it ran)
+    start: float = 0.0
+    end: float = 0.0
+    # Whether start/end are known (not shared out between neighbours).
+    exact: bool = True
+
+    @property
+    def parallel(self) -> bool:
+        """True for a plan of two or more calls that ran at the same time."""
+        return len(self.calls) > 1 and len({(c.sim_start) for c in self.calls}) == 1
+
+
+@dataclass
+class Iteration:
+    """One trip through the loop and what it did."""
+
+    number: int
+    items: list[Item] = field(default_factory=list)
+    in_window: bool = False
+    # For an iteration with no LLM call and no tool plan: what the planner did.
+    note: str = ""
+
+
+@dataclass
+class Timeline:
+    """A scenario's iterations, on a clock from 0 to ``total`` simulated seconds."""
+
+    iterations: list[Iteration]
+    total: float
+    # Iteration numbers of the stagnation window (the W identical plans that ran), and W.
+    window: list[int] = field(default_factory=list)
+    window_size: int = 0
+    approximate: bool = False
+
+
+def _llm_replies(scenario: ScenarioResult, answered: int) -> list[AssistantMessage]:
+    """The assistant messages that LLM calls of this run produced, in order.
+
+    A saved history given as the starting conversation may hold assistant messages
+    too: this run's replies are the last ``answered`` ones.
+    """
+    replies = [m for m in scenario.transcript if isinstance(m, AssistantMessage)]
+    return replies[len(replies) - answered :] if answered else []
+
+
+def build_timeline(scenario: ScenarioResult) -> Timeline:
+    """Lay out one scenario's run (iterations in order, each with its items in order)."""
+    groups: dict[int, list[ToolCallRecord]] = {}
+    for record in scenario.tool_calls:
+        groups.setdefault(record.group, []).append(record)
+
+    requests: list[tuple[int, int, float | None]] = []  # (call, iteration, sim_time)
+    responses: dict[int, float | None] = {}
+    order: list[tuple[str, int]] = []  # ("llm", call) | ("tools", group) in event order
+    placed: set[int] = set()
+    for event in scenario.events:
+        name = event.get("event")
+        if name == "llm_request":
+            call = int(event.get("call", len(requests) + 1))
+            requests.append((call, int(event.get("iteration", 0)), event.get("sim_time")))
+            order.append(("llm", call))
+        elif name == "llm_response":
+            responses[int(event.get("call", 0))] = event.get("sim_time")
+        elif name == "action_executed":
+            group = event.get("group")
+            if isinstance(group, int) and group in groups and group not in placed:
+                placed.add(group)
+                order.append(("tools", group))
+    # Plans that never reached action_executed (stopped by validation or stagnation) go
+    # after what their iteration did before them.
+    for group in sorted(groups):
+        if group not in placed:
+            iteration = groups[group][0].iteration
+            at = len(order)
+            for index, (kind, key) in enumerate(order):
+                if _iteration_of(kind, key, requests, groups) > iteration:
+                    at = index
+                    break
+            order.insert(at, ("tools", group))
+
+    replies = iter(_llm_replies(scenario, sum(1 for c, _, _ in requests if c in responses)))
+    request_iteration = {call: it for call, it, _ in requests}
+    items: list[Item] = []
+    for kind, key in order:
+        if kind == "llm":
+            answered = key in responses
+            items.append(
+                Item(
+                    kind="llm",
+                    iteration=request_iteration[key],
+                    call=key,
+                    reply=next(replies, None) if answered else None,
+                    failed=not answered,
+                )
+            )
+        else:
+            calls = groups[key]
+            statuses = {c.status for c in calls}
+            items.append(
+                Item(
+                    kind="tools",
+                    iteration=calls[0].iteration,
+                    group=key,
+                    calls=calls,
+                    declined=statuses == {"not_run"},
+                    stopped=bool(statuses & {"invalid", "unknown_tool"})
+                    and statuses <= {"invalid", "unknown_tool", "not_run"}
+                    and scenario.termination.value == "validation_error",
+                )
+            )
+
+    approximate = _place_on_clock(items, scenario, requests, responses)
+
+    iterations = [Iteration(number=n) for n in range(1, max(scenario.iterations, 0) + 1)]
+    by_number = {it.number: it for it in iterations}
+    for item in items:
+        iteration = by_number.get(item.iteration)
+        if iteration is None:  # an event outside 1..iterations: show it anyway
+            iteration = by_number[item.iteration] = Iteration(number=item.iteration)
+            iterations.append(iteration)
+    iterations.sort(key=lambda it: it.number)
+    for item in items:
+        by_number[item.iteration].items.append(item)
+
+    window, size = _stagnation_window(scenario, items)
+    for iteration in iterations:
+        iteration.in_window = iteration.number in window
+        if not iteration.items:
+            iteration.note = _note(scenario, iteration.number == iterations[-1].number)
+    total = max([scenario.sim_time, *(i.end for i in items)])
+    return Timeline(iterations, total, window, size, approximate)
+
+
+def _note(scenario: ScenarioResult, last: bool) -> str:
+    kind = scenario.termination.value
+    if last and kind == "completed":
+        return "The planner completed the run with the final response."
+    if last and kind == "empty":
+        return "The planner returned an empty action: nothing to do."
+    if last and kind == "error":
+        return "The run ended in an error (see Errors)."
+    return "No LLM call and no tool plan in this iteration."
+
+
+def _iteration_of(
+    kind: str, key: int, requests: list[tuple[int, int, Any]], groups: dict[int, list[Any]]
+) -> int:
+    if kind == "tools":
+        return groups[key][0].iteration
+    for call, iteration, _ in requests:
+        if call == key:
+            return iteration
+    return 0
+
+
+def _place_on_clock(
+    items: list[Item],
+    scenario: ScenarioResult,
+    requests: list[tuple[int, int, float | None]],
+    responses: dict[int, float | None],
+) -> bool:
+    """Give every item a start and end on the simulated clock; True if any was shared out."""
+    started = {call: t for call, _, t in requests}
+    approximate = False
+    clock = 0.0
+    pending: list[Item] = []
+
+    def settle(until: float) -> None:
+        nonlocal clock, approximate
+        llms = [p for p in pending if p.kind == "llm"]
+        share = max(until - clock, 0.0) / len(llms) if llms else 0.0
+        if len(llms) > 1 and share > 0:
+            approximate = True
+        for p in pending:
+            p.start = clock
+            if p.kind == "llm":
+                clock += share
+                p.exact = len(llms) <= 1
+            p.end = clock
+        pending.clear()
+        clock = max(clock, until)
+
+    for item in items:
+        if item.kind == "llm":
+            t0, t1 = started.get(item.call), responses.get(item.call)
+            if isinstance(t0, int | float) and isinstance(t1, int | float):
+                settle(float(t0))
+                item.start, item.end = float(t0), float(t1)
+                clock = max(clock, item.end)
+            else:
+                pending.append(item)
+            continue
+        start = min(c.sim_start for c in item.calls)
+        end = max(c.sim_end for c in item.calls)
+        # A plan validation stopped was never put on the clock (its records say 0.0):
+        # it happened wherever the run was, so it is not a known point in time.
+        if end <= 0.0 and (pending or clock > 0.0):
+            pending.append(item)
+            continue
+        settle(start)
+        item.start, item.end = start, end
+        clock = max(clock, end)
+    settle(max(scenario.sim_time, clock))
+    return approximate
+
+
+def _stagnation_window(scenario: ScenarioResult, items: list[Item]) -> tuple[list[int], int]:
+    """The iterations of the W identical plans before the declined one, and W."""
+    if scenario.termination.value != "stagnation":
+        return [], 0
+    size = scenario.final.data.get("window") if isinstance(scenario.final.data, dict) else None
+    if not isinstance(size, int):
+        size = scenario.stagnation_window or 0
+    plans = [i for i in items if i.kind == "tools"]
+    if plans and plans[-1].declined:
+        plans = plans[:-1]
+    window = plans[-size:] if size > 0 else []
+    return sorted({p.iteration for p in window}), size

@@ -1,0 +1,180 @@
+"""The report in a real browser: Debian's chromium, headless, driven by playwright.
+
+It must load from file:// with no network, the filters must work, and hostile model
+and tool text must show as text without ever running. CI installs chromium (.ci/run);
+without it these tests fail with a message saying how to install it, never skip.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.report import diff_results, write_html
+from harness.report.samples import HOSTILE, sample_baseline, sample_results
+from harness.results import Results
+
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="module")
+def browser(report: Path) -> Iterator[Any]:
+    # `report` first: playwright's sync API runs an event loop in this thread, and the
+    # sample agents (Agent.run) must not be started inside one.
+    executable = shutil.which("chromium")
+    if executable is None:
+        pytest.fail(
+            "chromium is not installed: the report's browser tests need Debian's chromium "
+            "(apt-get install -y chromium; .ci/run does this in CI)",
+            pytrace=False,
+        )
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("playwright is not installed: pip install -e '.[test]'", pytrace=False)
+    with sync_playwright() as playwright:
+        # Debian's chromium, never a browser playwright would download.
+        browser = playwright.chromium.launch(
+            executable_path=executable, headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+RESULTS: list[Results] = []  # the rendered results, for the expected counts
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    logging.getLogger("harness").setLevel(logging.ERROR)
+    results = sample_results()
+    RESULTS[:] = [results]
+    path = tmp_path_factory.mktemp("report") / "report.html"
+    write_html(path, results, diff_results(sample_baseline(), results, source="baseline.json"))
+    return path
+
+
+def counts() -> tuple[int, int, int]:
+    """(total, passed, failed) of the rendered results."""
+    summary = RESULTS[0].summary
+    return summary.total, summary.by_status.get("passed", 0), summary.by_status.get("failed", 0)
+
+
+@pytest.fixture
+def page(report: Path, browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.requests = []  # type: ignore[attr-defined]
+    page.problems = []  # type: ignore[attr-defined]
+    page.on("request", lambda request: page.requests.append(request.url))
+    page.on("console", lambda msg: msg.type == "error" and page.problems.append(msg.text))
+    page.on("pageerror", lambda exc: page.problems.append(str(exc)))
+    page.goto(report.as_uri(), wait_until="load")
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+def visible_cards(page: Any) -> list[dict[str, str]]:
+    return page.eval_on_selector_all(
+        "#scenarios > details.scenario",
+        "cards => cards.filter(c => !c.hidden && c.offsetParent !== null)"
+        ".map(c => ({status: c.dataset.status, termination: c.dataset.termination}))",
+    )
+
+
+def test_loads_from_file_with_no_network(page: Any) -> None:
+    total, passed, _ = counts()
+    assert page.title() == f"harness report: {passed}/{total} passed"
+    assert page.inner_text("#shown") == f"{total} of {total} shown"
+    assert len(visible_cards(page)) == total
+    assert page.is_visible("#diff")
+    # The only request is the file itself: nothing else is fetched, from anywhere.
+    assert page.requests == [page.url]
+    assert page.problems == []
+
+
+def test_status_and_termination_filters(page: Any) -> None:
+    total, _, failed = counts()
+    assert failed >= 2
+    page.click('#filters button[data-filter="status"][data-value="failed"]')
+    cards = visible_cards(page)
+    assert [c["status"] for c in cards] == ["failed"] * failed
+    assert page.inner_text("#shown") == f"{failed} of {total} shown"
+    assert (
+        page.get_attribute('button[data-filter="status"][data-value="failed"]', "aria-pressed")
+        == "true"
+    )
+
+    page.click('#filters button[data-filter="termination"][data-value="stagnation"]')
+    assert visible_cards(page) == []
+    assert page.is_visible("#none-shown")
+
+    page.click('#filters button[data-filter="status"][data-value=""]')
+    assert visible_cards(page) == [{"status": "passed", "termination": "stagnation"}]
+    assert not page.is_visible("#none-shown")
+
+    page.click('#filters button[data-filter="termination"][data-value=""]')
+    page.fill("#q", "WEATHER")
+    assert len(visible_cards(page)) == 1
+    page.fill("#q", "")
+    assert len(visible_cards(page)) == total
+
+
+def test_chart_bar_opens_its_scenario_even_when_filtered_out(page: Any) -> None:
+    page.click('#filters button[data-filter="status"][data-value="failed"]')
+    target = page.eval_on_selector(
+        "#scenarios > details.scenario[data-status=passed]", "el => el.id"
+    )
+    assert not page.is_visible(f"#{target}")
+    page.click(f'.charts a[href="#{target}"]')
+    assert page.is_visible(f"#{target}")
+    assert page.eval_on_selector(f"#{target}", "el => el.open") is True
+
+
+def test_hostile_text_shows_as_text_and_never_runs(page: Any) -> None:
+    card = page.locator("#scenarios > details.scenario", has_text="hostile-text")
+    card.locator("summary").first.click()  # passed scenarios start collapsed
+    card.locator("details.transcript > summary").click()
+    page.wait_for_timeout(200)
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert page.title() != "PWNED"
+    assert page.evaluate("document.querySelectorAll('img, iframe, object, embed').length") == 0
+    text = card.inner_text()
+    # The model's text and the tool's result are readable, verbatim.
+    assert HOSTILE["img"] in text
+    assert HOSTILE["script"] in text
+    assert HOSTILE["svg"] in text
+    assert page.problems == []
+
+
+def test_csp_blocks_script_that_escaping_would_have_missed(page: Any) -> None:
+    # The second wall: even an inline script that got into the DOM does not run.
+    page.evaluate(
+        """() => {
+            const s = document.createElement('script');
+            s.textContent = 'window.__csp_bypassed = 1';
+            document.body.appendChild(s);
+            const img = document.createElement('div');
+            img.innerHTML = '<img src=x onerror="window.__csp_bypassed = 2">';
+            document.body.appendChild(img);
+        }"""
+    )
+    page.wait_for_timeout(200)
+    assert page.evaluate("typeof window.__csp_bypassed") == "undefined"

@@ -1,0 +1,137 @@
+"""`harness report RESULTS.json [--baseline B.json] -o OUT.html`: exit statuses and messages."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from harness.report import render_html, report_main
+from harness.report.diff import diff_results
+from harness.report.samples import sample_baseline, sample_results
+from harness.results import Results
+
+
+@pytest.fixture(autouse=True)
+def _quiet_loop_logs(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.ERROR, logger="harness")
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Results]:
+    folder = tmp_path_factory.mktemp("results")
+    results = sample_results()
+    results.write(folder / "results.json")
+    sample_baseline().write(folder / "baseline.json")
+    return folder / "results.json", folder / "baseline.json", results
+
+
+def one_line_error(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    assert lines[0].startswith("harness report: error: ")
+    return lines[0]
+
+
+def test_writes_the_report(
+    saved: tuple[Path, Path, Results], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results_path, _, results = saved
+    out = tmp_path / "out" / "report.html"
+    assert report_main([str(results_path), "-o", str(out)]) == 0
+    assert out.read_text(encoding="utf-8") == render_html(Results.load(results_path))
+    assert f"wrote {out} ({len(results.scenarios)} scenarios)" in capsys.readouterr().out
+
+
+def test_with_a_baseline(
+    saved: tuple[Path, Path, Results], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results_path, baseline_path, _ = saved
+    out = tmp_path / "report.html"
+    assert report_main([str(results_path), "--baseline", str(baseline_path), "-o", str(out)]) == 0
+    expected = diff_results(
+        Results.load(baseline_path), Results.load(results_path), source=str(baseline_path)
+    )
+    assert out.read_text(encoding="utf-8") == render_html(Results.load(results_path), expected)
+    assert (
+        "vs baseline: regressions 1, fixed 1, changed 3, added 2, removed 1)"
+        in capsys.readouterr().out
+    )
+
+
+def test_default_output_is_report_html_beside_the_results(tmp_path: Path) -> None:
+    sample_results().write(tmp_path / "results.json")
+    assert report_main([str(tmp_path / "results.json")]) == 0
+    assert (tmp_path / "report.html").is_file()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "does not exist"),
+        (
+            "{not json",
+            "is not valid JSON: Expecting property name enclosed in double quotes (line 1, column 2)",
+        ),
+        ("[1, 2]", "is not a harness results file (no 'scenarios')"),
+        (
+            '{"scenarios": [{"id": "x"}]}',
+            "is not a valid harness results file: scenarios.0.name: Field required",
+        ),
+        (
+            '{"schema_version": 99, "scenarios": []}',
+            "has schema_version 99, newer than this harness",
+        ),
+    ],
+)
+def test_bad_results_exit_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None, message: str
+) -> None:
+    path = tmp_path / "results.json"
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+    assert report_main([str(path), "-o", str(tmp_path / "r.html")]) == 2
+    line = one_line_error(capsys.readouterr().err)
+    assert message in line
+    assert str(path) in line
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_bad_baseline_exits_2(
+    saved: tuple[Path, Path, Results], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results_path, _, _ = saved
+    missing = tmp_path / "nope.json"
+    assert (
+        report_main([str(results_path), "--baseline", str(missing), "-o", str(tmp_path / "r.html")])
+        == 2
+    )
+    assert f"baseline '{missing}' does not exist" in one_line_error(capsys.readouterr().err)
+
+
+def test_results_path_is_a_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert report_main([str(tmp_path)]) == 2
+    assert "is a directory" in one_line_error(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("argv", [[], ["a.json", "--colour"], ["a.json", "-o"]])
+def test_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert report_main(argv) == 2
+    one_line_error(capsys.readouterr().err)
+
+
+def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert report_main(["--help"]) == 0
+    assert "--baseline" in capsys.readouterr().out
+
+
+def test_unwritable_output_exits_3(
+    saved: tuple[Path, Path, Results], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results_path, _, _ = saved
+    # The output path is an existing directory: the report cannot be written there.
+    (tmp_path / "taken").mkdir()
+    assert report_main([str(results_path), "-o", str(tmp_path / "taken")]) == 3
+    assert "cannot write" in one_line_error(capsys.readouterr().err)
