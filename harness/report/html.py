@@ -28,7 +28,7 @@ from harness.actions import ToolCallRecord
 from harness.messages import AssistantMessage
 from harness.report.diff import BaselineDiff
 from harness.report.timeline import Item, Timeline, build_timeline
-from harness.results import Results, ScenarioResult, atomic_write
+from harness.results import Results, ScenarioResult, Summary, atomic_write
 from harness.tools import format_errors
 
 __all__ = ["Limits", "render_html", "write_html"]
@@ -289,14 +289,11 @@ def _bars(
 
 
 def _charts(scenarios: list[ScenarioResult], summary: Any) -> dict[str, Any]:
+    # In the order of the Termination enum (the loop's order of events), not by count.
     by_termination = [
         (name, summary.by_termination.get(name, 0))
         for name in TERMINATIONS
         if summary.by_termination.get(name, 0)
-    ]
-    # Terminations a plugin might add still show, after the known ones.
-    by_termination += [
-        (name, n) for name, n in summary.by_termination.items() if name not in TERMINATIONS and n
     ]
     most = max((n for _, n in by_termination), default=1)
     terminations = [
@@ -542,7 +539,9 @@ def _render(results: Results, baseline: BaselineDiff | dict[str, Any] | None, ti
     limits = Limits.for_results(results)
     views = [_scenario_view(i, s, limits) for i, s in enumerate(scenarios)]
     anchors = {v["s"].id: v["anchor"] for v in views}
-    summary = results.summary
+    # Counted from the scenarios shown, so the page agrees with itself even when a
+    # results file's summary was edited or is stale.
+    summary = Summary.of(scenarios)
     statuses = [(name, summary.by_status.get(name, 0)) for name in STATUSES]
     terminations = [(name, count) for name, count in summary.by_termination.items() if count]
     order = {name: i for i, name in enumerate(TERMINATIONS)}
