@@ -135,3 +135,29 @@ def test_unwritable_output_exits_3(
     (tmp_path / "taken").mkdir()
     assert report_main([str(results_path), "-o", str(tmp_path / "taken")]) == 3
     assert "cannot write" in one_line_error(capsys.readouterr().err)
+
+
+def test_a_render_crash_is_one_line_and_exit_3(
+    saved: tuple[Path, Path, Results],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    results_path, _, _ = saved
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise KeyError("bug")
+
+    monkeypatch.setattr("harness.report.cli.write_html", broken)
+    assert report_main([str(results_path), "-o", str(tmp_path / "r.html")]) == 3
+    assert "could not be rendered" in one_line_error(capsys.readouterr().err)
+
+
+def test_edited_events_do_not_crash_the_report(tmp_path: Path) -> None:
+    results = sample_results()
+    odd = results.scenarios[0].model_copy(
+        update={"events": [{"event": "llm_request", "call": None, "iteration": "x"}, {}]}
+    )
+    results.scenarios[0] = odd
+    results.write(tmp_path / "results.json")
+    assert report_main([str(tmp_path / "results.json")]) == 0

@@ -122,6 +122,13 @@ def report_main(argv: list[str] | None = None) -> int:
             f"{PROG}: error: cannot write {str(output)!r}: {exc.strerror or exc}", file=sys.stderr
         )
         return 3
+    except Exception as exc:  # a bug in harness: still one line, and its own exit status
+        print(
+            f"{PROG}: error: the report could not be rendered (a harness bug, please report "
+            f"it): {type(exc).__name__}: {exc}",
+            file=sys.stderr,
+        )
+        return 3
     changes = ""
     if diff is not None:
         counts = diff.counts()

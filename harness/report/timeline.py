@@ -92,11 +92,11 @@ def build_timeline(scenario: ScenarioResult) -> Timeline:
     for event in scenario.events:
         name = event.get("event")
         if name == "llm_request":
-            call = int(event.get("call", len(requests) + 1))
-            requests.append((call, int(event.get("iteration", 0)), event.get("sim_time")))
+            call = _int(event.get("call"), len(requests) + 1)
+            requests.append((call, _int(event.get("iteration"), 0), event.get("sim_time")))
             order.append(("llm", call))
         elif name == "llm_response":
-            responses[int(event.get("call", 0))] = event.get("sim_time")
+            responses[_int(event.get("call"), 0)] = event.get("sim_time")
         elif name == "action_executed":
             group = event.get("group")
             if isinstance(group, int) and group in groups and group not in placed:
@@ -165,6 +165,11 @@ def build_timeline(scenario: ScenarioResult) -> Timeline:
             iteration.note = _note(scenario, iteration.number == iterations[-1].number)
     total = max([scenario.sim_time, *(i.end for i in items)])
     return Timeline(iterations, total, window, size, approximate)
+
+
+def _int(value: Any, default: int) -> int:
+    # Events come from results.json, which a person may have edited: never crash on them.
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
 def _note(scenario: ScenarioResult, last: bool) -> str:

@@ -50,7 +50,8 @@
 
   // A link to a scenario (from a chart or the diff) opens it, even when filtered out.
   function openTarget() {
-    var id = decodeURIComponent(location.hash.slice(1));
+    var id;
+    try { id = decodeURIComponent(location.hash.slice(1)); } catch (e) { return; }
     var target = id && document.getElementById(id);
     if (target && target.classList.contains("scenario")) {
       target.hidden = false;
