@@ -12,12 +12,13 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import to_jsonable_python
 
-from harness import simclock
+from harness import simclock, stagnation
 from harness.actions import (
     CompleteAction,
     EmptyAction,
@@ -38,7 +39,7 @@ from harness.messages import (
     ToolCall,
     ToolMessage,
 )
-from harness.stagnation import StagnationDetector
+from harness.stagnation import StagnationDetector, plan_signature
 from harness.tools import Tool, ToolArgumentsError, format_errors
 
 __all__ = ["AgentConfig", "Run", "answer_unanswered", "execute"]
@@ -59,6 +60,34 @@ class AgentConfig(BaseModel):
     on_max_iterations: Literal["stop", "final_answer"] = "stop"
     system: str | None = None
     planner_options: dict[str, Any] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Observed:
+    """Which per-round hooks have implementations in this run's plugin manager."""
+
+    iteration_start: bool
+    llm_request: bool
+    llm_response: bool
+    action_executed: bool
+    # False when the built-in plan_signature is the only answer: call it directly.
+    custom_signature: bool
+
+
+def _observed_hooks(hook: Any) -> _Observed:
+    def implemented(name: str) -> bool:
+        return bool(getattr(hook, name).get_hookimpls())
+
+    signature = hook.harness_action_signature.get_hookimpls()
+    return _Observed(
+        iteration_start=implemented("harness_iteration_start"),
+        llm_request=implemented("harness_llm_request"),
+        llm_response=implemented("harness_llm_response"),
+        action_executed=implemented("harness_action_executed"),
+        custom_signature=not (
+            len(signature) == 1 and signature[0].function is stagnation.harness_action_signature
+        ),
+    )
 
 
 class _Stop(Exception):  # control flow inside the loop only
@@ -103,6 +132,9 @@ class Run:
         self.state: dict[str, Any] = {}
         self._group = 0
         self._tool_list = list(tools.values())
+        # Per-round hooks nobody implements are skipped: an empty pluggy call still costs
+        # microseconds, several times a round. Decided once per run.
+        self.observed = _observed_hooks(self.hook)
         # Why the last assistant message's calls were not run, for the error ToolMessages
         # that keep the transcript valid before any further request.
         self._unanswered_reason = "no result"
@@ -127,7 +159,8 @@ class Run:
         self.llm_calls += 1
         request = LLMRequest(self.conversation, self._tool_list, options, self.llm_calls)
         self.emit("llm_request", call=self.llm_calls)
-        self.hook.harness_llm_request(run=self, request=request)
+        if self.observed.llm_request:
+            self.hook.harness_llm_request(run=self, request=request)
         response: LLMResponse = await self.llm.complete(request)
         message = response.message
         self.sim_time += response.latency
@@ -142,7 +175,8 @@ class Run:
             tool_calls=[c.name for c in message.tool_calls],
             finish_reason=message.finish_reason,
         )
-        self.hook.harness_llm_response(run=self, response=response)
+        if self.observed.llm_response:
+            self.hook.harness_llm_response(run=self, response=response)
         if not message.tool_calls:
             log.info("Final response received (no tool calls)")
         return message
@@ -241,9 +275,10 @@ class Run:
             self.emit(
                 "action_executed", tool=call.name, call_id=call.id, status=status, group=group
             )
-            self.hook.harness_action_executed(
-                run=self, action=ToolAction(tool_call=call), result=record
-            )
+            if self.observed.action_executed:
+                self.hook.harness_action_executed(
+                    run=self, action=ToolAction(tool_call=call), result=record
+                )
 
     async def _call(self, prepared: tuple[ToolCall, Tool | None, Any], *, parallel: bool) -> Any:
         """-> (content for the model, recorded result, status, simulated seconds) or AbortRun."""
@@ -351,7 +386,8 @@ async def _iterate(
         run.iteration += 1
         log.info("Agentic iteration %d/%d", run.iteration, limit)
         run.emit("iteration_start")
-        hook.harness_iteration_start(run=run, iteration=run.iteration)
+        if run.observed.iteration_start:
+            hook.harness_iteration_start(run=run, iteration=run.iteration)
 
         plan = planner.step(run)
         if inspect.isawaitable(plan):
@@ -378,7 +414,10 @@ async def _iterate(
                 "ToolAction or a FinalResponse"
             )
 
-        signature = hook.harness_action_signature(run=run, tool_calls=calls)
+        if run.observed.custom_signature:
+            signature = hook.harness_action_signature(run=run, tool_calls=calls)
+        else:
+            signature = plan_signature(calls)
         if signature is None:
             # Nobody answered (the built-in was disabled): no plan equals another, so
             # detection is off instead of every plan looking the same.

@@ -114,7 +114,9 @@ class Conversation(BaseModel):
     messages: list[Message] = Field(default_factory=list)
     # Each message's OpenAI form, built once when it is appended: building a request
     # must not re-serialize the whole history every round.
-    _openai: list[dict[str, Any]] = PrivateAttr(default_factory=list)
+    # (Built lazily: a default_factory private attribute costs pydantic an
+    # inspect.signature() call per instance.)
+    _openai: list[dict[str, Any]] | None = PrivateAttr(default=None)
     # The list the cache was built from: assigning a new ``messages`` list drops the cache.
     _openai_of: list[Any] | None = PrivateAttr(default=None)
 
@@ -139,9 +141,10 @@ class Conversation(BaseModel):
         """The cached OpenAI forms (shared: do not mutate). Only new messages are converted."""
         cache = self._openai
         messages = self.messages
-        if self._openai_of is not messages or len(cache) > len(messages):
-            # The list was replaced or truncated by hand: convert again from the start.
-            cache.clear()
+        if cache is None or self._openai_of is not messages or len(cache) > len(messages):
+            # First use, or the list was replaced or truncated by hand: convert again
+            # from the start.
+            cache = self._openai = []
             self._openai_of = messages
         for message in messages[len(cache) :]:
             cache.append(to_openai_message(message))

@@ -19,9 +19,15 @@ from harness.plugins import hookimpl
 __all__ = ["StagnationDetector", "canonical_json", "plan_signature"]
 
 
+# One encoder for every call: json.dumps with options builds a new one each time.
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+)
+
+
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys and no spaces: equal data gives equal text."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return _CANONICAL.encode(value)
 
 
 def plan_signature(tool_calls: Iterable[ToolCall]) -> tuple[tuple[str, str], ...]:
