@@ -214,8 +214,23 @@ def test_model_is_required():
         OpenAILLM(LLMConfig(provider="openai"))
 
 
+@pytest.mark.hooks("harness_register_llms")
 def test_openai_is_a_built_in_llm_provider():
+    # Registered by harness.llm.openai_sdk's harness_register_llms, like any plugin's source.
     assert get_plugins().llm_factory("openai") is OpenAILLM
+    assert "openai" in get_plugins().registered["harness.llm.openai_sdk"].llms
+
+
+@pytest.mark.hooks("harness_agent_end")
+def test_a_recording_made_from_python_is_saved_when_the_run_ends(tmp_path):
+    # No aclose() call: the built-in plugin's harness_agent_end saves the cassette.
+    cassette = tmp_path / "python.yaml"
+    with running_server([{"content": "Saved."}]) as url:
+        llm = make_llm(cassette, "once", url)
+        Agent(llm=llm, tools=[]).run("hi")
+        assert cassette.is_file()
+        assert llm.session is None  # closed with the run
+    assert len(yaml.safe_load(cassette.read_text())["interactions"]) == 1
 
 
 SCENARIO = """\

@@ -268,10 +268,16 @@ class OpenAILLM:
         return params
 
     async def _chat(self, client: Any, params: dict[str, Any], request: LLMRequest) -> Any:
+        from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
         if params.get("stream"):
-            stream = await client.chat.completions.create(**params)
+            stream = await _post(
+                client, "/chat/completions", params, ChatCompletion, ChatCompletionChunk
+            )
             return await _accumulate_chat_stream(stream, request.call)
-        response = await client.chat.completions.create(**params)
+        response = await _post(
+            client, "/chat/completions", params, ChatCompletion, ChatCompletionChunk
+        )
         if not response.choices:
             raise LLMError("the model returned no choices", type="llm_error")
         choice = response.choices[0]
@@ -321,12 +327,28 @@ class OpenAILLM:
         return params
 
     async def _responses(self, client: Any, params: dict[str, Any], request: LLMRequest) -> Any:
+        from openai.types.responses import Response, ResponseStreamEvent
+
+        response = await _post(client, "/responses", params, Response, ResponseStreamEvent)
         if params.get("stream"):
-            stream = await client.responses.create(**params)
-            response = await _final_response(stream)
-        else:
-            response = await client.responses.create(**params)
+            response = await _final_response(response)
         return _from_response(response, request.call)
+
+
+async def _post(client: Any, path: str, body: dict[str, Any], cast_to: Any, chunk: Any) -> Any:
+    """POST ``body`` as it is, through the SDK's client (auth, errors, typed parsing, SSE).
+
+    ``create()`` would first walk every message of the conversation through the SDK's
+    typed-parameter transform, which leaves plain JSON unchanged and costs more than
+    everything else in a replay (and grows with the history). The body is already in
+    wire form, so it goes to the SDK's documented ``client.post`` instead.
+    """
+    from openai import AsyncStream
+
+    stream = bool(body.get("stream"))
+    return await client.post(
+        path, body=body, cast_to=cast_to, stream=stream, stream_cls=AsyncStream[chunk]
+    )
 
 
 # -- conversions ---------------------------------------------------------------------------

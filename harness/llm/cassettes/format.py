@@ -9,7 +9,10 @@ written atomically with normal permissions.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +39,23 @@ except AttributeError:  # pragma: no cover - depends on how PyYAML was built
 
 _JSON_SEPARATORS = (",", ":")
 _COMPRESSED = ("gzip", "deflate", "br")
+
+
+@contextlib.contextmanager
+def _no_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while YAML builds or walks millions of objects.
+
+    A long conversation's cassette holds millions of YAML nodes; the collector would
+    scan all of them again and again as they are created (it halves load time), and
+    none of them form cycles.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class CassetteFormatError(ValueError):
@@ -144,7 +164,8 @@ def dump_cassette(data: dict[str, Any], scrubber: Scrubber | None = None) -> str
     out: dict[str, Any] = {"version": data.get("version", 1), "interactions": interactions}
     if data.get("metadata"):
         out["metadata"] = scrubber.value(data["metadata"])
-    return yaml.dump(out, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+    with _no_gc():
+        return yaml.dump(out, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -196,7 +217,8 @@ def load_cassette_text(text: str) -> list[LoadedInteraction]:
     from vcr.serializers.yamlserializer import deserialize  # vcrpy's safe loader
 
     try:
-        data = deserialize(text)
+        with _no_gc():
+            data = deserialize(text)
     except yaml.YAMLError as exc:
         raise CassetteFormatError(f"not valid YAML: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):

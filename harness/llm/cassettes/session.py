@@ -27,6 +27,7 @@ from harness.llm.cassettes.format import (
     CassetteFormatError,
     ReadablePersister,
     ReadableSerializer,
+    _no_gc,
     load_cassette_file,
 )
 from harness.llm.cassettes.matching import BodyKeyer, body_diff, parse_json_body
@@ -67,6 +68,7 @@ class ReplayStats:
     match_seconds: float = 0.0
     play_seconds: float = 0.0
     load_seconds: float = 0.0
+    transport_seconds: float = 0.0
 
 
 class IndexedCassette(Cassette):
@@ -88,7 +90,6 @@ class IndexedCassette(Cassette):
         self.file_found = False
         # match key -> indexes of unplayed interactions, in recorded order
         self._unplayed: dict[tuple[str, ...], deque[int]] = {}
-        self._request_json: dict[int, Any] = {}
         super().__init__(*args, **kwargs)
 
     # -- keys ----------------------------------------------------------------------------
@@ -123,8 +124,9 @@ class IndexedCassette(Cassette):
 
     def _add(self, index: int, body_json: Any = None) -> None:
         request = self.data[index][0]
-        if body_json is not None:
-            self._request_json[index] = body_json
+        # The parsed body is used for the key and then dropped: only the bytes stay.
+        # Millions of small dicts would make every garbage collection during the
+        # replay scan the whole cassette, and a miss report can parse one body again.
         self._unplayed.setdefault(self.key_of(request, body_json), deque()).append(index)
 
     # -- vcrpy's lookup API, indexed -------------------------------------------------------
@@ -179,7 +181,7 @@ class IndexedCassette(Cassette):
         super().rewind()
         self._unplayed.clear()
         for index in range(len(self.data)):
-            self._add(index, self._request_json.get(index))
+            self._add(index)
 
     # -- loading ----------------------------------------------------------------------------
 
@@ -190,7 +192,15 @@ class IndexedCassette(Cassette):
         if not path.is_file() or not path.read_bytes().strip():
             return
         started = time.perf_counter()
-        loaded = load_cassette_file(path)
+        with _no_gc():
+            self._add_loaded(load_cassette_file(path))
+        self._loaded_count = len(self.data)
+        self.dirty = False
+        self.rewound = True
+        self.file_found = True
+        self.stats.load_seconds += time.perf_counter() - started
+
+    def _add_loaded(self, loaded: list[Any]) -> None:
         scrubber = Scrubber()
         for item in loaded:
             if scrubber.values:
@@ -205,18 +215,11 @@ class IndexedCassette(Cassette):
                 body_json = parse_json_body(item.request.get("body"))
             self._add(index, body_json)
             self._old_interactions.append(self.data[index])
-        self._loaded_count = len(self.data)
-        self.dirty = False
-        self.rewound = True
-        self.file_found = True
-        self.stats.load_seconds += time.perf_counter() - started
 
     # -- for miss reports ---------------------------------------------------------------------
 
     def request_json(self, index: int) -> Any:
         """The parsed JSON body of stored interaction ``index`` (or its raw body)."""
-        if index in self._request_json:
-            return self._request_json[index]
         body = self.data[index][0].body
         parsed = parse_json_body(body)
         return parsed if parsed is not None else body
@@ -397,6 +400,17 @@ def cassette_transport(session: CassetteSession, httpx: Any, **kwargs: Any) -> A
 
     transport = httpx.AsyncHTTPTransport(**kwargs)
     real = type(transport).handle_async_request
-    stub = vcr_handle_async_request(session.cassette, real, httpx)
-    transport.handle_async_request = functools.partial(stub, transport)
+    stub = functools.partial(vcr_handle_async_request(session.cassette, real, httpx), transport)
+    stats = session.stats
+
+    async def handle_async_request(request: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return await stub(request)
+        finally:
+            # Under replay this is all cassette work: reading the request, matching,
+            # playing and building the response (recording adds the network time).
+            stats.transport_seconds += time.perf_counter() - started
+
+    transport.handle_async_request = handle_async_request
     return transport
