@@ -1,15 +1,468 @@
-"""The ``harness`` command."""
+"""The ``harness`` command: run suites (through pytest), validate files, list plugins.
+
+``harness run`` calls ``pytest.main`` in this process rather than starting a pytest
+subprocess: one interpreter start-up less per run, pytest's own output and exit
+status as they are, and the session's results at hand for the summary and the baseline
+(no re-reading of results.json). pytest-xdist's workers are separate processes anyway.
+``harness report``, ``serve`` and ``freeze`` hand their arguments to the functions of
+the modules that implement them.
+"""
 
 from __future__ import annotations
 
+import argparse
+import importlib
+import json
+import os
 import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+__all__ = ["EXIT", "main"]
+
+# Exit statuses of `harness run` (docs/running.md).
+EXIT = {"passed": 0, "failed": 1, "bad_input": 2, "internal": 3, "nothing": 5}
+
+REPORTS = Path("reports")
+# What `harness validate DIR` does not descend into (pytest's norecursedirs defaults).
+_SKIP_DIRS = {"node_modules", "venv", "build", "dist", "_darcs", "CVS", "__pycache__"}
+
+_DELEGATES = {
+    "report": ("harness.report", "report_main", "render saved results as HTML"),
+    "serve": ("harness.llm.server", "serve_main", "an OpenAI-compatible server for a scenario"),
+    "freeze": ("harness.llm.freeze", "freeze_main", "a scenario file from a recorded cassette"),
+}
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``harness`` console script."""
-    args = sys.argv[1:] if argv is None else argv
-    print(f"harness {' '.join(args)}: not yet implemented", file=sys.stderr)
-    return 0
+class UsageError(Exception):
+    """Bad command-line input: printed as ``harness <cmd>: message``, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, exiting 2 on bad input (as argparse does) with the command's usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT["bad_input"], f"{self.prog}: error: {message}\n")
+
+
+def _workers(value: str) -> str:
+    if value in ("auto", "logical") or (value.isdigit() and int(value) >= 0):
+        return value
+    raise argparse.ArgumentTypeError(f"expected a number of workers or 'auto', got {value!r}")
+
+
+def _parser() -> _Parser:
+    from harness import __version__
+    from harness.llm.config import RECORD_MODES
+
+    parser = _Parser(
+        prog="harness",
+        description="Test and simulate LLM agent loops: scenario files, cassettes, reports.",
+    )
+    parser.add_argument("--version", action="version", version=f"harness {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    for name, record in (("run", False), ("record", True)):
+        sub = commands.add_parser(
+            name,
+            help="record cassettes: run with --record-mode once"
+            if record
+            else "run scenario files through pytest and write reports/",
+            description=(
+                "Run scenarios through pytest (record mode 'once' by default). "
+                if record
+                else "Run scenarios through pytest. "
+            )
+            + "Options pytest knows but harness does not go after `--`.",
+        )
+        sub.add_argument(
+            "paths",
+            nargs="*",
+            metavar="PATHS",
+            help="scenario files or folders (default: scenarios/ of the project)",
+        )
+        sub.add_argument("-k", dest="keyword", metavar="EXPR", help="select by name (pytest -k)")
+        sub.add_argument("-m", dest="markexpr", metavar="MARK", help="select by tag (pytest -m)")
+        sub.add_argument(
+            "-n", dest="workers", type=_workers, metavar="N", help="run in N processes (xdist)"
+        )
+        sub.add_argument(
+            "-p",
+            dest="plugins",
+            action="append",
+            default=[],
+            metavar="MODULE",
+            help="load a harness plugin module (repeatable)",
+        )
+        sub.add_argument(
+            "--record-mode",
+            choices=RECORD_MODES,
+            default="once" if record else None,
+            help="cassette record mode (default: %(default)s)",
+        )
+        sub.add_argument(
+            "--disable-recording",
+            action="store_true",
+            help="run recorded scenarios live and write no cassette",
+        )
+        sub.add_argument("--json", metavar="F", help="results file (default: reports/results.json)")
+        sub.add_argument("--html", metavar="F", help="HTML report (default: reports/report.html)")
+        sub.add_argument(
+            "--baseline",
+            metavar="F",
+            help="results to compare with (default: reports/baseline.json when it exists)",
+        )
+        sub.add_argument(
+            "--update-baseline", action="store_true", help="write this run's results as baseline"
+        )
+        sub.add_argument(
+            "--fail-on-change",
+            action="store_true",
+            help="exit 1 on any regression or change against the baseline",
+        )
+
+    sub = commands.add_parser("validate", help="check scenario files without running them")
+    sub.add_argument("paths", nargs="+", metavar="PATHS", help="scenario files or folders")
+    sub.add_argument("-p", dest="plugins", action="append", default=[], metavar="MODULE")
+
+    commands.add_parser("schema", help="print the JSON Schema of scenario files")
+
+    sub = commands.add_parser("plugins", help="list plugins, their hooks and what they registered")
+    sub.add_argument("-p", dest="plugins", action="append", default=[], metavar="MODULE")
+    sub.add_argument("--json", action="store_true", help="print JSON")
+
+    for name, (_, _, help_text) in _DELEGATES.items():
+        commands.add_parser(name, help=help_text, add_help=False)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``harness`` console script; returns the exit status."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in _DELEGATES:
+        command = args[0]
+        return _guarded(command, lambda: _delegate(command, args[1:]))
+    extra: list[str] = []
+    if args and args[0] in ("run", "record") and "--" in args:
+        cut = args.index("--")
+        args, extra = args[:cut], args[cut + 1 :]
+    parser = _parser()
+    try:
+        options, unknown = parser.parse_known_args(args)
+    except SystemExit as exc:  # --help, --version (0) and usage errors (2)
+        return int(exc.code or 0)
+    command = options.command
+    if command is None:
+        parser.print_help(sys.stderr)
+        return EXIT["bad_input"]
+    if unknown:
+        hint = (
+            "; pytest options go after `--`: harness run scenarios/ -- --maxfail 3"
+            if command in ("run", "record")
+            else ""
+        )
+        print(
+            f"harness {command}: unrecognized arguments: {' '.join(unknown)}{hint}",
+            file=sys.stderr,
+        )
+        return EXIT["bad_input"]
+    handlers: dict[str, Callable[[argparse.Namespace, list[str]], int]] = {
+        "run": _run,
+        "record": _run,
+        "validate": _validate,
+        "schema": _schema,
+        "plugins": _plugins,
+    }
+    return _guarded(command, lambda: handlers[command](options, extra))
+
+
+def _guarded(command: str, call: Callable[[], int]) -> int:
+    """Run a command: bad input exits 2 with its message, a harness bug 3 with a traceback."""
+    from harness.errors import HarnessError
+
+    try:
+        return call()
+    except (UsageError, HarnessError) as exc:
+        print(f"harness {command}: {exc}", file=sys.stderr)
+        return EXIT["bad_input"]
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        import traceback
+
+        traceback.print_exc()
+        print(f"harness {command}: internal error (a bug in harness): {exc}", file=sys.stderr)
+        return EXIT["internal"]
+
+
+# -- run / record ----------------------------------------------------------------------------
+
+
+class _Capture:
+    """A pytest plugin object that keeps the session's config, to read its harness state."""
+
+    config: Any = None
+
+    def pytest_configure(self, config: Any) -> None:
+        self.config = config
+
+
+def _plugin_autoloads() -> bool:
+    from importlib.metadata import entry_points
+
+    if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+        return False
+    return any(ep.value == "harness.pytest_plugin" for ep in entry_points(group="pytest11"))
+
+
+def _shown(path: Path) -> str:
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _run(options: argparse.Namespace, extra: list[str]) -> int:
+    import pytest
+
+    from harness.plugins import project_root
+
+    root = project_root()
+    paths = options.paths
+    if not paths:
+        default = root / "scenarios"
+        paths = [_shown(default) if default.is_dir() else "."]
+    missing = [p for p in paths if not Path(p).exists()]
+    if missing:
+        raise UsageError(f"no such file or folder: {', '.join(missing)}")
+
+    # Defaults live in the project's reports/ (where baseline.json is committed), so a
+    # run started from a subfolder writes the same files; given paths are cwd-relative.
+    json_path = Path(options.json) if options.json else root / REPORTS / "results.json"
+    html_path = Path(options.html) if options.html else root / REPORTS / "report.html"
+    if options.baseline:
+        baseline: Path | None = Path(options.baseline)
+        if not baseline.is_file() and not options.update_baseline:  # type: ignore[union-attr]
+            raise UsageError(f"--baseline {options.baseline}: no such file")
+    else:
+        baseline = root / REPORTS / "baseline.json"
+    compare = baseline if baseline is not None and baseline.is_file() else None
+    if options.fail_on_change and compare is None:
+        raise UsageError(
+            "--fail-on-change needs a baseline: none was given and "
+            f"{_shown(root / REPORTS / 'baseline.json')} does not exist "
+            "(create it with --update-baseline)"
+        )
+
+    args = [*paths, "--harness-scenarios-only"]
+    args += ["--harness-json", str(json_path), "--harness-html", str(html_path)]
+    if compare is not None:
+        args += ["--harness-baseline", str(compare)]
+    if options.keyword:
+        args += ["-k", options.keyword]
+    if options.markexpr:
+        args += ["-m", options.markexpr]
+    if options.workers is not None:
+        args += ["-n", options.workers]
+    for module in options.plugins:
+        args += ["--harness-plugin", module]
+    if options.record_mode:
+        args += ["--record-mode", options.record_mode]
+    if options.disable_recording:
+        args.append("--disable-recording")
+    if not _plugin_autoloads():
+        # Running from a source tree without the entry point installed.
+        args += ["-p", "harness.pytest_plugin"]
+    args += extra
+
+    capture = _Capture()
+    code = int(pytest.main(args, plugins=[capture]))
+    from harness.pytest_plugin import get_state
+
+    state = get_state(capture.config) if capture.config is not None else None
+    # pytest's usage error (4) is bad input for harness; the rest keep pytest's meaning.
+    status = {4: EXIT["bad_input"]}.get(code, code)
+    if state is None or status not in (0, 1):
+        return status
+
+    if options.update_baseline and state.final is not None and baseline is not None:
+        _update_baseline(baseline, state.final, root)
+        print(f"harness: baseline updated: {_shown(baseline)}")
+    if options.fail_on_change and status == 0 and state.diff is not None:
+        regressions = len(state.diff.get("regressions") or [])
+        changed = len(state.diff.get("changed") or [])
+        if regressions or changed:
+            print(
+                f"harness: --fail-on-change: {regressions} regression(s), {changed} changed "
+                "against the baseline",
+                file=sys.stderr,
+            )
+            return EXIT["failed"]
+    return status
+
+
+def _update_baseline(path: Path, results: Any, root: Path) -> None:
+    """Write ``results`` as the baseline, keeping entries of scenarios this run left out.
+
+    A run narrowed by -k, -m or PATHS says nothing about the other scenarios, so their
+    entries stay; entries whose file is gone, or whose file this run ran, are replaced.
+    """
+    from harness.results import Results, build_results
+
+    kept: list[Any] = []
+    if path.is_file():
+        try:
+            old = Results.load(path)
+        except (OSError, ValueError):
+            old = None  # an unreadable baseline is replaced, not merged
+        if old is not None:
+            ran_ids = {s.id for s in results.scenarios}
+            ran_files = {s.file for s in results.scenarios}
+            kept = [
+                s
+                for s in old.scenarios
+                if s.id not in ran_ids and s.file not in ran_files and (root / s.file).is_file()
+            ]
+    merged = build_results([*results.scenarios, *kept])
+    merged.meta = results.meta
+    merged.write(path)
+
+
+# -- validate / schema / plugins ------------------------------------------------------------
+
+
+def _scenario_files(paths: list[str]) -> list[Path]:
+    from harness.scenario import SUFFIX
+
+    files: list[Path] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            for found in sorted(path.rglob(f"*{SUFFIX}")):
+                parts = found.relative_to(path).parts[:-1]
+                if not any(p.startswith(".") or p in _SKIP_DIRS for p in parts):
+                    files.append(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise UsageError(f"no such file or folder: {given}")
+    return files
+
+
+def _load_plugins(modules: list[str]) -> None:
+    from harness.plugins import add_plugin_module, get_plugins, project_root
+
+    root = str(project_root())
+    if modules and root not in sys.path:
+        sys.path.insert(0, root)
+    for module in modules:
+        add_plugin_module(module)
+    get_plugins()
+
+
+def _validate(options: argparse.Namespace, extra: list[str]) -> int:
+    from harness.errors import HarnessError
+    from harness.scenario import load_scenario
+
+    _load_plugins(options.plugins)
+    files = _scenario_files(options.paths)
+    if not files:
+        print(f"no scenario files (*.scenario.yaml) in {', '.join(options.paths)}")
+        return EXIT["nothing"]
+    bad = 0
+    for file in files:
+        try:
+            load_scenario(file)
+        except HarnessError as exc:
+            bad += 1
+            print(str(exc))
+    if bad:
+        print(f"{bad} of {len(files)} scenario file(s) invalid", file=sys.stderr)
+        return EXIT["bad_input"]
+    print(f"{len(files)} scenario(s) OK")
+    return EXIT["passed"]
+
+
+def _schema(options: argparse.Namespace, extra: list[str]) -> int:
+    from harness.scenario import schema
+
+    # The schema module's own wrapper adds $schema and a title for editors.
+    build = getattr(schema, "json_schema", None) or schema.Scenario.model_json_schema
+    print(json.dumps(build(), indent=2))
+    return EXIT["passed"]
+
+
+def _plugin_origins() -> dict[str, str]:
+    from importlib.metadata import entry_points
+
+    from harness.plugins import DEFAULT_PLUGINS, project_config
+
+    origins = {name: "built-in" for name in DEFAULT_PLUGINS}
+    for ep in entry_points(group="harness"):
+        origins[ep.name] = f"entry point {ep.value} ({ep.dist.name if ep.dist else '?'})"
+    for module in project_config().get("plugins", []):
+        origins[module] = "pyproject.toml [tool.harness] plugins"
+    return origins
+
+
+def _plugins(options: argparse.Namespace, extra: list[str]) -> int:
+    from harness.plugins import get_plugins
+
+    _load_plugins(options.plugins)
+    plugins = get_plugins()
+    for kind in ("planners", "tools", "llms", "expectations"):
+        plugins.registry(kind)  # fills plugins.registered
+    origins = _plugin_origins()
+    rows = []
+    for name, plugin in plugins.plugins():
+        hooks = sorted(caller.name for caller in plugins.pm.get_hookcallers(plugin) or [])
+        registered = plugins.registered.get(name)
+        rows.append(
+            {
+                "name": name,
+                "origin": origins.get(name, "-p / --harness-plugin"),
+                "file": getattr(plugin, "__file__", None),
+                "hooks": hooks,
+                "registered": {
+                    kind: list(getattr(registered, kind))
+                    for kind in ("planners", "tools", "llms", "expectations")
+                    if registered is not None and getattr(registered, kind)
+                },
+            }
+        )
+    if options.json:
+        print(json.dumps(rows, indent=2))
+        return EXIT["passed"]
+    for row in rows:
+        print(f"{row['name']}  ({row['origin']})")
+        print(f"  hooks: {', '.join(row['hooks']) or 'none'}")
+        for kind, names in row["registered"].items():
+            print(f"  {kind}: {', '.join(names)}")
+    return EXIT["passed"]
+
+
+# -- report / serve / freeze ------------------------------------------------------------------
+
+
+def _delegate(command: str, argv: list[str]) -> int:
+    module_name, function, _ = _DELEGATES[command]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not module_name.startswith(exc.name):
+            raise
+        module = None
+    target = getattr(module, function, None) if module is not None else None
+    if target is None:
+        print(
+            f"harness {command}: not available yet ({module_name}.{function} is missing "
+            "from this installation)",
+            file=sys.stderr,
+        )
+        return EXIT["bad_input"]
+    return int(target(argv) or 0)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,857 @@
+"""pytest integration: scenario files are test items, their results become results.json.
+
+Loaded through the ``pytest11`` entry point, so it is active in every pytest session of
+the environment: everything here stays inert (and cheap to import) until a
+``*.scenario.yaml`` file is collected or a ``--harness-*`` option is given.
+
+- Collection: one item per ``*.scenario.yaml`` file (other YAML is ignored); its tags
+  become registered markers; a file that does not load is a collection error showing
+  the ``path:line: field: message`` lines, no traceback.
+- Results: each item's ScenarioResult travels on its test report as JSON (xdist ships a
+  report's ``__dict__`` to the controller), so a serial run and an ``-n N`` run build
+  results.json the same way, in the one process that writes files.
+- Exit status: 2 when a scenario file failed to load (also under xdist, which otherwise
+  runs on and exits 1), 3 when harness crashed or a report could not be written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import html
+import importlib
+import json
+import os
+import shlex
+import sys
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from harness.agent import Agent
+    from harness.results import Results, ScenarioResult
+    from harness.scenario import Scenario
+
+__all__ = [
+    "SUFFIX",
+    "HarnessFixture",
+    "ScenarioFile",
+    "ScenarioItem",
+    "SuiteState",
+    "diff_against_baseline",
+    "format_failure",
+    "get_state",
+    "trajectory_lines",
+    "write_html_report",
+]
+
+SUFFIX = ".scenario.yaml"
+RECORD_MODES = ("none", "once", "new_episodes", "all", "rewrite")  # = harness.llm.config
+
+# Exit statuses of our own, beside pytest's (0 passed, 1 failed, 2 interrupted, 4 usage, 5 none).
+EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 3
+
+# The pytest-recording plugin, under the names pytest may register it with.
+_RECORDING = ("recording", "pytest_recording.plugin")
+
+
+# -- options -------------------------------------------------------------------------------
+
+
+def _asked_for(args: list[str], names: tuple[str, ...]) -> bool:
+    """Whether ``-p NAME`` (or ``-pNAME``) for one of ``names`` is among ``args``."""
+    for i, arg in enumerate(args):
+        value = (
+            args[i + 1]
+            if arg == "-p" and i + 1 < len(args)
+            else arg[2:]
+            if arg.startswith("-p")
+            else None
+        )
+        if value is not None and value.strip() in names:
+            return True
+    return False
+
+
+def _recording_owns_options(pluginmanager: pytest.PytestPluginManager) -> bool:
+    """Will pytest-recording add ``--record-mode`` in this session (before or after us)?
+
+    Adding the option twice kills pytest at start-up, and which of the two plugins loads
+    first depends on entry-point order, so this predicts instead of reacting.
+    """
+    if any(pluginmanager.has_plugin(name) for name in _RECORDING):
+        return True
+    if any(pluginmanager.is_blocked(name) for name in _RECORDING):
+        return False  # -p no:recording (any source of it) is applied before plugins load
+    config = pluginmanager.get_plugin("pytestconfig")
+    args = [str(a) for a in config.invocation_params.args] if config is not None else []
+    args += shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))
+    env_plugins = {p.strip() for p in os.environ.get("PYTEST_PLUGINS", "").split(",")}
+    if _asked_for(args, _RECORDING) or env_plugins & set(_RECORDING):
+        return True
+    if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") or "--disable-plugin-autoload" in args:
+        return False
+    return any(ep.name == "recording" for ep in entry_points(group="pytest11"))
+
+
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    group = parser.getgroup("harness", "harness scenarios (*.scenario.yaml)")
+    if not _recording_owns_options(pluginmanager):
+        # Same names, values and defaults as pytest-recording's, so that a session reads
+        # them the same way whichever plugin defined them.
+        try:
+            group.addoption(
+                "--record-mode",
+                action="store",
+                default=None,
+                choices=RECORD_MODES,
+                help="cassette record mode for recorded scenarios (default: none = replay only)",
+            )
+            group.addoption(
+                "--disable-recording",
+                action="store_true",
+                default=False,
+                help="run recorded scenarios live against the endpoint and write no cassette",
+            )
+        except ValueError:  # a plugin we did not foresee defines them: use its options
+            pass
+    group.addoption(
+        "--harness-plugin",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="load a harness plugin module (repeatable; reaches xdist workers too)",
+    )
+    group.addoption(
+        "--harness-json", metavar="PATH", default=None, help="write results.json to PATH"
+    )
+    group.addoption(
+        "--harness-html", metavar="PATH", default=None, help="write the HTML report to PATH"
+    )
+    group.addoption(
+        "--harness-baseline",
+        metavar="PATH",
+        default=None,
+        help="compare the results with this results.json (the diff goes into the reports)",
+    )
+    group.addoption(
+        "--harness-scenarios-only",
+        action="store_true",
+        default=False,
+        help="collect only *.scenario.yaml files from folders (what `harness run` uses)",
+    )
+
+
+# -- per-session state ---------------------------------------------------------------------
+
+
+@dataclass(eq=False)  # hashable by identity: pytest keeps plugins in sets
+class SuiteState:
+    """What one pytest session knows about its scenarios (one per process).
+
+    It is registered as a pytest plugin for the session, so the hooks that gather
+    results and write reports have it at hand, workers and controller alike.
+    """
+
+    config: pytest.Config
+    record_mode: str = "none"
+    disable_recording: bool = False
+    json_path: Path | None = None
+    html_path: Path | None = None
+    baseline_path: Path | None = None
+    baseline: Results | None = None
+    started: datetime = field(default_factory=lambda: datetime.now(UTC))
+    # scenario id -> its ScenarioResult as JSON (what the test reports carry).
+    results: dict[str, str] = field(default_factory=dict)
+    # nodeid of a scenario file that did not load -> the error text (de-duplicated).
+    collection_errors: dict[str, str] = field(default_factory=dict)
+    internal_errors: list[str] = field(default_factory=list)
+    report_errors: list[str] = field(default_factory=list)
+    written: list[Path] = field(default_factory=list)
+    final: Results | None = None
+    diff: dict[str, Any] | None = None
+    added_plugins: list[str] = field(default_factory=list)
+
+    @property
+    def is_worker(self) -> bool:
+        """True in an xdist worker (which runs items but writes nothing)."""
+        return hasattr(self.config, "workerinput")
+
+    def shown(self, path: Path) -> str:
+        """A path as the user gave it: relative to where pytest started when below it."""
+        return _shown(path, Path(self.config.invocation_params.dir))
+
+    def build(self) -> Results:
+        """results.json for the scenarios seen so far (sorted by id; baseline diff added)."""
+        from harness.results import ScenarioResult, build_results
+
+        scenarios = [ScenarioResult.model_validate_json(text) for text in self.results.values()]
+        results = build_results(scenarios, started=self.started)
+        if self.baseline is not None:
+            self.diff = diff_against_baseline(self.baseline, results, self.baseline_path)
+            results.baseline = self.diff
+        return results
+
+    # pytest hooks of the session -------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.started = datetime.now(UTC)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        text = getattr(report, "harness_result", None)
+        if text is None or self.is_worker:
+            return
+        # Keyed by id: a rerun of the same scenario replaces its earlier result.
+        self.results[report.harness_id] = text  # type: ignore[attr-defined]
+        internal = getattr(report, "harness_internal", None)
+        if internal:
+            self.internal_errors.append(internal)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if not report.failed or not report.nodeid.endswith(SUFFIX):
+            return
+        if report.nodeid in self.collection_errors:
+            return  # the same file, reported again by another xdist worker
+        self.collection_errors[report.nodeid] = str(report.longrepr)
+        if self.is_worker or self.config.getoption("continue_on_collection_errors", False):
+            return
+        # Serial pytest stops after collection errors and runs nothing; under xdist the
+        # workers would run on and exit 1. Stop there too, so both end the same way.
+        dsession = self.config.pluginmanager.get_plugin("dsession")
+        if dsession is not None and getattr(dsession, "shouldstop", None) is False:
+            dsession.shouldstop = f"{len(self.collection_errors)} scenario file(s) did not load"
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.is_worker:
+            return
+        status = int(session.exitstatus)
+        interrupted = bool(self.collection_errors) and status == 2
+        # Not after an interrupted collection (a partial run would overwrite good
+        # reports), nor when nothing was selected.
+        if (self.json_path or self.html_path) and status != 5 and not interrupted:
+            self._write_reports()
+        if self.collection_errors and status in (0, 1, 5):
+            status = EXIT_BAD_INPUT
+        if self.report_errors or self.internal_errors:
+            status = EXIT_INTERNAL
+        session.exitstatus = status
+
+    def _write_reports(self) -> None:
+        try:
+            self.final = self.build()
+        except Exception as exc:  # a bug between results and reports must still show
+            self.report_errors.append(f"results not built: {type(exc).__name__}: {exc}")
+            return
+        if self.json_path is not None:
+            try:
+                self.final.write(self.json_path)
+                self.written.append(self.json_path)
+            except Exception as exc:
+                self.report_errors.append(f"{self.shown(self.json_path)} not written: {_why(exc)}")
+        if self.html_path is not None:
+            try:
+                write_html_report(self.html_path, self.final)
+                self.written.append(self.html_path)
+            except Exception as exc:
+                self.report_errors.append(f"{self.shown(self.html_path)} not written: {_why(exc)}")
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.is_worker or self.config.get_verbosity() < -1:
+            return
+        if not (self.results or self.written or self.report_errors or self.collection_errors):
+            return
+        terminalreporter.write_sep("=", "harness summary")
+        for line in summary_lines(self, cwd=Path(self.config.invocation_params.dir)):
+            alarm = any(w in line for w in ("did not load", "report error", "harness crashed"))
+            terminalreporter.write_line(line, red=alarm, bold=alarm)
+
+
+_STATE = pytest.StashKey[SuiteState]()
+
+
+def get_state(config: pytest.Config) -> SuiteState | None:
+    """The harness state of a pytest session (None before it is configured)."""
+    return config.stash.get(_STATE, None)
+
+
+def _state(config: pytest.Config) -> SuiteState:
+    state = get_state(config)
+    if state is None:  # only when harness was registered after pytest_configure
+        state = config.stash[_STATE] = SuiteState(config)
+    return state
+
+
+def _out_path(config: pytest.Config, value: str | None) -> Path | None:
+    # Relative to where pytest was started, like --junitxml.
+    return Path(config.invocation_params.dir, value) if value else None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "scenario: a harness scenario (*.scenario.yaml) item")
+    state = SuiteState(
+        config,
+        record_mode=config.getoption("record_mode", None) or "none",
+        disable_recording=bool(config.getoption("disable_recording", False)),
+        json_path=_out_path(config, config.getoption("harness_json")),
+        html_path=_out_path(config, config.getoption("harness_html")),
+        baseline_path=_out_path(config, config.getoption("harness_baseline")),
+    )
+    config.stash[_STATE] = state
+    config.pluginmanager.register(state, "harness-suite")
+    modules = config.getoption("harness_plugin") or []
+    if modules:
+        _load_harness_plugins(modules, state)
+    if state.baseline_path is not None and not state.is_worker:
+        state.baseline = _load_baseline(state.baseline_path, config.getoption("harness_baseline"))
+
+
+def _load_harness_plugins(modules: list[str], state: SuiteState) -> None:
+    from harness.errors import HarnessError
+    from harness.plugins import add_plugin_module, get_plugins, project_root
+
+    # Like [tool.harness] plugins: importable from the project root, so that
+    # `-p plugins.shop` works from the console script, whose sys.path lacks the cwd.
+    root = str(project_root())
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    try:
+        for module in modules:
+            state.added_plugins.append(module)
+            add_plugin_module(module)
+        get_plugins()  # discover now: a plugin that does not load is a usage error
+    except HarnessError as exc:
+        raise pytest.UsageError(f"--harness-plugin: {exc}") from None
+
+
+def _load_baseline(path: Path, given: str) -> Results:
+    from harness.results import Results
+
+    try:
+        return Results.load(path)
+    except FileNotFoundError:
+        raise pytest.UsageError(f"--harness-baseline {given}: no such file") from None
+    except (OSError, ValueError) as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise pytest.UsageError(
+            f"--harness-baseline {given}: not a harness results.json file ({first})"
+        ) from None
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = get_state(config)
+    if state is None:
+        return
+    if config.pluginmanager.is_registered(state):
+        config.pluginmanager.unregister(state)
+    if state.added_plugins:
+        # Plugins added for this session must not leak into the next one in the same
+        # process (pytester's in-process runs, `harness run` called from Python).
+        from harness.plugins import reset
+
+        reset()
+
+
+# -- collection ----------------------------------------------------------------------------
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    # `harness run DIR` runs the scenarios of DIR, not its Python tests; files named on
+    # the command line are never ignored (pytest does not ask about them).
+    if config.getoption("harness_scenarios_only", False) and not collection_path.name.endswith(
+        SUFFIX
+    ):
+        return True if collection_path.is_file() else None
+    return None
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if file_path.name.endswith(SUFFIX):
+        return ScenarioFile.from_parent(parent, path=file_path)
+    return None
+
+
+class ScenarioFile(pytest.File):
+    """A ``*.scenario.yaml`` file: loaded (and checked) at collection, one item."""
+
+    def collect(self) -> list[pytest.Item]:
+        from harness.scenario import load_scenario
+
+        scenario = load_scenario(self.path)
+        item = ScenarioItem.from_parent(self, name=scenario.display_name, scenario=scenario)
+        item.add_marker("scenario")
+        for tag in scenario.tags:
+            # Registered before use, so --strict-markers passes and nothing warns.
+            self.config.addinivalue_line("markers", f"{tag}: scenario tag")
+            item.add_marker(tag)
+        return [item]
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
+        from harness.errors import HarnessError
+
+        if isinstance(excinfo.value, HarnessError):
+            # The ScenarioError lines exactly: they say what, where and how to fix it.
+            # A plain string also lets xdist de-duplicate the workers' copies.
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+class ScenarioFailed(Exception):
+    """A scenario ran and did not pass (its result says why)."""
+
+    def __init__(self, result: ScenarioResult) -> None:
+        super().__init__(result.id)
+        self.result = result
+
+
+class ScenarioItem(pytest.Item):
+    """One scenario: runs it, fails with its unmet expectations and trajectory."""
+
+    def __init__(self, *, scenario: Scenario, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.scenario = scenario
+        self.result: ScenarioResult | None = None
+        self.internal_error: str | None = None
+
+    def runtest(self) -> None:
+        from harness.errors import HarnessError
+        from harness.scenario import run_scenario
+
+        state = _state(self.config)
+        try:
+            result = run_scenario(
+                self.scenario, state.record_mode, disable_recording=state.disable_recording
+            )
+        except HarnessError as exc:
+            # Bad configuration met at run time (a provider's settings, say): the
+            # scenario errors with the message, as when a template fails.
+            self.result = _error_result(self.scenario, exc)
+            raise ScenarioFailed(self.result) from None
+        except Exception as exc:
+            # harness itself crashed: keep the traceback for the bug report, exit 3.
+            self.result = _error_result(self.scenario, exc)
+            self.internal_error = f"{self.nodeid}: {type(exc).__name__}: {exc}"
+            raise
+        self.result = result
+        if result.status != "passed":
+            raise ScenarioFailed(result)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:  # type: ignore[override]
+        if isinstance(excinfo.value, ScenarioFailed):
+            return format_failure(excinfo.value.result, verbose=self.config.get_verbosity() > 0)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"scenario {self.name}"
+
+
+def _error_result(scenario: Scenario, exc: BaseException) -> ScenarioResult:
+    """A result for a scenario whose run raised instead of returning one."""
+    from harness.actions import FinalResponse
+    from harness.results import ScenarioResult
+    from harness.scenario import scenario_id
+
+    sid = scenario_id(scenario)
+    return ScenarioResult(
+        id=sid,
+        name=scenario.display_name,
+        file=sid.split("::", 1)[0],
+        description=scenario.description,
+        tags=list(scenario.tags),
+        status="error",
+        termination="error",
+        final=FinalResponse(
+            error={"type": "error", "exception": type(exc).__name__, "message": str(exc)}
+        ),
+    )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if isinstance(item, ScenarioItem) and call.when == "call" and item.result is not None:
+        # Plain attributes: xdist sends report.__dict__ to the controller (user_properties
+        # would work too, but would leak into --junitxml).
+        report.harness_id = item.result.id
+        report.harness_result = item.result.model_dump_json()
+        report.harness_status = item.result.status
+        if item.internal_error:
+            report.harness_internal = item.internal_error
+    return report
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    # A scenario that ended in `error` (a scenario or harness bug, not an unmet
+    # expectation) shows as a pytest error: E, ERROR, counted under "errors".
+    if report.when == "call" and getattr(report, "harness_status", None) == "error":
+        return "error", "E", "ERROR"
+    return None
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return f"{type(exc).__name__}: {exc}"
+
+
+def summary_lines(state: SuiteState, *, cwd: Path, slowest: int = 5) -> list[str]:
+    """The end-of-run summary: counts, slowest scenarios, baseline diff, report paths."""
+    results = state.final
+    if results is None and state.results:
+        results = state.build()
+    lines: list[str] = []
+    if results is not None and results.scenarios:
+        s = results.summary
+        lines.append(
+            f"scenarios: {s.total} ("
+            + ", ".join(f"{n} {k}" for k, n in s.by_status.items())
+            + f"), simulated time {s.sim_time:.2f}s"
+        )
+        lines.append("terminations: " + ", ".join(f"{k} {n}" for k, n in s.by_termination.items()))
+        slow = sorted(results.scenarios, key=lambda r: (-r.wall_time, r.id))[:slowest]
+        lines.append("slowest:")
+        lines.extend(f"  {r.wall_time:7.2f}s  {r.id}" for r in slow)
+    if state.diff is not None:
+        shown = _shown(state.baseline_path, cwd) if state.baseline_path else "baseline"
+        counts = ", ".join(f"{len(state.diff.get(k) or [])} {k}" for k in _DIFF_KEYS)
+        lines.append(f"baseline {shown}: {counts}")
+        for entry in state.diff.get("regressions") or []:
+            lines.append(
+                f"  regression: {entry.get('id')} "
+                f"({entry.get('old_status')} -> {entry.get('new_status')})"
+            )
+    if state.collection_errors:
+        count = len(state.collection_errors)
+        lines.append(
+            f"{count} scenario file(s) did not load"
+            + ("" if state.written else "; reports not written")
+        )
+    lines.extend(f"harness crashed: {error}" for error in state.internal_errors)
+    lines.extend(f"report error: {error}" for error in state.report_errors)
+    if state.written:
+        lines.append("results: " + ", ".join(_shown(p, cwd) for p in state.written))
+    return lines
+
+
+def _shown(path: Path, cwd: Path) -> str:
+    try:
+        return path.resolve().relative_to(cwd.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+# -- reports: the report package's functions, or a minimal stand-in -------------------------
+
+_DIFF_KEYS = ("regressions", "fixed", "changed", "added", "removed")
+
+
+def diff_against_baseline(old: Results, new: Results, source: Path | None) -> dict[str, Any]:
+    """The ``baseline`` section of results.json: harness.report's diff when available."""
+    report = importlib.import_module("harness.report")
+    diff_results = getattr(report, "diff_results", None)
+    if diff_results is not None:
+        diff = diff_results(old, new, source=str(source) if source else None)
+        return diff.model_dump(mode="json") if hasattr(diff, "model_dump") else dict(diff)
+    return _minimal_diff(old, new, source)
+
+
+def _minimal_diff(old: Results, new: Results, source: Path | None) -> dict[str, Any]:
+    # Stand-in until harness.report exports diff_results: same top-level keys.
+    before = {s.id: s for s in old.scenarios}
+    after = {s.id: s for s in new.scenarios}
+    fields = ("status", "termination", "iterations", "llm_calls")
+    diff: dict[str, Any] = {"source": str(source) if source else None}
+    diff.update({k: [] for k in _DIFF_KEYS})
+    for sid in sorted(before.keys() | after.keys()):
+        was, now = before.get(sid), after.get(sid)
+        if was is None or now is None:
+            ref = now or was
+            diff["added" if was is None else "removed"].append(
+                {"id": sid, "status": ref.status, "termination": ref.termination.value}  # type: ignore[union-attr]
+            )
+            continue
+        change = {"old_status": was.status, "new_status": now.status, "id": sid}
+        if was.status == "passed" and now.status != "passed":
+            diff["regressions"].append(change)
+        elif was.status != "passed" and now.status == "passed":
+            diff["fixed"].append(change)
+        old_traj = [c.name for c in was.tool_calls]
+        new_traj = [c.name for c in now.tool_calls]
+        changed = {
+            f: {"old": getattr(was, f), "new": getattr(now, f)}
+            for f in fields
+            if getattr(was, f) != getattr(now, f)
+        }
+        if old_traj != new_traj:
+            changed["tool_calls"] = {"old": old_traj, "new": new_traj}
+        if was.final != now.final:
+            changed["final"] = {
+                "old": was.final.model_dump(mode="json"),
+                "new": now.final.model_dump(mode="json"),
+            }
+        if changed:
+            diff["changed"].append({"id": sid, **json.loads(json.dumps(changed, default=str))})
+    return diff
+
+
+def write_html_report(path: Path, results: Results) -> None:
+    """Write the HTML report: harness.report's when available, else a minimal page."""
+    report = importlib.import_module("harness.report")
+    write_html = getattr(report, "write_html", None)
+    if write_html is not None:
+        write_html(path, results)
+        return
+    from harness.results import atomic_write
+
+    atomic_write(path, _minimal_html(results))
+
+
+def _minimal_html(results: Results) -> str:
+    rows = "\n".join(
+        f"<tr><td>{html.escape(s.id)}</td><td>{html.escape(s.status)}</td>"
+        f"<td>{html.escape(s.termination.value)}</td><td>{s.iterations}</td></tr>"
+        for s in results.scenarios
+    )
+    counts = ", ".join(f"{n} {html.escape(k)}" for k, n in results.summary.by_status.items())
+    return (
+        "<!doctype html>\n<html><head><meta charset='utf-8'>"
+        "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'\">"
+        "<title>harness report</title></head><body>\n"
+        f"<h1>harness report</h1><p>{results.summary.total} scenarios: {counts}</p>\n"
+        "<table><tr><th>id</th><th>status</th><th>termination</th><th>iterations</th></tr>\n"
+        f"{rows}\n</table></body></html>\n"
+    )
+
+
+# -- failure text --------------------------------------------------------------------------
+
+
+def _value(value: Any, limit: int | None) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
+    if limit is not None and len(text) > limit:
+        return f"{text[:limit]}… ({len(text) - limit} more characters; -v shows all)"
+    return text
+
+
+def format_failure(result: ScenarioResult, *, verbose: bool = False) -> str:
+    """Why a scenario did not pass: each unmet expectation, then a compact trajectory."""
+    limit = None if verbose else 300
+    lines: list[str] = []
+    if result.status == "error":
+        lines.append(f"scenario {result.name!r} ended in error (a scenario or harness bug)")
+        error = result.final.error or {}
+        kind = error.get("exception") or error.get("type") or "error"
+        lines.append(f"  {kind}: {error.get('message', '')}")
+    failed = result.failed_expectations
+    if failed:
+        lines.append(
+            f"scenario {result.name!r}: {len(failed)} of {len(result.expectations)} "
+            "expectation(s) not met"
+        )
+        for e in failed:
+            lines.append(f"  expect.{e.path}")
+            lines.append(f"    expected: {_value(e.expected, limit)}")
+            lines.append(f"    actual:   {_value(e.actual, limit)}")
+    lines.append(
+        f"trajectory ({result.planner or 'planner'}, {result.iterations} iteration(s), "
+        f"{result.llm_calls} LLM call(s)):"
+    )
+    lines.extend("  " + line for line in trajectory_lines(result, verbose=verbose))
+    return "\n".join(lines)
+
+
+def _call_text(call: Any, limit: int | None) -> str:
+    args = ", ".join(
+        f"{k}={json.dumps(v, ensure_ascii=False, default=str)}" for k, v in call.arguments.items()
+    )
+    if limit is not None and len(args) > limit:
+        args = args[:limit] + "…"
+    status = "" if call.status == "ok" else f" [{call.status}]"
+    return f"{call.name}({args}){status}"
+
+
+def trajectory_lines(result: ScenarioResult, *, verbose: bool = False) -> list[str]:
+    """One line per iteration: ``N  llm#k -> tools asked; ran: calls`` and the ending."""
+    limit = None if verbose else 60
+    rows: dict[int, list[str]] = {}
+    answered: set[int] = set()
+    for event in result.events:
+        kind, it = event.get("event"), int(event.get("iteration") or 0)
+        if kind == "llm_response":
+            answered.add(event.get("call"))
+            names = event.get("tool_calls") or []
+            text = f"llm#{event.get('call')} -> " + (", ".join(names) if names else "text")
+            if event.get("finish_reason") == "length":
+                text += " (truncated)"
+            rows.setdefault(it, []).append(text)
+        elif kind == "llm_request":
+            rows.setdefault(it, []).append(f"llm#{event.get('call')} -> ?")
+    for it, parts in rows.items():
+        # A request without a response failed: the run's ending says how.
+        rows[it] = [p.replace(" -> ?", " -> failed") for p in parts if not _superseded(p, parts)]
+    by_iteration: dict[int, list[Any]] = {}
+    for call in result.tool_calls:
+        by_iteration.setdefault(call.iteration, []).append(call)
+    for it, calls in by_iteration.items():
+        label = "ran" if len(calls) == 1 else "ran in parallel" if _parallel(calls) else "ran"
+        rows.setdefault(it, []).append(
+            f"{label}: " + ", ".join(_call_text(c, limit) for c in calls)
+        )
+    lines = []
+    last = max(result.iterations, max(rows, default=0))
+    for it in range(1, last + 1):
+        parts = rows.get(it)
+        if parts:
+            lines.append(f"{it:>3}  " + "; ".join(parts))
+        elif it < last:
+            lines.append(f"{it:>3}  (planner step, no LLM call or tool)")
+    lines.append(f"  => {_ending(result, limit)}")
+    if not verbose and len(lines) > 24:
+        hidden = len(lines) - 20
+        lines = [*lines[:10], f"  ... {hidden} more iteration(s); -v shows all ...", *lines[-10:]]
+    return lines
+
+
+def _superseded(part: str, parts: list[str]) -> bool:
+    # "llm#2 -> ?" is dropped when "llm#2 -> <reply>" is in the same iteration.
+    if not part.endswith(" -> ?"):
+        return False
+    head = part[: -len("?")]
+    return any(p.startswith(head) and p != part for p in parts)
+
+
+def _parallel(calls: list[Any]) -> bool:
+    return len({c.group for c in calls}) == 1 and len(calls) > 1
+
+
+def _ending(result: ScenarioResult, limit: int | None) -> str:
+    final = result.final
+    text = result.termination.value
+    if final.error:
+        error = final.error
+        message = error.get("message") or error.get("type") or ""
+        return f"{text}: {_value(message, limit)}"
+    if final.content:
+        return f"{text}: {_value(final.content, limit)}"
+    if final.data:
+        return f"{text}: data {_value(final.data, limit)}"
+    return text
+
+
+# -- the `harness` fixture -----------------------------------------------------------------
+
+
+class HarnessFixture:
+    """Run scenarios and build agents from a hand-written test (the ``harness`` fixture)."""
+
+    def __init__(self, request: pytest.FixtureRequest) -> None:
+        self._request = request
+        self._registered: list[Any] = []
+        state = get_state(request.config)
+        self.record_mode = state.record_mode if state else "none"
+        self.disable_recording = state.disable_recording if state else False
+
+    def path(self, path: str | Path) -> Path:
+        """A scenario path: as given when it exists, else next to the test file."""
+        candidate = Path(path)
+        if candidate.is_absolute() or candidate.exists():
+            return candidate
+        beside = Path(self._request.path).parent / candidate
+        return beside if beside.exists() else candidate
+
+    def load(self, path: str | Path) -> Scenario:
+        """Load a scenario file (ScenarioError lists its problems)."""
+        from harness.scenario import load_scenario
+
+        return load_scenario(self.path(path))
+
+    def run(
+        self,
+        scenario: str | Path | Scenario,
+        *,
+        record_mode: str | None = None,
+        disable_recording: bool | None = None,
+        check: bool = True,
+    ) -> ScenarioResult:
+        """Run a scenario file or Scenario; fail the test unless it passed (or ``check=False``)."""
+        return self._finish(_run_sync(self._arun(scenario, record_mode, disable_recording)), check)
+
+    async def arun(
+        self,
+        scenario: str | Path | Scenario,
+        *,
+        record_mode: str | None = None,
+        disable_recording: bool | None = None,
+        check: bool = True,
+    ) -> ScenarioResult:
+        """``run`` for async tests."""
+        return self._finish(await self._arun(scenario, record_mode, disable_recording), check)
+
+    async def _arun(
+        self, scenario: Any, record_mode: str | None, disable_recording: bool | None
+    ) -> ScenarioResult:
+        from harness.scenario import Scenario, arun_scenario
+
+        if not isinstance(scenario, Scenario):
+            scenario = self.load(scenario)
+        return await arun_scenario(
+            scenario,
+            record_mode or self.record_mode,
+            disable_recording=self.disable_recording
+            if disable_recording is None
+            else disable_recording,
+        )
+
+    def _finish(self, result: ScenarioResult, check: bool) -> ScenarioResult:
+        if check and result.status != "passed":
+            pytest.fail(format_failure(result), pytrace=False)
+        return result
+
+    def agent(self, llm: Any = None, tools: Any = (), **options: Any) -> Agent:
+        """An Agent; ``llm`` may be a list of script steps (a ScriptedLLM)."""
+        from harness.agent import Agent
+
+        return Agent([] if llm is None else llm, tools, **options)
+
+    def register(self, plugin: Any, name: str | None = None) -> Any:
+        """Register a harness plugin for this test only (unregistered at teardown)."""
+        from harness.plugins import get_plugins
+
+        get_plugins().register(plugin, name)
+        self._registered.append(plugin)
+        return plugin
+
+    def _teardown(self) -> None:
+        from harness.plugins import get_plugins
+
+        plugins = get_plugins()
+        for plugin in reversed(self._registered):
+            with contextlib.suppress(ValueError, KeyError):
+                plugins.unregister(plugin)
+        self._registered.clear()
+
+
+def _run_sync(coro: Any) -> Any:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    coro.close()
+    from harness.errors import HarnessError
+
+    raise HarnessError("harness.run() was called inside a running event loop; await harness.arun()")
+
+
+@pytest.fixture
+def harness(request: pytest.FixtureRequest) -> Any:
+    """Run scenario files or Scenario objects and build agents in a hand-written test."""
+    fixture = HarnessFixture(request)
+    yield fixture
+    fixture._teardown()

@@ -1,0 +1,390 @@
+"""The ``harness`` command: run (through pytest), record, validate, schema, plugins.
+
+``harness run`` is started as a real process (``python -m harness.cli``) in a
+throw-away project, as a user starts it; the commands that do not run pytest are
+called in-process.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+
+import pytest
+
+from harness import cli
+from harness.results import Results
+
+# pytest-benchmark (when installed) warns in every in-process session inside an xdist worker.
+pytestmark = pytest.mark.filterwarnings("ignore:Benchmarks are automatically disabled")
+
+PASSING = """\
+name: greet
+tags: [smoke]
+input: What's the weather in SF?
+tools:
+  get_weather:
+    parameters: {city: str}
+    returns: "72F in {{ args.city }}"
+llm:
+  script:
+    - tool_calls: [{get_weather: {city: SF}}]
+    - content: It is 72F in SF.
+expect:
+  final: {contains: 72F}
+"""
+
+FAILING = (
+    PASSING.replace("name: greet", "name: wrong")
+    .replace("contains: 72F", "contains: rain")
+    .replace("[smoke]", "[nightly]")
+)
+ERRORING = PASSING.replace("name: greet", "name: broken").replace("args.city", "args.cty.x")
+BAD = "input: hi\nagent: {max_iteration: 3}\n"
+
+PROBE_LLM = """\
+from harness import hookimpl
+from harness.llm import ScriptedLLM
+
+
+@hookimpl
+def harness_register_llms(register):
+    # Answers with the record mode the scenario runs under.
+    register("probe", lambda config: ScriptedLLM([{"content": config.context.record_mode}]))
+"""
+
+PROBE_SCENARIO = "input: hi\nllm: {provider: probe}\nexpect: {final: {equals: %s}}\n"
+
+
+@pytest.fixture
+def project(pytester):
+    """An empty project: a pyproject.toml and a scenarios/ folder."""
+    (pytester.path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (pytester.path / "scenarios").mkdir()
+    return pytester
+
+
+def add(pytester, name: str, text: str) -> None:
+    path = pytester.path / "scenarios" / f"{name}.scenario.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def harness(pytester, *args: str) -> pytest.RunResult:
+    """``harness ARGS`` in a process of its own, as a user starts it."""
+    return pytester.run(sys.executable, "-m", "harness.cli", *args, timeout=300)
+
+
+def output(result: pytest.RunResult) -> str:
+    return result.stdout.str() + "\n" + result.stderr.str()
+
+
+@pytest.fixture
+def run(project, monkeypatch, capsys):
+    """``harness ARGS`` in this process (pytest.main in-process, as the CLI does).
+
+    Much faster than a process per call; returns (exit status, stdout, stderr).
+    """
+    monkeypatch.chdir(project.path)
+    monkeypatch.syspath_prepend(str(project.path))
+
+    def call(*args: str) -> tuple[int, str, str]:
+        status = cli.main(list(args))
+        captured = capsys.readouterr()
+        return status, captured.out, captured.err
+
+    return call
+
+
+@pytest.fixture(autouse=True)
+def fresh_plugins():
+    """Each test discovers harness plugins in its own project, and leaves none behind.
+
+    The plugin manager is process-wide and found from the current directory: one
+    discovered in a throw-away project must not serve the tests that run next.
+    """
+    from harness import plugins
+
+    plugins.reset()
+    yield
+    plugins.reset()
+
+
+# -- harness run: exit statuses --------------------------------------------------------------
+
+
+def test_run_passes_and_writes_reports_in_the_project(project):
+    add(project, "greet", PASSING)
+    result = harness(project, "run")  # no PATHS: the project's scenarios/
+    assert result.ret == 0, output(result)
+    result.stdout.fnmatch_lines(
+        [
+            "scenarios/greet.scenario.yaml .*",
+            "*harness summary*",
+            "scenarios: 1 (1 passed)*",
+            "terminations: completed 1",
+            "slowest:",
+            "*scenarios/greet.scenario.yaml::greet",
+            "results: reports/results.json, reports/report.html",
+        ]
+    )
+    data = Results.load(project.path / "reports/results.json")
+    assert [s.id for s in data.scenarios] == ["scenarios/greet.scenario.yaml::greet"]
+    assert (project.path / "reports/report.html").read_text().startswith("<!")
+
+
+def test_run_from_a_subfolder_writes_the_same_reports(project, run, monkeypatch):
+    add(project, "greet", PASSING)
+    monkeypatch.chdir(project.path / "scenarios")
+    status, out, _ = run("run", ".")
+    assert status == 0, out
+    data = Results.load(project.path / "reports/results.json")
+    assert [s.id for s in data.scenarios] == ["scenarios/greet.scenario.yaml::greet"]
+
+
+def test_run_exits_1_when_a_scenario_fails_or_errors(project, run):
+    add(project, "greet", PASSING)
+    add(project, "wrong", FAILING)
+    status, out, _ = run("run", "scenarios")
+    assert status == 1
+    assert "expect.final.contains" in out and "scenarios: 2 (1 failed, 1 passed)" in out
+    add(project, "wrong", PASSING.replace("greet", "wrong"))
+    add(project, "broken", ERRORING)
+    status, out, _ = run("run", "scenarios")
+    assert status == 1
+    assert "2 passed, 1 error" in out
+
+
+def test_run_exits_2_on_a_bad_scenario_file(project, run):
+    add(project, "greet", PASSING)
+    add(project, "bad", BAD)
+    status, out, err = run("run")
+    assert status == 2
+    assert out.count("scenarios/bad.scenario.yaml:2: agent.max_iteration: unknown key") == 1
+    assert "Traceback" not in out + err
+
+
+def test_run_exits_2_on_a_bad_scenario_file_under_xdist(project):
+    add(project, "greet", PASSING)
+    add(project, "bad", BAD)
+    result = harness(project, "run", "-n", "2")
+    assert result.ret == 2
+    text = output(result)
+    assert text.count("scenarios/bad.scenario.yaml:2: agent.max_iteration: unknown key") == 1
+    assert "Traceback" not in text
+
+
+def test_run_exits_5_when_nothing_is_selected(project, run):
+    add(project, "greet", PASSING)
+    assert run("run", "-k", "no_such_name")[0] == 5
+    assert run("run", "-m", "nightly")[0] == 5
+    assert not (project.path / "reports/results.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "--frobnicate"], "unrecognized arguments: --frobnicate; pytest options go after"),
+        (["run", "-n", "many"], "expected a number of workers or 'auto'"),
+        (["run", "--record-mode", "sometimes"], "invalid choice: 'sometimes'"),
+        (["run", "missing/"], "no such file or folder: missing/"),
+        (["run", "--baseline", "nope.json"], "--baseline nope.json: no such file"),
+        (["run", "--fail-on-change"], "--fail-on-change needs a baseline"),
+        (["run", "-p", "no_such_plugin_module"], "no_such_plugin_module"),
+        (["run", "--", "--no-such-pytest-flag"], "unrecognized arguments: --no-such-pytest-flag"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+    ],
+)
+def test_bad_flags_exit_2_with_a_message(project, run, args, message):
+    add(project, "greet", PASSING)
+    status, out, err = run(*args)
+    assert status == 2, out + err
+    assert message in out + err
+    assert "Traceback" not in out + err
+
+
+def test_a_report_that_cannot_be_written_exits_3(project, run):
+    add(project, "greet", PASSING)
+    (project.path / "blocker").write_text("a file, not a folder")
+    status, out, _ = run("run", "--json", "blocker/results.json")
+    assert status == 3
+    assert "report error: blocker/results.json not written" in out
+
+
+def test_paths_k_m_and_pytest_args_are_passed_on(project, run):
+    add(project, "greet", PASSING)
+    add(project, "other/wrong", FAILING)
+    (project.path / "scenarios" / "test_python.py").write_text("def test_x():\n    assert 0\n")
+    # A folder's Python tests are not scenarios: they do not run.
+    status, out, _ = run("run", "-m", "smoke", "--", "-q")
+    assert status == 0, out
+    assert "1 passed, 1 deselected" in out
+    status, out, _ = run("run", "scenarios/other", "-k", "wrong", "--", "--maxfail=1")
+    assert status == 1 and "1 failed" in out
+    status, out, _ = run("run", "--json", "out/r.json", "--html", "out/r.html")
+    assert status == 1
+    assert (project.path / "out/r.json").is_file() and (project.path / "out/r.html").is_file()
+
+
+# -- harness run: plugins, record mode, xdist --------------------------------------------------
+
+
+def test_record_runs_with_record_mode_once_and_p_loads_plugins(project, run):
+    project.makepyfile(probe_llm=PROBE_LLM)
+    add(project, "probe", PROBE_SCENARIO % "once")
+    assert run("record", "-p", "probe_llm")[0] == 0
+    status, out, _ = run("run", "-p", "probe_llm")
+    assert status == 1  # run's default record mode is none
+    assert 'actual:   "none"' in out
+    add(project, "probe", PROBE_SCENARIO % "new_episodes")
+    assert run("run", "-p", "probe_llm", "--record-mode", "new_episodes")[0] == 0
+
+
+def test_p_plugins_reach_xdist_workers_and_results_match_a_serial_run(project):
+    project.makepyfile(probe_llm=PROBE_LLM)
+    for i in range(4):
+        add(project, f"probe{i}", PROBE_SCENARIO % "none")
+        add(project, f"greet{i}", PASSING.replace("greet", f"greet{i}"))
+    add(project, "wrong", FAILING)
+    serial = harness(project, "run", "-p", "probe_llm", "--json", "serial.json")
+    parallel = harness(project, "run", "-p", "probe_llm", "-n", "2", "--json", "parallel.json")
+    assert serial.ret == parallel.ret == 1, output(parallel)
+
+    def stable(name):
+        data = json.loads((project.path / name).read_text())
+        data.pop("meta")
+        for s in data["scenarios"]:
+            s.pop("wall_time")
+        return data
+
+    assert stable("serial.json") == stable("parallel.json")
+    assert stable("serial.json")["summary"]["by_status"] == {"failed": 1, "passed": 8}
+
+
+# -- baseline ------------------------------------------------------------------------------------
+
+
+def test_baseline_update_compare_and_fail_on_change(project, run):
+    add(project, "greet", PASSING)
+    add(project, "other", PASSING.replace("greet", "other"))
+    status, out, _ = run("run", "--update-baseline")
+    assert status == 0, out
+    assert "baseline updated: reports/baseline.json" in out
+    baseline = project.path / "reports/baseline.json"
+    assert len(Results.load(baseline).scenarios) == 2
+
+    # reports/baseline.json is used when it exists; an unchanged suite diffs empty.
+    status, out, _ = run("run", "--fail-on-change")
+    assert status == 0, out
+    assert "baseline reports/baseline.json: 0 regressions, 0 fixed, 0 changed" in out
+
+    # A changed final answer is a change, not a regression: exit 1 only on request.
+    add(project, "greet", PASSING.replace("It is 72F in SF.", "It is 72F in SF today."))
+    assert run("run")[0] == 0
+    status, _, err = run("run", "--fail-on-change")
+    assert status == 1
+    assert "--fail-on-change: 0 regression(s), 1 changed" in err
+    diff = json.loads((project.path / "reports/results.json").read_text())["baseline"]
+    assert [c["id"] for c in diff["changed"]] == ["scenarios/greet.scenario.yaml::greet"]
+
+    # Updating from a narrowed run keeps the entries of the scenarios it did not run.
+    assert run("run", "-k", "greet", "--update-baseline")[0] == 0
+    entries = {s.id: s for s in Results.load(baseline).scenarios}
+    assert sorted(entries) == [
+        "scenarios/greet.scenario.yaml::greet",
+        "scenarios/other.scenario.yaml::other",
+    ]
+    assert entries["scenarios/greet.scenario.yaml::greet"].final.content.endswith("today.")
+    # ... and drops those whose file is gone.
+    (project.path / "scenarios/other.scenario.yaml").unlink()
+    assert run("run", "--update-baseline")[0] == 0
+    assert [s.name for s in Results.load(baseline).scenarios] == ["greet"]
+
+
+# -- validate, schema, plugins, version, delegates ------------------------------------------------
+
+
+def test_validate_files_and_folders(project, run, capsys):
+    add(project, "greet", PASSING)
+    add(project, "sub/wrong", FAILING)
+    assert cli.main(["validate", "scenarios"]) == 0
+    assert capsys.readouterr().out.strip() == "2 scenario(s) OK"
+    add(project, "bad", BAD)
+    assert cli.main(["validate", "scenarios"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == [
+        "scenarios/bad.scenario.yaml:2: agent.max_iteration: unknown key 'max_iteration' "
+        "(did you mean 'max_iterations'?)"
+    ]
+    assert "1 of 3 scenario file(s) invalid" in captured.err
+    assert cli.main(["validate", "scenarios/greet.scenario.yaml"]) == 0
+    assert cli.main(["validate", "nowhere"]) == 2
+    assert "no such file or folder: nowhere" in capsys.readouterr().err
+    (project.path / "empty").mkdir()
+    assert cli.main(["validate", "empty"]) == 5
+
+
+def test_schema_prints_the_scenario_json_schema(capsys):
+    assert cli.main(["schema"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert {"name", "tags", "agent", "tools", "llm", "expect"} <= set(schema["properties"])
+    assert schema["additionalProperties"] is False
+
+
+def test_plugins_lists_hooks_and_registrations(project, capsys, monkeypatch):
+    monkeypatch.chdir(project.path)
+    project.makepyfile(probe_llm=PROBE_LLM)
+    monkeypatch.syspath_prepend(str(project.path))
+    from harness import plugins
+
+    plugins.reset()
+    try:
+        assert cli.main(["plugins", "-p", "probe_llm"]) == 0
+        text = capsys.readouterr().out
+        assert "harness.planners.react  (built-in)" in text
+        assert "  planners: react" in text
+        assert (
+            "probe_llm  (-p / --harness-plugin)\n  hooks: harness_register_llms\n  llms: probe"
+            in text
+        )
+        assert cli.main(["plugins", "--json", "-p", "probe_llm"]) == 0
+        rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+        assert rows["probe_llm"]["registered"] == {"llms": ["probe"]}
+        assert rows["harness.stagnation"]["hooks"] == ["harness_action_signature"]
+    finally:
+        plugins.reset()
+
+
+def test_version_and_help(capsys):
+    from harness import __version__
+
+    assert cli.main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"harness {__version__}"
+    assert cli.main([]) == 2
+    assert "run" in capsys.readouterr().err
+    assert cli.main(["run", "--help"]) == 0
+    assert "--update-baseline" in capsys.readouterr().out
+
+
+def test_delegated_commands_reach_their_functions_or_say_not_available(capsys, monkeypatch):
+    assert cli.main(["report", "--help"]) == 0
+    assert "RESULTS" in capsys.readouterr().out
+    monkeypatch.setitem(cli._DELEGATES, "freeze", ("harness.no_such_module", "freeze_main", ""))
+    assert cli.main(["freeze", "x.yaml"]) == 2
+    assert "harness freeze: not available yet" in capsys.readouterr().err
+
+
+def test_the_console_script_is_installed(pytester):
+    script = shutil.which("harness")
+    if script is None:
+        pytest.skip("the harness console script is not on PATH (package not installed)")
+    result = pytester.run(script, "--version")
+    assert result.ret == 0 and result.stdout.str().startswith("harness ")
+
+
+def test_main_returns_the_status_instead_of_exiting(project, run):
+    add(project, "greet", PASSING)
+    status, _, _ = run("run", "--json", "r.json", "--html", "r.html")
+    assert status == 0
+    assert json.loads((project.path / "r.json").read_text())["summary"]["total"] == 1
