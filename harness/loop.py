@@ -158,7 +158,8 @@ class Run:
         self._answer_unanswered()
         self.llm_calls += 1
         request = LLMRequest(self.conversation, self._tool_list, options, self.llm_calls)
-        self.emit("llm_request", call=self.llm_calls)
+        # Simulated times (never wall-clock) place LLM calls on the report's timeline.
+        self.emit("llm_request", call=self.llm_calls, sim=self.sim_time)
         if self.observed.llm_request:
             self.hook.harness_llm_request(run=self, request=request)
         response: LLMResponse = await self.llm.complete(request)
@@ -174,6 +175,7 @@ class Run:
             call=self.llm_calls,
             tool_calls=[c.name for c in message.tool_calls],
             finish_reason=message.finish_reason,
+            sim=self.sim_time,
         )
         if self.observed.llm_response:
             self.hook.harness_llm_response(run=self, response=response)
