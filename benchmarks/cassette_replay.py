@@ -14,7 +14,8 @@ Then replays each cassette offline, several times, and reports per interaction:
   of the API, and is not harness's);
 
 and, separately, the time to load the cassette file, which grows with the square
-of the number of rounds because each stored request holds the whole history.
+of the number of rounds because each stored request holds the whole history. For
+contrast it also times vcrpy's own lookup, which scans every stored interaction.
 
     python benchmarks/cassette_replay.py [--runs 5] [--sizes 100 400] [--keep DIR]
     python -m benchmarks cassette_replay
@@ -124,6 +125,32 @@ def replay(cassette: Path, rounds: int) -> dict[str, float]:
     }
 
 
+def vcrpy_scan(cassette: Path) -> float:
+    """Seconds per interaction for vcrpy's own lookup (no index) over the same cassette.
+
+    vcrpy's Cassette, matching on method and path only (the cheapest matchers, so the
+    figure is a floor), asked for each recorded request in order, as the stub asks:
+    ``can_play_response_for`` then ``play_response``. Both scan every interaction.
+    """
+    from vcr.cassette import Cassette
+    from vcr.matchers import method, path
+    from vcr.request import Request
+
+    from harness.llm.cassettes import load_cassette_file
+
+    plain = Cassette(str(cassette), match_on=(method, path), record_mode="none")
+    for item in load_cassette_file(cassette):
+        plain.data.append((Request._from_dict(item.request), item.response))
+    plain.rewound = True
+    requests = [request for request, _ in plain.data]
+    gc.collect()
+    started = time.perf_counter()
+    for request in requests:
+        assert plain.can_play_response_for(request)
+        plain.play_response(request)
+    return (time.perf_counter() - started) / len(requests)
+
+
 def _us(seconds: float) -> str:
     return f"{seconds * 1e6:.1f} µs"
 
@@ -141,11 +168,13 @@ def main() -> int:
         folder = args.keep or Path(scratch)
         folder.mkdir(parents=True, exist_ok=True)
         cassettes = {n: record(n, folder) for n in args.sizes}
+        replay(cassettes[args.sizes[0]], args.sizes[0])  # warm-up: imports, first client
         runs: dict[int, list[dict[str, float]]] = {n: [] for n in args.sizes}
         for _ in range(args.runs):  # sizes take turns, so load bursts hit both alike
             for n in args.sizes:
                 runs[n].append(replay(cassettes[n], n))
         sizes_mb = {n: cassettes[n].stat().st_size / 1e6 for n in args.sizes}
+        scans = {n: vcrpy_scan(cassettes[n]) for n in args.sizes}
 
     medians = {
         n: {key: statistics.median(r[key] for r in runs[n]) for key in runs[n][0]}
@@ -162,6 +191,8 @@ def main() -> int:
     for label, key in rows:
         a, b = medians[small][key], medians[big][key]
         print(f"{label:<34}{_us(a):>12}{_us(b):>12}{b / a:>7.2f}x")
+    a, b = scans[small], scans[big]
+    print(f"{'for contrast: vcrpy scan, no index':<34}{_us(a):>12}{_us(b):>12}{b / a:>7.2f}x")
     print(f"{'cassette load (whole file)':<34}", end="")
     print(f"{medians[small]['load'] * 1e3:>9.0f} ms{medians[big]['load'] * 1e3:>9.0f} ms", end="")
     print(f"{medians[big]['load'] / medians[small]['load']:>7.2f}x")

@@ -225,15 +225,18 @@ class OpenAILLM:
     ) -> LLMError:
         """An SDK, HTTP or cassette failure as the run's llm_error."""
         import openai
-        from vcr.errors import CannotOverwriteExistingCassetteException
 
         from harness.llm.cassettes.scrub import Scrubber
 
-        cause: BaseException | None = exc
-        while cause is not None:
-            if isinstance(cause, CannotOverwriteExistingCassetteException) and session is not None:
-                return session.miss_error(cause, request.call)
-            cause = cause.__cause__ or cause.__context__
+        if session is not None:
+            # vcrpy raises a miss from inside the transport; the SDK lets it through.
+            from vcr.errors import CannotOverwriteExistingCassetteException
+
+            cause: BaseException | None = exc
+            while cause is not None:
+                if isinstance(cause, CannotOverwriteExistingCassetteException):
+                    return session.miss_error(cause, request.call)
+                cause = cause.__cause__ or cause.__context__
         scrub = Scrubber().text
         if isinstance(exc, openai.APIStatusError):
             body = exc.body

@@ -28,7 +28,7 @@ from harness.llm.cassettes.format import (
     ReadablePersister,
     ReadableSerializer,
     _no_gc,
-    load_cassette_file,
+    load_cassette_text,
 )
 from harness.llm.cassettes.matching import BodyKeyer, body_diff, parse_json_body
 from harness.llm.cassettes.scrub import Scrubber
@@ -189,11 +189,14 @@ class IndexedCassette(Cassette):
         if self.skip_load:
             return
         path = Path(self._path)
-        if not path.is_file() or not path.read_bytes().strip():
+        if not path.is_file():
             return
         started = time.perf_counter()
+        text = path.read_text(encoding="utf-8")
+        if not text.strip():  # vcrpy's rule: an empty file is a cassette still to record
+            return
         with _no_gc():
-            self._add_loaded(load_cassette_file(path))
+            self._add_loaded(load_cassette_text(text))
         self._loaded_count = len(self.data)
         self.dirty = False
         self.rewound = True
