@@ -205,8 +205,9 @@ def test_stopping_the_server_wakes_held_responses():
         with client(url, max_retries=0, timeout=0.2) as sdk, pytest.raises(openai.APITimeoutError):
             sdk.chat.completions.create(model="m", messages=[USER])
         started = time.monotonic()
-    # The held handler is still waiting when the server stops; it must not wait 60 s.
-    assert time.monotonic() - started < 10
+    # The held handler is still waiting when the server stops: it is woken at once,
+    # well before uvicorn's 5 s grace period would cancel it (let alone max_delay).
+    assert time.monotonic() - started < 4
 
 
 def test_script_exhausted_is_a_client_error():

@@ -291,9 +291,9 @@ class OpenAILLM:
             if getattr(call, "function", None) is not None
         ]
         finish = choice.finish_reason or ("tool_calls" if calls else "stop")
-        reply = AssistantMessage(
-            content=message.content or None, tool_calls=calls, finish_reason=finish
-        )
+        # A refusal is the model's answer too, in its own field.
+        content = message.content or getattr(message, "refusal", None) or None
+        reply = AssistantMessage(content=content, tool_calls=calls, finish_reason=finish)
         return reply, _usage(response.usage)
 
     # -- Responses API -------------------------------------------------------------------
@@ -406,6 +406,8 @@ async def _accumulate_chat_stream(stream: Any, call: int) -> tuple[AssistantMess
             if delta is not None:
                 if delta.content:
                     parts.append(delta.content)
+                elif getattr(delta, "refusal", None):
+                    parts.append(delta.refusal)
                 for tc in delta.tool_calls or []:
                     slot = calls.setdefault(tc.index, {"id": None, "name": "", "arguments": []})
                     if tc.id and not slot["id"]:
