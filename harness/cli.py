@@ -234,7 +234,8 @@ def _run(options: argparse.Namespace, extra: list[str]) -> int:
     if not paths:
         default = root / "scenarios"
         paths = [_shown(default) if default.is_dir() else "."]
-    missing = [p for p in paths if not Path(p).exists()]
+    # A node id (path::name) names a file too.
+    missing = [p for p in paths if not Path(p.split("::", 1)[0]).exists()]
     if missing:
         raise UsageError(f"no such file or folder: {', '.join(missing)}")
 

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import html
-import importlib
 import json
 import os
 import shlex
@@ -547,87 +545,31 @@ def _shown(path: Path, cwd: Path) -> str:
         return str(path)
 
 
-# -- reports: the report package's functions, or a minimal stand-in -------------------------
+# -- reports -------------------------------------------------------------------------------
 
 _DIFF_KEYS = ("regressions", "fixed", "changed", "added", "removed")
 
 
 def diff_against_baseline(old: Results, new: Results, source: Path | None) -> dict[str, Any]:
-    """The ``baseline`` section of results.json: harness.report's diff when available."""
-    report = importlib.import_module("harness.report")
-    diff_results = getattr(report, "diff_results", None)
-    if diff_results is not None:
-        diff = diff_results(old, new, source=str(source) if source else None)
-        return diff.model_dump(mode="json") if hasattr(diff, "model_dump") else dict(diff)
-    return _minimal_diff(old, new, source)
+    """The ``baseline`` section of results.json (harness.report's diff)."""
+    from harness.plugins import project_root
+    from harness.report import diff_results
 
-
-def _minimal_diff(old: Results, new: Results, source: Path | None) -> dict[str, Any]:
-    # Stand-in until harness.report exports diff_results: same top-level keys.
-    before = {s.id: s for s in old.scenarios}
-    after = {s.id: s for s in new.scenarios}
-    fields = ("status", "termination", "iterations", "llm_calls")
-    diff: dict[str, Any] = {"source": str(source) if source else None}
-    diff.update({k: [] for k in _DIFF_KEYS})
-    for sid in sorted(before.keys() | after.keys()):
-        was, now = before.get(sid), after.get(sid)
-        if was is None or now is None:
-            ref = now or was
-            diff["added" if was is None else "removed"].append(
-                {"id": sid, "status": ref.status, "termination": ref.termination.value}  # type: ignore[union-attr]
-            )
-            continue
-        change = {"old_status": was.status, "new_status": now.status, "id": sid}
-        if was.status == "passed" and now.status != "passed":
-            diff["regressions"].append(change)
-        elif was.status != "passed" and now.status == "passed":
-            diff["fixed"].append(change)
-        old_traj = [c.name for c in was.tool_calls]
-        new_traj = [c.name for c in now.tool_calls]
-        changed = {
-            f: {"old": getattr(was, f), "new": getattr(now, f)}
-            for f in fields
-            if getattr(was, f) != getattr(now, f)
-        }
-        if old_traj != new_traj:
-            changed["tool_calls"] = {"old": old_traj, "new": new_traj}
-        if was.final != now.final:
-            changed["final"] = {
-                "old": was.final.model_dump(mode="json"),
-                "new": now.final.model_dump(mode="json"),
-            }
-        if changed:
-            diff["changed"].append({"id": sid, **json.loads(json.dumps(changed, default=str))})
-    return diff
+    name = None
+    if source is not None:
+        # Relative to the project root: results must not depend on the checkout's location.
+        try:
+            name = source.resolve().relative_to(project_root()).as_posix()
+        except ValueError:
+            name = str(source)
+    return diff_results(old, new, source=name).to_json_dict()
 
 
 def write_html_report(path: Path, results: Results) -> None:
-    """Write the HTML report: harness.report's when available, else a minimal page."""
-    report = importlib.import_module("harness.report")
-    write_html = getattr(report, "write_html", None)
-    if write_html is not None:
-        write_html(path, results)
-        return
-    from harness.results import atomic_write
+    """Write the HTML report (harness.report's, with the diff stored in ``results``)."""
+    from harness.report import write_html
 
-    atomic_write(path, _minimal_html(results))
-
-
-def _minimal_html(results: Results) -> str:
-    rows = "\n".join(
-        f"<tr><td>{html.escape(s.id)}</td><td>{html.escape(s.status)}</td>"
-        f"<td>{html.escape(s.termination.value)}</td><td>{s.iterations}</td></tr>"
-        for s in results.scenarios
-    )
-    counts = ", ".join(f"{n} {html.escape(k)}" for k, n in results.summary.by_status.items())
-    return (
-        "<!doctype html>\n<html><head><meta charset='utf-8'>"
-        "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'\">"
-        "<title>harness report</title></head><body>\n"
-        f"<h1>harness report</h1><p>{results.summary.total} scenarios: {counts}</p>\n"
-        "<table><tr><th>id</th><th>status</th><th>termination</th><th>iterations</th></tr>\n"
-        f"{rows}\n</table></body></html>\n"
-    )
+    write_html(path, results)
 
 
 # -- failure text --------------------------------------------------------------------------

@@ -222,6 +222,8 @@ def test_paths_k_m_and_pytest_args_are_passed_on(project, run):
     assert "1 passed, 1 deselected" in out
     status, out, _ = run("run", "scenarios/other", "-k", "wrong", "--", "--maxfail=1")
     assert status == 1 and "1 failed" in out
+    status, out, _ = run("run", "scenarios/greet.scenario.yaml::greet")  # a node id
+    assert status == 0 and "1 passed" in out
     status, out, _ = run("run", "--json", "out/r.json", "--html", "out/r.html")
     assert status == 1
     assert (project.path / "out/r.json").is_file() and (project.path / "out/r.html").is_file()
@@ -287,6 +289,7 @@ def test_baseline_update_compare_and_fail_on_change(project, run):
     assert "--fail-on-change: 0 regression(s), 1 changed" in err
     diff = json.loads((project.path / "reports/results.json").read_text())["baseline"]
     assert [c["id"] for c in diff["changed"]] == ["scenarios/greet.scenario.yaml::greet"]
+    assert diff["source"] == "reports/baseline.json"  # not where this checkout happens to be
 
     # Updating from a narrowed run keeps the entries of the scenarios it did not run.
     assert run("run", "-k", "greet", "--update-baseline")[0] == 0
