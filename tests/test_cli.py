@@ -8,6 +8,7 @@ called in-process.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 
@@ -153,7 +154,8 @@ def test_run_exits_1_when_a_scenario_fails_or_errors(project, run):
     add(project, "broken", ERRORING)
     status, out, _ = run("run", "scenarios")
     assert status == 1
-    assert "2 passed, 1 error" in out
+    # Leftover warnings of earlier in-process sessions may add ", N warnings".
+    assert re.search(r"\b2 passed, (\d+ warnings?, )?1 error\b", out), out
 
 
 def test_run_exits_2_on_a_bad_scenario_file(project, run):
@@ -219,7 +221,7 @@ def test_paths_k_m_and_pytest_args_are_passed_on(project, run):
     # A folder's Python tests are not scenarios: they do not run.
     status, out, _ = run("run", "-m", "smoke", "--", "-q")
     assert status == 0, out
-    assert "1 passed, 1 deselected" in out
+    assert re.search(r"\b1 passed, 1 deselected\b", out), out
     status, out, _ = run("run", "scenarios/other", "-k", "wrong", "--", "--maxfail=1")
     assert status == 1 and "1 failed" in out
     status, out, _ = run("run", "scenarios/greet.scenario.yaml::greet")  # a node id
