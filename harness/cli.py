@@ -122,6 +122,12 @@ def _parser() -> _Parser:
             action="store_true",
             help="exit 1 on any regression or change against the baseline",
         )
+        sub.add_argument(
+            "--all-pytest-plugins",
+            action="store_true",
+            help="load every installed pytest plugin, as plain pytest does (default: only "
+            "harness's, pytest-xdist's with -n, and those given after -- with -p)",
+        )
 
     sub = commands.add_parser("validate", help="check scenario files without running them")
     sub.add_argument("paths", nargs="+", metavar="PATHS", help="scenario files or folders")
@@ -273,13 +279,29 @@ def _run(options: argparse.Namespace, extra: list[str]) -> int:
         args += ["--record-mode", options.record_mode]
     if options.disable_recording:
         args.append("--disable-recording")
-    if not _plugin_autoloads():
-        # Running from a source tree without the entry point installed.
+    lean = not options.all_pytest_plugins
+    if lean or not _plugin_autoloads():
+        # (Without autoload, or from a source tree without the entry point installed.)
         args += ["-p", "harness.pytest_plugin"]
+    if lean and options.workers is not None:
+        args += ["-p", "xdist.plugin"]
     args += extra
 
     capture = _Capture()
-    code = int(pytest.main(args, plugins=[capture]))
+    # Scenario items need no third-party pytest plugins, and every autoloaded one is
+    # imported by the controller and by each xdist worker: on a 2-CPU machine with
+    # hypothesis, Faker, anyio and pytest-recording installed that doubled the run.
+    # The variable must be in the environment so that xdist workers see it too.
+    saved = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    if lean:
+        os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    try:
+        code = int(pytest.main(args, plugins=[capture]))
+    finally:
+        if saved is None:
+            os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+        else:
+            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = saved
     from harness.pytest_plugin import get_state
 
     state = get_state(capture.config) if capture.config is not None else None

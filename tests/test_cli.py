@@ -393,3 +393,21 @@ def test_main_returns_the_status_instead_of_exiting(project, run):
     status, _, _ = run("run", "--json", "r.json", "--html", "r.html")
     assert status == 0
     assert json.loads((project.path / "r.json").read_text())["summary"]["total"] == 1
+
+
+PLUGIN_PROBE = """\
+def pytest_configure(config):
+    # Which autoloaded third-party plugin is active (Faker's is always installed with harness).
+    print("faker-plugin-loaded:", config.pluginmanager.has_plugin("faker"))
+"""
+
+
+def test_run_loads_only_the_pytest_plugins_it_needs(project):
+    add(project, "greet", PASSING)
+    (project.path / "conftest.py").write_text(PLUGIN_PROBE)
+    lean = harness(project, "run", "scenarios", "-n", "2")
+    assert lean.ret == 0, output(lean)
+    assert "faker-plugin-loaded: False" in output(lean)
+    full = harness(project, "run", "scenarios", "--all-pytest-plugins")
+    assert full.ret == 0, output(full)
+    assert "faker-plugin-loaded: True" in output(full)
