@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable
 from typing import Any
 
@@ -14,6 +13,7 @@ from harness.llm.scripted import ScriptedLLM
 from harness.loop import AgentConfig, Run, answer_unanswered, execute
 from harness.messages import Conversation, SystemMessage, UserMessage
 from harness.plugins import get_plugins
+from harness.sync import run_sync
 from harness.tools import format_errors, toolset
 
 __all__ = ["Agent"]
@@ -88,22 +88,6 @@ class Agent:
 
     def run(self, input: str | None = None, conversation: Conversation | None = None) -> RunResult:
         """Synchronous ``arun``; inside a running event loop, use ``await agent.arun()``."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
-            raise HarnessError(
-                "Agent.run() was called inside a running event loop; use "
-                "`await agent.arun(...)` there instead"
-            )
-        # The result comes back through a box, not as the main task's result: on exit
-        # asyncio.run (seen on CPython 3.11) formats repr() of its SIGINT handler, holding
-        # the task and so the whole RunResult, twice (about 40% of a long run's time).
-        box: list[RunResult] = []
-
-        async def main() -> None:
-            box.append(await self.arun(input, conversation))
-
-        asyncio.run(main())
-        return box[0]
+        return run_sync(
+            self.arun(input, conversation), name="Agent.run()", instead="agent.arun(...)"
+        )

@@ -19,6 +19,7 @@ __all__ = [
     "arguments_model",
     "as_tool",
     "format_errors",
+    "schema_of",
     "tool",
     "toolset",
 ]
@@ -63,7 +64,7 @@ class Tool:
         self.name = name
         self.description = description
         self.model = model
-        self.parameters = parameters if parameters is not None else _schema_of(model)
+        self.parameters = parameters if parameters is not None else schema_of(model)
         self.strict = strict
         # An object with an async __call__ counts as async too.
         self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
@@ -154,7 +155,8 @@ def _strip_titles(node: Any, parent_key: str | None = None) -> Any:
     return node
 
 
-def _schema_of(model: type[BaseModel] | None) -> dict[str, Any]:
+def schema_of(model: type[BaseModel] | None) -> dict[str, Any]:
+    """The JSON schema sent to the model for an arguments model (titles dropped)."""
     if model is None:
         return {"type": "object", "properties": {}}
     schema = _strip_titles(model.model_json_schema())

@@ -10,27 +10,39 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Literal
 
 from faker import Faker
 
 from harness import hookimpl, simclock, tool
 
+_FAKE = Faker("en_US")
+_LOCK = threading.Lock()
 
-def _faker(tool_name: str, **arguments: Any) -> Faker:
+
+@contextmanager
+def _faker(tool_name: str, **arguments: Any) -> Iterator[Faker]:
+    """One Faker (building one loads every provider), seeded from the call itself.
+
+    Parallel calls of sync tools run in threads: the lock keeps each call's seed and
+    draws together.
+    """
     key = json.dumps([tool_name, arguments], sort_keys=True)
-    fake = Faker("en_US")
-    fake.seed_instance(int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big"))
-    return fake
+    with _LOCK:
+        _FAKE.seed_instance(int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big"))
+        yield _FAKE
 
 
 @tool
 def weather(city: str, unit: Literal["F", "C"] = "F") -> dict[str, Any]:
     """Current weather for a city."""
     simclock.sleep(0.2)  # what the real service costs, on the simulated clock
-    fake = _faker("weather", city=city, unit=unit)
-    temp = fake.random_int(50, 80) if unit == "F" else fake.random_int(10, 27)
-    sky = fake.random_element(["sunny", "cloudy", "foggy", "rainy"])
+    with _faker("weather", city=city, unit=unit) as fake:
+        temp = fake.random_int(50, 80) if unit == "F" else fake.random_int(10, 27)
+        sky = fake.random_element(["sunny", "cloudy", "foggy", "rainy"])
     return {"city": city, "temperature": temp, "unit": unit, "sky": sky}
 
 
@@ -40,16 +52,16 @@ def restaurants(location: str, cuisine: str | None = None, limit: int = 3) -> li
     if not 1 <= limit <= 10:
         raise ValueError("limit must be between 1 and 10")
     simclock.sleep(0.4)
-    fake = _faker("restaurants", location=location, cuisine=cuisine, limit=limit)
     kinds = ["Italian", "Thai", "Mexican", "Japanese", "Ethiopian"]
-    return [
-        {
-            "name": fake.company(),
-            "cuisine": cuisine or fake.random_element(kinds),
-            "rating": round(fake.pyfloat(min_value=3, max_value=5, right_digits=1), 1),
-        }
-        for _ in range(limit)
-    ]
+    with _faker("restaurants", location=location, cuisine=cuisine, limit=limit) as fake:
+        return [
+            {
+                "name": fake.company(),
+                "cuisine": cuisine or fake.random_element(kinds),
+                "rating": round(fake.pyfloat(min_value=3, max_value=5, right_digits=1), 1),
+            }
+            for _ in range(limit)
+        ]
 
 
 @tool
@@ -57,13 +69,13 @@ def lookup_order(order_id: str) -> dict[str, Any]:
     """Status of an order by id (ids look like ORD-1234)."""
     if not order_id.startswith("ORD-"):
         raise KeyError(f"no order {order_id!r}; order ids look like ORD-1234")
-    fake = _faker("lookup_order", order_id=order_id)
-    return {
-        "order_id": order_id,
-        "status": fake.random_element(["processing", "shipped", "delivered"]),
-        "customer": fake.name(),
-        "total": f"${fake.random_int(10, 300)}.{fake.random_int(0, 99):02d}",
-    }
+    with _faker("lookup_order", order_id=order_id) as fake:
+        return {
+            "order_id": order_id,
+            "status": fake.random_element(["processing", "shipped", "delivered"]),
+            "customer": fake.name(),
+            "total": f"${fake.random_int(10, 300)}.{fake.random_int(0, 99):02d}",
+        }
 
 
 @hookimpl

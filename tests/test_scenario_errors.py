@@ -119,6 +119,13 @@ CASES = [
         "a scenario file is a mapping",
     ),
     (
+        "a provider that rejects its config",
+        "name: x\nllm:\n  provider: openai\n",
+        2,
+        "llm",
+        "provider openai needs llm.model",
+    ),
+    (
         "bad error step",
         "name: x\nllm:\n  script:\n    - error: teapot\n",
         4,

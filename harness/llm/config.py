@@ -52,12 +52,14 @@ class LLMConfig(BaseModel):
         default_factory=dict, description="extra request parameters (temperature, seed, ...)"
     )
 
-    _context: LLMContext = PrivateAttr(default_factory=LLMContext)
+    # (default=None, not a default_factory: pydantic inspects a factory's signature on
+    # every instance, which showed in the collection of large suites.)
+    _context: LLMContext | None = PrivateAttr(default=None)
 
     @property
     def context(self) -> LLMContext:
         """The run's context (scenario, project root, record mode)."""
-        return self._context
+        return self._context if self._context is not None else LLMContext()
 
     def with_context(self, context: LLMContext) -> LLMConfig:
         """A copy of this config bound to ``context``."""

@@ -11,7 +11,10 @@ then checked key by key.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
@@ -21,7 +24,7 @@ from harness.plugins import hookimpl
 from harness.results import ExpectationResult
 from harness.scenario.schema import ExpectSection, Range, _Ordered
 
-__all__ = ["CheckContext", "evaluate", "partial_match"]
+__all__ = ["CheckContext", "RequestCapture", "capture_requests", "evaluate", "partial_match"]
 
 Check = Callable[[Any, Any], tuple[bool, Any]]
 
@@ -205,6 +208,46 @@ BUILTIN: dict[str, Check] = {
     "script_consumed": check_script_consumed,
     "sim_time": check_sim_time,
 }
+
+
+# -- what was sent: for `requests` ----------------------------------------------------------
+
+
+@dataclass
+class RequestCapture:
+    """The requests of the LLM calls in ``calls``, as sent (filled during a run)."""
+
+    calls: set[int]
+    seen: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+
+# Set by the scenario runner around one run: a context variable rather than a plugin
+# registered per run (a plugin manager per run cost more than the run), and concurrent
+# runs in one event loop each see their own.
+_capture: ContextVar[RequestCapture | None] = ContextVar("harness_requests", default=None)
+
+
+@contextmanager
+def capture_requests(calls: set[int]) -> Iterator[RequestCapture]:
+    """Keep what is sent on these LLM calls (1-based) of the run started inside."""
+    capture = RequestCapture(calls)
+    token = _capture.set(capture if calls else None)
+    try:
+        yield capture
+    finally:
+        _capture.reset(token)
+
+
+@hookimpl
+def harness_llm_request(run: Any, request: Any) -> None:
+    """Copy the request of a call an ``expect.requests`` entry asks about (others cost nothing)."""
+    capture = _capture.get()
+    if capture is not None and request.call in capture.calls:
+        capture.seen[request.call] = {
+            "messages": request.messages,
+            "tools": [t.name for t in request.tools],
+            "options": dict(request.options),
+        }
 
 
 @hookimpl

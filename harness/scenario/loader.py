@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from harness.errors import HarnessError, ScenarioError
 from harness.messages import Conversation
-from harness.plugins import PluginError, get_plugins, project_root
+from harness.plugins import PluginError, get_plugins
 from harness.scenario.schema import Scenario, scenario_name
 from harness.scenario.stubs import SpecError, build_tool
 from harness.scenario.yamlsource import Located, dotted, load_yaml
@@ -166,7 +166,7 @@ def _build_tools(
     scenario: Scenario, located: Located | None, issues: list[Issue]
 ) -> dict[str, Tool]:
     file = located.file if located else "<scenario>"
-    root = project_root(scenario.path.parent if scenario.path else None)
+    root = scenario.root
     plugins = get_plugins()
     seed = scenario.seed if scenario.seed is not None else scenario.display_name
 
@@ -206,9 +206,19 @@ def _check(scenario: Scenario, located: Located) -> list[Issue]:
     except PluginError as exc:
         issue(("agent", "planner"), str(exc))
     try:
-        plugins.llm_factory(scenario.llm.provider)
+        factory = plugins.llm_factory(scenario.llm.provider)
     except PluginError as exc:
         issue(("llm", "provider"), str(exc))
+    else:
+        # Build the source once now, so that a config it rejects (say, openai without a
+        # model) is a load error with a line, not a failure at run time. Factories do no
+        # I/O: sessions and clients open at the first request.
+        try:
+            factory(scenario.llm)
+        except HarnessError as exc:
+            issue(("llm",), str(exc))
+        except Exception:  # a plugin's own bug surfaces when the scenario runs (exit 3)
+            pass
     if scenario.llm.provider == "scripted":
         for key in ("cassette", "model"):
             if getattr(scenario.llm, key) is not None:

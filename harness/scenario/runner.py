@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
-from typing import Any
 
 from harness.agent import Agent
 from harness.errors import HarnessError
 from harness.llm.config import RECORD_MODES, LLMContext
-from harness.plugins import get_plugins, hookimpl, project_root
+from harness.plugins import get_plugins
 from harness.results import ScenarioResult, Status
-from harness.scenario.expectations import CheckContext, evaluate
+from harness.scenario.expectations import CheckContext, capture_requests, evaluate
 from harness.scenario.loader import build_tools, load_scenario
 from harness.scenario.schema import Scenario
+from harness.sync import run_sync
 
 __all__ = ["arun_scenario", "run_scenario", "scenario_id"]
 
@@ -23,32 +22,12 @@ def scenario_id(scenario: Scenario, root: Path | None = None) -> str:
     path = scenario.path
     if path is None:
         return f"<python>::{scenario.display_name}"
-    root = (root or project_root(path.parent)).resolve()
+    root = (root or scenario.root).resolve()
     try:
         shown = path.resolve().relative_to(root).as_posix()
     except ValueError:
         shown = path.resolve().as_posix()
     return f"{shown}::{scenario.display_name}"
-
-
-class _RequestRecorder:
-    """Keeps what was sent on the LLM calls an ``expect.requests`` entry asks about.
-
-    Only those calls are copied, so a long run does not pay for it every round.
-    """
-
-    def __init__(self, calls: set[int]) -> None:
-        self.calls = calls
-        self.seen: dict[int, dict[str, Any]] = {}
-
-    @hookimpl
-    def harness_llm_request(self, run: Any, request: Any) -> None:
-        if request.call in self.calls:
-            self.seen[request.call] = {
-                "messages": request.messages,
-                "tools": [t.name for t in request.tools],
-                "options": dict(request.options),
-            }
 
 
 async def arun_scenario(
@@ -71,24 +50,18 @@ async def arun_scenario(
     context = LLMContext(
         scenario_id=sid,
         scenario_file=scenario.path,
-        project_root=project_root(scenario.path.parent if scenario.path else None),
+        project_root=scenario.root,
         record_mode=record_mode,
         disable_recording=disable_recording,
     )
     llm = plugins.llm_factory(scenario.llm.provider)(scenario.llm.with_context(context))
 
     wanted = {r.call for r in (scenario.expect.requests or [])} if scenario.expect else set()
-    recorder = _RequestRecorder(wanted)
     agent_config = scenario.agent.to_config()
-    agent = Agent(
-        llm,
-        list(tools.values()),
-        plugins=[recorder] if wanted else [],
-        **agent_config.model_dump(),
-    )
-    history = scenario._history
+    agent = Agent(llm, list(tools.values()), **agent_config.model_dump())
     try:
-        result = await agent.arun(scenario.input, history)
+        with capture_requests(wanted) as captured:
+            result = await agent.arun(scenario.input, scenario._history)
     finally:
         close = getattr(llm, "aclose", None)
         if close is not None:
@@ -96,7 +69,7 @@ async def arun_scenario(
 
     check = CheckContext(
         result,
-        requests=recorder.seen,
+        requests=captured.seen,
         remaining_replies=getattr(llm, "remaining", None),
         scenario=scenario,
     )
@@ -129,13 +102,8 @@ def run_scenario(
     disable_recording: bool = False,
 ) -> ScenarioResult:
     """Synchronous ``arun_scenario``; inside a running event loop, await that instead."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(
-            arun_scenario(scenario, record_mode, disable_recording=disable_recording)
-        )
-    raise HarnessError(
-        "run_scenario() was called inside a running event loop; use "
-        "`await harness.scenario.arun_scenario(...)` there instead"
+    return run_sync(
+        arun_scenario(scenario, record_mode, disable_recording=disable_recording),
+        name="run_scenario()",
+        instead="harness.scenario.arun_scenario(...)",
     )

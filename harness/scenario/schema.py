@@ -203,14 +203,14 @@ class ToolSpec(BaseModel):
 class _Ordered(BaseModel):
     """Remembers the order keys were written in, so results list them in file order."""
 
-    _order: list[str] = PrivateAttr(default_factory=list)
+    _order: tuple[str, ...] = PrivateAttr(default=())
 
     @model_validator(mode="wrap")
     @classmethod
     def _remember_order(cls, data: Any, handler: Any) -> Any:
         model = handler(data)
         if isinstance(data, dict):
-            model._order = [str(k) for k in data]
+            model._order = tuple(str(k) for k in data)
         return model
 
     def given(self) -> dict[str, Any]:
@@ -347,11 +347,22 @@ class Scenario(BaseModel):
     _source: Any = PrivateAttr(default=None)
     _tools: dict[str, Any] | None = PrivateAttr(default=None)
     _history: Conversation | None = PrivateAttr(default=None)
+    _root: Path | None = PrivateAttr(default=None)
 
     def bind(self, path: Path | None, source: Any = None) -> None:
         """Remember the file this scenario came from (and its located YAML)."""
         self._path = path
         self._source = source
+        self._root = None
+
+    @property
+    def root(self) -> Path:
+        """The project root of the scenario file (found once: it walks up the folders)."""
+        if self._root is None:
+            from harness.plugins import project_root
+
+            self._root = project_root(self._path.parent if self._path else None)
+        return self._root
 
     def bind_tools(self, tools: dict[str, Any]) -> None:
         """Keep the tools built while checking the file."""

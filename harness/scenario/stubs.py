@@ -9,6 +9,7 @@ extra arguments forbidden), spends simulated latency, raises on the calls its
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import importlib
 import sys
@@ -26,7 +27,8 @@ from harness import simclock
 from harness.errors import AbortRun, HarnessError
 from harness.messages import ToolCall
 from harness.scenario.schema import ParamSpec, ToolSpec
-from harness.tools import Tool, ToolArgumentsError, arguments_model, as_tool
+from harness.stagnation import canonical_json
+from harness.tools import Tool, ToolArgumentsError, arguments_model, as_tool, schema_of
 
 __all__ = ["SpecError", "build_tool", "parse_type", "seed_for"]
 
@@ -118,6 +120,32 @@ def parse_type(text: str) -> Any:
     )
 
 
+def _short_form_tool_schema(name: str, parameters: dict[str, str | ParamSpec]) -> tuple[Any, dict]:
+    """(argument model, JSON schema), shared by every stub with the same name and parameters.
+
+    Building a pydantic model and its schema costs about a millisecond; a suite of many
+    scenarios declaring the same tools would pay it again for each file (and each xdist
+    worker loads every file).
+    """
+    key = canonical_json(
+        [
+            name,
+            {
+                k: v if isinstance(v, str) else v.model_dump(exclude_unset=True)
+                for k, v in parameters.items()
+            },
+        ]
+    )
+    cached = _MODELS.get(key)
+    if cached is None:
+        model = _short_form_model(name, parameters)
+        cached = _MODELS[key] = (model, schema_of(model))
+    return cached
+
+
+_MODELS: dict[str, tuple[Any, dict]] = {}
+
+
 def _short_form_model(name: str, parameters: dict[str, str | ParamSpec]) -> Any:
     fields: dict[str, tuple[Any, Any]] = {}
     for arg, spec in parameters.items():
@@ -175,13 +203,20 @@ class _Template:
     uses_faker: bool
 
 
+@functools.lru_cache(maxsize=4096)
+def _template(source: str) -> Any:
+    # Compiled templates are immutable and reusable: a suite repeating the same
+    # templates compiles each once.
+    return _ENV.from_string(source)
+
+
 def _compile(value: Any, field: tuple[str | int, ...]) -> Any:
     """Compile every templated string in a (nested) value; plain strings stay as they are."""
     if isinstance(value, str):
         if not any(marker in value for marker in _MARKERS):
             return value
         try:
-            return _Template(_ENV.from_string(value), field, "faker" in value)
+            return _Template(_template(value), field, "faker" in value)
         except TemplateSyntaxError as exc:
             raise SpecError(
                 field,
@@ -353,5 +388,7 @@ def build_tool(
         return SchemaTool(
             stub, name=name, schema=spec.schema_, description=description, strict=spec.strict
         )
-    model = _short_form_model(name, spec.parameters or {})
-    return Tool(stub, name=name, description=description, model=model, strict=spec.strict)
+    model, schema = _short_form_tool_schema(name, spec.parameters or {})
+    return Tool(
+        stub, name=name, description=description, model=model, parameters=schema, strict=spec.strict
+    )

@@ -56,8 +56,13 @@ def _shown_key(part: str | int) -> str:
     return repr(text)
 
 
+# libyaml's parser when PyYAML was built with it (the wheels are): collection of a large
+# suite spends most of its time parsing YAML, and the pure-Python parser is ~10x slower.
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 class _Builder:
-    def __init__(self, loader: yaml.SafeLoader, file: str) -> None:
+    def __init__(self, loader: Any, file: str) -> None:
         self.loader = loader
         self.file = file
         self.lines: dict[Path_, int] = {}
@@ -103,7 +108,7 @@ def load_yaml(text: str, file: str = "<string>") -> Located:
     keys and empty documents.
     """
     try:
-        loader = yaml.SafeLoader(text)
+        loader = _Loader(text)
     except yaml.reader.ReaderError as exc:  # the reader rejects control characters up front
         line = text[: exc.position].count("\n") + 1
         raise ScenarioError.single(
