@@ -285,6 +285,10 @@ def _run(options: argparse.Namespace, extra: list[str]) -> int:
         args += ["-p", "harness.pytest_plugin"]
     if lean and options.workers is not None:
         args += ["-p", "xdist.plugin"]
+    if lean:
+        # pytest's unraisable-exception check runs gc.collect() five times as each
+        # process ends; over a large suite's heap that was a second per process.
+        args += ["-p", "no:unraisableexception"]
     args += extra
 
     capture = _Capture()
