@@ -147,8 +147,8 @@ def test_run_from_a_subfolder_writes_the_same_reports(project, run, monkeypatch)
 def test_run_exits_1_when_a_scenario_fails_or_errors(project, run):
     add(project, "greet", PASSING)
     add(project, "wrong", FAILING)
-    status, out, _ = run("run", "scenarios")
-    assert status == 1
+    status, out, err = run("run", "scenarios")
+    assert status == 1, out + err
     assert "expect.final.contains" in out and "scenarios: 2 (1 failed, 1 passed)" in out
     add(project, "wrong", PASSING.replace("greet", "wrong"))
     add(project, "broken", ERRORING)

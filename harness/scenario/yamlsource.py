@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,9 +57,21 @@ def _shown_key(part: str | int) -> str:
     return repr(text)
 
 
-# libyaml's parser when PyYAML was built with it (the wheels are): collection of a large
-# suite spends most of its time parsing YAML, and the pure-Python parser is ~10x slower.
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+def _loader_class() -> Any:
+    """libyaml's parser when PyYAML has it (its wheels do): the pure-Python one is ~10x
+    slower, and collecting a large suite is mostly parsing YAML.
+
+    The C module survives a re-import of ``yaml`` (pytester's module snapshots do that)
+    and keeps the node classes of the first import, which the resolver of the new one
+    does not recognise; then the pure-Python parser is the correct one.
+    """
+    native = sys.modules.get("yaml._yaml")
+    if (
+        hasattr(yaml, "CSafeLoader")
+        and getattr(native, "ScalarNode", None) is yaml.nodes.ScalarNode
+    ):
+        return yaml.CSafeLoader
+    return yaml.SafeLoader
 
 
 class _Builder:
@@ -75,11 +88,13 @@ class _Builder:
         self.count += 1
         if depth > _MAX_DEPTH or self.count > _MAX_NODES:
             raise self.fail(node, path, "the document is nested too deeply or is too large")
-        if isinstance(node, yaml.MappingNode):
+        # Node kinds by their `id`, not isinstance: libyaml's parser keeps the node classes
+        # of the first `import yaml`, which a re-import (pytester's module snapshots) replaces.
+        if node.id == "mapping":
             self.loader.flatten_mapping(node)  # YAML merge keys (<<)
             out: dict[str, Any] = {}
             for key_node, value_node in node.value:
-                if not isinstance(key_node, yaml.ScalarNode):
+                if key_node.id != "scalar":
                     raise self.fail(key_node, path, "mapping keys must be plain scalars")
                 key = self.loader.construct_object(key_node)
                 if not isinstance(key, str):
@@ -92,7 +107,7 @@ class _Builder:
                 self.lines[(*path, key)] = key_node.start_mark.line + 1
                 out[key] = self.build(value_node, (*path, key), depth + 1)
             return out
-        if isinstance(node, yaml.SequenceNode):
+        if node.id == "sequence":
             items = []
             for index, item in enumerate(node.value):
                 self.lines[(*path, index)] = item.start_mark.line + 1
@@ -108,7 +123,7 @@ def load_yaml(text: str, file: str = "<string>") -> Located:
     keys and empty documents.
     """
     try:
-        loader = _Loader(text)
+        loader = _loader_class()(text)
     except yaml.reader.ReaderError as exc:  # the reader rejects control characters up front
         line = text[: exc.position].count("\n") + 1
         raise ScenarioError.single(
