@@ -16,7 +16,6 @@ the environment: everything here stays inert (and cheap to import) until a
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -723,7 +722,14 @@ class HarnessFixture:
         check: bool = True,
     ) -> ScenarioResult:
         """Run a scenario file or Scenario; fail the test unless it passed (or ``check=False``)."""
-        return self._finish(_run_sync(self._arun(scenario, record_mode, disable_recording)), check)
+        from harness.sync import run_sync
+
+        result = run_sync(
+            self._arun(scenario, record_mode, disable_recording),
+            name="harness.run()",
+            instead="harness.arun(...)",
+        )
+        return self._finish(result, check)
 
     async def arun(
         self,
@@ -778,17 +784,6 @@ class HarnessFixture:
             with contextlib.suppress(ValueError, KeyError):
                 plugins.unregister(plugin)
         self._registered.clear()
-
-
-def _run_sync(coro: Any) -> Any:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    coro.close()
-    from harness.errors import HarnessError
-
-    raise HarnessError("harness.run() was called inside a running event loop; await harness.arun()")
 
 
 @pytest.fixture
