@@ -44,6 +44,14 @@ def test_the_same_file_twice_gives_identical_results(path):
     assert stable(first) == stable(second)
 
 
+@pytest.mark.parametrize("path", SCENARIOS, ids=_id)
+def test_the_same_scenario_object_twice_gives_identical_results(path):
+    # Stubs count their calls (errors and results by on_call): each run starts afresh.
+    scenario = load_scenario(path)
+    first, second = run_scenario(scenario), run_scenario(scenario)
+    assert stable(first) == stable(second)
+
+
 def test_faker_results_do_not_depend_on_the_process(tmp_path):
     """The seed comes from sha256, never hash(): a fresh interpreter gives the same values."""
     import subprocess

@@ -45,7 +45,7 @@ async def arun_scenario(
         scenario = load_scenario(scenario)
     plugins = get_plugins()
     sid = scenario_id(scenario)
-    tools = scenario._tools if scenario._tools is not None else build_tools(scenario)
+    tools = scenario.take_tools() or build_tools(scenario)
 
     context = LLMContext(
         scenario_id=sid,

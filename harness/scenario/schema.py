@@ -368,6 +368,16 @@ class Scenario(BaseModel):
         """Keep the tools built while checking the file."""
         self._tools = tools
 
+    def take_tools(self) -> dict[str, Any] | None:
+        """The tools built while checking the file, handed out once (None after that).
+
+        Stubs count their calls (``errors`` and ``results`` go by ``on_call``): a second
+        run of the same Scenario needs fresh ones, or it would start at the first run's
+        count and give other results.
+        """
+        tools, self._tools = self._tools, None
+        return tools
+
     def bind_history(self, history: Conversation) -> None:
         """Keep the starting conversation loaded while checking the file."""
         self._history = history
