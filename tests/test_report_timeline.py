@@ -106,9 +106,9 @@ def test_failed_llm_call() -> None:
     assert item.kind == "llm" and item.failed and item.reply is None
 
 
-def test_llm_calls_in_a_row_share_the_time_and_say_so() -> None:
+def _two_llm_calls_in_a_row() -> ScenarioResult:
     # At the limit, final_answer makes one more request right after the first reply: two
-    # LLM calls with no plan between them, and only their total time is known.
+    # LLM calls with no plan between them.
     scenario = run(
         [
             {"tool_calls": [{"search_docs": {"query": "a"}}], "latency": 0.2},
@@ -119,6 +119,23 @@ def test_llm_calls_in_a_row_share_the_time_and_say_so() -> None:
     )
     assert scenario.termination.value == "max_iterations"
     assert scenario.final.content == "Final."
+    return scenario
+
+
+def test_llm_calls_in_a_row_are_placed_by_the_times_their_events_carry() -> None:
+    scenario = _two_llm_calls_in_a_row()
+    timeline = build_timeline(scenario)
+    assert spans(scenario) == [(1, "llm1", 0.0, 0.2), (1, "llm2", 0.2, 0.8)]
+    assert not timeline.approximate
+    assert all(i.exact for it in timeline.iterations for i in it.items)
+
+
+def test_llm_calls_in_a_row_without_times_share_the_time_and_say_so() -> None:
+    # Events without simulated times (an edited or hand-made results file): only the
+    # calls' total time is known.
+    scenario = _two_llm_calls_in_a_row()
+    events = [{k: v for k, v in e.items() if k != "sim"} for e in scenario.events]
+    scenario = scenario.model_copy(update={"events": events})
     timeline = build_timeline(scenario)
     assert spans(scenario) == [(1, "llm1", 0.0, 0.4), (1, "llm2", 0.4, 0.8)]
     assert timeline.approximate

@@ -2,10 +2,11 @@
 simulated clock, the stagnation window, and how the run ended.
 
 Tool calls carry their own simulated start and end. LLM calls are placed from the
-events: when an ``llm_request`` / ``llm_response`` event carries ``sim_time`` it is
-used as is; otherwise the time between two known points (tool plans, the end of the
-run) is shared by the LLM calls made in between, which is exact in the usual case of
-one LLM call between two tool plans.
+events: when an ``llm_request`` / ``llm_response`` event carries ``sim`` (the run's
+simulated clock at that moment, as the loop records it) it is used as is; otherwise
+(an edited or hand-made results file) the time between two known points (tool plans,
+the end of the run) is shared by the LLM calls made in between, which is exact in the
+usual case of one LLM call between two tool plans.
 """
 
 from __future__ import annotations
@@ -93,10 +94,10 @@ def build_timeline(scenario: ScenarioResult) -> Timeline:
         name = event.get("event")
         if name == "llm_request":
             call = _int(event.get("call"), len(requests) + 1)
-            requests.append((call, _int(event.get("iteration"), 0), event.get("sim_time")))
+            requests.append((call, _int(event.get("iteration"), 0), event.get("sim")))
             order.append(("llm", call))
         elif name == "llm_response":
-            responses[_int(event.get("call"), 0)] = event.get("sim_time")
+            responses[_int(event.get("call"), 0)] = event.get("sim")
         elif name == "action_executed":
             group = event.get("group")
             if isinstance(group, int) and group in groups and group not in placed:
