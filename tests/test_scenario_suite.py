@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.scenario import load_scenario, run_scenario
+from harness.scenario import Scenario, load_scenario, run_scenario
 from harness.scenario.schema import json_schema
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,6 +50,21 @@ def test_the_same_scenario_object_twice_gives_identical_results(path):
     scenario = load_scenario(path)
     first, second = run_scenario(scenario), run_scenario(scenario)
     assert stable(first) == stable(second)
+
+
+def test_a_scenario_built_in_python_starts_from_its_history():
+    scenario = Scenario.model_validate(
+        {
+            "history": [
+                {"role": "user", "content": "Before?"},
+                {"role": "assistant", "content": "Earlier."},
+            ],
+            "input": "And now?",
+            "llm": {"script": [{"content": "Now too."}]},
+        }
+    )
+    result = run_scenario(scenario)
+    assert [m.content for m in result.transcript] == ["Before?", "Earlier.", "And now?", "Now too."]
 
 
 def test_faker_results_do_not_depend_on_the_process(tmp_path):

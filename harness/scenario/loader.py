@@ -24,7 +24,14 @@ from harness.scenario.stubs import SpecError, build_tool
 from harness.scenario.yamlsource import Located, dotted, load_yaml
 from harness.tools import Tool
 
-__all__ = ["SUFFIX", "build_tools", "display_path", "load_scenario", "scenario_name"]
+__all__ = [
+    "SUFFIX",
+    "build_tools",
+    "display_path",
+    "load_scenario",
+    "scenario_name",
+    "starting_conversation",
+]
 
 SUFFIX = ".scenario.yaml"
 
@@ -258,17 +265,26 @@ def _check(scenario: Scenario, located: Located) -> list[Issue]:
                     + f"; known: {', '.join(top)}",
                 )
 
-    if isinstance(scenario.history, str):
-        try:
-            scenario.bind_history(load_history(scenario.resolve(scenario.history)))
-        except HarnessError as exc:
-            issue(("history",), str(exc))
-    elif isinstance(scenario.history, list):
-        try:
-            scenario.bind_history(Conversation.from_openai(scenario.history))
-        except (ValueError, TypeError, ValidationError) as exc:
-            issue(("history",), f"not a list of OpenAI messages: {exc}")
+    try:
+        history = starting_conversation(scenario)
+    except HarnessError as exc:
+        issue(("history",), str(exc))
+    else:
+        if history is not None:
+            scenario.bind_history(history)
     return issues
+
+
+def starting_conversation(scenario: Scenario) -> Conversation | None:
+    """The conversation ``history:`` gives (None without one); HarnessError when unusable."""
+    if isinstance(scenario.history, str):
+        return load_history(scenario.resolve(scenario.history))
+    if isinstance(scenario.history, list):
+        try:
+            return Conversation.from_openai(scenario.history)
+        except (ValueError, TypeError, ValidationError) as exc:
+            raise HarnessError(f"not a list of OpenAI messages: {exc}") from None
+    return None
 
 
 def load_history(path: Path) -> Conversation:

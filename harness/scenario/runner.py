@@ -10,7 +10,7 @@ from harness.llm.config import RECORD_MODES, LLMContext
 from harness.plugins import get_plugins
 from harness.results import ScenarioResult, Status
 from harness.scenario.expectations import CheckContext, capture_requests, evaluate
-from harness.scenario.loader import build_tools, load_scenario
+from harness.scenario.loader import build_tools, load_scenario, starting_conversation
 from harness.scenario.schema import Scenario
 from harness.sync import run_sync
 
@@ -46,6 +46,10 @@ async def arun_scenario(
     plugins = get_plugins()
     sid = scenario_id(scenario)
     tools = scenario.take_tools() or build_tools(scenario)
+    # Loaded while checking the file; a Scenario built in Python was never checked.
+    history = scenario._history
+    if history is None and scenario.history is not None:
+        history = starting_conversation(scenario)
 
     context = LLMContext(
         scenario_id=sid,
@@ -58,10 +62,10 @@ async def arun_scenario(
 
     wanted = {r.call for r in (scenario.expect.requests or [])} if scenario.expect else set()
     agent_config = scenario.agent.to_config()
-    agent = Agent(llm, list(tools.values()), **agent_config.model_dump())
     try:
+        agent = Agent(llm, list(tools.values()), **agent_config.model_dump())
         with capture_requests(wanted) as captured:
-            result = await agent.arun(scenario.input, scenario._history)
+            result = await agent.arun(scenario.input, history)
     finally:
         close = getattr(llm, "aclose", None)
         if close is not None:
