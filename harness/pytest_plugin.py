@@ -772,8 +772,9 @@ class HarnessFixture:
         """Register a harness plugin for this test only (unregistered at teardown)."""
         from harness.plugins import get_plugins
 
-        get_plugins().register(plugin, name)
-        self._registered.append(plugin)
+        # None: already registered (or blocked), so not this test's to unregister.
+        if get_plugins().register(plugin, name) is not None:
+            self._registered.append(plugin)
         return plugin
 
     def _teardown(self) -> None:

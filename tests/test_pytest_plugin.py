@@ -611,11 +611,19 @@ def test_the_fixture_builds_agents_and_registers_plugins_for_one_test(pytester):
 
             def test_unregistered_afterwards():
                 assert not any(p is seen for _, p in get_plugins().plugins())
+
+            def test_registering_a_loaded_plugin_again(harness):
+                import harness.stagnation as builtin
+                harness.register(builtin)
+
+            def test_a_plugin_loaded_before_stays_loaded():
+                import harness.stagnation as builtin
+                assert any(p is builtin for _, p in get_plugins().plugins())
             """
         )
     )
     result = pytester.runpytest()
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=4)
 
 
 def test_running_a_file_from_python_matches_the_item(pytester):
