@@ -315,7 +315,16 @@ def _run(options: argparse.Namespace, extra: list[str]) -> int:
         return status
 
     if options.update_baseline and state.final is not None and baseline is not None:
-        _update_baseline(baseline, state.final, root)
+        try:
+            _update_baseline(baseline, state.final, root)
+        except OSError as exc:
+            # Like a report that cannot be written: exit 3, but no harness bug.
+            print(
+                f"harness {options.command}: baseline not written: {_shown(baseline)}: "
+                f"{exc.strerror or exc}",
+                file=sys.stderr,
+            )
+            return EXIT["internal"]
         print(f"harness: baseline updated: {_shown(baseline)}")
     if options.fail_on_change and status == 0 and state.diff is not None:
         regressions = len(state.diff.get("regressions") or [])

@@ -214,6 +214,15 @@ def test_a_report_that_cannot_be_written_exits_3(project, run):
     assert "report error: blocker/results.json not written" in out
 
 
+def test_a_baseline_that_cannot_be_written_exits_3_without_a_traceback(project, run):
+    add(project, "greet", PASSING)
+    (project.path / "blocker").write_text("a file, not a folder")
+    status, out, err = run("run", "--update-baseline", "--baseline", "blocker/baseline.json")
+    assert status == 3
+    assert "baseline not written: blocker/baseline.json" in err
+    assert "Traceback" not in out + err
+
+
 def test_paths_k_m_and_pytest_args_are_passed_on(project, run):
     add(project, "greet", PASSING)
     add(project, "other/wrong", FAILING)
