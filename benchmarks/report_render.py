@@ -22,30 +22,21 @@ import argparse
 import gc
 import logging
 import platform
-import shutil
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
 from harness.report import render_html, report_main
+from harness.report.browser import find_chromium, launch_chromium
 from harness.report.samples import long_scenario, sample_results
 
 TARGET_SECONDS = 5.0
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 def browser_figures(path: Path) -> dict[str, float] | None:
     """Open the report in headless chromium; None when chromium or playwright is missing."""
-    executable = shutil.which("chromium")
+    executable = find_chromium()
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
@@ -54,9 +45,7 @@ def browser_figures(path: Path) -> dict[str, float] | None:
         return None
     frame = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=executable, headless=True, args=CHROMIUM_ARGS
-        )
+        browser = launch_chromium(playwright, executable)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             started = time.perf_counter()

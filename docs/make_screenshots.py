@@ -15,24 +15,14 @@ from __future__ import annotations
 
 import argparse
 import logging
-import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 from harness.report import diff_results, write_html
+from harness.report.browser import find_chromium, launch_chromium
 from harness.report.samples import sample_baseline, sample_results, sample_scenarios
 
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--hide-scrollbars",
-]
 WIDTH = 1280
 
 
@@ -40,7 +30,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent)
     args = parser.parse_args()
-    executable = shutil.which("chromium")
+    executable = find_chromium()
     if executable is None:
         print("chromium is not installed: apt-get install -y chromium", file=sys.stderr)
         return 2
@@ -54,9 +44,7 @@ def main() -> int:
         plain = write_html(Path(tmp) / "plain.html", results)
         with_diff = write_html(Path(tmp) / "diff.html", results, diff)
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=executable, headless=True, args=ARGS
-            )
+            browser = launch_chromium(playwright, executable, "--hide-scrollbars")
             # bypass_csp only so that this script may add a little style (below): the page's
             # own CSP would (rightly) refuse it.
             context = browser.new_context(

@@ -8,7 +8,6 @@ without it these tests fail with a message saying how to install it, never skip.
 from __future__ import annotations
 
 import logging
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,25 +15,16 @@ from typing import Any
 import pytest
 
 from harness.report import diff_results, write_html
+from harness.report.browser import find_chromium, launch_chromium
 from harness.report.samples import HOSTILE, sample_baseline, sample_results
 from harness.results import Results
-
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 @pytest.fixture(scope="module")
 def browser(report: Path) -> Iterator[Any]:
     # `report` first: playwright's sync API runs an event loop in this thread, and the
     # sample agents (Agent.run) must not be started inside one.
-    executable = shutil.which("chromium")
+    executable = find_chromium()
     if executable is None:
         pytest.fail(
             "chromium is not installed: the report's browser tests need Debian's chromium "
@@ -46,10 +36,7 @@ def browser(report: Path) -> Iterator[Any]:
     except ImportError:
         pytest.fail("playwright is not installed: pip install -e '.[test]'", pytrace=False)
     with sync_playwright() as playwright:
-        # Debian's chromium, never a browser playwright would download.
-        browser = playwright.chromium.launch(
-            executable_path=executable, headless=True, args=CHROMIUM_ARGS
-        )
+        browser = launch_chromium(playwright, executable)
         try:
             yield browser
         finally:
