@@ -13,28 +13,12 @@ import shutil
 import sys
 
 import pytest
+from scenario_texts import PASSING, SESSION_TESTS
 
 from harness import cli
 from harness.results import Results
 
-# pytest-benchmark (when installed) warns in every in-process session inside an xdist worker.
-pytestmark = pytest.mark.filterwarnings("ignore:Benchmarks are automatically disabled")
-
-PASSING = """\
-name: greet
-tags: [smoke]
-input: What's the weather in SF?
-tools:
-  get_weather:
-    parameters: {city: str}
-    returns: "72F in {{ args.city }}"
-llm:
-  script:
-    - tool_calls: [{get_weather: {city: SF}}]
-    - content: It is 72F in SF.
-expect:
-  final: {contains: 72F}
-"""
+pytestmark = SESSION_TESTS
 
 FAILING = (
     PASSING.replace("name: greet", "name: wrong")
@@ -96,20 +80,6 @@ def run(project, monkeypatch, capsys):
         return status, captured.out, captured.err
 
     return call
-
-
-@pytest.fixture(autouse=True)
-def fresh_plugins():
-    """Each test discovers harness plugins in its own project, and leaves none behind.
-
-    The plugin manager is process-wide and found from the current directory: one
-    discovered in a throw-away project must not serve the tests that run next.
-    """
-    from harness import plugins
-
-    plugins.reset()
-    yield
-    plugins.reset()
 
 
 # -- harness run: exit statuses --------------------------------------------------------------

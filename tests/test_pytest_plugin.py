@@ -10,29 +10,12 @@ import json
 import textwrap
 
 import pytest
+from scenario_texts import PASSING, SESSION_TESTS
 
 from harness.pytest_plugin import format_failure, trajectory_lines
 from harness.results import Results
 
-# pytest-benchmark (when installed) warns in every in-process session inside an xdist worker.
-pytestmark = pytest.mark.filterwarnings("ignore:Benchmarks are automatically disabled")
-
-PASSING = """\
-name: greet
-tags: [smoke]
-input: What's the weather in SF?
-tools:
-  get_weather:
-    parameters: {city: str}
-    returns: "72F in {{ args.city }}"
-llm:
-  script:
-    - tool_calls: [{get_weather: {city: SF}}]
-    - content: It is 72F in SF.
-expect:
-  termination: completed
-  final: {contains: 72F}
-"""
+pytestmark = SESSION_TESTS
 
 FAILING = """\
 name: wrong-forecast
@@ -86,20 +69,6 @@ llm:
 expect:
   parallel_groups: [[get_weather, get_weather, get_weather]]
 """
-
-
-@pytest.fixture(autouse=True)
-def fresh_plugins():
-    """Each test discovers harness plugins in its own folder, and leaves none behind.
-
-    The plugin manager is process-wide and found from the current directory: one
-    discovered in a pytester folder must not serve the tests that run next.
-    """
-    from harness import plugins
-
-    plugins.reset()
-    yield
-    plugins.reset()
 
 
 def write(pytester: pytest.Pytester, **files: str) -> None:
