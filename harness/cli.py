@@ -387,22 +387,12 @@ def _scenario_files(paths: list[str]) -> list[Path]:
     return files
 
 
-def _load_plugins(modules: list[str]) -> None:
-    from harness.plugins import add_plugin_module, get_plugins, project_root
-
-    root = str(project_root())
-    if modules and root not in sys.path:
-        sys.path.insert(0, root)
-    for module in modules:
-        add_plugin_module(module)
-    get_plugins()
-
-
 def _validate(options: argparse.Namespace, extra: list[str]) -> int:
     from harness.errors import HarnessError
+    from harness.plugins import load_plugin_modules
     from harness.scenario import load_scenario
 
-    _load_plugins(options.plugins)
+    load_plugin_modules(options.plugins)
     files = _scenario_files(options.paths)
     if not files:
         print(f"no scenario files (*.scenario.yaml) in {', '.join(options.paths)}")
@@ -444,10 +434,9 @@ def _plugin_origins() -> dict[str, str]:
 
 
 def _plugins(options: argparse.Namespace, extra: list[str]) -> int:
-    from harness.plugins import get_plugins
+    from harness.plugins import load_plugin_modules
 
-    _load_plugins(options.plugins)
-    plugins = get_plugins()
+    plugins = load_plugin_modules(options.plugins)
     for kind in ("planners", "tools", "llms", "expectations"):
         plugins.registry(kind)  # fills plugins.registered
     origins = _plugin_origins()

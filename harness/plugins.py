@@ -31,6 +31,7 @@ __all__ = [
     "add_plugin_module",
     "get_plugins",
     "hookimpl",
+    "load_plugin_modules",
     "project_config",
     "project_root",
 ]
@@ -328,6 +329,22 @@ def add_plugin_module(module: str) -> None:
     _added_modules.append(module)
     if _global is not None:
         _global.register(_import_plugin(module, "--harness-plugin"), module)
+
+
+def load_plugin_modules(modules: Iterable[str]) -> Plugins:
+    """Add plugin modules given at run time (``-p``, ``--harness-plugin``) and discover now.
+
+    Like ``[tool.harness] plugins``, they import from the project root: ``-p plugins.shop``
+    works from the console script too, whose sys.path lacks the current directory. A
+    module that does not load raises PluginError here, not in the middle of a run.
+    """
+    modules = list(modules)
+    root = str(project_root())
+    if modules and root not in sys.path:
+        sys.path.insert(0, root)
+    for module in modules:
+        add_plugin_module(module)
+    return get_plugins()
 
 
 def reset() -> None:

@@ -20,7 +20,6 @@ import contextlib
 import json
 import os
 import shlex
-import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import entry_points
@@ -312,18 +311,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _load_harness_plugins(modules: list[str], state: SuiteState) -> None:
     from harness.errors import HarnessError
-    from harness.plugins import add_plugin_module, get_plugins, project_root
+    from harness.plugins import load_plugin_modules
 
-    # Like [tool.harness] plugins: importable from the project root, so that
-    # `-p plugins.shop` works from the console script, whose sys.path lacks the cwd.
-    root = str(project_root())
-    if root not in sys.path:
-        sys.path.insert(0, root)
+    # Recorded first: pytest_unconfigure forgets them even when one fails to load.
+    state.added_plugins.extend(modules)
     try:
-        for module in modules:
-            state.added_plugins.append(module)
-            add_plugin_module(module)
-        get_plugins()  # discover now: a plugin that does not load is a usage error
+        load_plugin_modules(modules)
     except HarnessError as exc:
         raise pytest.UsageError(f"--harness-plugin: {exc}") from None
 
