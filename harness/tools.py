@@ -108,12 +108,6 @@ class Tool:
             raise ToolArgumentsError(_pydantic_errors(exc)) from None
         return {alias: getattr(value, key) for key, alias in self._fields}
 
-    async def invoke(self, kwargs: dict[str, Any]) -> Any:
-        """Call the function with validated arguments (awaiting it when async)."""
-        if self.is_async:
-            return await self.fn(**kwargs)
-        return self.fn(**kwargs)
-
     def openai_schema(self) -> dict[str, Any]:
         """The Chat Completions ``tools`` entry for this tool (built once)."""
         if self._schema is None:
