@@ -19,30 +19,23 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
 
-from harness.actions import ToolCallRecord
+from harness.actions import Termination, ToolCallRecord
 from harness.messages import AssistantMessage
 from harness.report.diff import BaselineDiff
 from harness.report.timeline import Item, Timeline, build_timeline
-from harness.results import Results, ScenarioResult, Summary, atomic_write
+from harness.results import Results, ScenarioResult, Status, Summary, atomic_write
 from harness.tools import format_errors
 
 __all__ = ["Limits", "render_html", "write_html"]
 
-STATUSES = ("passed", "failed", "error")
-TERMINATIONS = (
-    "completed",
-    "empty",
-    "max_iterations",
-    "stagnation",
-    "validation_error",
-    "llm_error",
-    "error",
-)
+STATUSES: tuple[str, ...] = get_args(Status)
+# In the order of the Termination enum (the loop's order of events).
+TERMINATIONS = tuple(t.value for t in Termination)
 
 
 @dataclass(frozen=True)
@@ -289,7 +282,7 @@ def _bars(
 
 
 def _charts(scenarios: list[ScenarioResult], summary: Any) -> dict[str, Any]:
-    # In the order of the Termination enum (the loop's order of events), not by count.
+    # In TERMINATIONS order, not by count.
     by_termination = [
         (name, summary.by_termination.get(name, 0))
         for name in TERMINATIONS
