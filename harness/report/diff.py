@@ -16,13 +16,13 @@ Only fields that are identical across runs of the same inputs are compared
 from __future__ import annotations
 
 import difflib
-import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.actions import FinalResponse
 from harness.results import Results, ScenarioResult
+from harness.stagnation import canonical_json
 
 __all__ = [
     "BaselineDiff",
@@ -156,16 +156,12 @@ class BaselineDiff(BaseModel):
 # -- trajectories ------------------------------------------------------------------------
 
 
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-
-
 def plan_signature(calls: list[Any]) -> str:
     """One plan as text: ``name {args}`` per call in the model's order, ``||`` between
     parallel calls, and ``[status]`` after a call that did not run ``ok``."""
     parts = []
     for call in calls:
-        text = f"{call.name} {_canonical(call.arguments)}"
+        text = f"{call.name} {canonical_json(call.arguments)}"
         if call.status != "ok":
             text += f" [{call.status}]"
         parts.append(text)
