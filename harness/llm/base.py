@@ -55,4 +55,6 @@ class LLM(Protocol):
     It raises ``harness.errors.LLMError`` for HTTP errors, timeouts and the like.
     """
 
-    async def complete(self, request: LLMRequest) -> LLMResponse: ...
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        """The model's reply to ``request``."""
+        ...

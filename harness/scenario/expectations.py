@@ -83,23 +83,28 @@ def _range(value: float, expected: Range, tolerance: float = 0.0) -> tuple[bool,
 
 
 def check_termination(result: Any, expected: Any) -> tuple[bool, Any]:
+    """``termination``: the run ended this way."""
     actual = result.termination.value
     return actual == str(getattr(expected, "value", expected)), actual
 
 
 def check_iterations(result: Any, expected: Range) -> tuple[bool, Any]:
+    """``iterations``: iterations started, exactly or within bounds."""
     return _range(result.iterations, expected)
 
 
 def check_llm_calls(result: Any, expected: Range) -> tuple[bool, Any]:
+    """``llm_calls``: LLM calls made, exactly or within bounds."""
     return _range(result.llm_calls, expected)
 
 
 def check_sim_time(result: Any, expected: Range) -> tuple[bool, Any]:
+    """``sim_time``: the run's simulated seconds, exactly or within bounds."""
     return _range(round(result.sim_time, 9), expected, tolerance=1e-9)
 
 
 def check_sequence(result: Any, expected: list[str]) -> tuple[bool, Any]:
+    """``tool_calls.sequence``: tool names in order (a subsequence; all calls with ``exact``)."""
     names = [r.name for r in _made(result)]
     if result.section.get("exact"):
         return names == expected, names
@@ -108,6 +113,7 @@ def check_sequence(result: Any, expected: list[str]) -> tuple[bool, Any]:
 
 
 def check_include(result: Any, expected: list[Any]) -> tuple[bool, Any]:
+    """``tool_calls.include``: each listed call was made (arguments match partially)."""
     missing, seen = [], {}
     for item in expected:
         name, args = item.name, item.args
@@ -120,6 +126,7 @@ def check_include(result: Any, expected: list[Any]) -> tuple[bool, Any]:
 
 
 def check_count(result: Any, expected: dict[str, Range]) -> tuple[bool, Any]:
+    """``tool_calls.count``: calls per tool name, exactly or within bounds."""
     counts: dict[str, int] = {}
     for r in _made(result):
         counts[r.name] = counts.get(r.name, 0) + 1
@@ -129,33 +136,40 @@ def check_count(result: Any, expected: dict[str, Range]) -> tuple[bool, Any]:
 
 
 def check_parallel_groups(result: Any, expected: list[list[str]]) -> tuple[bool, Any]:
+    """``parallel_groups``: the executed plans of two or more calls, in order."""
     actual = result.parallel_groups
     return actual == expected, actual
 
 
 def check_contains(result: Any, expected: list[str]) -> tuple[bool, Any]:
+    """``final.contains``: the final content holds every text."""
     content = result.final.content or ""
     return all(text in content for text in expected), result.final.content
 
 
 def check_matches(result: Any, expected: str) -> tuple[bool, Any]:
+    """``final.matches``: the regular expression is found in the final content."""
     content = result.final.content or ""
     return re.search(expected, content) is not None, result.final.content
 
 
 def check_equals(result: Any, expected: str) -> tuple[bool, Any]:
+    """``final.equals``: the final content is exactly this."""
     return result.final.content == expected, result.final.content
 
 
 def check_final_data(result: Any, expected: dict[str, Any]) -> tuple[bool, Any]:
+    """``final.data``: the final data matches partially."""
     return partial_match(expected, result.final.data), result.final.data
 
 
 def check_final_error(result: Any, expected: dict[str, Any]) -> tuple[bool, Any]:
+    """``final.error``: the final error matches partially."""
     return partial_match(expected, result.final.error or {}), result.final.error
 
 
 def check_requests(result: Any, expected: list[Any]) -> tuple[bool, Any]:
+    """``requests``: what was sent to the model on the listed LLM calls."""
     ok, actual = True, []
     for item in expected:
         request = result.requests.get(item.call)
@@ -184,6 +198,7 @@ def check_requests(result: Any, expected: list[Any]) -> tuple[bool, Any]:
 
 
 def check_script_consumed(result: Any, expected: bool) -> tuple[bool, Any]:
+    """``script_consumed``: no scripted reply (or recorded interaction) was left unused."""
     remaining = result.remaining_replies
     if remaining is None:
         return not expected, "this LLM source cannot tell"
