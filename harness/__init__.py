@@ -1,6 +1,7 @@
 """harness: a plugin-based testing and simulation harness for LLM agent loops."""
 
 import logging
+from typing import Any
 
 from harness.actions import (
     CompleteAction,
@@ -32,6 +33,20 @@ __version__ = "0.1.0"
 # A library logs; the application decides where logs go (no "No handlers" fallback output).
 logging.getLogger("harness").addHandler(logging.NullHandler())
 
+# Scenario files need YAML, Jinja and jsonschema, which would double the import time of
+# `import harness` (and of the pytest plugin, loaded in every pytest session): imported
+# on first use instead.
+_SCENARIO_API = ("arun_scenario", "load_scenario", "run_scenario")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SCENARIO_API:
+        import harness.scenario
+
+        return getattr(harness.scenario, name)
+    raise AttributeError(f"module 'harness' has no attribute {name!r}")
+
+
 __all__ = [
     "AbortRun",
     "Agent",
@@ -56,6 +71,9 @@ __all__ = [
     "ToolMessage",
     "UserMessage",
     "__version__",
+    "arun_scenario",
     "hookimpl",
+    "load_scenario",
+    "run_scenario",
     "tool",
 ]

@@ -52,6 +52,15 @@ def test_the_same_scenario_object_twice_gives_identical_results(path):
     assert stable(first) == stable(second)
 
 
+def test_the_scenario_api_is_exported_from_harness():
+    import harness
+    import harness.scenario
+
+    for name in ("run_scenario", "arun_scenario", "load_scenario"):
+        assert getattr(harness, name) is getattr(harness.scenario, name)
+        assert name in harness.__all__
+
+
 def test_a_scenario_built_in_python_starts_from_its_history():
     scenario = Scenario.model_validate(
         {
