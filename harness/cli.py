@@ -223,23 +223,17 @@ def _plugin_autoloads() -> bool:
     return any(ep.value == "harness.pytest_plugin" for ep in entry_points(group="pytest11"))
 
 
-def _shown(path: Path) -> str:
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return str(path)
-
-
 def _run(options: argparse.Namespace, extra: list[str]) -> int:
     import pytest
 
     from harness.plugins import project_root
+    from harness.scenario.loader import display_path
 
     root = project_root()
     paths = options.paths
     if not paths:
         default = root / "scenarios"
-        paths = [_shown(default) if default.is_dir() else "."]
+        paths = [display_path(default) if default.is_dir() else "."]
     # A node id (path::name) names a file too.
     missing = [p for p in paths if not Path(p.split("::", 1)[0]).exists()]
     if missing:
@@ -259,7 +253,7 @@ def _run(options: argparse.Namespace, extra: list[str]) -> int:
     if options.fail_on_change and compare is None:
         raise UsageError(
             "--fail-on-change needs a baseline: none was given and "
-            f"{_shown(root / REPORTS / 'baseline.json')} does not exist "
+            f"{display_path(root / REPORTS / 'baseline.json')} does not exist "
             "(create it with --update-baseline)"
         )
 
@@ -320,12 +314,12 @@ def _run(options: argparse.Namespace, extra: list[str]) -> int:
         except OSError as exc:
             # Like a report that cannot be written: exit 3, but no harness bug.
             print(
-                f"harness {options.command}: baseline not written: {_shown(baseline)}: "
+                f"harness {options.command}: baseline not written: {display_path(baseline)}: "
                 f"{exc.strerror or exc}",
                 file=sys.stderr,
             )
             return EXIT["internal"]
-        print(f"harness: baseline updated: {_shown(baseline)}")
+        print(f"harness: baseline updated: {display_path(baseline)}")
     if options.fail_on_change and status == 0 and state.diff is not None:
         regressions = len(state.diff.get("regressions") or [])
         changed = len(state.diff.get("changed") or [])
