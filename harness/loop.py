@@ -109,7 +109,6 @@ class Run:
         config: AgentConfig,
         llm: Any,
         plugins: Any,
-        planner_name: str = "",
     ) -> None:
         self.conversation = conversation
         self.tools = tools
@@ -117,7 +116,6 @@ class Run:
         self.llm = llm
         self.plugins = plugins
         self.hook = plugins.hook
-        self.planner_name = planner_name or config.planner
         self.iteration = 0
         self.llm_calls = 0
         self.sim_time = 0.0
@@ -138,6 +136,11 @@ class Run:
         # Why the last assistant message's calls were not run, for the error ToolMessages
         # that keep the transcript valid before any further request.
         self._unanswered_reason = "no result"
+
+    @property
+    def planner_name(self) -> str:
+        """The name the planner was selected by (``config.planner``)."""
+        return self.config.planner
 
     # -- helpers for planners and plugins ---------------------------------------------
 
