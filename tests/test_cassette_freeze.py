@@ -137,3 +137,13 @@ def test_freeze_rejects_what_is_not_a_cassette(tmp_path, capsys):
     assert not (tmp_path / "x.scenario.yaml").exists()
     with pytest.raises(FreezeError, match="cannot read cassette"):
         freeze(tmp_path / "missing.yaml")
+
+
+def test_an_output_that_cannot_be_written_exits_3_with_one_line(tmp_path, capsys):
+    cassette = FOREIGN / "llm-test_tools-test_tool_use_chain_of_two_calls.yaml"
+    (tmp_path / "blocker").write_text("a file, not a folder")
+    target = tmp_path / "blocker" / "x.scenario.yaml"
+    assert freeze_main([str(cassette), "-o", str(target)]) == 3
+    err = capsys.readouterr().err
+    assert f"harness freeze: cannot write {target}" in err
+    assert "Traceback" not in err

@@ -381,7 +381,12 @@ def freeze_main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.output is None:
         sys.stdout.write(text)
-    else:
+        return 0
+    try:
         atomic_write(args.output, text)
-        print(f"harness freeze: wrote {args.output}", file=sys.stderr)
+    except OSError as exc:
+        # Like harness report: an output that cannot be written is exit 3, not a bug.
+        print(f"harness freeze: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+        return 3
+    print(f"harness freeze: wrote {args.output}", file=sys.stderr)
     return 0
