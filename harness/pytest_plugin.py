@@ -43,7 +43,6 @@ __all__ = [
     "format_failure",
     "get_state",
     "trajectory_lines",
-    "write_html_report",
 ]
 
 SUFFIX = ".scenario.yaml"
@@ -254,7 +253,9 @@ class SuiteState:
                 self.report_errors.append(f"{self.shown(self.json_path)} not written: {_why(exc)}")
         if self.html_path is not None:
             try:
-                write_html_report(self.html_path, self.final)
+                from harness.report import write_html
+
+                write_html(self.html_path, self.final)  # the diff is in self.final.baseline
                 self.written.append(self.html_path)
             except Exception as exc:
                 self.report_errors.append(f"{self.shown(self.html_path)} not written: {_why(exc)}")
@@ -555,13 +556,6 @@ def diff_against_baseline(old: Results, new: Results, source: Path | None) -> di
         except ValueError:
             name = str(source)
     return diff_results(old, new, source=name).to_json_dict()
-
-
-def write_html_report(path: Path, results: Results) -> None:
-    """Write the HTML report (harness.report's, with the diff stored in ``results``)."""
-    from harness.report import write_html
-
-    write_html(path, results)
 
 
 # -- failure text --------------------------------------------------------------------------
