@@ -8,9 +8,7 @@ the same inputs.
 from __future__ import annotations
 
 import contextlib
-import os
 import platform
-import tempfile
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -19,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.actions import FinalResponse, RunResult, Termination, ToolCallRecord
+from harness.files import atomic_write
 from harness.messages import Message
 
 __all__ = [
@@ -187,19 +186,3 @@ def build_results(scenarios: list[ScenarioResult], *, started: datetime | None =
         "started": (started or datetime.now(UTC)).isoformat(timespec="seconds"),
     }
     return Results(meta=meta, summary=Summary.of(ordered), scenarios=ordered)
-
-
-def atomic_write(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename (mode 0644)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        # mkstemp creates 0600; results and cassettes are ordinary files.
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -20,6 +20,7 @@ from urllib.parse import urlparse
 import yaml
 
 from harness.errors import HarnessError
+from harness.files import atomic_write
 from harness.llm.cassettes.format import (
     CassetteFormatError,
     LoadedInteraction,
@@ -27,7 +28,6 @@ from harness.llm.cassettes.format import (
 )
 from harness.llm.cassettes.matching import parse_json_body
 from harness.messages import parse_arguments
-from harness.results import atomic_write
 
 __all__ = ["FreezeError", "freeze", "freeze_main"]
 

@@ -25,10 +25,11 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
 
 from harness.actions import Termination, ToolCallRecord
+from harness.files import atomic_write
 from harness.messages import AssistantMessage
 from harness.report.diff import BaselineDiff
 from harness.report.timeline import Item, Timeline, build_timeline
-from harness.results import Results, ScenarioResult, Status, Summary, atomic_write
+from harness.results import Results, ScenarioResult, Status, Summary
 from harness.tools import format_errors
 
 __all__ = ["Limits", "render_html", "write_html"]

@@ -19,8 +19,8 @@ from typing import Any
 
 import yaml
 
+from harness.files import atomic_write
 from harness.llm.cassettes.scrub import Scrubber
-from harness.results import atomic_write
 
 __all__ = [
     "CassetteFormatError",
