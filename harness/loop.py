@@ -313,7 +313,8 @@ class Run:
         if isinstance(value, str):
             return value, value, "ok", box[0]
         result = to_jsonable_python(value, fallback=str)
-        return json.dumps(result, ensure_ascii=False), result, "ok", box[0]
+        # Exactly json.dumps(result) (DESIGN section 2): what the model sees is stable.
+        return json.dumps(result), result, "ok", box[0]
 
     def _record(self, call: ToolCall, group: int, **fields: Any) -> ToolCallRecord:
         record = ToolCallRecord(

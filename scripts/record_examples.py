@@ -72,7 +72,11 @@ def record(name: str) -> int:
         ).returncode
     finally:
         server.send_signal(signal.SIGTERM)
-        server.wait(timeout=20)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
 
 
 def main(argv: list[str]) -> int:
