@@ -90,6 +90,12 @@ def _observed_hooks(hook: Any) -> _Observed:
     )
 
 
+def _aborted(exc: AbortRun) -> tuple[str, str, str, float]:
+    """The outcome recorded for a call that aborted the run."""
+    text = f"{type(exc).__name__}: {exc}"
+    return text, text, "error", 0.0
+
+
 class _Stop(Exception):  # control flow inside the loop only
     """Ends the iteration loop with a termination and a final response."""
 
@@ -241,22 +247,30 @@ class Run:
         if len(calls) > 1:
             self.parallel_groups.append([call.name for call in calls])
         start = self.sim_time
+        # A call that raises AbortRun ends the run in `error` once the plan is recorded:
+        # the calls that ran (and the one that aborted) stay in the results.
+        abort: AbortRun | None = None
         if self.config.parallel_tools and len(prepared) > 1:
-            outcomes = await asyncio.gather(*(self._call(p, parallel=True) for p in prepared))
-            for call_outcome in outcomes:
-                if isinstance(call_outcome, AbortRun):
-                    raise call_outcome
+            outcomes = list(await asyncio.gather(*(self._call(p, parallel=True) for p in prepared)))
+            for index, outcome in enumerate(outcomes):
+                if isinstance(outcome, AbortRun):
+                    abort = abort or outcome
+                    outcomes[index] = _aborted(outcome)
             spans = [(start, start + o[3]) for o in outcomes]
         else:
             outcomes, spans, clock = [], [], start
             for p in prepared:
                 outcome = await self._call(p, parallel=False)
                 if isinstance(outcome, AbortRun):
-                    raise outcome
+                    abort, outcome = outcome, _aborted(outcome)
                 outcomes.append(outcome)
                 spans.append((clock, clock + outcome[3]))
                 clock += outcome[3]
+                if abort is not None:
+                    break
         self.sim_time = max([start, *(end for _, end in spans)])
+        skipped = prepared[len(outcomes) :]
+        prepared = prepared[: len(outcomes)]
 
         # Messages and records in the model's order, whatever order the calls finished in.
         for (call, _tool, _args), (content, value, status, _), (sim_start, sim_end) in zip(
@@ -284,6 +298,18 @@ class Run:
                 self.hook.harness_action_executed(
                     run=self, action=ToolAction(tool_call=call), result=record
                 )
+        if abort is not None:
+            for call, _tool, _args in skipped:
+                self._record(
+                    call,
+                    group,
+                    status="not_run",
+                    is_error=False,
+                    sim_start=self.sim_time,
+                    sim_end=self.sim_time,
+                )
+            self._unanswered_reason = "the run was aborted"
+            raise abort
 
     async def _call(self, prepared: tuple[ToolCall, Tool | None, Any], *, parallel: bool) -> Any:
         """-> (content for the model, recorded result, status, simulated seconds) or AbortRun."""

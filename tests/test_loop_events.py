@@ -192,4 +192,6 @@ def test_a_tool_raising_abort_run_ends_the_run_in_error():
     assert result.termination == Termination.error
     assert "has no attribute 'cty'" in result.final.error["message"]
     assert result.llm_calls == 1
-    assert seen == []
+    # The call ran (and aborted): it is recorded and observed like any call that raised.
+    assert seen == ["call_1_0"]
+    assert [(r.id, r.status) for r in result.tool_calls] == [("call_1_0", "error")]

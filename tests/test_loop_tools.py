@@ -10,6 +10,7 @@ import time
 import pytest
 
 from harness import Agent, Termination, simclock, tool
+from harness.llm import ScriptedLLM
 from harness.messages import ToolMessage
 
 PYDANTIC_URL = "https://errors.pydantic.dev"
@@ -355,3 +356,33 @@ def test_an_unknown_tool_becomes_an_error_tool_message():
     assert "get_wether" in message.content and "get_weather" in message.content
     [record] = result.tool_calls
     assert (record.status, record.is_error) == ("unknown_tool", True)
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_a_call_that_aborts_the_run_keeps_the_plan_in_the_results(parallel):
+    """AbortRun ends the run in `error`, but what ran is recorded, and what never ran too."""
+    from harness import AbortRun
+
+    @tool
+    async def fine(x: int) -> int:
+        """Echo."""
+        return x
+
+    @tool
+    async def broken(x: int) -> int:
+        """A scenario bug."""
+        raise AbortRun("template broke")
+
+    plan = [{"fine": {"x": 1}}, {"broken": {"x": 2}}, {"fine": {"x": 3}}]
+    result = Agent(
+        ScriptedLLM([{"tool_calls": plan}, {"content": "never"}]),
+        tools=[fine, broken],
+        planner="react",
+        parallel_tools=parallel,
+    ).run("go")
+    assert result.termination == "error"
+    assert result.final.error["message"] == "template broke"
+    statuses = [(r.name, r.status) for r in result.tool_calls]
+    last = "ok" if parallel else "not_run"  # one after another, the third never starts
+    assert statuses == [("fine", "ok"), ("broken", "error"), ("fine", last)]
+    assert result.tool_calls[1].result == "AbortRun: template broke"
