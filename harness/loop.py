@@ -543,9 +543,11 @@ async def execute(run: Run, planner_factory: Callable[[AgentConfig], Any]) -> Ru
     run.emit("agent_end", termination=termination.value)
     try:
         hook.harness_agent_end(run=run, final=final)
-    except Exception as exc:
+    except Exception as exc:  # an observer's bug at the very end still makes the run `error`
         termination, final = Termination.error, _error_final(exc)
         run.termination = termination
+        run.events[-1]["termination"] = termination.value
+        run.remember("error", f"{type(exc).__name__}: {exc}")
     return RunResult(
         termination=termination,
         final=final,

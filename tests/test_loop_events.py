@@ -195,3 +195,16 @@ def test_a_tool_raising_abort_run_ends_the_run_in_error():
     # The call ran (and aborted): it is recorded and observed like any call that raised.
     assert seen == ["call_1_0"]
     assert [(r.id, r.status) for r in result.tool_calls] == [("call_1_0", "error")]
+
+
+def test_an_agent_end_hook_that_raises_makes_the_run_error_everywhere():
+    class Broken:
+        @hookimpl
+        def harness_agent_end(self, run, final):
+            raise RuntimeError("observer bug")
+
+    result = Agent(llm=[{"content": "hi"}], plugins=[Broken()]).run("?")
+    assert result.termination == Termination.error
+    assert result.final.error["message"] == "observer bug"
+    assert result.events[-1] == {"event": "agent_end", "iteration": 2, "termination": "error"}
+    assert result.memory[-1] == {"kind": "error", "content": "RuntimeError: observer bug"}
