@@ -628,7 +628,10 @@ def trajectory_lines(result: ScenarioResult, *, verbose: bool = False) -> list[s
     for call in result.tool_calls:
         by_iteration.setdefault(call.iteration, []).append(call)
     for it, calls in by_iteration.items():
-        label = "ran" if len(calls) == 1 else "ran in parallel" if _parallel(calls) else "ran"
+        together = result.parallel_tools and _parallel(calls)
+        label = (
+            "ran in parallel" if together else "ran one after another" if len(calls) > 1 else "ran"
+        )
         rows.setdefault(it, []).append(
             f"{label}: " + ", ".join(_call_text(c, limit) for c in calls)
         )

@@ -73,6 +73,8 @@ class ScenarioResult(BaseModel):
     # Stagnation window (for marking it in reports) and the planner used.
     stagnation_window: int | None = None
     planner: str | None = None
+    # False when the calls of a plan ran one after another (agent.parallel_tools: false).
+    parallel_tools: bool = True
 
     @classmethod
     def from_run(

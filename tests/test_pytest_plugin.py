@@ -630,3 +630,14 @@ def test_verbose_failures_show_long_values_in_full(pytester):
     assert "more characters; -v shows all" in short.stdout.str()
     full = pytester.runpytest("-v")
     assert long_answer in full.stdout.str()
+
+
+def test_calls_run_one_after_another_are_not_called_parallel(pytester):
+    sequential = PARALLEL.replace("[[get_weather, get_weather, get_weather]]", "[]").replace(
+        "input: weather", "agent: {parallel_tools: false}\ninput: weather"
+    )
+    write(pytester, fan_scenario=sequential)
+    result = pytester.runpytest()
+    result.stdout.fnmatch_lines(
+        ['*2  ran one after another: get_weather(city="SF"), get_weather(city="LA"), *']
+    )

@@ -96,6 +96,7 @@ async def arun_scenario(
         tags=list(scenario.tags),
         stagnation_window=agent_config.stagnation_window,
         planner=agent_config.planner,
+        parallel_tools=agent_config.parallel_tools,
     )
 
 
