@@ -8,26 +8,15 @@ implementing ``harness_action_signature`` replaces it.
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from collections.abc import Hashable, Iterable
 from typing import Any
 
+from harness.canonical import canonical_json
 from harness.messages import ToolCall
 from harness.plugins import hookimpl
 
 __all__ = ["StagnationDetector", "canonical_json", "plan_signature"]
-
-
-# One encoder for every call: json.dumps with options builds a new one each time.
-_CANONICAL = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
-)
-
-
-def canonical_json(value: Any) -> str:
-    """JSON with sorted keys and no spaces: equal data gives equal text."""
-    return _CANONICAL.encode(value)
 
 
 def plan_signature(tool_calls: Iterable[ToolCall]) -> tuple[tuple[str, str], ...]:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.canonical import canonical_json
 from harness.llm.script import ScriptStep
 
 __all__ = [
@@ -42,10 +43,6 @@ DEFAULT_MAX_DELAY = 30.0
 DEFAULT_PORT = 8000
 MODEL_ID = "harness-script"
 _REASONING_INCLUDE = "reasoning.encrypted_content"
-
-
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def _pieces(text: str, size: int = 0) -> list[str]:
@@ -166,7 +163,7 @@ class ScriptState:
 
     def pick(self, k: int, conversation: Any) -> _Reply:
         """The answer to a request whose input holds ``k`` replies."""
-        digest = hashlib.sha256(_canonical(conversation).encode()).hexdigest()
+        digest = hashlib.sha256(canonical_json(conversation).encode()).hexdigest()
         attempt = self.attempts[digest]
         self.attempts[digest] += 1
         if k < len(self.positions):

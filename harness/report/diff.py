@@ -21,8 +21,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.actions import FinalResponse
+from harness.canonical import canonical_json
 from harness.results import Results, ScenarioResult
-from harness.stagnation import canonical_json
 
 __all__ = [
     "BaselineDiff",

@@ -24,10 +24,10 @@ from jinja2.sandbox import SandboxedEnvironment
 from pydantic import Field
 
 from harness import simclock
+from harness.canonical import canonical_json
 from harness.errors import AbortRun, HarnessError
 from harness.messages import ToolCall
 from harness.scenario.schema import ParamSpec, ToolSpec
-from harness.stagnation import canonical_json
 from harness.tools import Tool, ToolArgumentsError, arguments_model, as_tool, schema_of
 
 __all__ = ["SpecError", "build_tool", "parse_type", "seed_for"]

@@ -17,6 +17,8 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from harness.canonical import canonical_json
+
 __all__ = [
     "VOLATILE_FIELDS",
     "BodyKeyer",
@@ -41,11 +43,6 @@ VOLATILE_FIELDS: tuple[str, ...] = (
 _ITEM_FIELDS = ("messages", "input")
 
 _WILDCARD = "*"
-
-
-def canonical_json(value: Any) -> str:
-    """JSON with sorted keys and no insignificant whitespace."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def parse_json_body(body: bytes | str | None) -> Any:
