@@ -90,8 +90,8 @@ def test_sync_calls_of_one_plan_overlap_in_threads():
     assert [r.status for r in result.tool_calls] == ["ok", "ok", "ok"]
 
 
-def test_parallel_tools_false_runs_calls_one_after_another():
-    log = []
+def _logging_step(log: list[str]):
+    """A tool that logs its entry and exit around a real pause."""
 
     @tool
     async def step(name: str) -> str:
@@ -101,6 +101,12 @@ def test_parallel_tools_false_runs_calls_one_after_another():
         log.append(f"end {name}")
         return name
 
+    return step
+
+
+def test_parallel_tools_false_runs_calls_one_after_another():
+    log = []
+    step = _logging_step(log)
     plan = [{"step": {"name": n}} for n in "abc"]
     result = Agent(
         llm=[{"tool_calls": plan}, {"content": "ok"}], tools=[step], parallel_tools=False
@@ -112,15 +118,7 @@ def test_parallel_tools_false_runs_calls_one_after_another():
 
 def test_parallel_plans_interleave_when_parallel():
     log = []
-
-    @tool
-    async def step(name: str) -> str:
-        """Log entry and exit around a pause."""
-        log.append(f"start {name}")
-        await asyncio.sleep(0.01)
-        log.append(f"end {name}")
-        return name
-
+    step = _logging_step(log)
     plan = [{"step": {"name": n}} for n in "abc"]
     Agent(llm=[{"tool_calls": plan}, {"content": "ok"}], tools=[step]).run("?")
 

@@ -17,22 +17,15 @@ from harness.results import Results
 
 pytestmark = SESSION_TESTS
 
-FAILING = """\
-name: wrong-forecast
-tags: [nightly]
-input: What's the weather in SF?
-tools:
-  get_weather:
-    parameters: {city: str}
-    returns: "72F in {{ args.city }}"
-llm:
-  script:
-    - tool_calls: [{get_weather: {city: SF}}]
-    - content: It is 72F in SF.
-expect:
-  iterations: 3
-  final: {contains: rainy}
-"""
+# The passing scenario under another name and tag, expecting what did not happen.
+FAILING = (
+    PASSING.replace("name: greet", "name: wrong-forecast")
+    .replace("[smoke]", "[nightly]")
+    .replace(
+        "  termination: completed\n  final: {contains: 72F}\n",
+        "  iterations: 3\n  final: {contains: rainy}\n",
+    )
+)
 
 ERRORING = """\
 input: hi
