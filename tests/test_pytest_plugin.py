@@ -634,3 +634,13 @@ def test_calls_run_one_after_another_are_not_called_parallel(pytester):
     result.stdout.fnmatch_lines(
         ['*2  ran one after another: get_weather(city="SF"), get_weather(city="LA"), *']
     )
+
+
+def test_the_plugins_copies_of_shared_constants_are_current():
+    """The plugin keeps its own copies so that loading it imports nothing of harness."""
+    from harness import pytest_plugin
+    from harness.llm.config import RECORD_MODES
+    from harness.scenario.loader import SUFFIX
+
+    assert pytest_plugin.SUFFIX == SUFFIX
+    assert tuple(pytest_plugin.RECORD_MODES) == tuple(RECORD_MODES)
