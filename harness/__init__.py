@@ -26,12 +26,15 @@ from harness.messages import (
     UserMessage,
 )
 from harness.plugins import hookimpl
+from harness.secrets import ScrubbingFilter
 from harness.tools import Tool, tool
 
 __version__ = "0.1.0"
 
 # A library logs; the application decides where logs go (no "No handlers" fallback output).
 logging.getLogger("harness").addHandler(logging.NullHandler())
+# Secret values (an API key in an error message, say) are masked before any handler sees them.
+logging.getLogger("harness").addFilter(ScrubbingFilter())
 
 # Scenario files need YAML, Jinja and jsonschema, which would double the import time of
 # `import harness` (and of the pytest plugin, loaded in every pytest session): imported

@@ -570,6 +570,9 @@ def _value(value: Any, limit: int | None) -> str:
 
 def format_failure(result: ScenarioResult, *, verbose: bool = False) -> str:
     """Why a scenario did not pass: each unmet expectation, then a compact trajectory."""
+    from harness.secrets import scrub_model
+
+    result = scrub_model(result)  # before long values are shortened
     limit = None if verbose else 300
     lines: list[str] = []
     if result.status == "error":

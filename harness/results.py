@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from harness.actions import FinalResponse, RunResult, Termination, ToolCallRecord
 from harness.files import atomic_write
 from harness.messages import Message
+from harness.secrets import scrub_text
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -152,15 +153,13 @@ class Results(BaseModel):
     baseline: dict[str, Any] | None = None
 
     def to_json(self) -> str:
-        """The file's text (baseline omitted when there is none)."""
-        return (
-            self.model_dump_json(
-                indent=2,
-                exclude_none=False,
-                exclude={"baseline"} if self.baseline is None else None,
-            )
-            + "\n"
+        """The file's text (baseline omitted when there is none; secret values masked)."""
+        text = self.model_dump_json(
+            indent=2,
+            exclude_none=False,
+            exclude={"baseline"} if self.baseline is None else None,
         )
+        return scrub_text(text) + "\n"
 
     def write(self, path: str | Path) -> None:
         """Write results.json atomically."""

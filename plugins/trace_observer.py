@@ -2,7 +2,8 @@
 
 Set ``HARNESS_TRACE=path/to/trace.jsonl`` to turn it on (off by default, so a test
 suite does not write files it did not ask for). Lines are appended in one write per
-run, so parallel workers do not interleave within a run.
+run, so parallel workers do not interleave within a run. Secret values (an API key a
+tool echoed, say) are masked like everywhere else harness writes.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import hookimpl
+from harness.secrets import scrub_text
 
 
 @hookimpl
@@ -42,4 +44,4 @@ def harness_agent_end(run: Any, final: Any) -> None:
     path = Path(target)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as handle:
-        handle.write("\n".join(lines) + "\n")
+        handle.write(scrub_text("\n".join(lines)) + "\n")

@@ -226,7 +226,7 @@ class OpenAILLM:
         """An SDK, HTTP or cassette failure as the run's llm_error."""
         import openai
 
-        from harness.llm.cassettes.scrub import Scrubber
+        from harness.secrets import Scrubber
 
         if session is not None:
             # vcrpy raises a miss from inside the transport; the SDK lets it through.

@@ -30,6 +30,7 @@ from harness.messages import AssistantMessage
 from harness.report.diff import BaselineDiff
 from harness.report.timeline import Item, Timeline, build_timeline
 from harness.results import Results, ScenarioResult, Status, Summary
+from harness.secrets import scrub_model, scrub_text
 from harness.tools import format_errors
 
 __all__ = ["Limits", "render_html", "write_html"]
@@ -569,5 +570,7 @@ def write_html(
 ) -> Path:
     """Render the report and write it to ``path`` atomically; returns the path."""
     target = Path(path)
-    atomic_write(target, render_html(results, baseline, title=title))
+    # Masked before rendering (texts are clipped there) and after (the baseline's texts).
+    html = render_html(scrub_model(results), baseline, title=title)
+    atomic_write(target, scrub_text(html))
     return target

@@ -1,4 +1,4 @@
-"""vcrpy cassettes for recorded OpenAI traffic: format, matching, secrets, paths, sessions.
+"""vcrpy cassettes for recorded OpenAI traffic: format, matching, paths, sessions.
 
 Imported lazily by the ``openai`` LLM source (vcrpy is only needed when a cassette is
 used).
@@ -13,8 +13,8 @@ from harness.llm.cassettes.format import (
 )
 from harness.llm.cassettes.matching import VOLATILE_FIELDS, BodyKeyer, ItemChain
 from harness.llm.cassettes.paths import default_cassette_path, resolve_cassette_path
-from harness.llm.cassettes.scrub import Scrubber
 from harness.llm.cassettes.session import CassetteSession, ReplayStats, expected_key
+from harness.secrets import Scrubber
 
 __all__ = [
     "VOLATILE_FIELDS",

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from harness.files import atomic_write
-from harness.llm.cassettes.scrub import Scrubber
+from harness.secrets import Scrubber
 
 __all__ = [
     "CassetteFormatError",

@@ -31,7 +31,7 @@ from harness.llm.cassettes.format import (
     load_cassette_text,
 )
 from harness.llm.cassettes.matching import BodyKeyer, body_diff, parse_json_body
-from harness.llm.cassettes.scrub import Scrubber
+from harness.secrets import Scrubber
 
 __all__ = [
     "CassetteSession",

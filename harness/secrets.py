@@ -1,16 +1,30 @@
-"""Secrets never reach disk: headers dropped and secret values replaced before writing."""
+"""Secrets never reach disk: headers dropped and secret values replaced before writing.
+
+Cassettes drop secret headers and mask secret values. Everything else harness writes or
+prints — results.json, the HTML report, pytest failure text, the ``harness`` logger —
+passes through :func:`scrub_text` as a last line of defence: a tool that echoes the API
+key, or an error message quoting it, is masked as ``<OPENAI_API_KEY>``.
+"""
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+M = TypeVar("M", bound=BaseModel)
 
 __all__ = [
     "REQUEST_SECRET_HEADERS",
     "RESPONSE_SECRET_HEADERS",
     "SECRET_ENV_VARS",
     "Scrubber",
+    "ScrubbingFilter",
+    "scrub_model",
+    "scrub_text",
 ]
 
 # Credentials and the account they belong to.
@@ -92,3 +106,47 @@ class Scrubber:
         request["headers"] = self.headers(request.get("headers"), REQUEST_SECRET_HEADERS)
         response["headers"] = self.headers(response.get("headers"), RESPONSE_SECRET_HEADERS)
         return self.value({**interaction, "request": request, "response": response})
+
+
+def scrub_text(text: str) -> str:
+    """``text`` with the current environment's secret values masked.
+
+    Secrets are matched as they appear in the text; the values these variables hold
+    (API keys, org and project ids) have no characters that JSON or HTML escape.
+    """
+    return Scrubber().text(text)
+
+
+def scrub_model(model: M) -> M:
+    """``model`` itself, or a copy with secret values masked if it holds any.
+
+    For output that shortens long texts (the HTML report, pytest's failure text): masking
+    before shortening, so no clipped prefix of a secret is left behind. Costs one JSON
+    dump only when secrets are set in the environment.
+    """
+    scrubber = Scrubber()
+    if not scrubber.values:
+        return model
+    text = model.model_dump_json()
+    clean = scrubber.text(text)
+    return model if clean == text else type(model).model_validate_json(clean)
+
+
+class ScrubbingFilter(logging.Filter):
+    """A logging filter that masks secret values in a record's message and traceback.
+
+    Filters run only for records the logger is enabled for, so a disabled ``harness``
+    logger costs nothing per round.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        scrubber = Scrubber()
+        if not scrubber.values:
+            return True
+        record.msg = scrubber.text(record.getMessage())
+        record.args = None
+        if record.exc_info:
+            text = logging.Formatter().formatException(record.exc_info)
+            record.exc_text = scrubber.text(text)
+            record.exc_info = None
+        return True
