@@ -11,13 +11,30 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
-import httpx2
 import openai
 import pytest
 
 from harness.llm.server import create_app, running_app, running_server
+
+
+def http(method: str, url: str, body: bytes | None = None) -> tuple[int, bytes]:
+    """A plain HTTP request (the standard library: the SDK's HTTP client differs by version)."""
+    request = urllib.request.Request(url, data=body, method=method)
+    try:
+        with urllib.request.urlopen(request) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+def reset(url: str) -> int:
+    """POST /v1/reset."""
+    return http("POST", f"{url}/reset")[0]
+
 
 WEATHER_TOOL = {
     "type": "function",
@@ -151,11 +168,11 @@ def test_error_step_fails_one_attempt_and_the_retry_gets_the_reply():
             reply = sdk.chat.completions.create(model="m", messages=[USER])
             assert reply.choices[0].message.content == "Done."
             # /v1/reset forgets the attempts: the error happens again.
-            assert httpx2.post(f"{url}/reset").status_code == 204
+            assert reset(url) == 204
             with pytest.raises(openai.RateLimitError):
                 sdk.chat.completions.create(model="m", messages=[USER])
         # The SDK's own retries absorb the error, as they would a real 429.
-        httpx2.post(f"{url}/reset")
+        reset(url)
         with client(url, max_retries=1) as sdk:
             reply = sdk.chat.completions.create(model="m", messages=[USER])
             assert reply.choices[0].message.content == "Done."
@@ -193,7 +210,7 @@ def test_timeout_step_holds_the_response_past_the_client_timeout():
             reply = sdk.chat.completions.create(model="m", messages=[USER])
             assert reply.choices[0].message.content == "late"
         # A client that waits longer than --max-delay gets a 504.
-        httpx2.post(f"{url}/reset")
+        reset(url)
     with running_server(steps, max_delay=0.2) as url, client(url, max_retries=0) as sdk:
         with pytest.raises(openai.APIStatusError) as caught:
             sdk.chat.completions.create(model="m", messages=[USER])
@@ -226,9 +243,9 @@ def test_models_and_unknown_endpoints():
         assert [m.id for m in sdk.models.list()] == ["harness-script"]
         with pytest.raises(openai.NotFoundError, match="not an endpoint of harness serve"):
             sdk.embeddings.create(model="m", input="x")
-        response = httpx2.post(f"{url}/chat/completions", content=b"{not json")
-        assert response.status_code == 400
-        assert response.json()["error"]["type"] == "invalid_request_error"
+        status, body = http("POST", f"{url}/chat/completions", b"{not json")
+        assert status == 400
+        assert json.loads(body)["error"]["type"] == "invalid_request_error"
 
 
 # -- Responses API ------------------------------------------------------------------------------
@@ -399,4 +416,6 @@ def test_serve_listens_on_loopback_only_by_default(tmp_path):
 def test_running_app_serves_a_wrapped_app():
     app = create_app([])
     with running_app(app) as url:
-        assert httpx2.get(f"{url}/models").json()["data"][0]["id"] == "harness-script"
+        status, body = http("GET", f"{url}/models")
+        assert status == 200
+        assert json.loads(body)["data"][0]["id"] == "harness-script"

@@ -420,7 +420,7 @@ def _response_object(body: dict[str, Any], reply: _Reply, reasoning: bool) -> di
         "output": output,
         "parallel_tool_calls": True,
         "tool_choice": body.get("tool_choice", "auto"),
-        "tools": body.get("tools") or [],
+        "tools": [_echoed_tool(t) for t in body.get("tools") or []],
         "usage": {
             "input_tokens": usage["prompt_tokens"],
             "input_tokens_details": {"cached_tokens": 0},
@@ -429,6 +429,17 @@ def _response_object(body: dict[str, Any], reply: _Reply, reasoning: bool) -> di
             "total_tokens": usage["total_tokens"],
         },
     }
+
+
+def _echoed_tool(tool: Any) -> Any:
+    """A request's tool as the Responses API echoes it: every field present.
+
+    OpenAI fills in ``strict`` (true by default in this API) and ``description``; SDKs
+    whose types require them fail to parse a ``response.completed`` event without them.
+    """
+    if not isinstance(tool, dict) or tool.get("type") != "function":
+        return tool
+    return {"description": None, **tool, "strict": tool.get("strict", True)}
 
 
 def _response_events(response: dict[str, Any]) -> Iterator[str]:
