@@ -18,6 +18,7 @@ from pathlib import Path
 import openai
 import pytest
 
+from harness.errors import HarnessError
 from harness.llm.server import create_app, running_app, running_server
 
 
@@ -419,3 +420,12 @@ def test_running_app_serves_a_wrapped_app():
         status, body = http("GET", f"{url}/models")
         assert status == 200
         assert json.loads(body)["data"][0]["id"] == "harness-script"
+
+
+def test_a_bad_step_is_a_clear_error_before_the_server_starts():
+    bad = [{"content": "ok"}, {"contnt": "typo"}]
+    with (
+        pytest.raises(HarnessError, match=r"^script step 2: contnt: Extra inputs"),
+        running_server(bad),
+    ):
+        pass

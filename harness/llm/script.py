@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-__all__ = ["ScriptError", "ScriptStep", "ScriptToolCall", "Usage"]
+from harness.errors import HarnessError
+from harness.tools import format_errors
+
+__all__ = ["ScriptError", "ScriptStep", "ScriptToolCall", "Usage", "parse_step"]
 
 _LONG_KEYS = frozenset({"id", "name", "arguments", "raw_arguments"})
 
@@ -104,3 +107,14 @@ class ScriptStep(BaseModel):
         if self.error is not None and (self.content is not None or self.tool_calls):
             raise ValueError("an error step has no content or tool_calls")
         return self
+
+
+def parse_step(index: int, step: ScriptStep | dict[str, Any]) -> ScriptStep:
+    """A step as given, or validated from its dict (errors name the step, without URLs)."""
+    if isinstance(step, ScriptStep):
+        return step
+    try:
+        return ScriptStep.model_validate(step)
+    except ValidationError as exc:
+        problems = format_errors(exc.errors(include_url=False))
+        raise HarnessError(f"script step {index + 1}: {problems}") from None

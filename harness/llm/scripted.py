@@ -5,14 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic import ValidationError
-
-from harness.errors import AbortRun, HarnessError, LLMError
+from harness.errors import AbortRun, LLMError
 from harness.llm.base import LLMRequest, LLMResponse
-from harness.llm.script import ScriptStep
+from harness.llm.script import ScriptStep, parse_step
 from harness.messages import AssistantMessage, ToolCall
 from harness.plugins import hookimpl
-from harness.tools import format_errors
 
 __all__ = ["ScriptedLLM"]
 
@@ -25,7 +22,7 @@ class ScriptedLLM:
     """
 
     def __init__(self, steps: Iterable[ScriptStep | dict[str, Any]]) -> None:
-        self.steps = [_step(index, s) for index, s in enumerate(steps)]
+        self.steps = [parse_step(index, s) for index, s in enumerate(steps)]
         self.total = sum(step.repeat for step in self.steps)
         self.reset()
 
@@ -79,17 +76,6 @@ class ScriptedLLM:
         message = AssistantMessage(content=step.content, tool_calls=calls, finish_reason=finish)
         usage = step.usage.as_dict() if step.usage is not None else None
         return LLMResponse(message=message, usage=usage, latency=step.latency)
-
-
-def _step(index: int, step: ScriptStep | dict[str, Any]) -> ScriptStep:
-    """A step as given, or validated from its dict (errors name the step, without URLs)."""
-    if isinstance(step, ScriptStep):
-        return step
-    try:
-        return ScriptStep.model_validate(step)
-    except ValidationError as exc:
-        problems = format_errors(exc.errors(include_url=False))
-        raise HarnessError(f"script step {index + 1}: {problems}") from None
 
 
 @hookimpl

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.canonical import canonical_json
-from harness.llm.script import ScriptStep
+from harness.llm.script import ScriptStep, parse_step
 
 __all__ = [
     "DEFAULT_MAX_DELAY",
@@ -621,7 +621,7 @@ def running_server(
     host: str = "127.0.0.1",
 ) -> Iterator[str]:
     """Serve ``steps`` on a free port in a background thread; yield the base URL (``.../v1``)."""
-    parsed = [s if isinstance(s, ScriptStep) else ScriptStep.model_validate(s) for s in steps]
+    parsed = [parse_step(index, s) for index, s in enumerate(steps)]
     with running_app(create_app(parsed, max_delay), host=host) as url:
         yield url
 
