@@ -42,7 +42,7 @@ from harness.messages import (
 from harness.stagnation import StagnationDetector, plan_signature
 from harness.tools import Tool, ToolArgumentsError, format_errors
 
-__all__ = ["AgentConfig", "Run", "answer_unanswered", "execute"]
+__all__ = ["AgentConfig", "Run", "answer_calls", "answer_unanswered", "execute", "pending_calls"]
 
 log = logging.getLogger("harness")
 
@@ -142,6 +142,13 @@ class Run:
         # Why the last assistant message's calls were not run, for the error ToolMessages
         # that keep the transcript valid before any further request.
         self._unanswered_reason = "no result"
+        # Messages before this index came from an earlier run: their calls are not this
+        # run's to record.
+        self._first_message = len(conversation.messages)
+        # The calls of the last plan that was recorded without being answered in the
+        # conversation (declined, stopped, aborted): pending calls among them (by
+        # identity) are already in `records`.
+        self._recorded_unanswered: list[ToolCall] = []
 
     @property
     def planner_name(self) -> str:
@@ -164,7 +171,7 @@ class Run:
         The one path to the model: it fires ``llm_request`` / ``llm_response``, counts
         the call, advances the simulated clock and adds token usage.
         """
-        self._answer_unanswered()
+        self._answer_pending()
         self.llm_calls += 1
         request = LLMRequest(self.conversation, self._tool_list, options, self.llm_calls)
         # Simulated times (never wall-clock) place LLM calls on the report's timeline.
@@ -192,8 +199,36 @@ class Run:
             log.info("Final response received (no tool calls)")
         return message
 
-    def _answer_unanswered(self) -> None:
-        answer_unanswered(self.conversation, self._unanswered_reason)
+    def _answer_pending(self) -> None:
+        """Record and answer the calls of the last assistant message that never ran."""
+        pending = self.record_pending()
+        if pending:
+            answer_calls(self.conversation, pending, self._unanswered_reason)
+
+    def record_pending(self) -> list[ToolCall]:
+        """Record the last assistant message's unanswered calls as ``not_run``, once.
+
+        Every requested call belongs in ``RunResult.tool_calls``: calls the limit, an
+        error or a planner left behind get a group of their own, like a declined plan.
+        Returns the unanswered calls (recorded now or before). Costs the size of the
+        last plan.
+        """
+        pending = pending_calls(self.conversation, since=self._first_message)
+        recorded = self._recorded_unanswered
+        new = [call for call in pending if not any(call is r for r in recorded)]
+        if new:
+            self._group += 1
+            for call in new:
+                self._record(
+                    call,
+                    self._group,
+                    status="not_run",
+                    is_error=False,
+                    sim_start=self.sim_time,
+                    sim_end=self.sim_time,
+                )
+            self._recorded_unanswered = new
+        return pending
 
     # -- running a tool plan ----------------------------------------------------------
 
@@ -231,6 +266,7 @@ class Run:
                     sim_start=self.sim_time,
                     sim_end=self.sim_time,
                 )
+            self._recorded_unanswered = calls
             self._unanswered_reason = "another call of this plan had invalid arguments"
             message = "; ".join(
                 f"{f['tool']} ({f['call_id']}): {format_errors(f['errors'])}" for f in failures
@@ -273,6 +309,9 @@ class Run:
         prepared = prepared[: len(outcomes)]
 
         # Messages and records in the model's order, whatever order the calls finished in.
+        # All of them before any hook fires: an observer that raises must not lose the
+        # results of calls that ran.
+        records = []
         for (call, _tool, _args), (content, value, status, _), (sim_start, sim_end) in zip(
             prepared, outcomes, spans, strict=True
         ):
@@ -282,22 +321,17 @@ class Run:
                     tool_call_id=call.id, name=call.name, content=content, is_error=is_error
                 )
             )
-            record = self._record(
-                call,
-                group,
-                status=status,
-                is_error=is_error,
-                result=value,
-                sim_start=sim_start,
-                sim_end=sim_end,
-            )
-            self.emit(
-                "action_executed", tool=call.name, call_id=call.id, status=status, group=group
-            )
-            if self.observed.action_executed:
-                self.hook.harness_action_executed(
-                    run=self, action=ToolAction(tool_call=call), result=record
+            records.append(
+                self._record(
+                    call,
+                    group,
+                    status=status,
+                    is_error=is_error,
+                    result=value,
+                    sim_start=sim_start,
+                    sim_end=sim_end,
                 )
+            )
         if abort is not None:
             for call, _tool, _args in skipped:
                 self._record(
@@ -308,7 +342,21 @@ class Run:
                     sim_start=self.sim_time,
                     sim_end=self.sim_time,
                 )
+            self._recorded_unanswered = calls
             self._unanswered_reason = "the run was aborted"
+        for (call, _tool, _args), record in zip(prepared, records, strict=True):
+            self.emit(
+                "action_executed",
+                tool=call.name,
+                call_id=call.id,
+                status=record.status,
+                group=group,
+            )
+            if self.observed.action_executed:
+                self.hook.harness_action_executed(
+                    run=self, action=ToolAction(tool_call=call), result=record
+                )
+        if abort is not None:
             raise abort
 
     async def _call(self, prepared: tuple[ToolCall, Tool | None, Any], *, parallel: bool) -> Any:
@@ -356,6 +404,7 @@ class Run:
 
     def record_not_run(self, calls: list[ToolCall], reason: str) -> None:
         """Record a plan that was declined as a whole (stagnation)."""
+        self._recorded_unanswered = calls
         self._group += 1
         for call in calls:
             self._record(
@@ -369,30 +418,44 @@ class Run:
         self._unanswered_reason = reason
 
 
-def answer_unanswered(conversation: Conversation, reason: str) -> None:
-    """Give every unanswered call of the last assistant message an error ToolMessage.
+def pending_calls(conversation: Conversation, since: int = 0) -> list[ToolCall]:
+    """The calls of the last assistant message that no ToolMessage after it answers.
 
-    ``not executed: <reason>`` keeps the transcript valid for the real API. Walks back
-    only over the trailing tool messages, so the cost is the size of the last plan,
-    not of the history.
+    Walks back only over the trailing tool messages, so the cost is the size of the
+    last plan, not of the history. Messages before index ``since`` are not looked at.
     """
+    messages = conversation.messages
     answered: set[str] = set()
-    for message in reversed(conversation.messages):
+    for index in range(len(messages) - 1, since - 1, -1):
+        message = messages[index]
         if isinstance(message, ToolMessage):
             answered.add(message.tool_call_id)
             continue
         if isinstance(message, AssistantMessage):
-            for call in message.tool_calls:
-                if call.id not in answered:
-                    conversation.append(
-                        ToolMessage(
-                            tool_call_id=call.id,
-                            name=call.name,
-                            content=f"not executed: {reason}",
-                            is_error=True,
-                        )
-                    )
+            return [call for call in message.tool_calls if call.id not in answered]
         break
+    return []
+
+
+def answer_calls(conversation: Conversation, calls: list[ToolCall], reason: str) -> None:
+    """Answer each call with the error ToolMessage ``not executed: <reason>``."""
+    for call in calls:
+        conversation.append(
+            ToolMessage(
+                tool_call_id=call.id,
+                name=call.name,
+                content=f"not executed: {reason}",
+                is_error=True,
+            )
+        )
+
+
+def answer_unanswered(conversation: Conversation, reason: str) -> None:
+    """Give every unanswered call of the last assistant message an error ToolMessage.
+
+    ``not executed: <reason>`` keeps the transcript valid for the real API.
+    """
+    answer_calls(conversation, pending_calls(conversation), reason)
 
 
 # -- the loop ------------------------------------------------------------------------------
@@ -539,6 +602,8 @@ async def execute(run: Run, planner_factory: Callable[[AgentConfig], Any]) -> Ru
         log.debug("run ended in error", exc_info=True)
         termination, final = Termination.error, _error_final(exc)
         run.remember("error", f"{type(exc).__name__}: {exc}")
+    # Calls the limit, an error or the planner left behind are still requested calls.
+    run.record_pending()
     run.termination = termination
     run.emit("agent_end", termination=termination.value)
     try:

@@ -210,7 +210,54 @@ def test_final_answer_at_the_limit_makes_one_request_with_tool_choice_none():
         content="not executed: max iterations reached",
         is_error=True,
     )
-    assert [r.status for r in result.tool_calls] == ["ok"]  # call_2_0 never became a plan
+    # call_2_0 never became a plan, but it was requested: recorded not_run in a group
+    # of its own, once.
+    assert [(r.id, r.status, r.group, r.iteration) for r in result.tool_calls] == [
+        ("call_1_0", "ok", 1, 2),
+        ("call_2_0", "not_run", 2, 3),
+    ]
+
+
+@pytest.mark.parametrize("mode", ["stop", "final_answer"])
+def test_calls_left_pending_at_the_limit_are_recorded_not_run(mode):
+    script = [
+        {"tool_calls": [{"get_weather": {"city": "SF"}}, {"get_weather": {"city": "LA"}}]},
+        {"content": "x"},
+    ]
+    result = weather_agent(script, max_iterations=1, on_max_iterations=mode).run("?")
+
+    assert result.termination == Termination.max_iterations
+    assert [(r.id, r.arguments, r.status, r.is_error, r.group) for r in result.tool_calls] == [
+        ("call_1_0", {"city": "SF"}, "not_run", False, 1),
+        ("call_1_1", {"city": "LA"}, "not_run", False, 1),
+    ]
+    assert result.parallel_groups == []  # never executed
+
+
+def test_calls_left_pending_when_a_hook_raises_are_recorded_not_run():
+    class Broken:
+        @hookimpl
+        def harness_iteration_start(self, run, iteration):
+            if iteration == 2:
+                raise RuntimeError("observer bug")
+
+    result = weather_agent(plugins=[Broken()]).run("?")
+
+    assert result.termination == Termination.error
+    assert [(r.id, r.status, r.group) for r in result.tool_calls] == [("call_1_0", "not_run", 1)]
+
+
+def test_calls_of_an_earlier_run_are_not_recorded_again():
+    first = weather_agent(max_iterations=1).run("?")
+    assert [r.status for r in first.tool_calls] == ["not_run"]
+
+    class Broken:
+        @hookimpl
+        def harness_iteration_start(self, run, iteration):
+            raise RuntimeError("observer bug")
+
+    again = weather_agent(plugins=[Broken()]).run(conversation=first.conversation)
+    assert again.tool_calls == []
 
 
 def test_final_answer_request_is_seen_by_the_llm_request_hook():

@@ -173,6 +173,27 @@ def test_a_raising_hook_ends_the_run_in_error_and_agent_end_still_fires():
 
 
 @pytest.mark.hooks("harness_action_executed")
+def test_an_action_executed_hook_that_raises_loses_no_result_of_its_plan():
+    class Broken:
+        @hookimpl
+        def harness_action_executed(self, run, action, result):
+            raise RuntimeError("observer bug")
+
+    result = Agent(llm=PARALLEL, tools=[get_weather], plugins=[Broken()]).run("?")
+
+    assert result.termination == Termination.error
+    # Both calls ran: both are answered and recorded as what they were, not as not_run.
+    assert [(r.id, r.status) for r in result.tool_calls] == [
+        ("call_1_0", "ok"),
+        ("call_1_1", "ok"),
+    ]
+    assert [m.tool_call_id for m in result.conversation.messages if m.role == "tool"] == [
+        "call_1_0",
+        "call_1_1",
+    ]
+
+
+@pytest.mark.hooks("harness_action_executed")
 def test_a_tool_raising_abort_run_ends_the_run_in_error():
     @tool
     def render(template: str) -> str:

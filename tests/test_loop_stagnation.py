@@ -54,6 +54,13 @@ def test_agentbuilder_runs_three_identical_rounds_and_stops_the_fourth_at_iterat
     assert result.final.error is None
     assert [m["kind"] for m in result.memory] == ["error"]
     assert "Stagnation" in result.memory[0]["content"]
+    # The stopped plan's call is still pending in the conversation: recorded once.
+    assert [(r.id, r.status, r.group) for r in result.tool_calls] == [
+        ("call_1_0", "ok", 1),
+        ("call_2_0", "ok", 2),
+        ("call_3_0", "ok", 3),
+        ("call_4_0", "not_run", 4),
+    ]
 
 
 def test_react_stops_the_fourth_identical_round_at_iteration_4():
