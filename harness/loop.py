@@ -558,7 +558,9 @@ async def _at_limit(run: Run) -> tuple[Termination, FinalResponse]:
     last = _last_turn(run.conversation)
     if isinstance(last, AssistantMessage) and not last.tool_calls and last.content is not None:
         # The answer arrived one trip too late: it is the answer, no request needed.
-        return Termination.max_iterations, FinalResponse(content=last.content, error=error)
+        return Termination.max_iterations, _mark_truncation(
+            run, FinalResponse(content=last.content, error=error)
+        )
     run._unanswered_reason = "max iterations reached"
     message = await run.call_llm(tool_choice="none")
     if message.tool_calls:

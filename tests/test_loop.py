@@ -317,6 +317,19 @@ def test_a_truncated_final_answer_is_marked():
     assert result.final.data == {"truncated": True}
 
 
+def test_a_truncated_late_answer_at_the_limit_is_marked():
+    # The answer arrives in iteration 3 (one trip too late): it is used without a request.
+    script = [
+        {"tool_calls": [{"get_weather": {"city": "SF"}}]},
+        {"content": "It is sunn", "finish_reason": "length"},
+    ]
+    result = weather_agent(script, max_iterations=3, on_max_iterations="final_answer").run("?")
+
+    assert result.llm_calls == 2
+    assert result.final.content == "It is sunn"
+    assert result.final.data == {"truncated": True}
+
+
 # -- truncation, empty runs, starting state ---------------------------------------------------
 
 
