@@ -381,6 +381,13 @@ class Run:
                 value = tool.fn(**args)
         except AbortRun as exc:
             return exc
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # the run itself is being cancelled from outside: let it stop
+            # The tool raised it itself (a cancelled inner task, say): a tool failure.
+            text = f"{type(exc).__name__}: {exc}"
+            return text, text, "error", box[0]
         except Exception as exc:  # a tool failure is reported to the model, never raised
             text = f"{type(exc).__name__}: {exc}"
             return text, text, "error", box[0]

@@ -336,6 +336,71 @@ def test_a_raising_call_does_not_stop_the_others_of_its_plan():
     assert [r.status for r in result.tool_calls] == ["ok", "error", "ok", "error"]
 
 
+@pytest.mark.parametrize("kind", ["async", "sync"])
+@pytest.mark.parametrize("calls", [1, 2])
+def test_a_tool_raising_cancelled_error_is_a_tool_failure(kind, calls):
+    # A tool whose own inner task was cancelled re-raises CancelledError: that is the
+    # tool failing, not the run being cancelled.
+    if kind == "async":
+
+        @tool
+        async def fetch(n: int) -> str:
+            """Gives up."""
+            raise asyncio.CancelledError(f"gave up on {n}")
+
+    else:
+
+        @tool
+        def fetch(n: int) -> str:
+            """Gives up (in a thread when parallel)."""
+            raise asyncio.CancelledError(f"gave up on {n}")
+
+    plan = [{"fetch": {"n": n}} for n in range(calls)]
+    result = Agent(llm=[{"tool_calls": plan}, {"content": "ok"}], tools=[fetch]).run("?")
+
+    assert result.termination == Termination.completed
+    assert [m.content for m in tool_messages(result)] == [
+        f"CancelledError: gave up on {n}" for n in range(calls)
+    ]
+    assert [r.status for r in result.tool_calls] == ["error"] * calls
+
+
+@pytest.mark.parametrize("calls", [1, 2])
+def test_cancelling_the_run_from_outside_still_cancels_it(calls):
+    started = []
+
+    @tool
+    async def wait(n: int) -> str:
+        """Waits until cancelled."""
+        started.append(n)
+        await asyncio.sleep(60)
+        return "never"
+
+    plan = [{"wait": {"n": n}} for n in range(calls)]
+    agent = Agent(llm=[{"tool_calls": plan}, {"content": "never"}], tools=[wait])
+
+    async def main():
+        task = asyncio.create_task(agent.arun("?"))
+        while len(started) < calls:
+            await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert task.cancelled()
+
+    asyncio.run(asyncio.wait_for(main(), timeout=10))
+
+
+def test_keyboard_interrupt_in_a_tool_is_not_swallowed():
+    @tool
+    def stop(n: int) -> str:
+        """The user pressed Ctrl-C."""
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        Agent(llm=[{"tool_calls": [{"stop": {"n": 1}}]}], tools=[stop]).run("?")
+
+
 def test_an_unknown_tool_becomes_an_error_tool_message():
     @tool
     def get_weather(city: str) -> str:
