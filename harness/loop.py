@@ -38,6 +38,9 @@ from harness.messages import (
     SystemMessage,
     ToolCall,
     ToolMessage,
+    clean_data,
+    clean_reply,
+    clean_text,
 )
 from harness.stagnation import StagnationDetector, plan_signature
 from harness.tools import Tool, ToolArgumentsError, format_errors
@@ -92,7 +95,7 @@ def _observed_hooks(hook: Any) -> _Observed:
 
 def _aborted(exc: AbortRun) -> tuple[str, str, str, float]:
     """The outcome recorded for a call that aborted the run."""
-    text = f"{type(exc).__name__}: {exc}"
+    text = clean_text(f"{type(exc).__name__}: {exc}")
     return text, text, "error", 0.0
 
 
@@ -179,7 +182,10 @@ class Run:
         if self.observed.llm_request:
             self.hook.harness_llm_request(run=self, request=request)
         response: LLMResponse = await self.llm.complete(request)
-        message = response.message
+        message = clean_reply(response.message)
+        if message is not response.message:
+            # Hooks must see the message that is in the conversation.
+            response.message = message
         self.sim_time += response.latency
         if response.usage:
             usage = self.usage
@@ -386,16 +392,28 @@ class Run:
             if task is not None and task.cancelling():
                 raise  # the run itself is being cancelled from outside: let it stop
             # The tool raised it itself (a cancelled inner task, say): a tool failure.
-            text = f"{type(exc).__name__}: {exc}"
+            text = clean_text(f"{type(exc).__name__}: {exc}")
             return text, text, "error", box[0]
         except Exception as exc:  # a tool failure is reported to the model, never raised
-            text = f"{type(exc).__name__}: {exc}"
+            text = clean_text(f"{type(exc).__name__}: {exc}")
             return text, text, "error", box[0]
         if isinstance(value, str):
+            value = clean_text(value)
             return value, value, "ok", box[0]
-        result = to_jsonable_python(value, fallback=str)
+        try:
+            result = to_jsonable_python(value, fallback=str)
+        except UnicodeEncodeError:
+            # pydantic encodes dict keys as UTF-8: a lone surrogate in one fails there.
+            result = to_jsonable_python(clean_data(value), fallback=str)
         # Exactly json.dumps(result) (DESIGN section 2): what the model sees is stable.
-        return json.dumps(result), result, "ok", box[0]
+        text = json.dumps(result)
+        # json.dumps writes every surrogate as \udXXX (astral characters as a pair of
+        # them): only then can a lone one hide in the data.
+        if "\\ud" in text:
+            cleaned = clean_data(result)
+            if cleaned is not result:
+                result, text = cleaned, json.dumps(cleaned)
+        return text, result, "ok", box[0]
 
     def _record(self, call: ToolCall, group: int, **fields: Any) -> ToolCallRecord:
         record = ToolCallRecord(
@@ -582,7 +600,7 @@ def _error_final(exc: BaseException) -> FinalResponse:
         error={
             "type": "error",
             "exception": type(exc).__name__,
-            "message": str(exc),
+            "message": clean_text(str(exc)),
             "status": None,
         }
     )
@@ -610,7 +628,7 @@ async def execute(run: Run, planner_factory: Callable[[AgentConfig], Any]) -> Ru
     except Exception as exc:  # a planner, hook, template or harness bug: still a result
         log.debug("run ended in error", exc_info=True)
         termination, final = Termination.error, _error_final(exc)
-        run.remember("error", f"{type(exc).__name__}: {exc}")
+        run.remember("error", clean_text(f"{type(exc).__name__}: {exc}"))
     # Calls the limit, an error or the planner left behind are still requested calls.
     run.record_pending()
     run.termination = termination
@@ -621,7 +639,7 @@ async def execute(run: Run, planner_factory: Callable[[AgentConfig], Any]) -> Ru
         termination, final = Termination.error, _error_final(exc)
         run.termination = termination
         run.events[-1]["termination"] = termination.value
-        run.remember("error", f"{type(exc).__name__}: {exc}")
+        run.remember("error", clean_text(f"{type(exc).__name__}: {exc}"))
     return RunResult(
         termination=termination,
         final=final,

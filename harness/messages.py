@@ -16,6 +16,10 @@ __all__ = [
     "ToolCall",
     "ToolMessage",
     "UserMessage",
+    "clean_data",
+    "clean_reply",
+    "clean_text",
+    "parse_arguments",
 ]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -183,6 +187,89 @@ def parse_arguments(text: str | None) -> tuple[dict[str, Any], str | None]:
     if not isinstance(value, dict):
         return {}, text
     return value, None
+
+
+# -- text that cannot be saved -------------------------------------------------------------
+# A lone surrogate ("\ud800": a filename read with surrogateescape, a model's JSON escape,
+# which json.loads accepts) is a valid Python str but not UTF-8: saving a conversation or
+# dumping a RunResult would fail. Text entering messages from tools and models is cleaned
+# where it enters; ASCII and ordinary Unicode text take the fast path unchanged.
+
+
+def _encodable(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def clean_text(text: str) -> str:
+    """The text with each lone surrogate replaced by U+FFFD (the same object when it has none)."""
+    if _encodable(text):
+        return text
+    # UTF-16 with surrogatepass joins halves of a split pair into their character and
+    # turns each lone half into one U+FFFD.
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _dirty(value: Any) -> bool:
+    if isinstance(value, str):
+        return not _encodable(value)
+    if isinstance(value, dict):
+        return any(_dirty(k) or _dirty(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(_dirty(v) for v in value)
+    return False
+
+
+def _cleaned(value: Any) -> Any:
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {_cleaned(k): _cleaned(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_cleaned(v) for v in value]
+    return value
+
+
+def clean_data(value: Any) -> Any:
+    """JSON-like data with clean_text applied to every string, keys included (the same
+    object when nothing needs it)."""
+    return _cleaned(value) if _dirty(value) else value
+
+
+def _clean_call(call: ToolCall) -> ToolCall:
+    if not (
+        _dirty(call.id)
+        or _dirty(call.name)
+        or _dirty(call.arguments)
+        or (call.raw_arguments is not None and _dirty(call.raw_arguments))
+    ):
+        return call
+    return call.model_copy(
+        update={
+            "id": clean_text(call.id),
+            "name": clean_text(call.name),
+            "arguments": clean_data(call.arguments),
+            "raw_arguments": None if call.raw_arguments is None else clean_text(call.raw_arguments),
+        }
+    )
+
+
+def clean_reply(message: AssistantMessage) -> AssistantMessage:
+    """A model reply whose text can be saved (the same object when it already can)."""
+    update: dict[str, Any] = {}
+    if message.content is not None and _dirty(message.content):
+        update["content"] = clean_text(message.content)
+    calls = [_clean_call(call) for call in message.tool_calls]
+    if any(new is not old for new, old in zip(calls, message.tool_calls, strict=True)):
+        update["tool_calls"] = calls
+    if message.reasoning and _dirty(message.reasoning):
+        update["reasoning"] = _cleaned(message.reasoning)
+    return message.model_copy(update=update) if update else message
 
 
 def message_from_openai(data: dict[str, Any]) -> Message:

@@ -17,6 +17,9 @@ from harness.messages import (
     ToolCall,
     ToolMessage,
     UserMessage,
+    clean_data,
+    clean_reply,
+    clean_text,
 )
 
 EVERY_FIELD = Conversation(
@@ -207,3 +210,72 @@ def test_generated_conversations_round_trip_exactly(conversation, tmp_path):
     assert loaded == conversation
     assert loaded.model_dump() == conversation.model_dump()
     assert loaded.to_openai() == conversation.to_openai()
+
+
+# -- text that cannot be encoded ---------------------------------------------------------------
+
+LONE = "\ud800"  # what json.loads makes of a model's "\ud800"
+ESCAPED = "report-\udcff.txt"  # what os.listdir gives for a non-UTF-8 name (surrogateescape)
+
+
+def test_lone_surrogates_from_tools_and_models_become_replacement_characters(tmp_path):
+    @tool
+    def list_files(folder: str) -> str:
+        """A filename that is not UTF-8."""
+        return ESCAPED
+
+    @tool
+    def stat_files(folder: str) -> dict:
+        """The same name as a key and a value."""
+        return {ESCAPED: [ESCAPED, "ok 😀"]}
+
+    @tool
+    def open_file(folder: str) -> str:
+        """Fails naming the file."""
+        raise FileNotFoundError(f"no such file: {ESCAPED}")
+
+    script = [
+        {
+            "content": f"Looking {LONE}",
+            "tool_calls": [
+                {"list_files": {"folder": f"docs{LONE}"}},
+                {"stat_files": {"folder": "docs"}},
+                {"open_file": {"folder": "docs"}},
+            ],
+        },
+        {"content": f"Found {LONE}"},
+    ]
+    result = Agent(llm=script, tools=[list_files, stat_files, open_file]).run("?")
+
+    # Saving and dumping no longer fail.
+    path = tmp_path / "conversation.json"
+    result.conversation.save(path)
+    assert Conversation.load(path) == result.conversation
+    json.loads(result.model_dump_json())
+
+    assert result.final.content == "Found \ufffd"
+    reply = result.conversation.messages[1]
+    assert reply.content == "Looking \ufffd"
+    assert reply.tool_calls[0].arguments == {"folder": "docs\ufffd"}
+    assert [r.result for r in result.tool_calls] == [
+        "report-\ufffd.txt",
+        {"report-\ufffd.txt": ["report-\ufffd.txt", "ok 😀"]},
+        "FileNotFoundError: no such file: report-\ufffd.txt",
+    ]
+    # What the model sees is still exactly json.dumps(result).
+    assert result.conversation.messages[3].content == json.dumps(result.tool_calls[1].result)
+    assert result.tool_calls[0].arguments == {"folder": "docs\ufffd"}
+
+
+def test_clean_text_keeps_ordinary_text_as_is():
+    for text in ["plain", "ünïcødé ✓ 😀", ""]:
+        assert clean_text(text) is text
+    data = {"a": ["ünï", {"b": "😀"}]}
+    assert clean_data(data) is data
+    message = AssistantMessage(content="ok ✓", tool_calls=[ToolCall(id="1", name="f")])
+    assert clean_reply(message) is message
+
+
+def test_clean_text_replaces_each_lone_half_and_joins_a_split_pair():
+    assert clean_text(f"a{LONE}b\udc80") == "a\ufffdb\ufffd"
+    assert clean_text("\ud83d\ude00") == "😀"  # a pair given as two code points
