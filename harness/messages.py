@@ -177,7 +177,12 @@ class Conversation(BaseModel):
 
 
 def parse_arguments(text: str | None) -> tuple[dict[str, Any], str | None]:
-    """Arguments text from a model -> (arguments, raw_arguments kept when not a JSON object)."""
+    """Arguments text from a model -> (arguments, raw_arguments kept when not a JSON object).
+
+    The one reading of a model's arguments, for recorded, live and scripted replies alike.
+    An empty text means no arguments: streamed replies send "" for a tool without
+    parameters.
+    """
     if text is None or text == "":
         return {}, None
     try:

@@ -233,6 +233,41 @@ def test_arguments_that_are_not_an_object_are_a_validation_failure():
     assert result.termination == Termination.validation_error
 
 
+# A model's arguments text -> (arguments, raw_arguments): one reading for every source.
+ARGUMENT_TEXTS = [
+    ('{"city": "SF"}', {"city": "SF"}, None),
+    ("", {}, None),  # streamed replies send "" for a tool without parameters
+    ('{"city": ', {}, '{"city": '),
+    ('["SF"]', {}, '["SF"]'),
+    ("null", {}, "null"),
+    ("  ", {}, "  "),
+]
+
+
+@pytest.mark.parametrize(("text", "arguments", "raw"), ARGUMENT_TEXTS)
+def test_scripted_raw_arguments_are_read_like_a_recorded_models(text, arguments, raw):
+    from harness.messages import Conversation, parse_arguments
+
+    script = [{"tool_calls": [{"name": "get_weather", "raw_arguments": text}]}]
+    [call] = Agent(llm=script, max_iterations=1).run("?").conversation.messages[-1].tool_calls
+    assert (call.arguments, call.raw_arguments) == (arguments, raw)
+    # The OpenAI SDK path and saved OpenAI histories read arguments with the same function.
+    assert parse_arguments(text) == (arguments, raw)
+    openai = [{"role": "assistant", "tool_calls": [{"id": "c", "function": {"arguments": text}}]}]
+    [read] = Conversation.from_openai(openai).messages[0].tool_calls
+    assert (read.arguments, read.raw_arguments) == (arguments, raw)
+
+
+def test_scripted_raw_arguments_that_are_a_json_object_run_the_tool():
+    tools, ran = validation_tools()
+    plan = [{"name": "get_weather", "raw_arguments": '{"city": "SF"}'}]
+    result = Agent(llm=[{"tool_calls": plan}, {"content": "ok"}], tools=tools).run("?")
+
+    assert result.termination == Termination.completed
+    assert result.tool_calls[0].arguments == {"city": "SF"}
+    assert ran == ["SF"]
+
+
 def test_extra_arguments_are_a_validation_failure():
     tools, ran = validation_tools()
     plan = [{"get_weather": {"city": "SF", "units": "metric"}}]

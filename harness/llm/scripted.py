@@ -8,7 +8,7 @@ from typing import Any
 from harness.errors import AbortRun, LLMError
 from harness.llm.base import LLMRequest, LLMResponse
 from harness.llm.script import ScriptStep, parse_step
-from harness.messages import AssistantMessage, ToolCall
+from harness.messages import AssistantMessage, ToolCall, parse_arguments
 from harness.plugins import hookimpl
 
 __all__ = ["ScriptedLLM"]
@@ -63,15 +63,22 @@ class ScriptedLLM:
                 'tool_choice="none" (the final answer at max_iterations); give that step '
                 "content only"
             )
-        calls = [
-            ToolCall(
-                id=call.id or f"call_{request.call}_{i}",
-                name=call.name,
-                arguments=call.arguments or {},
-                raw_arguments=call.raw_arguments,
+        calls = []
+        for i, call in enumerate(step.tool_calls):
+            if call.raw_arguments is not None:
+                # Exactly as a recorded model's arguments text is read: a JSON object
+                # becomes the arguments, anything else stays raw (a validation failure).
+                args, raw = parse_arguments(call.raw_arguments)
+            else:
+                args, raw = call.arguments or {}, None
+            calls.append(
+                ToolCall(
+                    id=call.id or f"call_{request.call}_{i}",
+                    name=call.name,
+                    arguments=args,
+                    raw_arguments=raw,
+                )
             )
-            for i, call in enumerate(step.tool_calls)
-        ]
         finish = step.finish_reason or ("tool_calls" if calls else "stop")
         message = AssistantMessage(content=step.content, tool_calls=calls, finish_reason=finish)
         usage = step.usage.as_dict() if step.usage is not None else None
