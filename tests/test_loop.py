@@ -464,6 +464,39 @@ def test_a_bad_script_step_names_the_step():
     assert str(info.value) == "script step 2: contnet: Extra inputs are not permitted"
 
 
+@pytest.mark.parametrize("name", ["id", "arguments", "raw_arguments", "name"])
+def test_the_short_form_calls_tools_named_like_long_form_keys(name):
+    @tool(name=name)
+    def echo(x: int) -> int:
+        """Echo."""
+        return x
+
+    script = [{"tool_calls": [{name: {"x": 1}}]}, {"content": "done"}]
+    result = Agent(llm=script, tools=[echo]).run("?")
+
+    assert result.termination == Termination.completed
+    assert [(r.name, r.arguments, r.result) for r in result.tool_calls] == [(name, {"x": 1}, 1)]
+
+
+def test_the_long_form_is_the_one_with_a_name():
+    script = ScriptedLLM(
+        [
+            {"tool_calls": [{"name": "get_weather"}]},
+            {"tool_calls": [{"name": "get_weather", "arguments": {"city": "SF"}, "id": "c1"}]},
+        ]
+    )
+    calls = [s.tool_calls[0] for s in script.steps]
+    assert [(c.name, c.arguments, c.id) for c in calls] == [
+        ("get_weather", None, None),
+        ("get_weather", {"city": "SF"}, "c1"),
+    ]
+
+
+def test_a_long_form_key_without_name_is_a_clear_error():
+    with pytest.raises(HarnessError, match=r"script step 1: .*'id' needs `name` too"):
+        Agent(llm=[{"tool_calls": [{"id": "call_abc"}]}])
+
+
 # -- LLM errors ------------------------------------------------------------------------------
 
 

@@ -27,11 +27,19 @@ class ScriptToolCall(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _short_form(cls, data: Any) -> Any:
+        # The long form is the one with a `name` key; any other one-key mapping is the
+        # short form, so tools may be called `id`, `arguments` or `raw_arguments`.
+        # {name: get_weather} alone is the long form with no arguments; {name: {...}}
+        # calls a tool named `name`.
         if isinstance(data, dict) and len(data) == 1:
             ((key, value),) = data.items()
-            # {name: get_weather} alone is the long form with no arguments.
-            if key not in _LONG_KEYS or (key == "name" and isinstance(value, dict)):
+            if key != "name" or isinstance(value, dict):
                 if value is not None and not isinstance(value, dict):
+                    if key in _LONG_KEYS:
+                        raise ValueError(
+                            f"a call with {key!r} needs `name` too: {{name: get_weather, "
+                            f"{key}: ...}}; a tool called {key!r} takes a mapping of arguments"
+                        )
                     raise ValueError(
                         f"arguments of {key!r} must be a mapping, like {{{key}: {{city: SF}}}}"
                     )
