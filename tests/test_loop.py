@@ -8,6 +8,7 @@ import logging
 import pytest
 
 from harness import Agent, Conversation, HarnessError, Termination, hookimpl, tool
+from harness.actions import ExecuteToolsAction
 from harness.llm import ScriptedLLM
 from harness.messages import AssistantMessage, SystemMessage, ToolMessage, UserMessage
 
@@ -579,6 +580,33 @@ def test_a_planner_returning_something_else_is_an_error_naming_it():
     assert result.termination == Termination.error
     assert "'odd'" in result.final.error["message"]
     assert "'not a plan'" in result.final.error["message"]
+
+
+def planner_plugin(name, step):
+    """A plugin registering a planner whose step() is ``step``."""
+
+    class Planner:
+        def __init__(self, config):
+            self.step = step
+
+    class Plugin:
+        @hookimpl
+        def harness_register_planners(self, register):
+            register(name, Planner)
+
+    return Plugin()
+
+
+@pytest.mark.parametrize("plan", [[], ExecuteToolsAction(tool_calls=[])])
+def test_an_empty_tool_plan_ends_the_run_empty(plan, caplog):
+    plugin = planner_plugin("idle", lambda run: plan)
+    with caplog.at_level(logging.INFO, logger="harness"):
+        result = Agent(llm=[], planner="idle", plugins=[plugin]).run("?")
+
+    assert result.termination == Termination.empty
+    assert result.iterations == 1
+    assert result.tool_calls == []
+    assert "Executing 0 tool call(s)" not in caplog.messages
 
 
 # -- logging ---------------------------------------------------------------------------------
