@@ -528,13 +528,13 @@ async def _iterate(
             return Termination.completed, _mark_truncation(run, FinalResponse(content=plan.content))
         elif isinstance(plan, EmptyAction) or (isinstance(plan, list) and not plan):
             return Termination.empty, FinalResponse()
-        if not calls:  # ExecuteToolsAction(tool_calls=[]): nothing to do, like []
-            return Termination.empty, FinalResponse()
         else:
             raise HarnessError(
                 f"planner {run.planner_name!r} returned {plan!r}; expected an action, a list of "
                 "ToolAction or a FinalResponse"
             )
+        if not calls:  # ExecuteToolsAction(tool_calls=[]): nothing to do, like []
+            return Termination.empty, FinalResponse()
 
         if run.observed.custom_signature:
             signature = hook.harness_action_signature(run=run, tool_calls=calls)
