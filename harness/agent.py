@@ -8,13 +8,22 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.actions import RunResult
-from harness.errors import HarnessError
+from harness.errors import HarnessError, describe
 from harness.llm.scripted import ScriptedLLM
 from harness.loop import AgentConfig, Run, answer_unanswered, execute
-from harness.messages import Conversation, SystemMessage, UserMessage
+from harness.messages import (
+    AssistantMessage,
+    Conversation,
+    SystemMessage,
+    ToolMessage,
+    UserMessage,
+    message_from_openai,
+)
 from harness.plugins import get_plugins
 from harness.sync import run_sync
-from harness.tools import format_errors, toolset
+from harness.tools import Tool, format_errors, toolset
+
+_MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolMessage)
 
 __all__ = ["Agent"]
 
@@ -49,22 +58,52 @@ class Agent:
                 planner_options=planner_options or {},
             )
         except ValidationError as exc:
-            raise HarnessError(f"Agent: {format_errors(exc.errors(include_url=False))}") from None
+            problems = "; ".join(
+                f"{format_errors([err])}, got {err['input']!r}"
+                for err in exc.errors(include_url=False)
+            )
+            raise HarnessError(f"Agent: {problems}") from None
+        if isinstance(tools, str | Tool) or callable(tools) or not _iterable(tools):
+            raise HarnessError(
+                f"Agent(tools=...) takes a list of tools (@tool functions or registered tool "
+                f"names), got {describe(tools)}; write tools=[...]"
+            )
+        if isinstance(plugins, str) or not _iterable(plugins):
+            raise HarnessError(
+                f"Agent(plugins=...) takes a list of plugin objects or modules, got "
+                f"{describe(plugins)}; write plugins=[...]"
+            )
         self.plugins = get_plugins().with_extra(plugins)
         # A list of script steps is a convenient way to say ScriptedLLM(steps).
-        self.llm = ScriptedLLM(llm) if isinstance(llm, list) else llm
-        self.tools = toolset(tools, resolve=self.plugins.tool)
+        if isinstance(llm, list):
+            llm = ScriptedLLM(llm)
+        elif not callable(getattr(llm, "complete", None)):
+            raise HarnessError(
+                f"Agent(llm=...) takes an LLM source (an object with async complete(request), "
+                f"like harness.llm.ScriptedLLM) or a list of script steps, got {describe(llm)}"
+            )
+        self.llm = llm
+        try:
+            self.tools = toolset(tools, resolve=self.plugins.tool)
+        except HarnessError as exc:
+            # Same exception (PluginError for an unknown name), said where it came from.
+            exc.args = (f"Agent(tools=...): {exc}",)
+            raise
         # Resolve now so an unknown planner fails where the Agent is built.
         self._planner_factory = self.plugins.planner_factory(planner)
 
-    def _start(self, input: str | None, conversation: Conversation | None) -> Conversation:
+    def _start(self, input: str | None, conversation: Any) -> Conversation:
+        if input is not None and not isinstance(input, str):
+            raise HarnessError(
+                f"Agent.run(input=...) takes the user's message as a string, got {describe(input)}"
+            )
         if conversation is None:
             messages: list[Any] = (
                 [SystemMessage(content=self.config.system)] if self.config.system else []
             )
         else:
             # Never mutate the caller's conversation.
-            messages = list(conversation.messages)
+            messages = _messages_of(conversation)
         start = Conversation(messages=messages)
         if input is not None:
             # Tool calls left pending by the earlier run (stopped at the limit, say) must
@@ -74,9 +113,13 @@ class Agent:
         return start
 
     async def arun(
-        self, input: str | None = None, conversation: Conversation | None = None
+        self, input: str | None = None, conversation: Conversation | list[Any] | None = None
     ) -> RunResult:
-        """Run the loop: continue ``conversation`` (if given) after appending ``input``."""
+        """Run the loop: continue ``conversation`` (if given) after appending ``input``.
+
+        ``conversation`` is a Conversation or a list of messages: harness messages or
+        Chat Completions message dicts (a saved OpenAI history).
+        """
         run = Run(
             conversation=self._start(input, conversation),
             tools=self.tools,
@@ -86,8 +129,53 @@ class Agent:
         )
         return await execute(run, self._planner_factory)
 
-    def run(self, input: str | None = None, conversation: Conversation | None = None) -> RunResult:
+    def run(
+        self, input: str | None = None, conversation: Conversation | list[Any] | None = None
+    ) -> RunResult:
         """Synchronous ``arun``; inside a running event loop, use ``await agent.arun()``."""
         return run_sync(
             self.arun(input, conversation), name="Agent.run()", instead="agent.arun(...)"
         )
+
+
+def _iterable(value: Any) -> bool:
+    try:
+        iter(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _messages_of(conversation: Any) -> list[Any]:
+    """The messages of a Conversation or of a list of messages / OpenAI message dicts."""
+    if isinstance(conversation, Conversation):
+        return list(conversation.messages)
+    if not isinstance(conversation, list | tuple):
+        raise HarnessError(
+            "Agent.run(conversation=...) takes a Conversation or a list of messages (harness "
+            f"messages or OpenAI message dicts like {{'role': 'user', 'content': 'hi'}}), got "
+            f"{describe(conversation)}"
+        )
+    messages = []
+    for index, item in enumerate(conversation):
+        if isinstance(item, _MESSAGE_TYPES):
+            messages.append(item)
+            continue
+        if not isinstance(item, dict):
+            raise HarnessError(
+                f"Agent.run(conversation=...): item {index} is {describe(item)}; expected a "
+                "harness message or an OpenAI message dict like {'role': 'user', 'content': 'hi'}"
+            )
+        try:
+            messages.append(message_from_openai(item))
+        except (ValueError, TypeError, AttributeError) as exc:
+            # ValidationError is a ValueError; its text without documentation URLs.
+            detail = (
+                format_errors(exc.errors(include_url=False))
+                if isinstance(exc, ValidationError)
+                else str(exc)
+            )
+            raise HarnessError(
+                f"Agent.run(conversation=...): item {index} is not an OpenAI message: {detail}"
+            ) from None
+    return messages

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
-__all__ = ["AbortRun", "HarnessError", "LLMError", "ScenarioError"]
+__all__ = ["AbortRun", "HarnessError", "LLMError", "ScenarioError", "class_path", "describe"]
 
 
 class HarnessError(Exception):
@@ -57,3 +58,28 @@ class ScenarioError(HarnessError):
     def single(cls, path: str, line: int | None, field: str, message: str) -> ScenarioError:
         """An error with one problem."""
         return cls([(path, line, field, message)])
+
+
+def class_path(cls: type) -> str:
+    """``module.Qualified.Name`` of a class (``<locals>`` dropped), for messages."""
+    return f"{cls.__module__}.{cls.__qualname__}".replace(".<locals>", "")
+
+
+def describe(value: Any) -> str:
+    """A value for an error message: its type and a short repr, never a memory address."""
+    if value is None:
+        return "None"
+    if isinstance(value, functools.partial):
+        inner = value.func
+        where = f"{getattr(inner, '__module__', '?')}.{getattr(inner, '__qualname__', '?')}"
+        return f"functools.partial of {where}"
+    cls = type(value)
+    text = repr(value)
+    if " at 0x" in text:  # a default repr: the address says nothing to a reader
+        named = getattr(value, "__qualname__", None)
+        if isinstance(named, str):
+            return f"{cls.__name__} {getattr(value, '__module__', '?')}.{named}"
+        return f"a {class_path(cls)} object"
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{cls.__name__} {text}"

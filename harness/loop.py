@@ -30,7 +30,7 @@ from harness.actions import (
     ToolAction,
     ToolCallRecord,
 )
-from harness.errors import AbortRun, HarnessError, LLMError
+from harness.errors import AbortRun, HarnessError, LLMError, describe
 from harness.llm.base import LLMRequest, LLMResponse
 from harness.messages import (
     AssistantMessage,
@@ -56,8 +56,11 @@ class AgentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     planner: str = "agentbuilder"
-    max_iterations: int = Field(default=80, ge=1)
-    stagnation_window: int = Field(default=3, ge=0, description="0 turns detection off")
+    # Strict: True is not 1 (bool is an int subclass) and "3" is not 3.
+    max_iterations: int = Field(default=80, ge=1, strict=True)
+    stagnation_window: int = Field(
+        default=3, ge=0, strict=True, description="0 turns detection off"
+    )
     parallel_tools: bool = True
     on_validation_error: Literal["stop", "retry"] = "stop"
     on_max_iterations: Literal["stop", "final_answer"] = "stop"
@@ -621,6 +624,11 @@ async def execute(run: Run, planner_factory: Callable[[AgentConfig], Any]) -> Ru
         run.emit("agent_start")
         hook.harness_agent_start(run=run)
         planner = planner_factory(run.config)
+        if not callable(getattr(planner, "step", None)):
+            raise HarnessError(
+                f"planner {run.planner_name!r}: its factory returned {describe(planner)}, which "
+                "has no step(run) method; a planner factory must return an object with step(run)"
+            )
         termination, final = await _iterate(run, planner, detector)
     except _Stop as stop:
         termination, final = stop.termination, stop.final

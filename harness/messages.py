@@ -283,7 +283,12 @@ def message_from_openai(data: dict[str, Any]) -> Message:
     if role == "assistant":
         calls = []
         for call in data.get("tool_calls") or []:
-            fn = call.get("function") or {}
+            fn = (call.get("function") or {}) if isinstance(call, dict) else None
+            if not isinstance(fn, dict):
+                raise ValueError(
+                    "each tool_calls entry must be {id, type: function, function: {name, "
+                    f"arguments}}, got {call!r}"
+                )
             args, raw = parse_arguments(fn.get("arguments"))
             calls.append(
                 ToolCall(

@@ -22,7 +22,7 @@ from typing import Any
 import pluggy
 
 from harness import hookspecs
-from harness.errors import HarnessError
+from harness.errors import HarnessError, class_path
 
 __all__ = [
     "DEFAULT_PLUGINS",
@@ -122,8 +122,10 @@ class Plugins:
 
     def register(self, plugin: Any, name: str | None = None) -> str | None:
         """Register a plugin object or module; unknown ``harness_*`` hooks are an error."""
-        name = name or getattr(plugin, "__name__", None) or repr(plugin)
-        if self.pm.is_blocked(name) or self.pm.is_registered(plugin):
+        if self.pm.is_registered(plugin):
+            return None
+        name = name or self._default_name(plugin)
+        if self.pm.is_blocked(name):
             return None
         try:
             self.pm.register(plugin, name)
@@ -134,6 +136,21 @@ class Plugins:
             raise PluginError(_explain_validation(name, plugin, exc)) from None
         self._order.append((name, plugin))
         self._registries = None
+        return name
+
+    def _default_name(self, plugin: Any) -> str:
+        """A module's or class's name, or an instance's class path (``#2``... when taken).
+
+        Never repr(): it shows a memory address, which says nothing in an error message.
+        """
+        name = getattr(plugin, "__name__", None)
+        if isinstance(name, str):
+            return name
+        base = class_path(type(plugin))
+        name, n = base, 1
+        while self.pm.get_plugin(name) is not None:
+            n += 1
+            name = f"{base} #{n}"
         return name
 
     def unregister(self, plugin: Any) -> None:

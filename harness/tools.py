@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 from collections.abc import Callable, Iterable
@@ -10,7 +11,7 @@ from typing import Annotated, Any, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, describe
 from harness.messages import ToolCall
 
 __all__ = [
@@ -158,17 +159,21 @@ def schema_of(model: type[BaseModel] | None) -> dict[str, Any]:
     return schema
 
 
-def _model_from_signature(fn: Callable[..., Any], name: str) -> type[BaseModel]:
+def _model_from_signature(
+    fn: Callable[..., Any], name: str, hints_of: Callable[..., Any] | None = None
+) -> type[BaseModel]:
     signature = inspect.signature(fn)
+    target = hints_of or fn
     try:
-        hints = get_type_hints(fn, include_extras=True)
+        hints = get_type_hints(target, include_extras=True)
     except Exception:  # unresolvable forward references: fall back to Any
         hints = {}
     fields: dict[str, tuple[Any, Any]] = {}
     for param in signature.parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            where = f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', '?')}"
             raise HarnessError(
-                f"tool {name!r} ({fn.__module__}.{fn.__qualname__}): *args and **kwargs cannot "
+                f"tool {name!r} ({where}): *args and **kwargs cannot "
                 "become tool parameters; name each parameter"
             )
         annotation = hints.get(param.name, Any)
@@ -207,12 +212,21 @@ def tool(
     """
 
     def wrap(func: Callable[..., Any]) -> Tool:
-        tool_name = name or func.__name__
+        tool_name = name or getattr(func, "__name__", None)
+        if not isinstance(tool_name, str):
+            raise HarnessError(
+                f"{describe(func)} has no __name__ to name the tool by: give it one "
+                "with tool(fn, name=...)"
+            )
+        # A partial's docstring and type hints are those of the function it wraps.
+        documented = func.func if isinstance(func, functools.partial) else func
         return Tool(
             func,
             name=tool_name,
-            description=description if description is not None else inspect.getdoc(func) or "",
-            model=_model_from_signature(func, tool_name),
+            description=description
+            if description is not None
+            else inspect.getdoc(documented) or "",
+            model=_model_from_signature(func, tool_name, hints_of=documented),
             strict=strict,
         )
 
@@ -225,7 +239,7 @@ def as_tool(obj: Any) -> Tool:
         return obj
     if callable(obj):
         return tool(obj)
-    raise HarnessError(f"{obj!r} is not a tool: decorate a function with @harness.tool")
+    raise HarnessError(f"{describe(obj)} is not a tool: decorate a function with @harness.tool")
 
 
 def toolset(tools: Iterable[Any], resolve: Callable[[str], Tool] | None = None) -> dict[str, Tool]:

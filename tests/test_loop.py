@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 
 import pytest
@@ -456,6 +457,152 @@ def test_bad_agent_options_are_a_clear_error(options, message):
 
     assert str(info.value).startswith(message)
     assert "errors.pydantic.dev" not in str(info.value)
+
+
+# -- bad Python-API input: one clear HarnessError naming the parameter -------------------------
+
+
+def _add(a: int, b: int = 1) -> int:
+    """Add."""
+    return a + b
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"llm": None}, "Agent(llm=...) takes an LLM source (an object with async complete"),
+        ({"llm": "gpt-4o"}, "Agent(llm=...) takes an LLM source"),
+        ({"tools": get_weather}, "Agent(tools=...) takes a list of tools"),
+        ({"tools": "get_weather"}, "Agent(tools=...) takes a list of tools"),
+        (
+            {"tools": [functools.partial(_add, b=2)]},
+            f"Agent(tools=...): functools.partial of {__name__}._add has no __name__",
+        ),
+        ({"plugins": object()}, "Agent(plugins=...) takes a list of plugin objects"),
+        (
+            {"max_iterations": True},
+            "Agent: max_iterations: Input should be a valid integer, got True",
+        ),
+        (
+            {"max_iterations": "3"},
+            "Agent: max_iterations: Input should be a valid integer, got '3'",
+        ),
+        ({"stagnation_window": False}, "Agent: stagnation_window: Input should be a valid integer"),
+    ],
+)
+def test_bad_agent_arguments_are_one_clear_error(options, message):
+    options = {"llm": [], **options}
+    with pytest.raises(HarnessError) as info:
+        Agent(**options)
+
+    text = str(info.value)
+    assert text.startswith(message)
+    assert "errors.pydantic.dev" not in text
+    assert " at 0x" not in text  # no memory addresses
+
+
+def test_a_partial_with_a_name_is_a_tool_documented_like_its_function():
+    add_two = tool(functools.partial(_add, b=2), name="add_two")
+
+    assert add_two.description == "Add."
+    assert add_two.parameters["properties"]["a"] == {"type": "integer"}
+    script = [{"tool_calls": [{"add_two": {"a": 1}}]}, {"content": "3"}]
+    assert Agent(llm=script, tools=[add_two]).run("?").tool_calls[0].result == 3
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"input": 123}, "Agent.run(input=...) takes the user's message as a string, got int 123"),
+        ({"conversation": "hi"}, "Agent.run(conversation=...) takes a Conversation or a list"),
+        ({"conversation": ["hi"]}, "Agent.run(conversation=...): item 0 is str 'hi'; expected"),
+        (
+            {"conversation": [{"role": "robot", "content": "beep"}]},
+            "Agent.run(conversation=...): item 0 is not an OpenAI message: unknown message role",
+        ),
+        (
+            {"conversation": [{"role": "assistant", "tool_calls": ["x"]}]},
+            "Agent.run(conversation=...): item 0 is not an OpenAI message: each tool_calls entry",
+        ),
+        (
+            {"conversation": [{"role": "tool", "tool_call_id": 7, "content": "x"}]},
+            "Agent.run(conversation=...): item 0 is not an OpenAI message: tool_call_id: Input",
+        ),
+    ],
+)
+def test_bad_run_arguments_are_one_clear_error(arguments, message):
+    with pytest.raises(HarnessError) as info:
+        weather_agent().run(**arguments)
+
+    assert str(info.value).startswith(message)
+    assert "errors.pydantic.dev" not in str(info.value)
+
+
+def test_a_conversation_may_be_a_list_of_openai_messages_or_of_messages():
+    history = [
+        {"role": "system", "content": "Be terse."},
+        {"role": "user", "content": "Weather in SF?"},
+        {"role": "assistant", "content": "Sunny."},
+    ]
+    llm = RecordingLLM([{"content": "Also sunny."}])
+    result = Agent(llm=llm).run("And LA?", conversation=history)
+
+    assert result.termination == Termination.completed
+    assert llm.requests[0]["messages"] == [*history, {"role": "user", "content": "And LA?"}]
+    as_messages = Conversation.from_openai(history).messages
+    again = Agent(llm=[{"content": "Also sunny."}]).run("And LA?", conversation=as_messages)
+    assert again.conversation.messages[:3] == as_messages
+
+
+@pytest.mark.parametrize("made", [None, object()])
+def test_a_planner_factory_must_return_an_object_with_step(made):
+    class Plugin:
+        @hookimpl
+        def harness_register_planners(self, register):
+            register("lazy", lambda config: made)
+
+    result = Agent(llm=[], planner="lazy", plugins=[Plugin()]).run("?")
+
+    assert result.termination == Termination.error
+    message = result.final.error["message"]
+    assert message.startswith("planner 'lazy': its factory returned ")
+    assert message.endswith("a planner factory must return an object with step(run)")
+
+
+def test_plugin_errors_name_an_instance_by_its_class():
+    class BadTools:
+        @hookimpl
+        def harness_register_tools(self, register):
+            register("not", "a tool")
+
+    class Misspelled:
+        def harness_agent_strat(self, run):
+            pass
+
+    where = f"{__name__}.test_plugin_errors_name_an_instance_by_its_class"
+    for plugin, expected in [
+        (BadTools(), f"{where}.BadTools: register(tool) takes one @tool function"),
+        (Misspelled(), f"plugin {where}.Misspelled: unknown hook harness_agent_strat"),
+    ]:
+        with pytest.raises(HarnessError) as info:
+            Agent(llm=[], plugins=[plugin])
+        assert str(info.value).startswith(expected)
+        assert " at 0x" not in str(info.value)
+
+
+def test_two_instances_of_one_plugin_class_both_register():
+    seen = []
+
+    class Counter:
+        def __init__(self, label):
+            self.label = label
+
+        @hookimpl
+        def harness_agent_start(self, run):
+            seen.append(self.label)
+
+    Agent(llm=[{"content": "hi"}], plugins=[Counter("a"), Counter("b")]).run("?")
+    assert sorted(seen) == ["a", "b"]
 
 
 def test_a_bad_script_step_names_the_step():
