@@ -155,6 +155,9 @@ class Run:
         # conversation (declined, stopped, aborted): pending calls among them (by
         # identity) are already in `records`.
         self._recorded_unanswered: list[ToolCall] = []
+        # Calls answered `not executed` before a request, with their iteration: recorded
+        # when the run ends.
+        self._left: list[tuple[int, list[ToolCall]]] = []
 
     @property
     def planner_name(self) -> str:
@@ -209,35 +212,46 @@ class Run:
         return message
 
     def _answer_pending(self) -> None:
-        """Record and answer the calls of the last assistant message that never ran."""
-        pending = self.record_pending()
+        """Answer the calls of the last assistant message that never ran (and keep them)."""
+        pending, new = self._pending()
+        if new:
+            self._left.append((self.iteration, new))
         if pending:
             answer_calls(self.conversation, pending, self._unanswered_reason)
 
-    def record_pending(self) -> list[ToolCall]:
-        """Record the last assistant message's unanswered calls as ``not_run``, once.
+    def _pending(self) -> tuple[list[ToolCall], list[ToolCall]]:
+        """(unanswered calls of the last assistant message, those not recorded yet).
 
-        Every requested call belongs in ``RunResult.tool_calls``: calls the limit, an
-        error or a planner left behind get a group of their own, like a declined plan.
-        Returns the unanswered calls (recorded now or before). Costs the size of the
-        last plan.
+        Costs the size of the last plan.
         """
         pending = pending_calls(self.conversation, since=self._first_message)
         recorded = self._recorded_unanswered
-        new = [call for call in pending if not any(call is r for r in recorded)]
+        return pending, [call for call in pending if not any(call is r for r in recorded)]
+
+    def record_pending(self) -> None:
+        """Record every call left behind as ``not_run``, each batch in a group of its own.
+
+        Every requested call belongs in ``RunResult.tool_calls``: calls the limit, an
+        error or a planner left behind are recorded like a declined plan, once, when the
+        run ends (so they sit at its end on the simulated clock, where reports put them).
+        """
+        _, new = self._pending()
         if new:
+            self._left.append((self.iteration, new))
+            self._recorded_unanswered = new
+        for iteration, calls in self._left:
             self._group += 1
-            for call in new:
+            for call in calls:
                 self._record(
                     call,
                     self._group,
+                    iteration=iteration,
                     status="not_run",
                     is_error=False,
                     sim_start=self.sim_time,
                     sim_end=self.sim_time,
                 )
-            self._recorded_unanswered = new
-        return pending
+        self._left = []
 
     # -- running a tool plan ----------------------------------------------------------
 
@@ -418,12 +432,14 @@ class Run:
                 result, text = cleaned, json.dumps(cleaned)
         return text, result, "ok", box[0]
 
-    def _record(self, call: ToolCall, group: int, **fields: Any) -> ToolCallRecord:
+    def _record(
+        self, call: ToolCall, group: int, iteration: int | None = None, **fields: Any
+    ) -> ToolCallRecord:
         record = ToolCallRecord(
             id=call.id,
             name=call.name,
             arguments=call.arguments,
-            iteration=self.iteration,
+            iteration=self.iteration if iteration is None else iteration,
             group=group,
             **fields,
         )

@@ -224,7 +224,7 @@ def test_final_answer_at_the_limit_makes_one_request_with_tool_choice_none():
 def test_calls_left_pending_at_the_limit_are_recorded_not_run(mode):
     script = [
         {"tool_calls": [{"get_weather": {"city": "SF"}}, {"get_weather": {"city": "LA"}}]},
-        {"content": "x"},
+        {"content": "x", "latency": 0.5},
     ]
     result = weather_agent(script, max_iterations=1, on_max_iterations=mode).run("?")
 
@@ -234,6 +234,9 @@ def test_calls_left_pending_at_the_limit_are_recorded_not_run(mode):
         ("call_1_1", {"city": "LA"}, "not_run", False, 1),
     ]
     assert result.parallel_groups == []  # never executed
+    # Recorded when the run ends: at the end of the simulated clock.
+    assert result.sim_time == (0.5 if mode == "final_answer" else 0.0)
+    assert {(r.sim_start, r.sim_end) for r in result.tool_calls} == {(result.sim_time,) * 2}
 
 
 def test_calls_left_pending_when_a_hook_raises_are_recorded_not_run():

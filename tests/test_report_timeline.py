@@ -125,7 +125,9 @@ def _two_llm_calls_in_a_row() -> ScenarioResult:
 def test_llm_calls_in_a_row_are_placed_by_the_times_their_events_carry() -> None:
     scenario = _two_llm_calls_in_a_row()
     timeline = build_timeline(scenario)
-    assert spans(scenario) == [(1, "llm1", 0.0, 0.2), (1, "llm2", 0.2, 0.8)]
+    # The call left unrun at the limit is recorded when the run ends (not_run, not declined).
+    assert spans(scenario) == [(1, "llm1", 0.0, 0.2), (1, "llm2", 0.2, 0.8), (1, "plan1", 0.8, 0.8)]
+    assert not any(i.declined for it in timeline.iterations for i in it.items)
     assert not timeline.approximate
     assert all(i.exact for it in timeline.iterations for i in it.items)
 
@@ -137,9 +139,9 @@ def test_llm_calls_in_a_row_without_times_share_the_time_and_say_so() -> None:
     events = [{k: v for k, v in e.items() if k != "sim"} for e in scenario.events]
     scenario = scenario.model_copy(update={"events": events})
     timeline = build_timeline(scenario)
-    assert spans(scenario) == [(1, "llm1", 0.0, 0.4), (1, "llm2", 0.4, 0.8)]
+    assert spans(scenario) == [(1, "llm1", 0.0, 0.4), (1, "llm2", 0.4, 0.8), (1, "plan1", 0.8, 0.8)]
     assert timeline.approximate
-    assert not any(i.exact for it in timeline.iterations for i in it.items)
+    assert not any(i.exact for it in timeline.iterations for i in it.items if i.kind == "llm")
     html = render_html(sample_results([scenario]))
     assert "0 s → 0.40 s*" in html and "share the simulated time" in html
 

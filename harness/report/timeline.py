@@ -139,7 +139,7 @@ def build_timeline(scenario: ScenarioResult) -> Timeline:
                     iteration=calls[0].iteration,
                     group=key,
                     calls=calls,
-                    declined=statuses == {"not_run"},
+                    declined=statuses == {"not_run"} and scenario.termination.value == "stagnation",
                     stopped=bool(statuses & {"invalid", "unknown_tool"})
                     and statuses <= {"invalid", "unknown_tool", "not_run"}
                     and scenario.termination.value == "validation_error",
