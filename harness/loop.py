@@ -225,8 +225,10 @@ class Run:
         Costs the size of the last plan.
         """
         pending = pending_calls(self.conversation, since=self._first_message)
-        recorded = self._recorded_unanswered
-        return pending, [call for call in pending if not any(call is r for r in recorded)]
+        if not pending:
+            return pending, pending
+        recorded = {id(call) for call in self._recorded_unanswered}
+        return pending, [call for call in pending if id(call) not in recorded]
 
     def record_pending(self) -> None:
         """Record every call left behind as ``not_run``, each batch in a group of its own.
@@ -238,7 +240,6 @@ class Run:
         _, new = self._pending()
         if new:
             self._left.append((self.iteration, new))
-            self._recorded_unanswered = new
         for iteration, calls in self._left:
             self._group += 1
             for call in calls:
