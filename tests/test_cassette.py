@@ -303,6 +303,29 @@ def test_no_secret_reaches_any_written_file(tmp_path, monkeypatch):
     assert "<OPENAI_API_KEY>F in SF" in changed.final.error["message"]
 
 
+def test_a_key_too_short_to_be_a_secret_is_not_masked_and_the_cassette_replays_without_it(
+    tmp_path, monkeypatch
+):
+    # OPENAI_API_KEY=x is what people set for a local server that takes any key.
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    cassette = tmp_path / "local.yaml"
+    steps = [STEPS[0], {"content": "Sixty-two degrees, an index of 0.x"}]
+    _, serving = server(steps)
+    with serving as url:
+        recorded, _ = run(cassette, "once", url, stream=True)
+    assert recorded.final.content == "Sixty-two degrees, an index of 0.x"
+    text = cassette.read_text()
+    assert "<OPENAI_API_KEY>" not in text
+    assert "x-stainless-lang" in text and "0.x" in text
+    headers = {h.lower() for i in interactions(cassette) for h in i["request"]["headers"]}
+    assert "authorization" not in headers  # the header goes whatever it holds
+
+    # In CI, without the variable: the same run.
+    monkeypatch.delenv("OPENAI_API_KEY")
+    replayed, _ = run(cassette, "none", stream=True)
+    assert replayed.model_dump(exclude={"wall_time"}) == recorded.model_dump(exclude={"wall_time"})
+
+
 def test_secret_headers_and_values_are_scrubbed_everywhere(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("OPENAI_ORG_ID", ORG)
