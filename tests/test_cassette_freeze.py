@@ -23,9 +23,16 @@ def _no_openai_environment(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
-def record(cassette: Path, steps, tools, *, api="chat", stream=False, system=None, prompt="Go."):
+def record(
+    cassette: Path, steps, tools, *, api="chat", stream=False, system=None, prompt="Go.", **extra
+):
     config = LLMConfig(
-        provider="openai", model="gpt-4o-mini", cassette=str(cassette), api=api, stream=stream
+        provider="openai",
+        model="gpt-4o-mini",
+        cassette=str(cassette),
+        api=api,
+        stream=stream,
+        **extra,
     )
     with running_server(steps) as url:
         bound = config.model_copy(update={"base_url": url}).with_context(
@@ -97,6 +104,20 @@ def test_a_recorded_run_freezes_into_a_scenario_that_replays_it(tmp_path, api, s
     # The frozen run is the recorded run.
     assert result.transcript == recorded.conversation.messages
     assert result.parallel_groups == recorded.parallel_groups
+
+
+def test_reasoning_items_sent_back_do_not_stop_a_responses_run_from_freezing(tmp_path):
+    # The requests hold the model's reasoning items; a script has none to send back, and
+    # they are not compared.
+    cassette = tmp_path / "reasoning.yaml"
+    steps = [{"tool_calls": [{"lookup": {"city": "Oslo"}}]}, {"content": "Oslo 4000."}]
+    options = {"include": ["reasoning.encrypted_content"]}
+    recorded = record(cassette, steps, [lookup], api="responses", options=options)
+    assert recorded.conversation.messages[1].reasoning
+    assert "encrypted_content" in cassette.read_text()
+    _, result = frozen(tmp_path, cassette)
+    assert result.status == "passed", [e for e in result.expectations if not e.ok]
+    assert result.final.content == "Oslo 4000."
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in FOREIGN.glob("*.yaml")))

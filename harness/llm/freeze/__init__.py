@@ -152,11 +152,14 @@ def freeze(
 
     of_run = f" (run {chosen.number} of {len(runs)})" if len(runs) > 1 else ""
     made_by = f", recorded by {Path(scenario).name}" if scenario is not None else ""
-    data = build_scenario(
-        chosen,
-        description=f"frozen from {path.name}{of_run}{made_by} by harness freeze",
-        original=original,
-    )
+    try:
+        data = build_scenario(
+            chosen,
+            description=f"frozen from {path.name}{of_run}{made_by} by harness freeze",
+            original=original,
+        )
+    except FreezeError as exc:  # about an interaction: name the file
+        raise FreezeError(f"{shown}: {exc}") from None
     header = (
         f"# Frozen from {path.name}{of_run} by `harness freeze`:\n"
         "# a scripted scenario that replays the recorded run with no cassette.\n"

@@ -95,7 +95,11 @@ def _conversation_start(first: RecordedCall) -> tuple[str | None, str, list[Any]
             )
         system = text_of(body.get("instructions"))
     else:
-        messages = list(body.get("messages") or [])
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+            raise FreezeError(
+                f"interaction {first.number}: `messages` is not a list of message objects"
+            )
         system = None
     rest = []
     for message in messages:
