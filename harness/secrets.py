@@ -4,6 +4,8 @@ Cassettes drop secret headers and mask secret values. Everything else harness wr
 prints — results.json, the HTML report, pytest failure text, the ``harness`` logger —
 passes through :func:`scrub_text` as a last line of defence: a tool that echoes the API
 key, or an error message quoting it, is masked as ``<OPENAI_API_KEY>``.
+
+Values shorter than ``MIN_SECRET_LENGTH`` are not masked: see there.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pydantic import BaseModel
 M = TypeVar("M", bound=BaseModel)
 
 __all__ = [
+    "MIN_SECRET_LENGTH",
     "REQUEST_SECRET_HEADERS",
     "RESPONSE_SECRET_HEADERS",
     "SECRET_ENV_VARS",
@@ -35,6 +38,14 @@ REQUEST_SECRET_HEADERS = frozenset(
 RESPONSE_SECRET_HEADERS = frozenset({"set-cookie", "openai-organization", "openai-project"})
 # Environment variables whose values are replaced wherever they appear.
 SECRET_ENV_VARS = ("OPENAI_API_KEY", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID")
+# A value shorter than this is a placeholder, not a secret: local OpenAI-compatible
+# servers take any key, and people set OPENAI_API_KEY=x, "dummy" or "ollama". Masking
+# such a value would replace every occurrence of that text in a cassette (header names,
+# JSON keys, model text: "x-stainless-lang" becomes "<OPENAI_API_KEY>-stainless-lang"),
+# and a replay without the variable set could not put it back. Real credentials are far
+# longer (OpenAI keys have over 50 characters, org and project ids about 28), so
+# nothing secret is left unmasked. The secret *headers* are dropped whatever they hold.
+MIN_SECRET_LENGTH = 8
 
 
 class Scrubber:
@@ -45,7 +56,8 @@ class Scrubber:
         pairs = [(env.get(name, ""), f"<{name}>") for name in SECRET_ENV_VARS]
         # Longest first, so a value that contains another is replaced whole.
         self.values = sorted(
-            ((value, mask) for value, mask in pairs if value), key=lambda p: -len(p[0])
+            ((value, mask) for value, mask in pairs if len(value) >= MIN_SECRET_LENGTH),
+            key=lambda p: -len(p[0]),
         )
 
     def text(self, text: str) -> str:

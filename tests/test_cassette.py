@@ -303,6 +303,29 @@ def test_no_secret_reaches_any_written_file(tmp_path, monkeypatch):
     assert "<OPENAI_API_KEY>F in SF" in changed.final.error["message"]
 
 
+def test_a_key_too_short_to_be_a_secret_is_not_masked_and_the_cassette_replays_without_it(
+    tmp_path, monkeypatch
+):
+    # OPENAI_API_KEY=x is what people set for a local server that takes any key.
+    monkeypatch.setenv("OPENAI_API_KEY", "x")
+    cassette = tmp_path / "local.yaml"
+    steps = [STEPS[0], {"content": "Sixty-two degrees, an index of 0.x"}]
+    _, serving = server(steps)
+    with serving as url:
+        recorded, _ = run(cassette, "once", url, stream=True)
+    assert recorded.final.content == "Sixty-two degrees, an index of 0.x"
+    text = cassette.read_text()
+    assert "<OPENAI_API_KEY>" not in text
+    assert "x-stainless-lang" in text and "0.x" in text
+    headers = {h.lower() for i in interactions(cassette) for h in i["request"]["headers"]}
+    assert "authorization" not in headers  # the header goes whatever it holds
+
+    # In CI, without the variable: the same run.
+    monkeypatch.delenv("OPENAI_API_KEY")
+    replayed, _ = run(cassette, "none", stream=True)
+    assert replayed.model_dump(exclude={"wall_time"}) == recorded.model_dump(exclude={"wall_time"})
+
+
 def test_secret_headers_and_values_are_scrubbed_everywhere(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("OPENAI_ORG_ID", ORG)
@@ -407,13 +430,68 @@ def _as_vcr_dict(loaded) -> dict:
     }
 
 
-def test_a_corrupt_cassette_is_an_llm_error_naming_the_file(tmp_path):
+MALFORMED = {
+    "syntax": ("interactions: [\n", ":2: not valid YAML: did not find expected node content"),
+    "uri-a-number": (
+        "version: 1\ninteractions:\n- request: {method: POST, uri: 5}\n"
+        "  response: {status: 200, body: 7}\n",
+        ":3: interaction 1: request.uri: expected a string, got int 5",
+    ),
+    "status-a-number": (
+        "interactions:\n- request: {method: POST, uri: 'http://h/v1/chat/completions'}\n"
+        "  response: {status: 200, body: {string: '{}'}}\n",
+        ":3: interaction 1: response.status: expected {code: N, message: ...}, got int 200",
+    ),
+    "body-a-string": (
+        "interactions:\n- request: {method: POST, uri: 'http://h/v1/chat/completions'}\n"
+        "  response: {status: {code: 200}, body: 'hi'}\n",
+        ":3: interaction 1: response.body: expected {string: ...}",
+    ),
+    "headers-a-list": (
+        "interactions:\n- request: {method: POST, uri: /v1/chat/completions, headers: [a]}\n"
+        "  response: {status: {code: 200}, body: {string: '{}'}}\n",
+        ":2: interaction 1: request.headers: expected a mapping",
+    ),
+    "request-a-string": (
+        "interactions:\n- request: POST /v1\n  response: {status: {code: 200}}\n",
+        ":2: interaction 1: request: expected a mapping",
+    ),
+    "no-method": (
+        "interactions:\n- request: {uri: /v1/chat/completions}\n"
+        "  response: {status: {code: 200}}\n",
+        ":2: interaction 1: request.method: missing",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_a_malformed_cassette_is_an_llm_error_naming_file_line_and_field(tmp_path, case):
+    text, message = MALFORMED[case]
     cassette = tmp_path / "broken.yaml"
-    cassette.write_text("interactions: [\n")
-    result, _ = run(cassette, "none")
+    cassette.write_text(text)
+    app, serving = server(STEPS)
+    with serving as url:
+        result, _ = run(cassette, "none", url)
+    assert app.count == 0
     assert result.termination == "llm_error"
     assert result.final.error["type"] == "cassette_error"
-    assert "broken.yaml" in result.final.error["message"]
+    error = result.final.error["message"]
+    assert error.startswith(f"{cassette}{message}"), error
+    assert "\n" not in error
+
+
+def test_an_empty_cassette_is_reported_as_empty_and_recorded_like_a_missing_one(tmp_path):
+    cassette = tmp_path / "empty.yaml"
+    cassette.write_text("")
+    result, _ = run(cassette, "none")
+    assert result.final.error["type"] == "cassette_miss"
+    message = result.final.error["message"]
+    assert "The cassette file is empty. Record it with --record-mode once" in message
+    _, serving = server(STEPS)
+    with serving as url:
+        recorded, _ = run(cassette, "once", url)
+    assert recorded.final.content == "It is warm."
+    assert len(interactions(cassette)) == 2
 
 
 # -- paths -----------------------------------------------------------------------------------

@@ -23,9 +23,16 @@ def _no_openai_environment(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
-def record(cassette: Path, steps, tools, *, api="chat", stream=False, system=None, prompt="Go."):
+def record(
+    cassette: Path, steps, tools, *, api="chat", stream=False, system=None, prompt="Go.", **extra
+):
     config = LLMConfig(
-        provider="openai", model="gpt-4o-mini", cassette=str(cassette), api=api, stream=stream
+        provider="openai",
+        model="gpt-4o-mini",
+        cassette=str(cassette),
+        api=api,
+        stream=stream,
+        **extra,
     )
     with running_server(steps) as url:
         bound = config.model_copy(update={"base_url": url}).with_context(
@@ -99,6 +106,20 @@ def test_a_recorded_run_freezes_into_a_scenario_that_replays_it(tmp_path, api, s
     assert result.parallel_groups == recorded.parallel_groups
 
 
+def test_reasoning_items_sent_back_do_not_stop_a_responses_run_from_freezing(tmp_path):
+    # The requests hold the model's reasoning items; a script has none to send back, and
+    # they are not compared.
+    cassette = tmp_path / "reasoning.yaml"
+    steps = [{"tool_calls": [{"lookup": {"city": "Oslo"}}]}, {"content": "Oslo 4000."}]
+    options = {"include": ["reasoning.encrypted_content"]}
+    recorded = record(cassette, steps, [lookup], api="responses", options=options)
+    assert recorded.conversation.messages[1].reasoning
+    assert "encrypted_content" in cassette.read_text()
+    _, result = frozen(tmp_path, cassette)
+    assert result.status == "passed", [e for e in result.expectations if not e.ok]
+    assert result.final.content == "Oslo 4000."
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in FOREIGN.glob("*.yaml")))
 def test_foreign_cassettes_freeze_into_passing_scenarios(tmp_path, name):
     scenario, result = frozen(tmp_path, FOREIGN / name)
@@ -125,7 +146,7 @@ def test_freeze_prints_to_stdout_without_output(tmp_path, capsys):
     cassette = FOREIGN / "llm-test_tools-test_tool_use_chain_of_two_calls.yaml"
     assert freeze_main([str(cassette)]) == 0
     out = capsys.readouterr().out
-    assert out == freeze(cassette)
+    assert out == freeze(cassette).text
     assert out.startswith("# Frozen from")
 
 
@@ -147,3 +168,232 @@ def test_an_output_that_cannot_be_written_exits_3_with_one_line(tmp_path, capsys
     err = capsys.readouterr().err
     assert f"harness freeze: cannot write {target}" in err
     assert "Traceback" not in err
+
+
+# -- how the recorded run ended ---------------------------------------------------------------
+
+
+def one_line_error(capsys) -> str:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+def test_a_run_stopped_by_stagnation_freezes_into_one_that_stagnates(tmp_path):
+    cassette = tmp_path / "loop.yaml"
+    steps = [{"tool_calls": [{"lookup": {"city": "Oslo"}}], "repeat": 5}, {"content": "Done."}]
+    recorded = record(cassette, steps, [lookup])
+    assert (recorded.termination, recorded.llm_calls) == ("stagnation", 4)
+
+    scenario, result = frozen(tmp_path, cassette)
+    assert result.status == "passed", [e for e in result.expectations if not e.ok]
+    assert scenario["expect"]["termination"] == "stagnation"
+    assert scenario["expect"]["llm_calls"] == 4
+    # Three rounds ran; the fourth identical plan was stopped, so it never ran.
+    assert scenario["expect"]["tool_calls"]["sequence"] == ["lookup"] * 3
+    assert result.transcript == recorded.conversation.messages
+
+
+def test_a_run_ended_by_a_validation_error_freezes_with_that_ending(tmp_path):
+    cassette = tmp_path / "invalid.yaml"
+    steps = [
+        {"tool_calls": [{"lookup": {"town": "Oslo"}}], "unknown_tools": True},
+        {"content": "?"},
+    ]
+    recorded = record(cassette, steps, [lookup])
+    assert recorded.termination == "validation_error"
+
+    scenario, result = frozen(tmp_path, cassette)
+    assert result.status == "passed", [e for e in result.expectations if not e.ok]
+    assert scenario["expect"]["termination"] == "validation_error"
+    assert scenario["expect"]["llm_calls"] == 1
+    (step,) = scenario["llm"]["script"]
+    assert step["tool_calls"] == [
+        {"id": "call_1_0", "name": "lookup", "arguments": {"town": "Oslo"}}
+    ]
+
+
+RECORDED_SCENARIO = """agent: {max_iterations: 3, stagnation: {window: 5}}
+input: Population of Oslo, then Rome?
+tools:
+  lookup:
+    parameters: {city: str}
+    returns: "{{ args.city }} has {{ args.city | length * 1000 }} people"
+llm: {provider: openai, model: gpt-4o-mini, base_url: "URL"}
+"""
+
+
+@pytest.fixture
+def limited(tmp_path) -> tuple[Path, Path, object]:
+    """A scenario stopped by its iteration limit, recorded to its default cassette."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    source = tmp_path / "scenarios" / "limited.scenario.yaml"
+    source.parent.mkdir()
+    steps = [
+        {"tool_calls": [{"lookup": {"city": "Oslo"}}]},
+        {"tool_calls": [{"lookup": {"city": "Rome"}}]},
+        {"content": "Oslo 4000, Rome 4000."},
+    ]
+    with running_server(steps) as url:
+        source.write_text(RECORDED_SCENARIO.replace("URL", url))
+        recorded = run_scenario(source, record_mode="once")
+    assert (recorded.termination, recorded.llm_calls) == ("max_iterations", 2)
+    cassette = tmp_path / "cassettes" / "limited.yaml"
+    assert cassette.is_file()
+    return source, cassette, recorded
+
+
+def test_a_run_stopped_by_its_limit_is_refused_without_the_scenario_that_recorded_it(
+    tmp_path, limited, capsys
+):
+    _, cassette, _ = limited
+    out = tmp_path / "frozen.scenario.yaml"
+    assert freeze_main([str(cassette), "-o", str(out)]) == 2
+    err = one_line_error(capsys)
+    assert "the recording ends after 2 request(s) but the frozen run goes on" in err
+    assert "pass --scenario with the scenario that made the recording" in err
+    assert not out.exists()
+
+
+def test_the_scenario_that_recorded_a_run_gives_its_agent_settings_and_its_cassette(
+    tmp_path, limited
+):
+    source, _, recorded = limited
+    out = tmp_path / "frozen.scenario.yaml"
+    # No cassette named: the scenario's default cassette is frozen.
+    assert freeze_main(["--scenario", str(source), "-o", str(out)]) == 0
+    scenario = yaml.safe_load(out.read_text())
+    result = run_scenario(out)
+    assert result.status == "passed", [e for e in result.expectations if not e.ok]
+    assert scenario["agent"] == {"max_iterations": 3, "stagnation": {"window": 5}}
+    # The original's short-form definition, with the recorded results.
+    assert scenario["tools"]["lookup"]["parameters"] == {"city": "str"}
+    assert scenario["tools"]["lookup"]["results"] == [
+        {"on_call": 1, "returns": "Oslo has 4000 people"}
+    ]
+    assert scenario["expect"]["termination"] == "max_iterations"
+    assert scenario["expect"]["llm_calls"] == 2
+    assert result.transcript == recorded.transcript
+
+
+def test_a_scenario_changed_since_its_recording_is_refused(tmp_path, limited, capsys):
+    source, cassette, _ = limited
+    edited = source.read_text().replace("city: str", "city: str, country: str")
+    source.write_text(edited)
+    out = tmp_path / "frozen.scenario.yaml"
+    assert freeze_main([str(cassette), "--scenario", str(source), "-o", str(out)]) == 2
+    err = one_line_error(capsys)
+    assert "request 1 (interaction 1): tool lookup's parameters differ" in err
+    assert "changed since it was recorded? re-record" in err
+    assert not out.exists()
+
+
+# -- several runs in one cassette ---------------------------------------------------------------
+
+
+def city_tool(population: int):
+    @tool
+    def lookup(city: str) -> dict:
+        """Look a city up."""
+        return {"city": city, "population": population}
+
+    return lookup
+
+
+def test_a_cassette_holding_several_runs_freezes_the_last_one_and_says_so(tmp_path, capsys):
+    cassette = tmp_path / "two.yaml"
+    steps = [{"tool_calls": [{"lookup": {"city": "Oslo"}}]}, {"content": "Done."}]
+    config = LLMConfig(provider="openai", model="gpt-4o-mini", cassette=str(cassette))
+    with running_server(steps) as url:
+        for mode, population in (("once", 700), ("new_episodes", 710)):
+            bound = config.model_copy(update={"base_url": url})
+            llm = OpenAILLM(bound.with_context(LLMContext(record_mode=mode)))
+            assert Agent(llm=llm, tools=[city_tool(population)]).run("Oslo?").llm_calls == 2
+    assert len(yaml.safe_load(cassette.read_text())["interactions"]) == 3
+
+    _, result = frozen(tmp_path, cassette)
+    err = capsys.readouterr().err
+    assert "holds 2 runs (run 1: interactions 1-2; run 2: interactions 1, 3)" in err
+    assert "froze run 2, the last recorded; --run N picks another" in err
+    assert result.status == "passed", [e for e in result.expectations if not e.ok]
+    assert result.tool_calls[0].result == '{"city": "Oslo", "population": 710}'
+
+    first = tmp_path / "first.scenario.yaml"
+    assert freeze_main([str(cassette), "--run", "1", "-o", str(first)]) == 0
+    assert run_scenario(first).tool_calls[0].result == '{"city": "Oslo", "population": 700}'
+    capsys.readouterr()
+    assert freeze_main([str(cassette), "--run", "3", "-o", str(first)]) == 2
+    assert "--run 3: " in one_line_error(capsys)
+
+
+# -- secrets and bad cassettes ----------------------------------------------------------------
+
+
+def test_freeze_masks_the_secret_values_a_cassette_holds(tmp_path, monkeypatch):
+    key = "sk-freeze-secret-0123456789abcdef"
+
+    @tool
+    def whoami() -> str:
+        """Who am I."""
+        return f"token {key}"
+
+    cassette = tmp_path / "leak.yaml"
+    # Recorded while the key was not set (say, elsewhere): the cassette holds it as is.
+    record(cassette, [{"tool_calls": [{"whoami": {}}]}, {"content": f"You are {key}."}], [whoami])
+    assert key in cassette.read_text()
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+
+    out = tmp_path / "frozen.scenario.yaml"
+    assert freeze_main([str(cassette), "-o", str(out)]) == 0
+    text = out.read_text()
+    assert key not in text
+    assert "token <OPENAI_API_KEY>" in text and "You are <OPENAI_API_KEY>." in text
+    assert run_scenario(out).status == "passed"
+
+
+BAD_CASSETTES = {
+    "uri-a-number": (
+        "version: 1\ninteractions:\n- request: {method: POST, uri: 5}\n"
+        "  response: {status: 200, body: 7}\n",
+        "bad.yaml:3: interaction 1: request.uri: expected a string, got int 5",
+    ),
+    "body-a-string": (
+        "interactions:\n- request: {method: POST, uri: 'http://h/v1/chat/completions'}\n"
+        "  response:\n    status: {code: 200}\n    body: 'hello'\n",
+        "bad.yaml:5: interaction 1: response.body: expected {string: ...}",
+    ),
+    "headers-a-list": (
+        "interactions:\n- request:\n    method: POST\n    uri: http://h/v1/chat/completions\n"
+        "    headers: [a, b]\n  response: {status: {code: 200}, body: {string: '{}'}}\n",
+        "bad.yaml:5: interaction 1: request.headers: expected a mapping",
+    ),
+    "request-a-string": (
+        "interactions:\n- request: POST /v1/chat/completions\n"
+        "  response: {status: {code: 200}, body: {string: '{}'}}\n",
+        "bad.yaml:2: interaction 1: request: expected a mapping",
+    ),
+    "no-method": (
+        "interactions:\n- {request: {uri: x}, response: {status: {code: 200}}}\n"
+        "- request: {uri: 'http://h/v1/chat/completions'}\n"
+        "  response: {status: {code: 200}, body: {string: '{}'}}\n",
+        "bad.yaml:2: interaction 1: request.method: missing",
+    ),
+    "yaml-syntax": (
+        "interactions: [\n",
+        "bad.yaml:2: not valid YAML: did not find expected node content "
+        "(while parsing a flow node)",
+    ),
+    "empty": ("", "bad.yaml: the cassette is empty (nothing has been recorded in it)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CASSETTES))
+def test_a_malformed_cassette_is_one_line_naming_file_line_interaction_and_field(
+    tmp_path, monkeypatch, capsys, case
+):
+    text, message = BAD_CASSETTES[case]
+    monkeypatch.chdir(tmp_path)
+    Path("bad.yaml").write_text(text)
+    assert freeze_main(["bad.yaml", "-o", "x.scenario.yaml"]) == 2
+    assert one_line_error(capsys).startswith(f"harness freeze: {message}")
+    assert not Path("x.scenario.yaml").exists()

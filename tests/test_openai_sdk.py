@@ -127,6 +127,43 @@ def test_unreachable_endpoint_is_an_llm_error_live(tmp_path):
     assert not (tmp_path / "c.yaml").exists()
 
 
+class Headers:
+    """ASGI wrapper keeping the Accept-Encoding of every request that reached the server."""
+
+    def __init__(self, app):
+        self.app = app
+        self.accept_encoding: list[str] = []
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope["path"].endswith("/chat/completions"):
+            headers = dict(scope["headers"])
+            self.accept_encoding.append(headers.get(b"accept-encoding", b"").decode())
+        await self.app(scope, receive, send)
+
+
+def test_only_recording_restricts_accept_encoding_to_what_cassettes_can_decode(
+    tmp_path, monkeypatch
+):
+    from harness.llm.openai_sdk import _httpx
+    from harness.llm.script import ScriptStep
+    from harness.llm.server import create_app, running_app
+
+    # As when zstandard is installed: the HTTP client then offers zstd, which vcrpy
+    # cannot decode into a readable cassette.
+    monkeypatch.setattr(_httpx()._client, "ACCEPT_ENCODING", "gzip, deflate, zstd")
+    app = Headers(create_app([ScriptStep.model_validate({"content": "Hi."})]))
+    with running_app(app) as url:
+        recording = make_llm(tmp_path / "hi.yaml", "once", url)
+        assert Agent(llm=recording).run("hi").final.content == "Hi."
+        live = OpenAILLM(
+            LLMConfig(provider="openai", model="m", base_url=url).with_context(
+                LLMContext(disable_recording=True)
+            )
+        )
+        assert Agent(llm=live).run("hi").final.content == "Hi."
+    assert app.accept_encoding == ["gzip, deflate", "gzip, deflate, zstd"]
+
+
 def test_responses_reasoning_items_are_kept_and_sent_back(tmp_path):
     # With include=reasoning.encrypted_content the server behaves like a reasoning
     # model: it refuses input whose earlier reasoning items were not sent back.

@@ -123,3 +123,23 @@ def test_the_harness_logger_masks_secrets_in_messages_and_tracebacks(monkeypatch
     assert "run ended in error" in text and "bad credentials <OPENAI_API_KEY>" in text
     assert "echo <OPENAI_API_KEY>" in text
     assert SECRETS["OPENAI_API_KEY"] not in text
+
+
+def test_values_too_short_to_be_secrets_are_left_alone_in_results_and_logs(monkeypatch, caplog):
+    # The same rule as in cassettes (harness.secrets.MIN_SECRET_LENGTH): masking "x"
+    # would rewrite every "x" of the results and the log.
+    from harness.results import ScenarioResult
+    from harness.secrets import MIN_SECRET_LENGTH, scrub_model, scrub_text
+
+    monkeypatch.setenv("OPENAI_API_KEY", "x" * (MIN_SECRET_LENGTH - 1))
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-" + "y" * (MIN_SECRET_LENGTH - 4))
+    agent = Agent(llm=ScriptedLLM([{"content": "xxxxxxx: an index of org-yyyy."}]))
+    with caplog.at_level(logging.DEBUG, logger="harness"):
+        result = agent.run("hello")
+        logging.getLogger("harness").info("said %s", result.final.content)
+    flat = ScenarioResult.from_run(
+        result, id="a::b", name="b", file="a", expectations=[], status="passed"
+    )
+    assert scrub_model(flat).final.content == "xxxxxxx: an index of <OPENAI_ORG_ID>."
+    assert scrub_text("x-stainless-lang: xxxxxxx") == "x-stainless-lang: xxxxxxx"
+    assert "said xxxxxxx: an index of <OPENAI_ORG_ID>." in caplog.text

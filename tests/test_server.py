@@ -10,6 +10,7 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -19,6 +20,7 @@ import openai
 import pytest
 
 from harness.errors import HarnessError
+from harness.llm.script import ScriptStep
 from harness.llm.server import create_app, running_app, running_server
 
 
@@ -228,6 +230,25 @@ def test_stopping_the_server_wakes_held_responses():
     assert time.monotonic() - started < 4
 
 
+def test_a_timeout_step_released_by_shutdown_says_so():
+    app = create_app([ScriptStep(error="timeout")], max_delay=20)
+    answers = []
+    body = json.dumps({"model": "m", "messages": [USER]}).encode()
+    with running_app(app) as url:
+        waiting = threading.Thread(
+            target=lambda: answers.append(http("POST", f"{url}/chat/completions", body))
+        )
+        waiting.start()
+        while not app.state.script.attempts:  # the request is being held
+            time.sleep(0.01)
+    waiting.join(10)
+    ((status, payload),) = answers
+    message = json.loads(payload)["error"]["message"]
+    assert status == 504
+    assert message.startswith("timeout step: the server is shutting down: the response was ")
+    assert "of 20 s" in message and "held for 20 s" not in message
+
+
 def test_script_exhausted_is_a_client_error():
     with running_server([{"content": "only"}]) as url, client(url, max_retries=0) as sdk:
         messages = [
@@ -412,6 +433,27 @@ def test_serve_listens_on_loopback_only_by_default(tmp_path):
     finally:
         process.send_signal(signal.SIGTERM)
         process.communicate(timeout=20)
+
+
+def test_serve_command_on_a_busy_port_is_bad_input_in_one_line(tmp_path):
+    scenario = tmp_path / "hello.scenario.yaml"
+    scenario.write_text(SCENARIO)
+    process, url = _start_cli(scenario)
+    port = url.split(":")[2].split("/")[0]
+    try:
+        second = subprocess.run(
+            [sys.executable, "-m", "harness.cli", "serve", str(scenario), "--port", port],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=20)
+    assert second.returncode == 2, second.stderr
+    assert second.stderr.splitlines() == [
+        f"harness serve: cannot listen on 127.0.0.1:{port}: Address already in use"
+    ]
 
 
 def test_running_app_serves_a_wrapped_app():

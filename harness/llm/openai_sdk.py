@@ -164,8 +164,11 @@ class OpenAILLM:
         httpx = _httpx()
         kwargs: dict[str, Any] = {
             "api_key": os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_API_KEY,
-            "default_headers": {"Accept-Encoding": _ACCEPT_ENCODING},
         }
+        if session is not None and not session.replays_only:
+            # Only when recording: a live run asks for what the client can decode, and a
+            # replay sends nothing (headers are not matched, so this changes no match).
+            kwargs["default_headers"] = {"Accept-Encoding": _ACCEPT_ENCODING}
         base_url = self.config.base_url or os.environ.get("OPENAI_BASE_URL")
         if base_url:
             kwargs["base_url"] = base_url

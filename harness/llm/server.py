@@ -18,6 +18,7 @@ import hashlib
 import ipaddress
 import json
 import re
+import socket
 import sys
 import threading
 from collections import Counter
@@ -27,12 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.canonical import canonical_json
+from harness.errors import HarnessError
 from harness.llm.script import ScriptStep, parse_step
 
 __all__ = [
     "DEFAULT_MAX_DELAY",
     "ScriptState",
     "create_app",
+    "listening_sockets",
     "running_app",
     "running_server",
     "serve",
@@ -149,13 +152,21 @@ class ScriptState:
         """Wake every held response: the server is shutting down."""
         self._stop_event().set()
 
-    async def hold(self, seconds: float) -> None:
-        """Sleep up to ``seconds`` (bounded by max_delay), waking early on shutdown."""
+    async def hold(self, seconds: float) -> float | None:
+        """Sleep up to ``seconds`` (bounded by max_delay), waking early on shutdown.
+
+        Returns None after the full time, or the seconds held when shutdown cut it short.
+        """
         seconds = min(seconds, self.max_delay)
         if seconds <= 0:
-            return
-        with contextlib.suppress(TimeoutError):
+            return None
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
             await asyncio.wait_for(self._stop_event().wait(), seconds)
+        except TimeoutError:
+            return None
+        return loop.time() - started
 
     def reset(self) -> None:
         """Forget the attempt counts."""
@@ -204,8 +215,14 @@ async def _error_or_none(state: ScriptState, reply: _Reply, total: int) -> Any:
         if error == "timeout":
             # Hold the response past the client's timeout; a client still waiting
             # after max_delay gets a 504.
-            await state.hold(state.max_delay)
-            message = f"timeout step: the response was held for {state.max_delay:g} s"
+            woken = await state.hold(state.max_delay)
+            if woken is None:
+                message = f"timeout step: the response was held for {state.max_delay:g} s"
+            else:
+                message = (
+                    f"timeout step: the server is shutting down: the response was released "
+                    f"after {woken:.1f} s of {state.max_delay:g} s"
+                )
             return _json(_error_body(504, message, "timeout"), 504)
         return _json(_error_body(error.status, error.message), error.status)
     if reply.step is None:
@@ -577,6 +594,33 @@ def _server(app: Any, host: str, port: int, log_level: str) -> Any:
     return Server(config)
 
 
+def listening_sockets(host: str, port: int) -> list[socket.socket]:
+    """Bound sockets for ``host:port``, one per address the host resolves to.
+
+    Bound here rather than by uvicorn, which logs a failure and exits with status 3
+    (an internal error in harness's terms): a busy port or an unknown host is bad input,
+    an OSError for the caller to report. Options as asyncio's own ``create_server``.
+    """
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    bound: list[socket.socket] = []
+    try:
+        for family, kind, proto, _, address in dict.fromkeys(infos):
+            sock = socket.socket(family, kind, proto)
+            bound.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            if port == 0 and len(bound) > 1:
+                # Port 0: every address on the port the first one got.
+                address = (address[0], bound[0].getsockname()[1], *address[2:])
+            sock.bind(address)
+    except OSError:
+        for sock in bound:
+            sock.close()
+        raise
+    return bound
+
+
 def _find_state(app: Any) -> ScriptState | None:
     """The ScriptState of an app made by create_app, through middleware wrappers."""
     for _ in range(20):
@@ -607,10 +651,18 @@ def serve(
     log_level: str = "info",
     on_started: Any = None,
 ) -> None:
-    """Serve ``steps`` until SIGTERM or Ctrl-C (blocking; call it from the main thread)."""
+    """Serve ``steps`` until SIGTERM or Ctrl-C (blocking; call it from the main thread).
+
+    HarnessError when ``host:port`` cannot be listened on (a busy port, an unknown host).
+    """
+    try:
+        sockets = listening_sockets(host, port)
+    except OSError as exc:
+        shown = f"[{host}]" if ":" in host else host
+        raise HarnessError(f"cannot listen on {shown}:{port}: {exc.strerror or exc}") from None
     server = _server(create_app(steps, max_delay), host, port, log_level)
     server.on_started = on_started
-    server.run()
+    server.run(sockets=sockets)
 
 
 @contextlib.contextmanager
@@ -629,8 +681,11 @@ def running_server(
 @contextlib.contextmanager
 def running_app(app: Any, *, host: str = "127.0.0.1") -> Iterator[str]:
     """Serve an app made by ``create_app`` (possibly wrapped) like ``running_server``."""
+    sockets = listening_sockets(host, 0)
     server = _server(app, host, 0, "warning")
-    thread = threading.Thread(target=server.run, name="harness-serve", daemon=True)
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": sockets}, name="harness-serve", daemon=True
+    )
     thread.start()
     try:
         while not server.started:
@@ -675,8 +730,6 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
-    from harness.errors import HarnessError
-
     try:
         steps = _script_of(args.scenario)
     except (HarnessError, OSError) as exc:
@@ -703,7 +756,8 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
 
     try:
         serve(steps, args.host, args.port, args.max_delay, on_started=started)
-    except SystemExit as exc:  # uvicorn exits when it cannot bind (it logged why)
-        return int(exc.code or 1)
+    except HarnessError as exc:
+        print(f"harness serve: {exc}", file=sys.stderr)
+        return 2
     print("harness serve: stopped", flush=True)
     return 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import reprlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,8 +35,10 @@ __all__ = [
 
 try:  # libyaml when available: cassettes of long conversations are large
     _BaseDumper: Any = yaml.CSafeDumper
+    _BaseLoader: Any = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - depends on how PyYAML was built
     _BaseDumper = yaml.SafeDumper
+    _BaseLoader = yaml.SafeLoader
 
 _JSON_SEPARATORS = (",", ":")
 _COMPRESSED = ("gzip", "deflate", "br")
@@ -59,7 +62,23 @@ def _no_gc() -> Iterator[None]:
 
 
 class CassetteFormatError(ValueError):
-    """A cassette file that cannot be read."""
+    """A cassette file that cannot be read: ``FILE:LINE: problem`` once the file is known."""
+
+    def __init__(self, problem: str, line: int | None = None, file: str | None = None) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.line = line
+        self.file = file
+
+    def in_file(self, file: str | Path) -> CassetteFormatError:
+        """The same error, naming ``file``."""
+        return CassetteFormatError(self.problem, self.line, str(file))
+
+    def __str__(self) -> str:
+        where = self.file or ""
+        if self.line is not None:
+            where = f"{where}:{self.line}" if where else f"line {self.line}"
+        return f"{where}: {self.problem}" if where else self.problem
 
 
 class _Dumper(_BaseDumper):  # type: ignore[misc, valid-type]
@@ -184,56 +203,214 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=_JSON_SEPARATORS)
 
 
-def _restore(interaction: dict[str, Any], number: int) -> LoadedInteraction:
-    try:
-        request = dict(interaction["request"])
-        response = dict(interaction["response"])
-    except (KeyError, TypeError):
-        raise CassetteFormatError(f"interaction {number} has no request or response") from None
+class _Bad(Exception):
+    """A structural problem in one interaction: the field's path and what is wrong."""
+
+    def __init__(self, path: tuple[str, ...], message: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.message = message
+
+
+def _got(value: Any) -> str:
+    return f"got {type(value).__name__} {reprlib.repr(value)}"
+
+
+def _mapping(value: Any, path: tuple[str, ...], what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _Bad(path, f"expected {what}, {_got(value)}")
+    return value
+
+
+def _headers(value: Any, path: tuple[str, ...]) -> dict[str, list[str]]:
+    """Headers as vcrpy wants them: name -> list of strings (numbers become strings)."""
+    if value is None:
+        return {}
+    headers = _mapping(value, path, "a mapping of header names to lists of values")
+    out: dict[str, list[str]] = {}
+    for name, given in headers.items():
+        values = given if isinstance(given, list) else [given]
+        if not isinstance(name, str) or not all(
+            isinstance(v, str | int | float) and not isinstance(v, bool) for v in values
+        ):
+            raise _Bad((*path, str(name)), f"expected a string or a list of strings, {_got(given)}")
+        out[name] = [str(v) for v in values]
+    return out
+
+
+def _body_bytes(value: Any, path: tuple[str, ...]) -> str | bytes | None:
+    """A raw body: text, bytes, or a file-like body of old vcrpy cassettes (as bytes)."""
+    if value is None or isinstance(value, str | bytes):
+        return value
+    if hasattr(value, "getvalue"):  # vcrpy's loader rebuilds old BytesIO bodies
+        return bytes(value.getvalue())
+    raise _Bad(path, f"expected a string (or parsed_body: for JSON), {_got(value)}")
+
+
+_REQUEST_FIELDS = ("method", "uri", "headers", "body", "parsed_body")
+
+
+def _restore_request(value: Any) -> tuple[dict[str, Any], Any]:
+    request = _mapping(value, ("request",), "a mapping (method, uri, headers, body)")
+    for key in request:
+        if key not in _REQUEST_FIELDS:
+            raise _Bad(
+                ("request", str(key)),
+                "unknown field; a request has method, uri, headers and body (or parsed_body)",
+            )
+    for key in ("method", "uri"):
+        if key not in request:
+            raise _Bad(("request", key), "missing")
+        if not isinstance(request[key], str):
+            raise _Bad(("request", key), f"expected a string, {_got(request[key])}")
+    if "body" in request and "parsed_body" in request:
+        raise _Bad(("request", "parsed_body"), "give body or parsed_body, not both")
     request_json = None
     if "parsed_body" in request:
-        request_json = request.pop("parsed_body")
-        request["body"] = _dumps(request_json)
-    headers = dict(response.get("headers") or {})
+        request_json = request["parsed_body"]
+        body: str | bytes | None = _dumps(request_json)
+    else:
+        body = _body_bytes(request.get("body"), ("request", "body"))
+    restored = {
+        "method": request["method"],
+        "uri": request["uri"],
+        "body": body,
+        "headers": _headers(request.get("headers"), ("request", "headers")),
+    }
+    return restored, request_json
+
+
+def _restore_response(value: Any) -> dict[str, Any]:
+    response = dict(_mapping(value, ("response",), "a mapping (status, headers, body)"))
+    if "status_code" in response and "status" not in response:
+        # vcrpy's older httpx format: status_code and content.
+        response = {
+            "status": {"code": response["status_code"], "message": None},
+            "headers": response.get("headers"),
+            "body": {"string": response.get("content")},
+        }
+    status = _mapping(response.get("status"), ("response", "status"), "{code: N, message: ...}")
+    code = status.get("code")
+    if not isinstance(code, int) or isinstance(code, bool):
+        raise _Bad(("response", "status", "code"), f"expected an HTTP status, {_got(code)}")
+    message = status.get("message")
+    if message is not None and not (isinstance(message, str) and message.isascii()):
+        # vcrpy sends the reason phrase as ASCII bytes.
+        raise _Bad(("response", "status", "message"), f"expected ASCII text, {_got(message)}")
+    headers = _headers(response.get("headers"), ("response", "headers"))
     if "parsed_body" in response:
-        text = _dumps(response.pop("parsed_body")).encode("utf-8")
+        if "body" in response:
+            raise _Bad(("response", "parsed_body"), "give body or parsed_body, not both")
+        text: str | bytes | None = _dumps(response["parsed_body"]).encode("utf-8")
+        # The length of re-dumped JSON differs from the recorded one.
         headers = _without(headers, "content-length")
         headers["content-length"] = [str(len(text))]
-        response["body"] = {"string": text}
     else:
-        body = dict(response.get("body") or {})
-        if isinstance(body.get("string"), str):
-            body["string"] = body["string"].encode("utf-8")
-        response["body"] = body
-    response["headers"] = headers
-    response = _decompress(response)
-    request.setdefault("body", None)
-    request.setdefault("headers", {})
+        body = response.get("body")
+        if body is None:
+            text = b""
+        else:
+            body = _mapping(body, ("response", "body"), "{string: ...} (or parsed_body: for JSON)")
+            text = _body_bytes(body.get("string"), ("response", "body", "string"))
+    if isinstance(text, str):
+        text = text.encode("utf-8")
+    restored = {
+        "status": {"code": code, "message": message},
+        "headers": headers,
+        "body": {"string": text or b""},
+    }
+    # vcrpy's decoders keep a body that does not decompress as it is.
+    return _decompress(restored)
+
+
+def _restore(interaction: Any) -> LoadedInteraction:
+    item = _mapping(interaction, (), "a mapping with request: and response:")
+    for key in ("request", "response"):
+        if key not in item:
+            raise _Bad((key,), "missing")
+    request, request_json = _restore_request(item["request"])
+    response = _restore_response(item["response"])
     return LoadedInteraction(request=request, response=response, request_json=request_json)
 
 
+def _line_of(text: str, path: tuple[Any, ...]) -> int | None:
+    """The line of the node at ``path`` (or of its nearest parent) in the YAML ``text``.
+
+    Only used to report an error: the file is composed a second time, with line marks.
+    """
+    try:
+        node: Any = yaml.compose(text, Loader=_BaseLoader)
+    except yaml.YAMLError:
+        return None
+    line = None
+    for key in path:
+        if node is None:
+            break
+        line = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode):
+            node = next((v for k, v in node.value if getattr(k, "value", None) == key), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int):
+            node = node.value[key] if key < len(node.value) else None
+        else:
+            node = None
+    if node is not None:
+        line = node.start_mark.line + 1
+    return line
+
+
+def _yaml_error(exc: yaml.YAMLError) -> CassetteFormatError:
+    """One line from PyYAML's multi-line message, with the line number of the problem."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None)
+    if problem:
+        context = getattr(exc, "context", None)
+        message = f"{problem} ({context})" if context else problem
+    else:
+        message = " ".join(str(exc).split())
+    return CassetteFormatError(
+        f"not valid YAML: {message}", line=mark.line + 1 if mark is not None else None
+    )
+
+
 def load_cassette_text(text: str) -> list[LoadedInteraction]:
-    """The interactions of a cassette's YAML text (harness's format or vcrpy's)."""
+    """The interactions of a cassette's YAML text (harness's format or vcrpy's).
+
+    Any problem is a CassetteFormatError with the line, the interaction and the field.
+    """
     from vcr.serializers.yamlserializer import deserialize  # vcrpy's safe loader
 
+    if not text.strip():
+        raise CassetteFormatError("the cassette is empty (nothing has been recorded in it)")
     try:
         with _no_gc():
             data = deserialize(text)
     except yaml.YAMLError as exc:
-        raise CassetteFormatError(f"not valid YAML: {exc}") from None
+        raise _yaml_error(exc) from None
     if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
         raise CassetteFormatError("not a vcrpy cassette (no `interactions:` list)")
-    return [_restore(item, n) for n, item in enumerate(data["interactions"], 1)]
+    loaded = []
+    for index, item in enumerate(data["interactions"]):
+        try:
+            loaded.append(_restore(item))
+        except _Bad as bad:
+            field = ".".join(bad.path)
+            problem = f"interaction {index + 1}: " + (f"{field}: " if field else "") + bad.message
+            line = _line_of(text, ("interactions", index, *bad.path))
+            raise CassetteFormatError(problem, line=line) from None
+    return loaded
 
 
 def load_cassette_file(path: str | Path) -> list[LoadedInteraction]:
-    """The interactions of a cassette file; CassetteFormatError names the file."""
+    """The interactions of a cassette file; CassetteFormatError names the file.
+
+    OSError and UnicodeDecodeError come through for the caller to word.
+    """
     path = Path(path)
     text = path.read_text(encoding="utf-8")
     try:
         return load_cassette_text(text)
     except CassetteFormatError as exc:
-        raise CassetteFormatError(f"{path}: {exc}") from None
+        raise exc.in_file(path) from None
 
 
 # -- vcrpy plug-ins ------------------------------------------------------------------------

@@ -88,6 +88,7 @@ class IndexedCassette(Cassette):
         self.skip_load = skip_load
         self.stats = stats or ReplayStats()
         self.file_found = False
+        self.file_empty = False
         # match key -> indexes of unplayed interactions, in recorded order
         self._unplayed: dict[tuple[str, ...], deque[int]] = {}
         super().__init__(*args, **kwargs)
@@ -194,6 +195,7 @@ class IndexedCassette(Cassette):
         started = time.perf_counter()
         text = path.read_text(encoding="utf-8")
         if not text.strip():  # vcrpy's rule: an empty file is a cassette still to record
+            self.file_empty = True
             return
         with _no_gc():
             self._add_loaded(load_cassette_text(text))
@@ -287,9 +289,18 @@ class CassetteSession:
                 skip_load=record_mode == "rewrite",
                 stats=self.stats,
             )
-        except (CassetteFormatError, OSError, UnicodeDecodeError) as exc:
+        except CassetteFormatError as exc:
+            raise LLMError(str(exc.in_file(self.shown_path)), type="cassette_error") from None
+        except OSError as exc:
+            reason = exc.strerror or exc
             raise LLMError(
-                f"cannot read cassette {self.shown_path}: {exc}", type="cassette_error"
+                f"cannot read cassette {self.shown_path}: {reason}", type="cassette_error"
+            ) from None
+        except UnicodeDecodeError as exc:
+            raise LLMError(
+                f"{self.shown_path}: the cassette is not UTF-8 text ({exc.reason} at byte "
+                f"{exc.start})",
+                type="cassette_error",
             ) from None
 
     @property
@@ -343,9 +354,9 @@ class CassetteSession:
             f"(match: {self.match}, record mode: {self.record_mode})."
         )
         if not self.cassette.file_found and self.record_mode != "rewrite":
+            state = "is empty" if self.cassette.file_empty else "does not exist"
             detail = (
-                "The cassette file does not exist. Record it with --record-mode once "
-                "(`harness record`)."
+                f"The cassette file {state}. Record it with --record-mode once (`harness record`)."
             )
             return LLMError(f"{where}\n{detail}", type="cassette_miss")
         nearest = self._nearest(request, sent)

@@ -1,0 +1,228 @@
+"""The scripted scenario of one recorded run: input, tools with per-call results, script.
+
+Agent settings and tool definitions come from the scenario that made the recording when
+it is given; everything the model and the tools said comes from the recording.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.llm.freeze.recorded import FreezeError, RecordedCall, Run, text_of
+from harness.messages import ToolCall, parse_arguments
+from harness.scenario.schema import Scenario
+
+__all__ = ["build_scenario", "replayed_calls"]
+
+_TEMPLATE_MARKERS = ("{{", "{%", "{#")
+# agentbuilder spends two iterations per reply (request, then tools or completion).
+_DEFAULT_MAX_ITERATIONS = 80
+# What a frozen stub takes from the original scenario's definition of the same tool.
+_TOOL_DEFINITION = {"description", "parameters", "schema_", "strict", "latency"}
+
+
+def replayed_calls(run: Run) -> list[RecordedCall]:
+    """The run's calls without the failed attempts its client retried.
+
+    A script has no retries (harness itself sends none under a cassette): an error
+    step ends the run. An attempt that failed and was sent again by another client's
+    retry logic is left out, so the frozen run follows the retry.
+    """
+    calls = run.calls
+    return [
+        call
+        for i, call in enumerate(calls)
+        if not (
+            call.error is not None
+            and i + 1 < len(calls)
+            and calls[i + 1].conversation == call.conversation
+        )
+    ]
+
+
+def _returns(text: str) -> str:
+    # Stub results are Jinja templates: a recorded text that looks like one stays literal.
+    if any(marker in text for marker in _TEMPLATE_MARKERS):
+        return "{% raw %}" + text + "{% endraw %}"
+    return text
+
+
+def _recorded_tools(tools: list[Any]) -> dict[str, dict[str, Any]]:
+    specs: dict[str, dict[str, Any]] = {}
+    for tool in tools or []:
+        if not isinstance(tool, dict):
+            continue
+        function = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+        if not function.get("name"):
+            continue
+        spec: dict[str, Any] = {}
+        if function.get("description"):
+            spec["description"] = function["description"]
+        spec["schema"] = function.get("parameters") or {"type": "object", "properties": {}}
+        if function.get("strict"):
+            spec["strict"] = True
+        specs[function["name"]] = spec
+    return specs
+
+
+def _tool_specs(first: RecordedCall, original: Scenario | None) -> dict[str, dict[str, Any]]:
+    """Stub definitions: the original's (short forms stay short), else the recorded schema."""
+    specs = _recorded_tools(first.body.get("tools") or [])
+    if original is None:
+        return specs
+    for name in specs:
+        spec = original.tools.get(name)
+        if spec is not None and spec.use is None:
+            specs[name] = spec.model_dump(
+                by_alias=True, exclude_unset=True, include=_TOOL_DEFINITION
+            )
+    return specs
+
+
+def _conversation_start(first: RecordedCall) -> tuple[str | None, str, list[Any]]:
+    """(system, input, history) from the first request of the run."""
+    body = first.body
+    if first.api == "responses":
+        items = body.get("input")
+        if isinstance(items, str):
+            items = [{"role": "user", "content": items}]
+        messages = [i for i in items or [] if isinstance(i, dict) and i.get("role")]
+        if len(messages) != len(items or []):
+            raise FreezeError(
+                f"interaction {first.number}: the run's first request already holds tool "
+                "calls or results in `input`: cannot freeze it"
+            )
+        system = text_of(body.get("instructions"))
+    else:
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+            raise FreezeError(
+                f"interaction {first.number}: `messages` is not a list of message objects"
+            )
+        system = None
+    rest = []
+    for message in messages:
+        if message.get("role") in ("system", "developer") and system is None and not rest:
+            system = text_of(message.get("content"))
+        else:
+            rest.append(message)
+    if not rest or rest[-1].get("role") != "user":
+        raise FreezeError(
+            f"interaction {first.number}: the run's first request does not end with a user "
+            "message: cannot freeze it"
+        )
+    return system, text_of(rest[-1].get("content")) or "", rest[:-1]
+
+
+def _tool_outputs(calls: list[RecordedCall]) -> dict[str, str]:
+    """call id -> the tool result sent back to the model (first time it was sent)."""
+    outputs: dict[str, str] = {}
+    for call in calls:
+        for item in call.conversation:
+            if item[0] == "result":
+                outputs.setdefault(item[1], item[2])
+    return outputs
+
+
+def _step(call: RecordedCall, tools: dict[str, Any]) -> dict[str, Any]:
+    if call.error is not None:
+        return {"error": dict(call.error)}
+    reply = call.reply
+    assert reply is not None
+    step: dict[str, Any] = {}
+    if reply.content is not None:
+        step["content"] = reply.content
+    if reply.tool_calls:
+        step["tool_calls"] = []
+        for call_id, name, arguments in reply.tool_calls:
+            args, raw = parse_arguments(arguments)
+            entry: dict[str, Any] = {"id": call_id, "name": name}
+            if raw is not None:
+                entry["raw_arguments"] = raw
+            else:
+                entry["arguments"] = args
+            step["tool_calls"].append(entry)
+            if name not in tools:
+                step["unknown_tools"] = True
+    if reply.finish_reason == "length" and not reply.tool_calls:
+        step["finish_reason"] = "length"
+    usage = reply.usage
+    if isinstance(usage, dict) and usage.get("prompt_tokens") is not None:
+        step["usage"] = {
+            "prompt_tokens": int(usage.get("prompt_tokens") or 0),
+            "completion_tokens": int(usage.get("completion_tokens") or 0),
+        }
+    return step
+
+
+def _results(
+    calls: list[RecordedCall], specs: dict[str, dict[str, Any]]
+) -> dict[str, list[dict[str, Any]]]:
+    """Per tool, what its Nth executed call returned in the recording.
+
+    A stub counts the calls it runs; a call that failed validation never reaches it
+    (with ``on_validation_error: retry`` its error message was still sent back), so
+    the tools are built and each recorded call is validated as the loop would.
+    """
+    from harness.scenario.loader import build_tools
+
+    try:
+        built = build_tools(Scenario.model_validate({"tools": specs}))
+    except (HarnessError, ValueError) as exc:
+        raise FreezeError(f"the recorded tool definitions do not make stubs: {exc}") from None
+    outputs = _tool_outputs(calls)
+    counts: dict[str, int] = {}
+    results: dict[str, list[dict[str, Any]]] = {}
+    for call in calls:
+        for call_id, name, arguments in call.reply.tool_calls if call.reply else []:
+            if call_id not in outputs or name not in built:
+                continue
+            args, raw = parse_arguments(arguments)
+            try:
+                built[name].validate(
+                    ToolCall(id=call_id or "", name=name, arguments=args, raw_arguments=raw)
+                )
+            except Exception:  # ToolArgumentsError, or a schema the stub cannot check
+                continue
+            counts[name] = counts.get(name, 0) + 1
+            results.setdefault(name, []).append(
+                {"on_call": counts[name], "returns": _returns(outputs[call_id])}
+            )
+    return results
+
+
+def build_scenario(
+    run: Run, *, description: str, original: Scenario | None = None
+) -> dict[str, Any]:
+    """The scenario (without ``expect``) whose script and stubs replay ``run``."""
+    calls = replayed_calls(run)
+    first = calls[0]
+    system, user_input, history = _conversation_start(first)
+    tools = _tool_specs(first, original)
+    for name, results in _results(calls, tools).items():
+        tools[name]["results"] = results
+    script = [_step(call, tools) for call in calls]
+
+    scenario: dict[str, Any] = {"description": description}
+    agent: dict[str, Any] = {}
+    if original is not None:
+        agent = original.agent.model_dump(exclude_unset=True, exclude={"system"})
+    if system is not None:
+        agent["system"] = system
+    replies = sum(1 for call in calls if call.reply is not None)
+    last = calls[-1].reply
+    finished = last is not None and not last.tool_calls
+    if original is None and finished and 2 * replies > _DEFAULT_MAX_ITERATIONS:
+        # A long run that ended with an answer needed this many iterations. (One that
+        # ended on tool calls may have been stopped by its limit: that needs --scenario.)
+        agent["max_iterations"] = 2 * replies
+    if agent:
+        scenario["agent"] = agent
+    scenario["input"] = user_input
+    if history:
+        scenario["history"] = history
+    if tools:
+        scenario["tools"] = tools
+    scenario["llm"] = {"script": script}
+    return scenario

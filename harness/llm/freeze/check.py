@@ -1,0 +1,174 @@
+"""The frozen scenario, run once offline: what it sends, and whether that is the recording.
+
+A scripted run is deterministic and cheap, so ``harness freeze`` runs what it is about to
+write instead of guessing: the expectations it writes are the ones that run meets, and a
+frozen run that would send other requests than the recorded ones (a cassette does not
+say whether the run stopped at its iteration limit, on stagnation, or on an answer) is
+refused rather than written.
+"""
+
+from __future__ import annotations
+
+import reprlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.llm.freeze.recorded import Item, RecordedCall, conversation_items, tool_items
+from harness.plugins import get_plugins, hookimpl
+from harness.results import ScenarioResult
+
+__all__ = ["Sent", "expectations", "first_difference", "run_offline"]
+
+_short = reprlib.Repr()
+_short.maxstring = 60
+_short.maxother = 60
+
+
+@dataclass
+class Sent:
+    """One request of the frozen run, normalized like the recorded ones."""
+
+    conversation: tuple[Item, ...]
+    tools: tuple[Item, ...]
+    tool_choice: Any
+
+
+def _choice(value: Any) -> Any:
+    """tool_choice in one form for both APIs (a named function by its name)."""
+    if isinstance(value, dict):
+        function = value.get("function") if isinstance(value.get("function"), dict) else value
+        return ("function", function.get("name"))
+    return value
+
+
+class _Requests:
+    """An observer plugin keeping every request of the run, normalized."""
+
+    def __init__(self) -> None:
+        self.seen: list[Sent] = []
+
+    @hookimpl
+    def harness_llm_request(self, run: Any, request: Any) -> None:
+        """Keep this request."""
+        self.seen.append(
+            Sent(
+                conversation_items("chat", {"messages": request.messages}),
+                tool_items(request.tool_schemas),
+                _choice(request.options.get("tool_choice")),
+            )
+        )
+
+
+def run_offline(text: str, path: Path) -> tuple[ScenarioResult, list[Sent]]:
+    """Run the scenario ``text`` (as if it were the file ``path``) and keep its requests."""
+    from harness.scenario import run_scenario
+    from harness.scenario.loader import load_scenario_text
+
+    scenario = load_scenario_text(text, path)
+    capture = _Requests()
+    plugins = get_plugins()
+    plugins.register(capture, f"harness-freeze-requests-{id(capture)}")
+    try:
+        result = run_scenario(scenario)
+    finally:
+        plugins.unregister(capture)
+    return result, capture.seen
+
+
+def _item(item: Item | None) -> str:
+    if item is None:
+        return "nothing"
+    kind = item[0]
+    if kind == "message":
+        return f"{item[1]} message {_short.repr(item[2])}"
+    if kind == "call":
+        args = item[3][1] if isinstance(item[3], tuple) else item[3]
+        return f"call {item[1]} {item[2]}({_short.repr(args)[1:-1]})"
+    if kind == "result":
+        return f"result of {item[1]} {_short.repr(item[2])}"
+    return _short.repr(item[-1])
+
+
+def _conversation_difference(sent: tuple[Item, ...], recorded: tuple[Item, ...]) -> str:
+    at = next(
+        (i for i, (a, b) in enumerate(zip(sent, recorded, strict=False)) if a != b),
+        min(len(sent), len(recorded)),
+    )
+    mine = sent[at] if at < len(sent) else None
+    theirs = recorded[at] if at < len(recorded) else None
+    return (
+        f"conversation item {at + 1} is {_item(mine)} in the frozen run, "
+        f"{_item(theirs)} in the recording"
+    )
+
+
+def _tools_difference(sent: tuple[Item, ...], recorded: tuple[Item, ...]) -> str:
+    names, recorded_names = [t[0] for t in sent], [t[0] for t in recorded]
+    if names != recorded_names:
+        return f"the tools are {names} in the frozen run, {recorded_names} in the recording"
+    mine, theirs = next((a, b) for a, b in zip(sent, recorded, strict=True) if a != b)
+    which = "description differs" if mine[1] != theirs[1] else "parameters differ"
+    return f"tool {mine[0]}'s {which} from the recording's"
+
+
+def first_difference(
+    recorded: list[RecordedCall], sent: list[Sent], result: ScenarioResult
+) -> tuple[str, str] | None:
+    """(kind, what differs) between the frozen run's requests and the recorded ones, or None.
+
+    kind is ``count`` (the frozen run goes on past the recording, or stops before it
+    ends) or ``content``.
+    """
+    # tool_choice set on every request (llm.options) is the recording's configuration,
+    # not the agent's doing: only a change from the first request's value is compared.
+    recorded_base = recorded[0].body.get("tool_choice")
+    sent_base = sent[0].tool_choice if sent else None
+    for number, (call, request) in enumerate(zip(recorded, sent, strict=False), 1):
+        where = f"request {number} (interaction {call.number})"
+        if request.conversation != call.conversation:
+            difference = _conversation_difference(request.conversation, call.conversation)
+            return "content", f"{where}: {difference}"
+        tools = tool_items(call.body.get("tools"))
+        if request.tools != tools:
+            return "content", f"{where}: {_tools_difference(request.tools, tools)}"
+        theirs = call.body.get("tool_choice")
+        theirs = None if theirs == recorded_base else _choice(theirs)
+        mine = None if request.tool_choice == sent_base else request.tool_choice
+        if mine != theirs:
+            return "content", (
+                f"{where}: tool_choice is {mine!r} in the frozen run, {theirs!r} in the recording"
+            )
+    if len(sent) > len(recorded):
+        return "count", (
+            f"the recording ends after {len(recorded)} request(s) but the frozen run goes on "
+            f"and sends request {len(recorded) + 1} (it ends {result.termination.value})"
+        )
+    if len(sent) < len(recorded):
+        return "count", (
+            f"the frozen run ends ({result.termination.value}) after {len(sent)} request(s), "
+            f"the recording has {len(recorded)}"
+        )
+    return None
+
+
+def expectations(result: ScenarioResult) -> dict[str, Any]:
+    """The ``expect`` section the run meets: how it ended, its calls, its final answer."""
+    expect: dict[str, Any] = {"termination": result.termination.value}
+    expect["llm_calls"] = result.llm_calls
+    # The calls the loop handled (a declined plan's calls, status not_run, were never made).
+    made = [r.name for r in result.tool_calls if r.status != "not_run"]
+    if made:
+        expect["tool_calls"] = {"sequence": made, "exact": True}
+    final: dict[str, Any] = {}
+    if result.final.content is not None:
+        final["equals"] = result.final.content
+    if result.final.data.get("truncated"):
+        final["data"] = {"truncated": True}
+    error = result.final.error or {}
+    if error.get("status") is not None:
+        final["error"] = {"status": error["status"]}
+    if final:
+        expect["final"] = final
+    expect["script_consumed"] = True
+    return expect

@@ -1,0 +1,367 @@
+"""What a cassette recorded, read back for ``harness freeze``: calls, replies and runs.
+
+Requests are compared in a normalized form: text by role, tool calls with parsed
+arguments, tool results, tool definitions by name, description and parameters (but for
+``additionalProperties``: stubs forbid extra arguments whatever was recorded). Clients
+lay out the same conversation differently (``content: null`` or absent, text parts or a
+string, the Responses API's items or Chat Completions' messages), and a cassette
+recorded by another tool should compare equal to the same conversation sent by harness.
+Reasoning items are left out: they are a model's opaque state, which a script does not
+reproduce.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+from harness.canonical import canonical_json
+from harness.errors import HarnessError
+from harness.llm.cassettes.format import LoadedInteraction
+from harness.llm.cassettes.matching import parse_json_body
+from harness.messages import parse_arguments
+
+__all__ = [
+    "FreezeError",
+    "RecordedCall",
+    "Reply",
+    "Run",
+    "conversation_items",
+    "read_calls",
+    "split_runs",
+    "text_of",
+    "tool_items",
+]
+
+Item = tuple[Any, ...]
+
+
+class FreezeError(HarnessError):
+    """A cassette that cannot be frozen into a scenario."""
+
+
+@dataclass
+class Reply:
+    """The model's reply in a recorded response."""
+
+    content: str | None
+    tool_calls: list[tuple[str | None, str, str | None]]  # (id, name, arguments text)
+    finish_reason: str | None
+    usage: dict[str, Any] | None
+
+
+@dataclass
+class RecordedCall:
+    """One recorded request to the model and its answer."""
+
+    number: int  # the interaction's 1-based position in the cassette
+    api: str  # chat | responses
+    body: dict[str, Any]  # the request's JSON body
+    reply: Reply | None  # None for an HTTP error
+    error: dict[str, Any] | None  # {status, message} of an HTTP error
+    conversation: tuple[Item, ...]
+
+
+@dataclass
+class Run:
+    """The requests of one run of an agent, in order (number: 1-based, by recording order)."""
+
+    number: int
+    calls: list[RecordedCall]
+
+    def describe(self) -> str:
+        """``run 2: interactions 1, 3-4``."""
+        numbers = [call.number for call in self.calls]
+        spans: list[str] = []
+        start = previous = numbers[0]
+        for n in [*numbers[1:], None]:
+            if n is not None and n == previous + 1:
+                previous = n
+                continue
+            spans.append(str(start) if start == previous else f"{start}-{previous}")
+            if n is not None:
+                start = previous = n
+        return f"run {self.number}: interaction{'s' if len(numbers) > 1 else ''} {', '.join(spans)}"
+
+
+# -- normalized conversations --------------------------------------------------------------
+
+
+def text_of(content: Any) -> str | None:
+    """The text of a message's content (a string, or a list of text parts)."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            str(part.get("text") or part.get("refusal") or "")
+            for part in content
+            if isinstance(part, dict)
+        )
+    return str(content)
+
+
+def _arguments(text: Any) -> Any:
+    args, raw = parse_arguments(text if isinstance(text, str) or text is None else str(text))
+    return canonical_json(args) if raw is None else ("raw", raw)
+
+
+def _role(role: Any) -> Any:
+    return "system" if role == "developer" else role
+
+
+def conversation_items(api: str, body: dict[str, Any]) -> tuple[Item, ...]:
+    """The normalized conversation a request carries."""
+    items: list[Item] = []
+    if api == "responses":
+        if body.get("instructions"):
+            items.append(("message", "system", text_of(body["instructions"])))
+        given = body.get("input")
+        if isinstance(given, str):
+            given = [{"role": "user", "content": given}]
+        for entry in given or []:
+            if not isinstance(entry, dict):
+                items.append(("other", canonical_json(entry)))
+            elif entry.get("type") == "function_call":
+                args = _arguments(entry.get("arguments"))
+                items.append(("call", entry.get("call_id"), entry.get("name"), args))
+            elif entry.get("type") == "function_call_output":
+                output = text_of(entry.get("output")) or ""
+                items.append(("result", entry.get("call_id"), output))
+            elif entry.get("type") == "reasoning":
+                continue
+            elif entry.get("role"):
+                text = text_of(entry.get("content"))
+                if text or entry.get("role") != "assistant":
+                    items.append(("message", _role(entry.get("role")), text or ""))
+            else:
+                items.append(("other", canonical_json(entry)))
+        return tuple(items)
+    for message in body.get("messages") or []:
+        if not isinstance(message, dict):
+            items.append(("other", canonical_json(message)))
+            continue
+        role = message.get("role")
+        text = text_of(message.get("content"))
+        if role == "tool":
+            items.append(("result", message.get("tool_call_id"), text or ""))
+        elif role == "assistant":
+            if text:
+                items.append(("message", "assistant", text))
+            for call in message.get("tool_calls") or []:
+                function = call.get("function") or {}
+                args = _arguments(function.get("arguments"))
+                items.append(("call", call.get("id"), function.get("name"), args))
+        else:
+            items.append(("message", _role(role), text or ""))
+    return tuple(items)
+
+
+def tool_items(tools: Any) -> tuple[Item, ...]:
+    """The normalized tool definitions of a request (Chat Completions or Responses form)."""
+    items: list[Item] = []
+    for tool in tools or []:
+        if not isinstance(tool, dict):
+            items.append(("other", canonical_json(tool)))
+            continue
+        function = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+        if tool.get("type", "function") != "function" or not function.get("name"):
+            items.append(("other", canonical_json(tool)))
+            continue
+        parameters = function.get("parameters") or {"type": "object", "properties": {}}
+        if isinstance(parameters, dict):
+            # Stubs forbid extra arguments whatever the recorded schema said.
+            parameters = {k: v for k, v in parameters.items() if k != "additionalProperties"}
+        items.append(
+            (function["name"], function.get("description") or None, canonical_json(parameters))
+        )
+    return tuple(items)
+
+
+# -- reading replies --------------------------------------------------------------------------
+
+
+def _sse_data(text: str) -> list[dict[str, Any]]:
+    events = []
+    for line in text.splitlines():
+        if line.startswith("data:"):
+            payload = line[5:].strip()
+            if payload and payload != "[DONE]":
+                try:
+                    event = json.loads(payload)
+                except ValueError:
+                    continue
+                if isinstance(event, dict):
+                    events.append(event)
+    return events
+
+
+def _chat_reply(body: Any, streamed: bool) -> Reply:
+    if not streamed:
+        choice = (body.get("choices") or [{}])[0]
+        message = choice.get("message") or {}
+        calls = []
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            calls.append((call.get("id"), function.get("name", ""), function.get("arguments")))
+        content = message.get("content") or message.get("refusal") or None
+        return Reply(text_of(content), calls, choice.get("finish_reason"), body.get("usage"))
+    parts: list[str] = []
+    slots: dict[int, dict[str, Any]] = {}
+    finish = None
+    usage = None
+    for chunk in body:
+        if chunk.get("usage"):
+            usage = chunk["usage"]
+        for choice in chunk.get("choices") or []:
+            if choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            if delta.get("content"):
+                parts.append(delta["content"])
+            elif delta.get("refusal"):
+                parts.append(delta["refusal"])
+            for tc in delta.get("tool_calls") or []:
+                slot = slots.setdefault(tc.get("index", 0), {"id": None, "name": "", "args": []})
+                if tc.get("id") and not slot["id"]:
+                    slot["id"] = tc["id"]
+                function = tc.get("function") or {}
+                # Some providers resend the name in every chunk: keep it once.
+                if function.get("name") and function["name"] != slot["name"]:
+                    slot["name"] += function["name"]
+                if function.get("arguments"):
+                    slot["args"].append(function["arguments"])
+            if choice.get("finish_reason"):
+                finish = choice["finish_reason"]
+    calls = [(s["id"], s["name"], "".join(s["args"])) for _, s in sorted(slots.items())]
+    return Reply("".join(parts) or None, calls, finish, usage)
+
+
+def _responses_reply(body: Any, streamed: bool) -> Reply:
+    if streamed:
+        final = next(
+            (
+                e.get("response")
+                for e in reversed(body)
+                if e.get("type") in ("response.completed", "response.incomplete")
+            ),
+            None,
+        )
+        if final is None:
+            done = [e["item"] for e in body if e.get("type") == "response.output_item.done"]
+            final = {"output": done}
+        body = final
+    texts: list[str] = []
+    calls = []
+    for item in body.get("output") or []:
+        if item.get("type") == "message":
+            texts.extend(p.get("text") or p.get("refusal") or "" for p in item.get("content") or [])
+        elif item.get("type") == "function_call":
+            calls.append((item.get("call_id"), item.get("name", ""), item.get("arguments")))
+    usage = body.get("usage")
+    if usage:
+        usage = {
+            "prompt_tokens": usage.get("input_tokens", 0),
+            "completion_tokens": usage.get("output_tokens", 0),
+        }
+    truncated = body.get("status") == "incomplete"
+    return Reply(
+        "".join(texts) or None, calls, "length" if truncated and not calls else None, usage
+    )
+
+
+def _response_body(interaction: LoadedInteraction) -> tuple[Any, bool] | None:
+    """The JSON value or the SSE events of a response (None when it is neither)."""
+    raw = interaction.response["body"]["string"] or b""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+    stripped = text.lstrip()
+    if stripped.startswith("data:") or stripped.startswith("event:"):
+        return _sse_data(text), True
+    try:
+        return json.loads(text), False
+    except ValueError:
+        return None
+
+
+def _api_of(uri: str) -> str | None:
+    route = urlparse(uri).path
+    if route.endswith("/chat/completions"):
+        return "chat"
+    if route.endswith("/responses"):
+        return "responses"
+    return None
+
+
+def read_calls(interactions: list[LoadedInteraction], shown: str) -> list[RecordedCall]:
+    """The recorded requests to the model (other requests, such as GET /models, are skipped)."""
+    calls: list[RecordedCall] = []
+    for number, interaction in enumerate(interactions, 1):
+        api = _api_of(interaction.request["uri"])
+        if api is None:
+            continue
+        where = f"{shown}: interaction {number}"
+        body = interaction.request_json
+        if body is None:
+            body = parse_json_body(interaction.request["body"])
+        if not isinstance(body, dict):
+            raise FreezeError(f"{where}: the request to the {api} API has no JSON object body")
+        status = interaction.response["status"]["code"]
+        answer = _response_body(interaction)
+        reply = error = None
+        if status >= 400:
+            payload = answer[0] if answer is not None else None
+            details = payload.get("error") if isinstance(payload, dict) else None
+            message = details.get("message") if isinstance(details, dict) else None
+            error = {"status": status, "message": message or f"HTTP {status}"}
+        elif answer is None:
+            raise FreezeError(f"{where}: the response is neither JSON nor Server-Sent Events")
+        else:
+            payload, streamed = answer
+            try:
+                reply = (_chat_reply if api == "chat" else _responses_reply)(payload, streamed)
+            except (AttributeError, TypeError, KeyError, IndexError):
+                kind = "Chat Completions" if api == "chat" else "Responses API"
+                raise FreezeError(f"{where}: the response body is not a {kind} response") from None
+        try:
+            conversation = conversation_items(api, body)
+        except (AttributeError, TypeError):
+            raise FreezeError(f"{where}: the request's conversation is malformed") from None
+        calls.append(RecordedCall(number, api, body, reply, error, conversation))
+    return calls
+
+
+# -- runs -------------------------------------------------------------------------------------
+
+
+def _continues(before: RecordedCall, call: RecordedCall) -> bool:
+    """Whether ``call`` comes after ``before`` in the same run."""
+    a, b = before.conversation, call.conversation
+    if len(a) > len(b) or b[: len(a)] != a:
+        return False
+    # The same conversation again is a retry of a failed request, or another run.
+    return len(a) < len(b) or before.error is not None
+
+
+def split_runs(calls: list[RecordedCall]) -> list[Run]:
+    """The runs recorded in a cassette, in the order their last requests were recorded.
+
+    A request belongs to the run of the latest earlier request whose conversation it
+    extends. One that extends none starts a new run; one that extends an earlier
+    request but not the one before it (``new_episodes`` after a change: the first
+    requests were replayed, the rest recorded) continues from that request.
+    """
+    parent: list[int | None] = []
+    for i, call in enumerate(calls):
+        # The request before is the usual parent: the search stops there.
+        parent.append(next((j for j in range(i - 1, -1, -1) if _continues(calls[j], call)), None))
+    has_child = {p for p in parent if p is not None}
+    runs = []
+    for leaf in (i for i in range(len(calls)) if i not in has_child):
+        chain: list[RecordedCall] = []
+        at: int | None = leaf
+        while at is not None:
+            chain.append(calls[at])
+            at = parent[at]
+        runs.append(Run(len(runs) + 1, chain[::-1]))
+    return runs
