@@ -39,7 +39,7 @@ def main() -> int:
     logging.getLogger("harness").setLevel(logging.ERROR)
     # The samples without the one full of script-injection attempts (the tests use it).
     results = sample_results(sample_scenarios(hostile=False))
-    diff = diff_results(sample_baseline(), results, source="reports/baseline.json")
+    diff = diff_results(sample_baseline(hostile=False), results, source="reports/baseline.json")
     with tempfile.TemporaryDirectory() as tmp:
         plain = write_html(Path(tmp) / "plain.html", results)
         with_diff = write_html(Path(tmp) / "diff.html", results, diff)

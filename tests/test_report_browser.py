@@ -217,9 +217,50 @@ def test_hostile_text_shows_as_text_and_never_runs(page: Any) -> None:
     assert page.evaluate("document.querySelectorAll('img, iframe, object, embed').length") == 0
     text = card.inner_text()
     # The model's text and the tool's result are readable, verbatim.
-    assert HOSTILE["img"] in text
-    assert HOSTILE["script"] in text
-    assert HOSTILE["svg"] in text
+    for payload in HOSTILE.values():
+        assert payload in text
+    assert page.problems == []
+
+
+# Every attribute on the page that a browser would follow or load as a javascript: URL.
+JAVASCRIPT_URLS = """() => [...document.querySelectorAll('*')].flatMap(el =>
+    [...el.attributes]
+        .filter(a => a.value.replace(/[\\x00-\\x20]/g, '').toLowerCase().startsWith('javascript:'))
+        .map(a => el.tagName + ' ' + a.name + '=' + a.value))"""
+
+
+def test_template_syntax_and_javascript_urls_show_literally(page: Any) -> None:
+    card = page.locator("#scenarios > details.scenario", has_text="hostile-text")
+    card.locator("summary").first.click()
+    card.locator("details.transcript > summary").click()
+    # In each place untrusted text reaches: the name, description, tags, the model's text,
+    # the tool arguments and results, the final answer, the transcript; and in the diff.
+    change = page.locator("#diff .change", has_text="hostile-text")
+    places = {
+        "name": card.locator("summary .name"),
+        "description": card.locator(".desc"),
+        "tags": card.locator(".ident"),
+        "model text": card.locator(".reply").first,
+        "tool arguments": card.locator("pre.args").first,
+        "tool result": card.locator("pre.result").first,
+        "final answer": card.locator(".final pre.text"),
+        "transcript": card.locator("details.transcript"),
+        "diff trajectory": change.locator("ol.traj"),
+        "diff answer": change.locator(".sides"),
+    }
+    for where, locator in places.items():
+        text = locator.inner_text()
+        assert HOSTILE["template"] in text, where
+        assert "sum=49" not in text and "loop1" not in text, where
+        assert HOSTILE["md_link"] in text or where in ("name",), where
+    assert HOSTILE["js_url"] in card.locator(".desc").inner_text()
+    assert page.evaluate(JAVASCRIPT_URLS) == []
+    # Clicking every link on the page still runs nothing.
+    for link in page.locator("a").all():
+        if link.is_visible():
+            link.click()
+    page.wait_for_timeout(200)
+    assert page.evaluate("typeof window.__pwned") == "undefined"
     assert page.problems == []
 
 

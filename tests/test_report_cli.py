@@ -57,7 +57,7 @@ def test_with_a_baseline(
     )
     assert out.read_text(encoding="utf-8") == render_html(Results.load(results_path), expected)
     assert (
-        "vs baseline: regressions 1, fixed 1, changed 3, added 2, removed 1)"
+        "vs baseline: regressions 1, fixed 1, changed 4, added 1, removed 1)"
         in capsys.readouterr().out
     )
 

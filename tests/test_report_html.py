@@ -16,6 +16,7 @@ from harness.report import diff_results, render_html, write_html
 from harness.report.html import COMPACT_AFTER, Limits, _environment, clip
 from harness.report.samples import (
     HOSTILE,
+    MARKUP,
     hostile_scenario,
     long_scenario,
     sample_baseline,
@@ -178,8 +179,8 @@ def test_templates_are_flat_files_covered_by_package_data() -> None:
 
 def test_hostile_text_is_escaped_everywhere() -> None:
     html = render_html(sample_results([hostile_scenario()]))
-    for payload in HOSTILE.values():
-        assert payload not in html
+    for key in MARKUP:
+        assert HOSTILE[key] not in html
     parsed = scan(html)
     # Exactly one script element (ours) and no element the payloads try to create.
     assert [t for t, _ in parsed.tags if t == "script"] == ["script"]
@@ -199,6 +200,41 @@ def test_hostile_text_in_the_diff_is_escaped() -> None:
     html = render_html(new, diff_results(old, new))
     assert HOSTILE["img"] not in html
     assert not [t for t, _ in scan(html).tags if t == "img"]
+
+
+def javascript_urls(parsed: Scan) -> list[tuple[str, str, str]]:
+    """Every attribute whose value a browser would take as a javascript: URL."""
+    return [
+        (tag, name, value)
+        for tag, attrs in parsed.tags
+        for name, value in attrs.items()
+        if value and re.sub(r"[\x00-\x20]", "", value).lower().startswith("javascript:")
+    ]
+
+
+@pytest.mark.parametrize("where", ["report", "diff"])
+def test_template_syntax_and_javascript_urls_stay_text(where: str) -> None:
+    new = sample_results([hostile_scenario()])
+    old = sample_results([hostile_scenario(before=True)])
+    diff = diff_results(old, new) if where == "diff" else None
+    assert diff is None or diff.changed[0].fields == ["tool_calls", "final"]
+    html = render_html(new, diff)
+    parsed = scan(html)
+    text = "".join(parsed.text)
+    assert not javascript_urls(parsed)
+    assert not [a for t, a in parsed.tags if t == "a" and not a.get("href", "").startswith("#")]
+    # Shown as written, in the name, description, tags, model text, tool arguments and
+    # results and the final answer (and in the diff's trajectory and answers).
+    assert text.count(HOSTILE["template"]) >= (7 if diff is None else 10)
+    assert "sum=49" not in text and "loop1" not in text
+    assert text.count(HOSTILE["md_link"]) >= (6 if diff is None else 9)
+    assert text.count(HOSTILE["js_url"]) >= (6 if diff is None else 9)
+    if diff is not None:
+        section = html.split('id="diff"', 1)[1].split("</section>", 1)[0]
+        diff_text = "".join(scan(section).text)
+        assert HOSTILE["template"] in diff_text and HOSTILE["md_link"] in diff_text
+        for key in MARKUP:
+            assert HOSTILE[key] not in section
 
 
 def test_clip_escapes_then_cuts_with_a_visible_marker() -> None:
