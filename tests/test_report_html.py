@@ -362,6 +362,80 @@ def test_errors_and_endings_are_shown(page: str) -> None:
     assert "Invalid JSON" in invalid
 
 
+def test_memory_of_a_passed_scenario_is_shown_but_not_as_an_error(
+    results: Results, page: str
+) -> None:
+    # stagnation-same-search expects stagnation and passes: its "Stagnation detected"
+    # memory entry is how it ended, not an error.
+    card = section(page, "stagnation-same-search")
+    assert '<div class="errors">' not in card
+    notes = card.split('<div class="notes">', 1)[1].split("</div>\n    </div>", 1)[0]
+    assert "Stagnation detected: the same tool plan was requested 4 times in a row" in notes
+    # The same run failing an expectation: the entry is part of what went wrong.
+    (stagnation,) = [s for s in results.scenarios if s.name == "stagnation-same-search"]
+    failed = stagnation.model_copy(update={"status": "failed"})
+    card = section(render_html(sample_results([failed])), "stagnation-same-search")
+    assert '<div class="notes">' not in card
+    errors = card.split('<div class="errors">', 1)[1]
+    assert '<span class="ek">memory</span> Stagnation detected' in errors
+
+
+def test_a_real_error_stays_red_and_is_shown_once(page: str) -> None:
+    # rate-limited passes (it expects llm_error), but its HTTP 429 is a real error; the
+    # loop's memory entry restating it is not shown a second time.
+    card = section(page, "rate-limited")
+    errors = card.split('<div class="errors">', 1)[1].split("</div>\n    </div>", 1)[0]
+    assert "HTTP 429: Rate limit reached for gpt-4o-mini" in errors
+    assert errors.count("Rate limit reached") == 1
+    assert '<div class="notes">' not in card
+
+
+def test_search_covers_id_name_description_and_tags(results: Results, page: str) -> None:
+    cards = [
+        a for t, a in scan(page).tags if t == "details" and "scenario" in (a.get("class") or "")
+    ]
+    for card, scenario in zip(cards, results.scenarios, strict=True):
+        search = card["data-search"] or ""
+        assert scenario.id.lower() in search and scenario.name.lower() in search
+        assert (scenario.description or "").lower() in search
+        for tag in scenario.tags:
+            assert tag.lower() in search
+    assert ("Filter by name, id, description or tag") in page
+
+
+def chart_svgs(html: str) -> list[str]:
+    charts = html.split('<section class="charts"', 1)[1].split("</section>", 1)[0]
+    return re.findall(r'<svg class="vbars".*?</svg>', charts, re.S)[:2]
+
+
+def test_chart_bars_carry_their_scenario_names(results: Results, page: str) -> None:
+    for svg in chart_svgs(page):
+        links = re.findall(r'<a href="#(s\d+)">(.*?)</a>', svg, re.S)
+        assert [anchor for anchor, _ in links] == [f"s{n}" for n in range(1, 12)]
+        for (_, body), scenario in zip(links, results.scenarios, strict=True):
+            label = "".join(scan(body.split("</title>", 1)[1]).text)
+            name = scenario.name
+            assert label == (name if len(name) <= 16 else name[:15] + "…")
+
+
+def test_many_bars_get_numbered_ticks_matching_the_cards() -> None:
+    one = sample_results().scenarios[0]
+    many = sample_results(
+        [one.model_copy(update={"id": f"x{i:04d}", "name": f"n{i}"}) for i in range(1000)]
+    )
+    html = render_html(many)
+    for svg in chart_svgs(html):
+        assert 'class="bl"' not in svg  # no names: 1,000 of them would be unreadable
+        ticks = re.findall(r'<text x="[\d.]+" y="[\d.]+" class="bn">(\d+)</text>', svg)
+        assert ticks == ["1", *(str(n) for n in range(100, 1001, 100))]
+        # Light: one link and rect per bar, and a handful of texts.
+        assert svg.count("<text") <= 16
+        assert svg.count("<rect") == 1000
+    # The tick numbers are the cards' numbers.
+    assert '<span class="no">#100</span>' in html
+    assert re.search(r'<span class="no">#100</span>.*?<span class="name">n99</span>', html, re.S)
+
+
 def test_transcript_is_collapsed(page: str) -> None:
     tags = scan(page).tags
     transcripts = [a for t, a in tags if t == "details" and a.get("class") == "transcript"]
