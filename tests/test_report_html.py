@@ -400,7 +400,7 @@ def test_search_covers_id_name_description_and_tags(results: Results, page: str)
         assert (scenario.description or "").lower() in search
         for tag in scenario.tags:
             assert tag.lower() in search
-    assert ("Filter by name, id, description or tag") in page
+    assert "Filter by name, id, description or tag" in page
 
 
 def chart_svgs(html: str) -> list[str]:
