@@ -5,8 +5,10 @@
 Renders the sample results (harness.report.samples: real agent runs, one per
 termination, plus a baseline that differs in every diff category) and saves:
 
-- report-summary.png: the header, the counts and the charts;
-- report-diff.png: the baseline diff at the top of the page;
+- report-summary.png: the top of a report against a baseline: the counts (a regression
+  among them) and the start of the diff, down to its regressions and fixes;
+- report-charts.png: the charts and the filters;
+- report-diff.png: the whole baseline diff;
 - report-timeline.png: one scenario's timeline, parallel tool calls on the simulated clock;
 - report-stagnation.png: a timeline with its stagnation window marked.
 """
@@ -39,7 +41,7 @@ def main() -> int:
     logging.getLogger("harness").setLevel(logging.ERROR)
     # The samples without the one full of script-injection attempts (the tests use it).
     results = sample_results(sample_scenarios(hostile=False))
-    diff = diff_results(sample_baseline(), results, source="reports/baseline.json")
+    diff = diff_results(sample_baseline(hostile=False), results, source="reports/baseline.json")
     with tempfile.TemporaryDirectory() as tmp:
         plain = write_html(Path(tmp) / "plain.html", results)
         with_diff = write_html(Path(tmp) / "diff.html", results, diff)
@@ -52,17 +54,29 @@ def main() -> int:
             )
             page = context.new_page()
 
-            page.goto(plain.as_uri())
+            # What the Quick start's run shows first: the header's counts with the
+            # regression card, then the diff down to the end of its "Fixed" table.
+            page.goto(with_diff.as_uri())
+            bottom = page.eval_on_selector(
+                "#diff-changed", "el => el.getBoundingClientRect().top + window.scrollY"
+            )
+            page.screenshot(
+                path=args.out / "report-summary.png",
+                clip={"x": 0, "y": 0, "width": WIDTH, "height": bottom - 6},
+                full_page=True,
+            )
+            page.locator("#diff").screenshot(path=args.out / "report-diff.png")
+            top = page.eval_on_selector(
+                ".charts", "el => el.getBoundingClientRect().top + window.scrollY"
+            )
             bottom = page.eval_on_selector(
                 "#filters", "el => el.getBoundingClientRect().bottom + window.scrollY"
             )
             page.screenshot(
-                path=args.out / "report-summary.png",
-                clip={"x": 0, "y": 0, "width": WIDTH, "height": bottom + 8},
+                path=args.out / "report-charts.png",
+                clip={"x": 0, "y": top - 12, "width": WIDTH, "height": bottom - top + 20},
+                full_page=True,
             )
-
-            page.goto(with_diff.as_uri())
-            page.locator("#diff").screenshot(path=args.out / "report-diff.png")
 
             # Static filter bar (it would cover the card's top) and every card rendered (the
             # page lets the browser skip off-screen cards, which has them measured too small).
@@ -77,7 +91,13 @@ def main() -> int:
                 card.evaluate("el => { el.open = true; }")
                 card.screenshot(path=args.out / file)
             browser.close()
-    for file in ("report-summary", "report-diff", "report-timeline", "report-stagnation"):
+    for file in (
+        "report-summary",
+        "report-charts",
+        "report-diff",
+        "report-timeline",
+        "report-stagnation",
+    ):
         print(args.out / f"{file}.png")
     return 0
 

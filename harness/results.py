@@ -8,15 +8,17 @@ the same inputs.
 from __future__ import annotations
 
 import contextlib
+import json
 import platform
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.actions import FinalResponse, RunResult, Termination, ToolCallRecord
+from harness.errors import HarnessError
 from harness.files import atomic_write
 from harness.messages import Message
 from harness.secrets import scrub_text
@@ -25,13 +27,17 @@ __all__ = [
     "SCHEMA_VERSION",
     "ExpectationResult",
     "Results",
+    "ResultsFileError",
     "ScenarioResult",
     "Status",
     "Summary",
     "atomic_write",
     "build_results",
+    "load_results",
 ]
 
+# The results.json format this harness writes. It reads every version from 1 up to this
+# one; bump it when a change would make an older harness misread a file.
 SCHEMA_VERSION = 1
 
 Status = Literal["passed", "failed", "error"]
@@ -146,7 +152,8 @@ class Results(BaseModel):
     """The whole results.json file."""
 
     model_config = ConfigDict(extra="forbid")
-    schema_version: int = SCHEMA_VERSION
+    # strict: "1" or true is not a version (load_results says so in one line first).
+    schema_version: int = Field(SCHEMA_VERSION, ge=1, le=SCHEMA_VERSION, strict=True)
     meta: dict[str, Any] = Field(default_factory=dict)
     summary: Summary = Field(default_factory=Summary)
     scenarios: list[ScenarioResult] = Field(default_factory=list)
@@ -167,8 +174,95 @@ class Results(BaseModel):
 
     @classmethod
     def load(cls, path: str | Path) -> Results:
-        """Read a results.json file."""
+        """Read a results.json file with pydantic's own errors; ``load_results`` is the
+        checked loader whose errors are one line for people."""
         return cls.model_validate_json(Path(path).read_text(encoding="utf-8"))
+
+
+# -- reading results.json -------------------------------------------------------------------
+
+
+class ResultsFileError(HarnessError):
+    """A results file that cannot be used; the message is one line meant for people."""
+
+
+def _supported() -> str:
+    versions = "1" if SCHEMA_VERSION == 1 else f"1 to {SCHEMA_VERSION}"
+    return f"this harness reads schema_version {versions}"
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, float):
+        return "a decimal number"
+    return f"a JSON {type(value).__name__}"
+
+
+def _check_version(data: dict[str, Any], where: str) -> None:
+    if "schema_version" not in data:
+        raise ResultsFileError(
+            f"{where} has no schema_version; {_supported()} "
+            "(write results with `harness run --json FILE`)"
+        )
+    version = data["schema_version"]
+    shown = json.dumps(version, ensure_ascii=False)[:40]
+    # bool is an int in Python, and pydantic's lax mode would take "1": neither is a version.
+    if type(version) is not int:
+        raise ResultsFileError(
+            f"{where} has schema_version {shown} ({_kind(version)}, not an integer); {_supported()}"
+        )
+    if version > SCHEMA_VERSION:
+        raise ResultsFileError(
+            f"{where} has schema_version {version}; {_supported()}: upgrade harness to read it"
+        )
+    if version < 1:
+        raise ResultsFileError(f"{where} has schema_version {version}; {_supported()}")
+
+
+def load_results(path: str | Path, *, what: str = "results file") -> Results:
+    """Read a results.json file, or raise ResultsFileError saying in one line what is wrong.
+
+    ``what`` names the file in messages (e.g. ``"baseline"``). Only files whose
+    ``schema_version`` this harness can read (an integer from 1 to SCHEMA_VERSION) load.
+    """
+    path = Path(path)
+    where = f"{what} {str(path)!r}"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ResultsFileError(f"{where} does not exist") from None
+    except IsADirectoryError:
+        raise ResultsFileError(f"{where} is a directory, not a file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResultsFileError(f"cannot read {where}: {exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ResultsFileError(
+            f"{where} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        ) from None
+    if not isinstance(data, dict) or "scenarios" not in data:
+        raise ResultsFileError(
+            f"{where} is not a harness results file (no 'scenarios'); "
+            "write one with `harness run --json FILE`"
+        )
+    _check_version(data, where)
+    try:
+        return Results.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        field = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        more = exc.error_count() - 1
+        extra = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+        message = " ".join(str(first["msg"]).split())
+        raise ResultsFileError(
+            f"{where} is not a valid harness results file: {field}: {message}{extra}"
+        ) from None
 
 
 def _versions() -> dict[str, str]:

@@ -124,6 +124,15 @@ def test_status_and_termination_filters(page: Any) -> None:
     assert len(visible_cards(page)) == total
 
 
+def test_text_filter_searches_descriptions_and_tags(page: Any) -> None:
+    results = RESULTS[0]
+    page.fill("#q", "synthesized answer")  # in one description only
+    assert page.inner_text("#shown") == f"1 of {counts()[0]} shown"
+    faults = [s for s in results.scenarios if "faults" in s.tags]
+    page.fill("#q", "FAULTS")  # a tag
+    assert len(visible_cards(page)) == len(faults) >= 3
+
+
 def test_chart_bar_opens_its_scenario_even_when_filtered_out(page: Any) -> None:
     page.click('#filters button[data-filter="status"][data-value="failed"]')
     target = page.eval_on_selector(
@@ -133,6 +142,78 @@ def test_chart_bar_opens_its_scenario_even_when_filtered_out(page: Any) -> None:
     page.click(f'.charts a[href="#{target}"]')
     assert page.is_visible(f"#{target}")
     assert page.eval_on_selector(f"#{target}", "el => el.open") is True
+
+
+def shown_count(page: Any) -> str:
+    return f"{len(visible_cards(page))} of {counts()[0]} shown"
+
+
+def test_the_same_link_works_again_after_the_filter_hid_its_card(page: Any) -> None:
+    # The second click on a link to the current hash fires no hashchange: the page must
+    # act on the click itself.
+    failed = '#filters button[data-filter="status"][data-value="failed"]'
+    target = page.eval_on_selector(
+        "#scenarios > details.scenario[data-status=passed]", "el => el.id"
+    )
+    bar = f'.charts a[href="#{target}"]'
+    page.click(failed)
+    page.click(bar)
+    assert page.is_visible(f"#{target}")
+    page.click(failed)
+    assert not page.is_visible(f"#{target}")
+    page.click(bar)
+    assert page.is_visible(f"#{target}")
+    assert page.eval_on_selector(f"#{target}", "el => el.open") is True
+    assert page.evaluate("location.hash") == f"#{target}"
+    # ... and the page went there: the card's top is on screen.
+    top = page.eval_on_selector(f"#{target}", "el => el.getBoundingClientRect().top")
+    assert 0 <= top < page.viewport_size["height"]
+
+    # The same for a link in the baseline diff, to a failed scenario hidden by "passed".
+    passed = '#filters button[data-filter="status"][data-value="passed"]'
+    link = page.locator("#diff-regressions + table a").first
+    regressed = link.get_attribute("href")[1:]
+    for _ in range(2):
+        page.click(passed)
+        assert not page.is_visible(f"#{regressed}")
+        link.click()
+        assert page.is_visible(f"#{regressed}")
+    assert page.problems == []
+
+
+def test_the_count_stays_true_when_a_link_opens_a_hidden_card(page: Any) -> None:
+    total, _, failed = counts()
+    page.click('#filters button[data-filter="status"][data-value="failed"]')
+    assert page.inner_text("#shown") == f"{failed} of {total} shown"
+    target = page.eval_on_selector(
+        "#scenarios > details.scenario[data-status=passed]", "el => el.id"
+    )
+    page.click(f'.charts a[href="#{target}"]')
+    assert page.inner_text("#shown") == f"{failed + 1} of {total} shown" == shown_count(page)
+    # Nothing matches, yet the linked card is there: "no scenario matches" must not show.
+    page.click('#filters button[data-filter="termination"][data-value="stagnation"]')
+    assert visible_cards(page) == []
+    page.click(f'.charts a[href="#{target}"]')
+    assert page.inner_text("#shown") == f"1 of {total} shown" == shown_count(page)
+    assert not page.is_visible("#none-shown")
+
+
+def test_typed_hash_and_back_button_still_open_cards(page: Any) -> None:
+    ids = page.eval_on_selector_all(
+        "#scenarios > details.scenario[data-status=passed]", "els => els.map(e => e.id)"
+    )
+    first, second = ids[0], ids[1]
+    page.click(f'.charts a[href="#{first}"]')
+    page.click(f'.charts a[href="#{second}"]')
+    page.click('#filters button[data-filter="status"][data-value="failed"]')
+    assert not page.is_visible(f"#{first}") and not page.is_visible(f"#{second}")
+    page.go_back()  # back to #first: a hashchange, no click
+    page.wait_for_function(f"location.hash === '#{first}'")
+    assert page.is_visible(f"#{first}")
+    assert page.inner_text("#shown") == shown_count(page)
+    page.evaluate(f"location.hash = '#{second}'")  # as if typed in the address bar
+    page.wait_for_function(f"!document.getElementById('{second}').hidden")
+    assert page.inner_text("#shown") == shown_count(page)
 
 
 def test_hostile_text_shows_as_text_and_never_runs(page: Any) -> None:
@@ -145,9 +226,49 @@ def test_hostile_text_shows_as_text_and_never_runs(page: Any) -> None:
     assert page.evaluate("document.querySelectorAll('img, iframe, object, embed').length") == 0
     text = card.inner_text()
     # The model's text and the tool's result are readable, verbatim.
-    assert HOSTILE["img"] in text
-    assert HOSTILE["script"] in text
-    assert HOSTILE["svg"] in text
+    for payload in HOSTILE.values():
+        assert payload in text
+    assert page.problems == []
+
+
+# Every attribute on the page that a browser would follow or load as a javascript: URL.
+JAVASCRIPT_URLS = """() => [...document.querySelectorAll('*')].flatMap(el =>
+    [...el.attributes]
+        .filter(a => a.value.replace(/[\\x00-\\x20]/g, '').toLowerCase().startsWith('javascript:'))
+        .map(a => el.tagName + ' ' + a.name + '=' + a.value))"""
+
+
+def test_template_syntax_and_javascript_urls_show_literally(page: Any) -> None:
+    card = page.locator("#scenarios > details.scenario", has_text="hostile-text")
+    card.locator("summary").first.click()
+    card.locator("details.transcript > summary").click()
+    # In each place untrusted text reaches: the name, description, tags, the model's text,
+    # the tool arguments and results, the final answer, the transcript; and in the diff.
+    change = page.locator("#diff .change", has_text="hostile-text")
+    places = {
+        "name": card.locator("summary .name"),
+        "description": card.locator(".desc"),
+        "tags": card.locator(".ident"),
+        "model text": card.locator(".reply").first,
+        "tool arguments": card.locator("pre.args").first,
+        "tool result": card.locator("pre.result").first,
+        "final answer": card.locator(".final pre.text"),
+        "transcript": card.locator("details.transcript"),
+        "diff trajectory": change.locator("ol.traj"),
+        "diff answer": change.locator(".sides"),
+    }
+    for where, locator in places.items():
+        text = locator.inner_text()
+        assert HOSTILE["template"] in text, where
+        assert "sum=49" not in text and "loop1" not in text, where
+        assert HOSTILE["md_link"] in text or where in ("name",), where
+    assert HOSTILE["js_url"] in card.locator(".desc").inner_text()
+    assert page.evaluate(JAVASCRIPT_URLS) == []
+    # Following every link on the page still runs nothing.
+    for link in page.locator("a").all():
+        link.dispatch_event("click")
+    page.wait_for_timeout(200)
+    assert page.evaluate("typeof window.__pwned") == "undefined"
     assert page.problems == []
 
 

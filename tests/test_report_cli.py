@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
+import harness.report
 from harness.report import render_html, report_main
 from harness.report.diff import diff_results
 from harness.report.samples import sample_baseline, sample_results
-from harness.results import Results
+from harness.results import Results, ResultsFileError, load_results
 
 
 @pytest.fixture(autouse=True)
@@ -56,7 +57,7 @@ def test_with_a_baseline(
     )
     assert out.read_text(encoding="utf-8") == render_html(Results.load(results_path), expected)
     assert (
-        "vs baseline: regressions 1, fixed 1, changed 3, added 2, removed 1)"
+        "vs baseline: regressions 1, fixed 1, changed 4, added 1, removed 1)"
         in capsys.readouterr().out
     )
 
@@ -77,12 +78,8 @@ def test_default_output_is_report_html_beside_the_results(tmp_path: Path) -> Non
         ),
         ("[1, 2]", "is not a harness results file (no 'scenarios')"),
         (
-            '{"scenarios": [{"id": "x"}]}',
+            '{"schema_version": 1, "scenarios": [{"id": "x"}]}',
             "is not a valid harness results file: scenarios.0.name: Field required",
-        ),
-        (
-            '{"schema_version": 99, "scenarios": []}',
-            "has schema_version 99, newer than this harness",
         ),
     ],
 )
@@ -97,6 +94,60 @@ def test_bad_results_exit_2_with_one_line(
     assert message in line
     assert str(path) in line
     assert not (tmp_path / "r.html").exists()
+
+
+SUPPORTED = "this harness reads schema_version 1"
+
+
+@pytest.mark.parametrize(
+    ("version", "found"),
+    [
+        (None, "has no schema_version"),
+        (0, "has schema_version 0;"),
+        (-1, "has schema_version -1;"),
+        ('"1"', 'has schema_version "1" (a string, not an integer);'),
+        ("true", "has schema_version true (a boolean, not an integer);"),
+        ("1.0", "has schema_version 1.0 (a decimal number, not an integer);"),
+        ("null", "has schema_version null (null, not an integer);"),
+        (99, "has schema_version 99;"),
+    ],
+)
+def test_unsupported_schema_versions_exit_2_naming_found_and_supported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], version: object, found: str
+) -> None:
+    data = sample_results([]).to_json()
+    if version is None:
+        data = data.replace('"schema_version": 1,', "", 1)
+        assert "schema_version" not in data
+    else:
+        data = data.replace('"schema_version": 1,', f'"schema_version": {version},', 1)
+    path = tmp_path / "results.json"
+    path.write_text(data, encoding="utf-8")
+    assert report_main([str(path), "-o", str(tmp_path / "r.html")]) == 2
+    line = one_line_error(capsys.readouterr().err)
+    assert f"results file '{path}' {found}" in line
+    assert SUPPORTED in line
+    if version == 99:
+        assert "upgrade harness" in line
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_the_loader_is_one_function_with_one_error_type(tmp_path: Path) -> None:
+    # `harness report`, harness.report and the pytest plugin's --harness-baseline all read
+    # results through harness.results.load_results, which raises only ResultsFileError.
+    assert harness.report.load_results is load_results
+    path = tmp_path / "baseline.json"
+    problems = ["{", "[]", '{"schema_version": 2, "scenarios": []}', '{"scenarios": [1]}']
+    for text in problems:
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(ResultsFileError) as caught:
+            load_results(path, what="baseline")
+        message = str(caught.value)
+        assert message.startswith(f"baseline '{path}' ") and "\n" not in message
+    with pytest.raises(ResultsFileError, match="does not exist"):
+        load_results(tmp_path / "missing.json")
+    sample_results([]).write(path)
+    assert load_results(path) == sample_results([])
 
 
 def test_bad_baseline_exits_2(

@@ -16,6 +16,7 @@ from harness.report import diff_results, render_html, write_html
 from harness.report.html import COMPACT_AFTER, Limits, _environment, clip
 from harness.report.samples import (
     HOSTILE,
+    MARKUP,
     hostile_scenario,
     long_scenario,
     sample_baseline,
@@ -178,8 +179,8 @@ def test_templates_are_flat_files_covered_by_package_data() -> None:
 
 def test_hostile_text_is_escaped_everywhere() -> None:
     html = render_html(sample_results([hostile_scenario()]))
-    for payload in HOSTILE.values():
-        assert payload not in html
+    for key in MARKUP:
+        assert HOSTILE[key] not in html
     parsed = scan(html)
     # Exactly one script element (ours) and no element the payloads try to create.
     assert [t for t, _ in parsed.tags if t == "script"] == ["script"]
@@ -199,6 +200,41 @@ def test_hostile_text_in_the_diff_is_escaped() -> None:
     html = render_html(new, diff_results(old, new))
     assert HOSTILE["img"] not in html
     assert not [t for t, _ in scan(html).tags if t == "img"]
+
+
+def javascript_urls(parsed: Scan) -> list[tuple[str, str, str]]:
+    """Every attribute whose value a browser would take as a javascript: URL."""
+    return [
+        (tag, name, value)
+        for tag, attrs in parsed.tags
+        for name, value in attrs.items()
+        if value and re.sub(r"[\x00-\x20]", "", value).lower().startswith("javascript:")
+    ]
+
+
+@pytest.mark.parametrize("where", ["report", "diff"])
+def test_template_syntax_and_javascript_urls_stay_text(where: str) -> None:
+    new = sample_results([hostile_scenario()])
+    old = sample_results([hostile_scenario(before=True)])
+    diff = diff_results(old, new) if where == "diff" else None
+    assert diff is None or diff.changed[0].fields == ["tool_calls", "final"]
+    html = render_html(new, diff)
+    parsed = scan(html)
+    text = "".join(parsed.text)
+    assert not javascript_urls(parsed)
+    assert not [a for t, a in parsed.tags if t == "a" and not a.get("href", "").startswith("#")]
+    # Shown as written, in the name, description, tags, model text, tool arguments and
+    # results and the final answer (and in the diff's trajectory and answers).
+    assert text.count(HOSTILE["template"]) >= (7 if diff is None else 10)
+    assert "sum=49" not in text and "loop1" not in text
+    assert text.count(HOSTILE["md_link"]) >= (6 if diff is None else 9)
+    assert text.count(HOSTILE["js_url"]) >= (6 if diff is None else 9)
+    if diff is not None:
+        section = html.split('id="diff"', 1)[1].split("</section>", 1)[0]
+        diff_text = "".join(scan(section).text)
+        assert HOSTILE["template"] in diff_text and HOSTILE["md_link"] in diff_text
+        for key in MARKUP:
+            assert HOSTILE[key] not in section
 
 
 def test_clip_escapes_then_cuts_with_a_visible_marker() -> None:
@@ -324,6 +360,80 @@ def test_errors_and_endings_are_shown(page: str) -> None:
     assert '<span class="k stopped">stopped</span>' in invalid
     assert "{&#34;location&#34;: " in invalid  # the raw arguments the model sent
     assert "Invalid JSON" in invalid
+
+
+def test_memory_of_a_passed_scenario_is_shown_but_not_as_an_error(
+    results: Results, page: str
+) -> None:
+    # stagnation-same-search expects stagnation and passes: its "Stagnation detected"
+    # memory entry is how it ended, not an error.
+    card = section(page, "stagnation-same-search")
+    assert '<div class="errors">' not in card
+    notes = card.split('<div class="notes">', 1)[1].split("</div>\n    </div>", 1)[0]
+    assert "Stagnation detected: the same tool plan was requested 4 times in a row" in notes
+    # The same run failing an expectation: the entry is part of what went wrong.
+    (stagnation,) = [s for s in results.scenarios if s.name == "stagnation-same-search"]
+    failed = stagnation.model_copy(update={"status": "failed"})
+    card = section(render_html(sample_results([failed])), "stagnation-same-search")
+    assert '<div class="notes">' not in card
+    errors = card.split('<div class="errors">', 1)[1]
+    assert '<span class="ek">memory</span> Stagnation detected' in errors
+
+
+def test_a_real_error_stays_red_and_is_shown_once(page: str) -> None:
+    # rate-limited passes (it expects llm_error), but its HTTP 429 is a real error; the
+    # loop's memory entry restating it is not shown a second time.
+    card = section(page, "rate-limited")
+    errors = card.split('<div class="errors">', 1)[1].split("</div>\n    </div>", 1)[0]
+    assert "HTTP 429: Rate limit reached for gpt-4o-mini" in errors
+    assert errors.count("Rate limit reached") == 1
+    assert '<div class="notes">' not in card
+
+
+def test_search_covers_id_name_description_and_tags(results: Results, page: str) -> None:
+    cards = [
+        a for t, a in scan(page).tags if t == "details" and "scenario" in (a.get("class") or "")
+    ]
+    for card, scenario in zip(cards, results.scenarios, strict=True):
+        search = card["data-search"] or ""
+        assert scenario.id.lower() in search and scenario.name.lower() in search
+        assert (scenario.description or "").lower() in search
+        for tag in scenario.tags:
+            assert tag.lower() in search
+    assert "Filter by name, id, description or tag" in page
+
+
+def chart_svgs(html: str) -> list[str]:
+    charts = html.split('<section class="charts"', 1)[1].split("</section>", 1)[0]
+    return re.findall(r'<svg class="vbars".*?</svg>', charts, re.S)[:2]
+
+
+def test_chart_bars_carry_their_scenario_names(results: Results, page: str) -> None:
+    for svg in chart_svgs(page):
+        links = re.findall(r'<a href="#(s\d+)">(.*?)</a>', svg, re.S)
+        assert [anchor for anchor, _ in links] == [f"s{n}" for n in range(1, 12)]
+        for (_, body), scenario in zip(links, results.scenarios, strict=True):
+            label = "".join(scan(body.split("</title>", 1)[1]).text)
+            name = scenario.name
+            assert label == (name if len(name) <= 16 else name[:15] + "…")
+
+
+def test_many_bars_get_numbered_ticks_matching_the_cards() -> None:
+    one = sample_results().scenarios[0]
+    many = sample_results(
+        [one.model_copy(update={"id": f"x{i:04d}", "name": f"n{i}"}) for i in range(1000)]
+    )
+    html = render_html(many)
+    for svg in chart_svgs(html):
+        assert 'class="bl"' not in svg  # no names: 1,000 of them would be unreadable
+        ticks = re.findall(r'<text x="[\d.]+" y="[\d.]+" class="bn">(\d+)</text>', svg)
+        assert ticks == ["1", *(str(n) for n in range(100, 1001, 100))]
+        # Light: one link and rect per bar, and a handful of texts.
+        assert svg.count("<text") <= 16
+        assert svg.count("<rect") == 1000
+    # The tick numbers are the cards' numbers.
+    assert '<span class="no">#100</span>' in html
+    assert re.search(r'<span class="no">#100</span>.*?<span class="name">n99</span>', html, re.S)
 
 
 def test_transcript_is_collapsed(page: str) -> None:

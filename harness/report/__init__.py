@@ -1,10 +1,10 @@
 """Reports: the baseline diff and the HTML report of a run's results.
 
-The results themselves (``ScenarioResult``, ``Results``, results.json) live in
-``harness.results``; this package reads them.
+The results themselves (``ScenarioResult``, ``Results``, results.json and its loader
+``load_results``) live in ``harness.results``; this package reads them.
 """
 
-from harness.report.cli import ReportInputError, load_results, report_main
+from harness.report.cli import report_main
 from harness.report.diff import (
     BaselineDiff,
     FieldChange,
@@ -16,11 +16,12 @@ from harness.report.diff import (
     trajectory,
 )
 from harness.report.html import render_html, write_html
+from harness.results import ResultsFileError, load_results
 
 __all__ = [
     "BaselineDiff",
     "FieldChange",
-    "ReportInputError",
+    "ResultsFileError",
     "ScenarioChange",
     "ScenarioRef",
     "StatusChange",

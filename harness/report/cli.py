@@ -3,72 +3,27 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from harness.report.diff import diff_results
 from harness.report.html import write_html
-from harness.results import SCHEMA_VERSION, Results
+from harness.results import ResultsFileError, load_results
 
-__all__ = ["ReportInputError", "load_results", "report_main"]
+__all__ = ["report_main"]
 
 PROG = "harness report"
 
 
-class ReportInputError(Exception):
-    """A results file that cannot be used; the message is one line meant for people."""
-
-
-def load_results(path: str | Path, *, what: str = "results file") -> Results:
-    """Read a results.json file, or raise ReportInputError saying what is wrong with it."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ReportInputError(f"{what} {str(path)!r} does not exist") from None
-    except IsADirectoryError:
-        raise ReportInputError(f"{what} {str(path)!r} is a directory, not a file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ReportInputError(f"cannot read {what} {str(path)!r}: {exc}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ReportInputError(
-            f"{what} {str(path)!r} is not valid JSON: {exc.msg} "
-            f"(line {exc.lineno}, column {exc.colno})"
-        ) from None
-    if not isinstance(data, dict) or "scenarios" not in data:
-        raise ReportInputError(
-            f"{what} {str(path)!r} is not a harness results file (no 'scenarios'); "
-            "write one with `harness run --json FILE`"
-        )
-    version = data.get("schema_version")
-    if isinstance(version, int) and version > SCHEMA_VERSION:
-        raise ReportInputError(
-            f"{what} {str(path)!r} has schema_version {version}, newer than this harness "
-            f"understands ({SCHEMA_VERSION}); upgrade harness"
-        )
-    try:
-        return Results.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        where = ".".join(str(part) for part in first["loc"]) or "(top level)"
-        more = exc.error_count() - 1
-        extra = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
-        raise ReportInputError(
-            f"{what} {str(path)!r} is not a valid harness results file: "
-            f"{where}: {first['msg']}{extra}"
-        ) from None
+class _UsageError(Exception):
+    """A bad command line; the message is one line."""
 
 
 class _Parser(argparse.ArgumentParser):
     # argparse prints the usage and exits on a bad flag; the command wants one line
     # and exit status 2 from report_main itself.
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise ReportInputError(message)
+        raise _UsageError(message)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -102,7 +57,7 @@ def report_main(argv: list[str] | None = None) -> int:
         args = _parser().parse_args(args_list)
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
-    except ReportInputError as exc:
+    except _UsageError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     try:
@@ -111,7 +66,7 @@ def report_main(argv: list[str] | None = None) -> int:
         if args.baseline:
             old = load_results(args.baseline, what="baseline")
             diff = diff_results(old, results, source=args.baseline)
-    except ReportInputError as exc:
+    except ResultsFileError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     output = Path(args.output) if args.output else Path(args.results).with_name("report.html")

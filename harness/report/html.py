@@ -11,10 +11,12 @@ The output is deterministic: the same results give byte-identical HTML.
 from __future__ import annotations
 
 import base64
+import difflib
 import gc
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -91,18 +93,85 @@ def _csp_hash(text: str) -> str:
     return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
 
 
+def _more(rest: int) -> str:
+    """The visible marker for ``rest`` characters cut off (our own markup and a number)."""
+    plural = "" if rest == 1 else "s"
+    return f'<span class="clip">… {rest:,} more character{plural} not shown</span>'
+
+
 def clip(value: Any, limit: int) -> Markup:
     """Escaped text, cut at ``limit`` characters with a visible marker saying how much is left."""
     text = value if isinstance(value, str) else to_text(value)
     if len(text) <= limit:
         return escape(text)
-    rest = len(text) - limit
-    # escape() makes the head safe; the rest is our own markup and a number. (An f-string
-    # here is several times faster than Markup.format, and this runs for every text.)
-    marker = (
-        f'<span class="clip">… {rest:,} more character{"" if rest == 1 else "s"} not shown</span>'
-    )
-    return Markup(f"{escape(text[:limit])}{marker}")
+    # escape() makes the head safe; the marker is ours. (An f-string here is several times
+    # faster than Markup.format, and this runs for every text.)
+    return Markup(f"{escape(text[:limit])}{_more(len(text) - limit)}")
+
+
+# A word or a run of punctuation, with the white space after it (and white space at the
+# start): together the tokens are the whole text, and a sentence is few of them.
+_TOKENS = re.compile(r"\s+|(?:\w+|[^\w\s]+)\s*")
+# Past this many token pairs left after the common head and tail, the part between them
+# is marked as a whole: difflib's cost grows with the product.
+WORD_DIFF_BUDGET = 20_000
+
+
+def _changed_span(a: list[str], b: list[str]) -> tuple[int, int]:
+    """How many tokens ``a`` and ``b`` share at the start, and then at the end."""
+    head = 0
+    most = min(len(a), len(b))
+    while head < most and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < most - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    return head, tail
+
+
+def word_diff(old: Any, new: Any, limit: int) -> tuple[Markup | None, Markup | None]:
+    """Two answers with the words only one of them has marked: ``<del>`` in the old one,
+    ``<ins>`` in the new one; (None, None) unless both are text.
+
+    Words are compared without the white space after them; each side shows its own text.
+    Only the shown heads (``limit`` characters each) are compared, and past
+    WORD_DIFF_BUDGET the changed middle is marked whole, which bounds the cost. Every
+    segment is escaped before it is wrapped in our own markup, so the markup can never
+    split an entity or mix with the answers' text.
+    """
+    if not isinstance(old, str) or not isinstance(new, str):
+        return None, None
+    a, b = _TOKENS.findall(old[:limit]), _TOKENS.findall(new[:limit])
+    keys_a, keys_b = [t.rstrip() for t in a], [t.rstrip() for t in b]
+    head, tail = _changed_span(keys_a, keys_b)
+    end_a, end_b = len(a) - tail, len(b) - tail
+    if (end_a - head) * (end_b - head) > WORD_DIFF_BUDGET:
+        ops = [("replace", head, end_a, head, end_b)]
+    else:
+        matcher = difflib.SequenceMatcher(
+            a=keys_a[head:end_a], b=keys_b[head:end_b], autojunk=False
+        )
+        ops = [
+            (tag, i1 + head, i2 + head, j1 + head, j2 + head)
+            for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+        ]
+    ops = [("equal", 0, head, 0, head), *ops, ("equal", end_a, len(a), end_b, len(b))]
+    left: list[str] = []
+    right: list[str] = []
+    for tag, i1, i2, j1, j2 in ops:
+        if tag == "equal":
+            left.append(str(escape("".join(a[i1:i2]))))
+            right.append(str(escape("".join(b[j1:j2]))))
+            continue
+        if i2 > i1:
+            left.append(f"<del>{escape(''.join(a[i1:i2]))}</del>")
+        if j2 > j1:
+            right.append(f"<ins>{escape(''.join(b[j1:j2]))}</ins>")
+    if len(old) > limit:
+        left.append(_more(len(old) - limit))
+    if len(new) > limit:
+        right.append(_more(len(new) - limit))
+    return Markup("".join(left)), Markup("".join(right))
 
 
 def to_text(value: Any) -> str:
@@ -225,6 +294,7 @@ def _environment() -> Environment:
     env.filters["text"] = to_text
     env.filters["value"] = value_text
     env.globals["transcript_text"] = transcript_text
+    env.globals["word_diff"] = word_diff
     return env
 
 
@@ -260,27 +330,73 @@ def _nice_max(value: float) -> float:
     return 10 * base
 
 
+# Up to this many bars, each carries its scenario's name at the axis; past it, numbered
+# ticks (the numbers are the cards' #N) keep the SVG light for 1,000 scenarios.
+NAMED_BARS = 24
+BAR_LABEL = 16  # characters of a name at the axis
+MAX_TICKS = 12
+
+
+def _tick_step(count: int) -> int:
+    """Every how many bars a numbered tick goes, so that there are at most MAX_TICKS."""
+    for step in (1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500):
+        if count <= step * MAX_TICKS:
+            return step
+    return math.ceil(count / MAX_TICKS)
+
+
 def _bars(
-    values: list[float], *, seconds_axis: bool = False, width: float = 360.0, height: float = 100.0
+    values: list[float],
+    names: list[str],
+    *,
+    seconds_axis: bool = False,
+    width: float = 360.0,
+    height: float = 100.0,
 ) -> dict[str, Any]:
-    """Geometry of a per-scenario bar chart, one bar per value (same order)."""
+    """Geometry of a per-scenario bar chart, one bar per value (same order), with a label
+    per bar (its name, when few) or numbered ticks (when many)."""
     top = _nice_max(max(values, default=0.0))
     label = seconds(top) if seconds_axis else f"{top:g}"
     count = max(len(values), 1)
     slot = width / count
     gap = min(slot * 0.2, 2.0)
+    named = len(values) <= NAMED_BARS
     bars = []
     for index, value in enumerate(values):
         h = 0.0 if top == 0 else value / top * height
+        name = names[index]
         bars.append(
             {
                 "x": round(index * slot + gap / 2, 3),
                 "y": round(height - h, 3),
                 "w": round(max(slot - gap, 0.5), 3),
                 "h": round(max(h, 0.0), 3),
+                "cx": round((index + 0.5) * slot, 3),
+                "name": (name if len(name) <= BAR_LABEL else name[: BAR_LABEL - 1] + "…")
+                if named
+                else None,
             }
         )
-    return {"bars": bars, "max": top, "label": label, "width": width, "height": height}
+    step = _tick_step(len(values))
+    ticks = (
+        []
+        if named
+        else [
+            {"n": n, "x": round((n - 0.5) * slot, 3)}
+            for n in sorted({1, *range(step, len(values) + 1, step)})
+        ]
+    )
+    return {
+        "bars": bars,
+        "max": top,
+        "label": label,
+        "width": width,
+        "height": height,
+        "named": named,
+        "ticks": ticks,
+        # Room under the axis: slanted names need more than numbers.
+        "below": 64 if named and values else 24,
+    }
 
 
 def _charts(scenarios: list[ScenarioResult], summary: Any) -> dict[str, Any]:
@@ -291,6 +407,7 @@ def _charts(scenarios: list[ScenarioResult], summary: Any) -> dict[str, Any]:
         if summary.by_termination.get(name, 0)
     ]
     most = max((n for _, n in by_termination), default=1)
+    names = [s.name for s in scenarios]
     terminations = [
         {"name": name, "count": n, "w": round(n / most * 150, 3), "y": i * 22}
         for i, (name, n) in enumerate(by_termination)
@@ -298,8 +415,8 @@ def _charts(scenarios: list[ScenarioResult], summary: Any) -> dict[str, Any]:
     return {
         "terminations": terminations,
         "terminations_height": max(len(terminations) * 22, 22),
-        "iterations": _bars([float(s.iterations) for s in scenarios]),
-        "sim_time": _bars([float(s.sim_time) for s in scenarios], seconds_axis=True),
+        "iterations": _bars([float(s.iterations) for s in scenarios], names),
+        "sim_time": _bars([float(s.sim_time) for s in scenarios], names, seconds_axis=True),
     }
 
 
@@ -307,12 +424,19 @@ def _charts(scenarios: list[ScenarioResult], summary: Any) -> dict[str, Any]:
 
 
 def _errors(scenario: ScenarioResult) -> list[dict[str, Any]]:
-    """What went wrong, for the scenario's error box: the final error and error memory."""
+    """What went wrong, for the scenario's error box: the final error and error memory.
+
+    Memory entries are marked ``memory``: they are how the run ended, and a passed
+    scenario shows them in a neutral box instead (see ``_scenario_view``).
+    """
     out: list[dict[str, Any]] = []
     error = scenario.final.error
+    # Texts already shown: the error's own message and the line made of it.
+    known: list[str] = []
     # At max_iterations the error only restates the limit, which the timeline shows.
     if error and scenario.termination.value != "max_iterations":
         message = str(error.get("message", ""))
+        known.append(message)
         if error.get("exception"):
             message = f"{error['exception']}: {message}"
         if error.get("status"):
@@ -320,9 +444,14 @@ def _errors(scenario: ScenarioResult) -> list[dict[str, Any]]:
         shown = ("type", "message", "exception", "status")
         details = {k: v for k, v in error.items() if k not in shown and v is not None}
         out.append(
-            {"kind": str(error.get("type", "error")), "message": message, "details": details}
+            {
+                "kind": str(error.get("type", "error")),
+                "message": message,
+                "details": details,
+                "memory": False,
+            }
         )
-    known = [e["message"] for e in out]
+        known.append(message)
     for entry in scenario.memory:
         if entry.get("kind") != "error":
             continue
@@ -330,7 +459,7 @@ def _errors(scenario: ScenarioResult) -> list[dict[str, Any]]:
         # The loop's memory entry often restates the final error: show it once.
         if any(m and (m in content or content in m) for m in known):
             continue
-        out.append({"kind": "memory", "message": content, "details": {}})
+        out.append({"kind": "memory", "message": content, "details": {}, "memory": True})
     return out
 
 
@@ -469,18 +598,34 @@ def _rows(
     }
 
 
+# How much of a description the text filter searches (the page shows as much).
+SEARCH_DESCRIPTION = 1000
+
+
+def _search_text(scenario: ScenarioResult) -> str:
+    """What the page's text filter matches: id, name, description and tags, lower case."""
+    description = (scenario.description or "")[:SEARCH_DESCRIPTION]
+    return " ".join([scenario.id, scenario.name, description, *scenario.tags]).lower()
+
+
 def _scenario_view(index: int, scenario: ScenarioResult, limits: Limits) -> dict[str, Any]:
     timeline = build_timeline(scenario)
     notes = _call_notes(scenario)
     failed = [e for e in scenario.expectations if not e.ok]
+    errors = _errors(scenario)
+    # A passed scenario's memory entries (say, "Stagnation detected" where stagnation was
+    # expected) are no failure: they are shown, but not in red.
+    passed = scenario.status == "passed"
     return {
         "s": scenario,
+        "number": index + 1,
         "anchor": f"s{index + 1}",
         "status": scenario.status,
         "termination": scenario.termination.value,
-        "search": f"{scenario.id} {scenario.name}".lower(),
+        "search": _search_text(scenario),
         "timeline": timeline,
-        "errors": _errors(scenario),
+        "errors": [e for e in errors if not (passed and e["memory"])],
+        "notes": [e for e in errors if passed and e["memory"]],
         "ending": _ending(scenario),
         "failed": len(failed),
         "tool_errors": sum(1 for c in scenario.tool_calls if c.is_error),

@@ -20,6 +20,7 @@ from harness.tools import tool
 
 __all__ = [
     "HOSTILE",
+    "MARKUP",
     "hostile_scenario",
     "long_scenario",
     "sample_baseline",
@@ -28,13 +29,22 @@ __all__ = [
     "scenario_result",
 ]
 
-# Text that would run script if it were ever inserted into the page as HTML.
+# Text that would run script if it were ever inserted into the page as HTML, evaluated as
+# a template, or turned into a link.
 HOSTILE = {
     "img": "<img src=x onerror=\"window.__pwned=1;document.title='PWNED'\">",
     "script": "</script><script>window.__pwned=2;document.title='PWNED'</script>",
     "attr": '" autofocus onfocus="window.__pwned=3',
     "svg": '<svg onload="window.__pwned=4"></svg>',
+    "anchor": '<a href="javascript:window.__pwned=5">click</a>',
+    # Template injection: shown as written, never "sum=49" or "loop1".
+    "template": "sum={{ 7*7 }} {% for x in [1] %}loop{{ x }}{% endfor %}",
+    # javascript: URLs as markdown-ish links and bare text: never an href.
+    "md_link": "[click me](javascript:window.__pwned=6)",
+    "js_url": "javascript:window.__pwned=7//",
 }
+# The payloads that escaping changes (the others read the same escaped or not).
+MARKUP = ("img", "script", "attr", "svg", "anchor")
 
 STARTED = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -147,25 +157,34 @@ def _agent(script: list[dict[str, Any]], **options: Any) -> Agent:
     return Agent(llm=script, tools=TOOLS, **options)
 
 
-def hostile_scenario(name: str = "hostile-text") -> ScenarioResult:
-    """Hostile text in the model's output, a tool result, the scenario name and description."""
-    script = [
-        {
-            "content": f"Let me echo that: {HOSTILE['img']}",
-            "tool_calls": [
-                {"echo": {"text": HOSTILE["script"]}},
-                {"echo": {"text": HOSTILE["img"]}},
-            ],
-        },
-        {"content": "Done " + " ".join(HOSTILE.values())},
+def hostile_scenario(name: str = "hostile-text", *, before: bool = False) -> ScenarioResult:
+    """Hostile text in the model's output, tool arguments and results, the scenario name,
+    description and tags. ``before``: the run as a baseline saw it (one call fewer and
+    another final answer), so the baseline diff carries hostile text too."""
+    words = f"{HOSTILE['template']} {HOSTILE['md_link']} {HOSTILE['js_url']}"
+    calls = [
+        {"echo": {"text": f"{words} {HOSTILE['anchor']}"}},
+        {"echo": {"text": HOSTILE["script"]}},
+        {"echo": {"text": HOSTILE["img"]}},
     ]
-    run = _agent(script, planner="react").run(f"Repeat this back: {HOSTILE['svg']}")
+    final = "Done " + " ".join(HOSTILE.values())
+    if before:
+        calls = calls[:2]
+        final = f"Earlier {HOSTILE['img']} {words} {HOSTILE['anchor']} done"
+    script = [
+        {"content": f"Let me echo that: {HOSTILE['img']} {words}", "tool_calls": calls},
+        {"content": final},
+    ]
+    run = _agent(script, planner="react").run(f"Repeat this back: {HOSTILE['svg']} {words}")
     return scenario_result(
         run,
-        f"{name} {HOSTILE['img']}",
+        f"{name} {HOSTILE['img']} {HOSTILE['template']} {HOSTILE['md_link']}",
         expect={"final.contains": HOSTILE["img"]},
-        description=f"Untrusted text everywhere {HOSTILE['script']} {HOSTILE['attr']}",
-        tags=["security", HOSTILE["img"]],
+        description=(
+            f"Untrusted text everywhere {HOSTILE['script']} {HOSTILE['attr']} "
+            f"{HOSTILE['anchor']} {words}"
+        ),
+        tags=["security", HOSTILE["img"], HOSTILE["template"], HOSTILE["js_url"]],
         planner="react",
     )
 
@@ -483,14 +502,18 @@ BASELINE_SAMPLES: list[Callable[[], ScenarioResult]] = [
     _rate_limited_before,  # fixed: failed before, passes now
     _observer_error,
     _unknown_tool_before,  # regression: passed before, fails now
-    _removed_before,  # removed; _empty and hostile_scenario are added
+    _removed_before,  # removed; _empty is added
 ]
 
 
-def sample_baseline() -> Results:
-    """A baseline for ``sample_results()`` with an entry in every diff category."""
+def sample_baseline(*, hostile: bool = True) -> Results:
+    """A baseline for ``sample_results()`` with an entry in every diff category; with
+    ``hostile``, the hostile scenario is a change (trajectory and final answer)."""
     started = datetime(2024, 12, 20, 9, 30, tzinfo=UTC)
-    return build_results([make() for make in BASELINE_SAMPLES], started=started)
+    scenarios = [make() for make in BASELINE_SAMPLES]
+    if hostile:
+        scenarios.append(hostile_scenario(before=True))
+    return build_results(scenarios, started=started)
 
 
 def sample_scenarios(*, hostile: bool = True) -> list[ScenarioResult]:

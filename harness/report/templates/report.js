@@ -9,17 +9,23 @@
   var query = document.getElementById("q");
 
   function apply() {
-    var count = 0;
     for (var i = 0; i < cards.length; i++) {
       var card = cards[i];
-      var visible = (!state.status || card.dataset.status === state.status) &&
+      card.hidden = !((!state.status || card.dataset.status === state.status) &&
         (!state.termination || card.dataset.termination === state.termination) &&
-        (!state.q || card.dataset.search.indexOf(state.q) !== -1);
-      card.hidden = !visible;
-      if (visible) { count++; }
+        (!state.q || card.dataset.search.indexOf(state.q) !== -1));
     }
-    shown.textContent = count + " of " + cards.length + " shown";
-    none.hidden = count !== 0;
+    count();
+  }
+
+  // Counted from what is visible, so a card a link opened past the filters counts too.
+  function count() {
+    var visible = 0;
+    for (var i = 0; i < cards.length; i++) {
+      if (!cards[i].hidden) { visible++; }
+    }
+    shown.textContent = visible + " of " + cards.length + " shown";
+    none.hidden = visible !== 0;
   }
 
   var buttons = document.querySelectorAll("#filters button[data-filter]");
@@ -49,16 +55,29 @@
   document.getElementById("collapse").addEventListener("click", function () { setOpen(false); });
 
   // A link to a scenario (from a chart or the diff) opens it, even when filtered out.
-  function openTarget() {
+  function reveal(fragment) {
     var id;
-    try { id = decodeURIComponent(location.hash.slice(1)); } catch (e) { return; }
+    try { id = decodeURIComponent(fragment); } catch (e) { return null; }
     var target = id && document.getElementById(id);
-    if (target && target.classList.contains("scenario")) {
-      target.hidden = false;
-      target.open = true;
-      target.scrollIntoView();
-    }
+    if (!target || !target.classList.contains("scenario")) { return null; }
+    target.hidden = false;
+    target.open = true;
+    count();
+    return target;
   }
-  window.addEventListener("hashchange", openTarget);
-  openTarget();
+  // Clicks are handled directly: clicking a link to the hash already in the address bar
+  // (say, after a filter hid its card again) changes nothing, so no hashchange fires.
+  // The browser's own jump to the fragment follows the click, to the now visible card.
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest ? event.target.closest("a") : null;
+    var href = link ? link.getAttribute("href") || "" : "";
+    if (href.charAt(0) === "#") { reveal(href.slice(1)); }
+  });
+  // A typed address, the back and forward buttons, and the hash the page opened with.
+  function fromHash() {
+    var target = reveal(location.hash.slice(1));
+    if (target) { target.scrollIntoView(); }
+  }
+  window.addEventListener("hashchange", fromHash);
+  fromHash();
 })();
