@@ -92,7 +92,8 @@ def _observed_hooks(hook: Any) -> _Observed:
 
 def _aborted(exc: AbortRun) -> tuple[str, str, str, float]:
     """The outcome recorded for a call that aborted the run."""
-    text = f"{type(exc).__name__}: {exc}"
+    # Its message is written for people (file, line, field): no internal class name.
+    text = str(exc)
     return text, text, "error", 0.0
 
 
@@ -538,7 +539,9 @@ async def execute(run: Run, planner_factory: Callable[[AgentConfig], Any]) -> Ru
     except Exception as exc:  # a planner, hook, template or harness bug: still a result
         log.debug("run ended in error", exc_info=True)
         termination, final = Termination.error, _error_final(exc)
-        run.remember("error", f"{type(exc).__name__}: {exc}")
+        run.remember(
+            "error", str(exc) if isinstance(exc, AbortRun) else f"{type(exc).__name__}: {exc}"
+        )
     run.termination = termination
     run.emit("agent_end", termination=termination.value)
     try:
