@@ -98,7 +98,8 @@ def _observed_hooks(hook: Any) -> _Observed:
 
 def _aborted(exc: AbortRun) -> tuple[str, str, str, float]:
     """The outcome recorded for a call that aborted the run."""
-    text = clean_text(f"{type(exc).__name__}: {exc}")
+    # Its message is written for people (file, line, field): no internal class name.
+    text = clean_text(str(exc))
     return text, text, "error", 0.0
 
 
@@ -655,7 +656,8 @@ async def execute(run: Run, planner_factory: Callable[[AgentConfig], Any]) -> Ru
     except Exception as exc:  # a planner, hook, template or harness bug: still a result
         log.debug("run ended in error", exc_info=True)
         termination, final = Termination.error, _error_final(exc)
-        run.remember("error", clean_text(f"{type(exc).__name__}: {exc}"))
+        text = str(exc) if isinstance(exc, AbortRun) else f"{type(exc).__name__}: {exc}"
+        run.remember("error", clean_text(text))
     # Calls the limit, an error or the planner left behind are still requested calls.
     run.record_pending()
     run.termination = termination

@@ -5,6 +5,11 @@ entry-point group ``harness``, the modules of ``[tool.harness] plugins`` in the
 project's pyproject.toml (imported with the project root on sys.path), and modules
 added at run time (``--harness-plugin``). ``HARNESS_DISABLE_PLUGINS`` (comma-separated
 names) blocks plugins by name.
+
+There is one manager per project root, discovered once: a scenario file loads and runs
+with the plugins of its own project (the folder of the nearest pyproject.toml above
+it), wherever the command was started. ``get_plugins()`` without a root gives the
+current directory's project, or the one ``project_plugins(root)`` selects.
 """
 
 from __future__ import annotations
@@ -14,7 +19,9 @@ import importlib
 import os
 import sys
 import tomllib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +40,7 @@ __all__ = [
     "hookimpl",
     "load_plugin_modules",
     "project_config",
+    "project_plugins",
     "project_root",
 ]
 
@@ -274,15 +282,42 @@ def _explain_validation(name: str, plugin: Any, exc: pluggy.PluginValidationErro
 
 # -- discovery ---------------------------------------------------------------------------
 
+# Managers by project root (resolved). The current directory's project is also kept in
+# _global: found once, as before, so get_plugins() does not walk the folders each time.
+_managers: dict[Path, Plugins] = {}
 _global: Plugins | None = None
 _added_modules: list[str] = []
+# Set around loading and running a scenario: the project whose plugins apply.
+_project: ContextVar[Path | None] = ContextVar("harness_project", default=None)
 
 
-def _import_plugin(module: str, where: str) -> Any:
+def _import_plugin(module: str, where: str, root: Path | None = None) -> Any:
     try:
-        return importlib.import_module(module)
+        imported = importlib.import_module(module)
     except ImportError as exc:
         raise PluginError(f"{where}: cannot import plugin module {module!r}: {exc}") from None
+    if root is not None:
+        _check_origin(imported, module, where, root)
+    return imported
+
+
+def _check_origin(imported: Any, module: str, where: str, root: Path) -> None:
+    """A project's own plugin module must come from that project.
+
+    Two projects with a ``plugins`` package each cannot both be imported in one
+    process: Python keeps the first. Using it for the second would be silently wrong.
+    """
+    local = root.joinpath(*module.split("."))
+    if not (local.with_suffix(".py").is_file() or (local / "__init__.py").is_file()):
+        return  # an installed module, not one of the project's files
+    found = getattr(imported, "__file__", None)
+    if found is None or Path(found).resolve().is_relative_to(root):
+        return
+    raise PluginError(
+        f"{where}: plugin module {module!r} is already imported from {found}, another "
+        "project; run this project's scenarios in a process of their own (or rename one "
+        "of the packages)"
+    )
 
 
 def _disabled() -> set[str]:
@@ -291,7 +326,8 @@ def _disabled() -> set[str]:
     }
 
 
-def _discover() -> Plugins:
+def _discover(root: Path | None = None) -> Plugins:
+    root = root or project_root()
     plugins = Plugins()
     for name in _disabled():
         plugins.block(name)
@@ -300,17 +336,14 @@ def _discover() -> Plugins:
             continue
         plugins.register(_import_plugin(module, "built-in plugins"), module)
     _load_entry_points(plugins)
-    root = project_root()
     local = project_config(root).get("plugins", [])
     if local:
         if str(root) not in sys.path:
             sys.path.insert(0, str(root))
+        where = f"{root / 'pyproject.toml'} [tool.harness] plugins"
         for module in local:
             if module not in _disabled():
-                plugins.register(
-                    _import_plugin(module, f"{root / 'pyproject.toml'} [tool.harness] plugins"),
-                    module,
-                )
+                plugins.register(_import_plugin(module, where, root), module)
     for module in _added_modules:
         plugins.register(_import_plugin(module, "--harness-plugin"), module)
     return plugins
@@ -331,12 +364,41 @@ def _load_entry_points(plugins: Plugins) -> None:
         plugins.register(plugin, ep.name)
 
 
-def get_plugins() -> Plugins:
-    """The process-wide plugin manager, discovered once."""
+def _for_root(root: Path) -> Plugins:
+    found = _managers.get(root)
+    if found is None:
+        found = _managers[root] = _discover(root)
+    return found
+
+
+def get_plugins(root: str | Path | None = None) -> Plugins:
+    """The plugin manager of the project at ``root`` (default: the current project).
+
+    Discovered once per project root. Without ``root``: the project ``project_plugins``
+    selected, else the current directory's.
+    """
     global _global
+    if root is None:
+        root = _project.get()
+    if root is not None:
+        return _for_root(Path(root).resolve())
     if _global is None:
-        _global = _discover()
+        _global = _for_root(project_root())
     return _global
+
+
+@contextmanager
+def project_plugins(root: str | Path | None) -> Iterator[None]:
+    """Inside, ``get_plugins()`` gives the plugins of the project at ``root``.
+
+    The scenario runner builds its Agent inside, so the planner, tools and hooks of a
+    scenario come from the scenario's own project. None changes nothing.
+    """
+    token = _project.set(Path(root).resolve() if root is not None else _project.get())
+    try:
+        yield
+    finally:
+        _project.reset(token)
 
 
 def add_plugin_module(module: str) -> None:
@@ -344,8 +406,8 @@ def add_plugin_module(module: str) -> None:
     if module in _added_modules:
         return
     _added_modules.append(module)
-    if _global is not None:
-        _global.register(_import_plugin(module, "--harness-plugin"), module)
+    for plugins in _managers.values():
+        plugins.register(_import_plugin(module, "--harness-plugin"), module)
 
 
 def load_plugin_modules(modules: Iterable[str]) -> Plugins:
@@ -368,4 +430,5 @@ def reset() -> None:
     """Forget the discovered plugins (the next get_plugins() discovers again)."""
     global _global
     _global = None
+    _managers.clear()
     _added_modules.clear()

@@ -483,4 +483,4 @@ def test_a_call_that_aborts_the_run_keeps_the_plan_in_the_results(parallel):
     statuses = [(r.name, r.status) for r in result.tool_calls]
     last = "ok" if parallel else "not_run"  # one after another, the third never starts
     assert statuses == [("fine", "ok"), ("broken", "error"), ("fine", last)]
-    assert result.tool_calls[1].result == "AbortRun: template broke"
+    assert result.tool_calls[1].result == "template broke"  # no internal class name

@@ -9,7 +9,7 @@ import pytest
 
 from harness.cli import main
 from harness.errors import ScenarioError
-from harness.scenario import load_scenario
+from harness.scenario import load_scenario, run_scenario
 
 GOOD = """\
 name: ok
@@ -132,6 +132,228 @@ CASES = [
         "llm.script.0.error",
         "'timeout'",
     ),
+    (
+        "infinite tool latency",
+        "name: x\ntools:\n  t:\n    latency: .inf\n",
+        4,
+        "tools.t.latency",
+        ".inf is not a finite number",
+    ),
+    (
+        "nan script latency",
+        "name: x\nllm:\n  script:\n    - content: hi\n      latency: .nan\n",
+        5,
+        "llm.script.0.latency",
+        ".nan is not a finite number",
+    ),
+    (
+        "infinite expect bound",
+        "name: x\nexpect:\n  sim_time: {max: .inf}\n",
+        3,
+        "expect.sim_time.max",
+        "not a finite number",
+    ),
+    (
+        "use target without a signature",
+        "name: x\ntools:\n  a: {use: 'collections:OrderedDict'}\n",
+        3,
+        "tools.a.use",
+        "cannot use 'collections:OrderedDict' as a tool: no signature found",
+    ),
+    (
+        "use target whose parameters have no JSON Schema",
+        "name: x\ntools:\n  a:\n    use: 'harness:tool'\n",
+        4,
+        "tools.a.use",
+        "cannot use 'harness:tool' as a tool: ",
+    ),
+    (
+        "use target that is not callable",
+        "name: x\ntools:\n  a:\n    use: 'os.path:sep'\n",
+        4,
+        "tools.a.use",
+        "cannot use 'os.path:sep' as a tool: it is a builtins.str object, not a function",
+    ),
+    (
+        "template naming an unknown variable",
+        "name: x\ntools:\n  t:\n    returns: '{{ argz.city }}'\n",
+        4,
+        "tools.t.returns",
+        "unknown name 'argz' (templates see args, call, faker)",
+    ),
+    (
+        "unknown name on a line of a block template",
+        "name: x\ntools:\n  t:\n    returns: |\n      one\n      {{ fakr.name() }}\n",
+        6,
+        "tools.t.returns",
+        "unknown name 'fakr'",
+    ),
+    (
+        "template that does not parse in a block scalar",
+        "name: x\ntools:\n  t:\n    returns: |\n      {{ oops\n",
+        5,
+        "tools.t.returns",
+        "template does not parse",
+    ),
+    (
+        "exact without sequence",
+        "name: x\nexpect:\n  tool_calls: {exact: true}\n",
+        3,
+        "expect.tool_calls",
+        "give sequence too",
+    ),
+    (
+        "two errors on one call",
+        "name: x\ntools:\n  t:\n    errors:\n      - {on_call: 1, raise: a}\n"
+        "      - {on_call: 1, raise: b}\n",
+        6,
+        "tools.t.errors.1.on_call",
+        "call 1 already has an error",
+    ),
+    (
+        "two results for one call",
+        "name: x\ntools:\n  t:\n    results:\n      - {on_call: 2, returns: a}\n"
+        "      - {on_call: 2, returns: b}\n",
+        6,
+        "tools.t.results.1.on_call",
+        "call 2 already has a result",
+    ),
+    (
+        "duplicate call id in one step",
+        "name: x\ntools: {t: {}}\nllm:\n  script:\n    - tool_calls:\n"
+        "        - {id: same, name: t}\n        - {id: same, name: t}\n",
+        7,
+        "llm.script.0.tool_calls.1.id",
+        "duplicate call id 'same'",
+    ),
+    (
+        "unknown finish_reason",
+        "name: x\nllm:\n  script:\n    - content: ok\n      finish_reason: banana\n",
+        5,
+        "llm.script.0.finish_reason",
+        "unknown finish_reason 'banana'",
+    ),
+    (
+        "a boolean as max_iterations",
+        "name: x\nagent:\n  max_iterations: true\n",
+        3,
+        "agent.max_iterations",
+        "valid integer",
+    ),
+    (
+        "a boolean as repeat",
+        "name: x\nllm:\n  script:\n    - content: ok\n      repeat: true\n",
+        5,
+        "llm.script.0.repeat",
+        "valid integer",
+    ),
+    (
+        "a number as parallel_tools",
+        "name: x\nagent:\n  parallel_tools: 1\n",
+        3,
+        "agent.parallel_tools",
+        "valid boolean",
+    ),
+    (
+        "a tool name the API rejects",
+        "name: x\ntools:\n  get weather!: {returns: a}\n",
+        3,
+        "tools.get weather!",
+        "not accepted by the OpenAI API",
+    ),
+    (
+        "negative sim_time",
+        "name: x\nexpect:\n  sim_time: -1\n",
+        3,
+        "expect.sim_time",
+        "-1 is negative",
+    ),
+    (
+        "fractional iterations",
+        "name: x\nexpect:\n  iterations: 2.5\n",
+        3,
+        "expect.iterations",
+        "2.5 is not a whole number",
+    ),
+    (
+        "expected tool the script never calls",
+        "name: x\ntools: {get_weather: {}}\nllm:\n  script:\n    - tool_calls: [{get_weather: {}}]\n"
+        "expect:\n  tool_calls:\n    count: {get_wether: 0}\n",
+        8,
+        "expect.tool_calls.count.get_wether",
+        "no call can be to 'get_wether': the script never calls it (did you mean 'get_weather'?)",
+    ),
+    (
+        "expected parallel group naming an undefined tool",
+        "name: x\nexpect:\n  parallel_groups:\n    - [a, b]\n",
+        4,
+        "expect.parallel_groups.0.0",
+        "no call can be to 'a'",
+    ),
+    (
+        "requested tools naming an undefined tool",
+        "name: x\ntools: {t: {}}\nexpect:\n  requests:\n    - call: 1\n      tools: [t, u]\n",
+        6,
+        "expect.requests.0.tools.1",
+        "'u' is not one of the scenario's tools",
+    ),
+    (
+        "a default that does not match its type",
+        "name: x\ntools:\n  t:\n    parameters:\n      a: {type: int, default: abc}\n",
+        5,
+        "tools.t.parameters.a.default",
+        "default 'abc' is not a int",
+    ),
+    (
+        "dict type without a value type",
+        "name: x\ntools:\n  t:\n    parameters: {a: 'dict[str]'}\n",
+        4,
+        "tools.t.parameters.a",
+        "dict[str, T]",
+    ),
+    (
+        "a JSON Schema whose type is not object",
+        "name: x\ntools:\n  t:\n    schema: {type: string}\n",
+        4,
+        "tools.t.schema.type",
+        "a tool's arguments are a JSON object",
+    ),
+    (
+        "a tab",
+        "name: x\nagent:\n\tplanner: react\n",
+        3,
+        "",
+        "a tab character; YAML indents with spaces only",
+    ),
+    (
+        "a key YAML 1.1 reads as a boolean",
+        "name: x\non: push\n",
+        2,
+        "on",
+        "unknown key 'on'",
+    ),
+    (
+        "two tools in one call mapping",
+        "name: x\ntools: {t: {}, u: {}}\nllm:\n  script:\n    - tool_calls:\n"
+        "        - {t: {}, u: {}}\n",
+        6,
+        "llm.script.0.tool_calls.0",
+        "one tool per mapping",
+    ),
+    (
+        "a control character",
+        "name: x\ninput: 'a\x01b'\n",
+        2,
+        "",
+        "character #x0001 is not allowed",
+    ),
+    (
+        "a history item that is not a message",
+        "name: x\nhistory:\n  - {role: user, content: hi}\n  - {role: robot, content: x}\n",
+        4,
+        "history.1",
+        "unknown message role 'robot'",
+    ),
 ]
 
 
@@ -164,6 +386,82 @@ def test_validate_command_exits_2_without_traceback(
     assert f":{line}: " in printed
     assert fragment in printed
     assert "Traceback" not in printed
+
+
+@pytest.fixture
+def project(pytester, monkeypatch):
+    """A throw-away project where `harness run` runs in this process (as test_cli does)."""
+    from harness import plugins
+
+    plugins.reset()
+    (pytester.path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (pytester.path / "scenarios").mkdir()
+    monkeypatch.chdir(pytester.path)
+    yield pytester.path
+    plugins.reset()
+
+
+@pytest.mark.filterwarnings("ignore:Benchmarks are automatically disabled")
+@pytest.mark.parametrize(
+    ("kind", "text", "line", "field", "fragment"), CASES, ids=[c[0] for c in CASES]
+)
+def test_run_command_exits_2_with_the_message(project, capsys, kind, text, line, field, fragment):
+    (project / "scenarios" / "ok.scenario.yaml").write_text(GOOD, encoding="utf-8")
+    (project / "scenarios" / "bad.scenario.yaml").write_text(text, encoding="utf-8")
+    assert main(["run"]) == 2
+    out, err = capsys.readouterr()
+    prefix = f"scenarios/bad.scenario.yaml:{line}: " + (f"{field}: " if field else "")
+    own = [m for m in out.splitlines() if m.startswith(prefix)]
+    assert own and any(fragment in m for m in own), out + err
+    assert "Traceback" not in out + err
+
+
+def test_use_of_an_object_that_is_no_function_names_it_by_import_path(tmp_path, monkeypatch):
+    (tmp_path / "lock_holder_for_use_test.py").write_text(
+        "import threading\nLOCK = threading.Lock()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = write(tmp_path, "name: x\ntools:\n  a: {use: 'lock_holder_for_use_test:LOCK'}\n")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    message = str(info.value)
+    assert message == (
+        f"{path.as_posix()}:3: tools.a.use: cannot use 'lock_holder_for_use_test:LOCK' as a "
+        "tool: it is a _thread.lock object, not a function; point use: at a function or a @tool"
+    )  # no repr, whose memory address would change from run to run
+
+
+def test_a_file_that_is_not_utf8_names_the_line(tmp_path):
+    path = tmp_path / "latin1.scenario.yaml"
+    path.write_bytes("name: x\ninput: caf\u00e9\n".encode("latin-1"))
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    assert str(info.value) == (
+        f"{path.as_posix()}:2: the file is not UTF-8 (byte e9 at column 11): save it as UTF-8"
+    )
+
+
+def test_keys_stay_the_strings_written(tmp_path):
+    # YAML 1.1 reads `on`, `no`, `1.0` as a boolean and a float: as keys they are names.
+    path = write(
+        tmp_path,
+        """\
+        name: x
+        input: go
+        agent: {planner: react}
+        tools:
+          t:
+            parameters: {on: str, no: int, 1.0: bool}
+            returns: "{{ args.on }} {{ args.no }} {{ args['1.0'] }}"
+        llm:
+          script:
+            - tool_calls: [{t: {on: a, no: 1, 1.0: true}}]
+            - content: done
+        """,
+    )
+    schema = load_scenario(path)._tools["t"].parameters
+    assert sorted(schema["properties"]) == ["1.0", "no", "on"]
+    assert run_scenario(path).tool_calls[0].result == "a 1 True"
 
 
 def test_every_problem_is_reported_at_once(tmp_path):

@@ -276,3 +276,58 @@ def test_unregistered_expectation_key_is_a_load_error(tmp_path):
     path.write_text(BASE + textwrap.dedent("expect:\n  max_prompt_tokens: 3\n"))
     with pytest.raises(ScenarioError, match="unknown expectation 'max_prompt_tokens'"):
         load_scenario(path)
+
+
+@pytest.mark.parametrize(
+    "expect",
+    [{}, {"tool_calls": {}}, {"final": {}}],
+    ids=["empty", "empty tool_calls", "empty final"],
+)
+def test_an_expect_section_that_checks_nothing_is_like_none(tmp_path, expect):
+    # Not a pass for any run: it checks termination completed, as a missing one does.
+    failing = BASE.replace("    - content: 65F and sunny; try Zuni.\n", "    - error: timeout\n")
+    path = tmp_path / "n.scenario.yaml"
+    path.write_text(failing + yaml.safe_dump({"expect": expect}), encoding="utf-8")
+    result = run_scenario(path)
+    assert result.termination == "llm_error"
+    assert result.status == "failed"
+    assert [(e.path, e.expected, e.actual) for e in result.expectations] == [
+        ("termination", "completed", "llm_error")
+    ]
+    path.write_text(BASE + yaml.safe_dump({"expect": expect}), encoding="utf-8")
+    assert run_scenario(path).status == "passed"
+
+
+def test_expected_tool_names_are_checked_against_what_can_be_called(tmp_path):
+    from harness.errors import ScenarioError
+
+    # A scripted run calls only what its script names: an undefined tool it calls on
+    # purpose (unknown_tools) may be expected, a typo may not.
+    hallucinated = BASE.replace(
+        "    - content: never used\n",
+        "    - tool_calls: [{get_wether: {city: SF}}]\n      unknown_tools: true\n",
+    )
+    path = tmp_path / "h.scenario.yaml"
+    expect = {"tool_calls": {"count": {"get_wether": 1}}}
+    path.write_text(hallucinated + yaml.safe_dump({"expect": expect}), encoding="utf-8")
+    load_scenario(path)
+    expect = {"tool_calls": {"include": [{"name": "get_wether"}]}}
+    path.write_text(BASE + yaml.safe_dump({"expect": expect}), encoding="utf-8")
+    with pytest.raises(ScenarioError, match=r"include\.0\.name: no call can be to 'get_wether'"):
+        load_scenario(path)
+
+
+def test_a_recorded_scenario_may_guard_against_an_undefined_tool_with_count_0(tmp_path):
+    from harness.errors import ScenarioError
+
+    recorded = (
+        "name: r\ninput: hi\ntools: {get_weather: {}}\n"
+        "llm: {provider: openai, model: gpt-4o-mini, cassette: c.yaml}\n"
+    )
+    path = tmp_path / "r.scenario.yaml"
+    # A real model may call a tool that does not exist: `count: 0` says it did not.
+    path.write_text(recorded + "expect:\n  tool_calls: {count: {delete_everything: 0}}\n")
+    load_scenario(path)
+    path.write_text(recorded + "expect:\n  tool_calls: {sequence: [get_wether]}\n")
+    with pytest.raises(ScenarioError, match="the scenario does not define it"):
+        load_scenario(path)

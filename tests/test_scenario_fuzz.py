@@ -21,7 +21,11 @@ FAKE_PATH = ROOT / "scenarios" / "fuzz.scenario.yaml"
 VALID = [
     yaml.safe_load(p.read_text()) for p in sorted((ROOT / "scenarios").rglob("*.scenario.yaml"))
 ]
-LINE = re.compile(r"^\S.*?(:\d+)?: .+")
+# What YAML counts as line breaks.
+YAML_LINES = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
+SHOWN = "scenarios/fuzz.scenario.yaml"  # FAKE_PATH as the loader shows it (cwd: the root)
+# A field path: dotted keys and indexes; odd keys are quoted (yamlsource.dotted).
+FIELD = re.compile(r"^(?:[^.\s'\"][^.]*|'.*'|\".*\")(?:\.(?:[^.\s'\"][^.]*|'.*'|\".*\"))*$")
 
 # HARNESS_FUZZ_EXAMPLES=5000 pytest tests/test_scenario_fuzz.py for a longer hunt.
 SETTINGS = settings(
@@ -37,11 +41,21 @@ def load_or_explain(text: str) -> Any:
         return load_scenario_text(text, FAKE_PATH)
     except ScenarioError as exc:
         message = str(exc)
-        assert message.strip(), "empty error message"
-        for line in message.splitlines():
-            assert LINE.match(line), f"not 'path:line: field: message': {line!r}"
-        assert "Traceback" not in message
-        assert "errors.pydantic.dev" not in message
+        lines = message.splitlines()
+        assert lines and len(lines) == len(exc.issues), message
+        last_line = len(YAML_LINES.split(text))
+        for shown, issue in zip(lines, exc.issues, strict=True):
+            path, line, field, problem = issue
+            # path:line: field: message — the file, a line inside it, a field path (empty
+            # only for a problem of the file as a whole: YAML syntax, not a mapping), and a
+            # one-line message.
+            assert path == SHOWN, shown
+            assert isinstance(line, int) and 1 <= line <= last_line, shown
+            assert field == "" or FIELD.match(field), shown
+            assert problem.strip() and "\n" not in problem.strip(), shown
+            assert shown == f"{SHOWN}:{line}: " + (f"{field}: " if field else "") + problem
+            assert "Traceback" not in shown and "errors.pydantic.dev" not in shown
+            assert not re.search(r"\bat 0x[0-9a-f]+", shown), shown  # no object reprs
         return None
 
 
@@ -49,7 +63,8 @@ scalars = st.one_of(
     st.none(),
     st.booleans(),
     st.integers(min_value=-(10**6), max_value=10**6),
-    st.floats(allow_nan=False, allow_infinity=False),
+    st.floats(),  # .inf and .nan too
+    st.sampled_from([float("inf"), float("-inf"), float("nan")]),
     st.text(max_size=20),
     st.sampled_from(["{{ args.x }}", "{% if %}", "str", "int | None", "react", "timeout", "ok"]),
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 import time
 from pathlib import Path
@@ -287,3 +288,175 @@ def test_use_cannot_be_combined_with_stub_keys(tmp_path):
     path = write(tmp_path, "name: x\ntools:\n  t: {use: lookup_order, returns: x}\n")
     with pytest.raises(ScenarioError, match=r"remove returns"):
         load_scenario(path)
+
+
+def test_faker_unique_starts_afresh_for_every_call_and_run(tmp_path):
+    # faker.unique remembers what it gave; the process-wide Faker must forget it when it is
+    # seeded, or the results would depend on the runs (and tests) before.
+    path = write(
+        tmp_path,
+        """\
+        name: uniq
+        input: go
+        seed: 1
+        agent: {planner: react}
+        tools:
+          t:
+            returns: "{{ faker.unique.random_int(1, 3) }}"
+        llm:
+          script:
+            - tool_calls: [{t: {}}]
+            - content: done
+        """,
+    )
+    results = [run_scenario(path) for _ in range(4)]
+    assert [r.status for r in results] == ["passed"] * 4
+    assert len({json.dumps(tool_results(r)) for r in results}) == 1
+
+
+def test_template_error_names_the_file_from_the_project_root_wherever_the_run_starts(
+    tmp_path, monkeypatch
+):
+    project = tmp_path / "project"
+    (project / "scenarios" / "deep").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[project]\nname = 'p'\n")
+    path = write(
+        project / "scenarios" / "deep",
+        """\
+        name: typo
+        input: go
+        tools:
+          get_weather:
+            parameters: {city: str}
+            returns:
+              text: "sunny in {{ args.cty }}"
+        llm:
+          script:
+            - tool_calls: [{get_weather: {city: SF}}]
+            - content: done
+        """,
+    )
+    outputs = []
+    for cwd in (tmp_path, project, path.parent):
+        monkeypatch.chdir(cwd)
+        result = run_scenario(path)
+        data = json.loads(result.model_dump_json())
+        data.pop("wall_time")
+        outputs.append(data)
+    assert outputs[0] == outputs[1] == outputs[2]
+    result = outputs[0]
+    where = "scenarios/deep/case.scenario.yaml:7: tools.get_weather.returns.text"
+    message = f"{where}: template error: 'dict object' has no attribute 'cty'"
+    assert result["final"]["error"]["message"] == message
+    # Seen by people as the tool's result and in memory: without an internal class name.
+    assert result["tool_calls"][0]["result"] == message
+    assert result["memory"][-1] == {"kind": "error", "content": message}
+
+
+def test_template_error_in_a_block_names_the_line_inside_it(tmp_path):
+    path = write(
+        tmp_path,
+        """\
+        name: block
+        input: go
+        tools:
+          t:
+            returns: |
+              line one
+              line two
+              {{ args.nope }}
+        llm:
+          script:
+            - tool_calls: [{t: {}}]
+            - content: done
+        """,
+    )
+    message = run_scenario(path).final.error["message"]
+    assert message.startswith(f"{path.as_posix()}:8: tools.t.returns: template error: ")
+
+
+def test_the_sandbox_blocks_reaching_python_internals(tmp_path):
+    path = write(
+        tmp_path,
+        """\
+        name: escape
+        input: go
+        tools:
+          t:
+            returns: "{{ args.__class__.__mro__[1].__subclasses__() }}"
+        llm:
+          script:
+            - tool_calls: [{t: {}}]
+            - content: done
+        """,
+    )
+    result = run_scenario(path)
+    assert result.status == "error"
+    message = result.final.error["message"]
+    assert "access to attribute '__class__' of 'dict' object is unsafe" in message
+    assert "<class " not in result.model_dump_json()  # nothing of Python's classes leaked
+
+
+def test_latency_and_errors_apply_to_use_tools(tmp_path, monkeypatch):
+    module = tmp_path / "real_tools_for_faults_test.py"
+    module.write_text(
+        "import asyncio\n"
+        "CALLS = []\n"
+        "def lookup(key: str) -> str:\n"
+        "    'Look a key up.'\n"
+        "    CALLS.append(key)\n"
+        "    return key.upper()\n"
+        "async def alookup(key: str) -> str:\n"
+        "    'Look a key up, asynchronously.'\n"
+        "    CALLS.append(key)\n"
+        "    return key.upper()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = write(
+        tmp_path,
+        """\
+        name: faults
+        input: go
+        agent: {planner: react, max_iterations: 10}
+        tools:
+          lookup:
+            use: "real_tools_for_faults_test:lookup"
+            latency: 2
+            errors: [{on_call: 2, raise: backend down, type: ConnectionError}]
+          alookup:
+            use: "real_tools_for_faults_test:alookup"
+            latency: 0.5
+            errors: [{on_call: 1, raise: cold start}]
+        llm:
+          script:
+            - tool_calls: [{lookup: {key: a}}, {lookup: {key: b}}, {lookup: {key: c}}, {alookup: {key: d}}]
+            - tool_calls: [{alookup: {key: e}}]
+            - content: done
+        """,
+    )
+    import real_tools_for_faults_test as real
+
+    started = time.perf_counter()
+    result = run_scenario(path)
+    assert time.perf_counter() - started < 1.0  # simulated, not slept
+    assert [(r.name, r.status, r.result) for r in result.tool_calls] == [
+        ("lookup", "ok", "A"),
+        ("lookup", "error", "ConnectionError: backend down"),  # the 2nd call, in model order
+        ("lookup", "ok", "C"),
+        ("alookup", "error", "ToolError: cold start"),
+        ("alookup", "ok", "E"),
+    ]
+    assert sorted(real.CALLS) == ["a", "c", "e"]  # a failing call never reaches the function
+    # The parallel plan costs its longest call (2 s); then 0.5 s.
+    assert result.sim_time == 2.5
+    assert [(r.sim_start, r.sim_end) for r in result.tool_calls] == [
+        (0.0, 2.0),
+        (0.0, 2.0),
+        (0.0, 2.0),
+        (0.0, 0.5),
+        (2.0, 2.5),
+    ]
+    # A second run starts counting afresh.
+    real.CALLS.clear()
+    again = run_scenario(path)
+    assert [r.status for r in again.tool_calls] == [r.status for r in result.tool_calls]

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from harness.actions import RunResult
+from harness.actions import RunResult, Termination
 from harness.plugins import hookimpl
 from harness.results import ExpectationResult
 from harness.scenario.schema import ExpectSection, Range, _Ordered
@@ -309,10 +309,13 @@ def evaluate(
     expect: ExpectSection | None, context: CheckContext, registry: dict[str, Check]
 ) -> list[ExpectationResult]:
     """Check every expectation; without any, a run passes when it ends ``completed``."""
-    if expect is None:
-        expect = ExpectSection(termination="completed")
+    entries = _entries(expect) if expect is not None else []
+    if not entries:
+        # `expect: {}` (or sections with nothing in them) checks nothing: like no expect
+        # at all, not a pass for any run, an llm_error included.
+        entries = [("termination", Termination.completed, {})]
     results = []
-    for key, expected, section in _entries(expect):
+    for key, expected, section in entries:
         check = registry.get(key) or registry.get(key.split(".")[0])
         context.section = section
         if check is None:

@@ -11,18 +11,20 @@ from __future__ import annotations
 import difflib
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from harness.errors import HarnessError, ScenarioError
-from harness.messages import Conversation
-from harness.plugins import PluginError, get_plugins
+from harness.llm.script import ScriptToolCall
+from harness.messages import Conversation, message_from_openai
+from harness.plugins import PluginError, Plugins, get_plugins
 from harness.scenario.schema import Scenario, scenario_name
 from harness.scenario.stubs import SpecError, build_tool
 from harness.scenario.yamlsource import Located, dotted, load_yaml
-from harness.tools import Tool
+from harness.tools import Tool, format_errors
 
 __all__ = [
     "SUFFIX",
@@ -36,6 +38,9 @@ __all__ = [
 SUFFIX = ".scenario.yaml"
 
 Issue = tuple[str, int | None, str, str]
+
+# What the Chat Completions API sends as a choice's finish_reason.
+FINISH_REASONS = ("stop", "length", "tool_calls", "content_filter", "function_call")
 
 
 def display_path(path: Path) -> str:
@@ -51,9 +56,20 @@ def load_scenario(path: str | Path) -> Scenario:
     path = Path(path)
     shown = display_path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        data = path.read_bytes()
+    except OSError as exc:
         raise ScenarioError.single(shown, None, "", f"cannot read the file: {exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = data[exc.start : exc.end].hex(" ")
+        column = exc.start - data.rfind(b"\n", 0, exc.start)
+        raise ScenarioError.single(
+            shown,
+            data.count(b"\n", 0, exc.start) + 1,
+            "",
+            f"the file is not UTF-8 (byte {bad} at column {column}): save it as UTF-8",
+        ) from None
     return load_scenario_text(text, path, shown)
 
 
@@ -64,7 +80,9 @@ def load_scenario_text(text: str, path: Path, shown: str | None = None) -> Scena
     if not isinstance(located.data, dict):
         raise located.error((), "a scenario file is a mapping (name:, llm:, expect: ...)")
     try:
-        scenario = Scenario.model_validate(located.data)
+        # Strict: no coercion, so `max_iterations: true` or `parallel_tools: 1` is an error
+        # rather than 1 or True.
+        scenario = Scenario.model_validate(located.data, strict=True)
     except ValidationError as exc:
         raise ScenarioError(_validation_issues(exc, located)) from None
     scenario.bind(path.resolve(), located)
@@ -140,12 +158,44 @@ def _real_path(data: Any, loc: tuple[Any, ...], keep_last: bool) -> tuple[str | 
     return tuple(out)
 
 
+_CALL_KEYS = frozenset(ScriptToolCall.model_fields)
+
+
+def _odd_calls(data: Any) -> dict[tuple[str | int, ...], str]:
+    """Script calls that are neither {tool: args} nor the long form, with what to write.
+
+    pydantic would report each key of ``{a: {}, b: {}}`` as unknown and `name` as
+    missing: three messages for one mistake.
+    """
+    out: dict[tuple[str | int, ...], str] = {}
+    llm = data.get("llm") if isinstance(data, dict) else None
+    script = llm.get("script") if isinstance(llm, dict) else None
+    for i, step in enumerate(script if isinstance(script, list) else []):
+        calls = step.get("tool_calls") if isinstance(step, dict) else None
+        for j, call in enumerate(calls if isinstance(calls, list) else []):
+            if not isinstance(call, dict) or len(call) == 1 or set(call) & _CALL_KEYS:
+                continue
+            path = ("llm", "script", i, "tool_calls", j)
+            if call:
+                names = ", ".join(repr(k) for k in call)
+                out[path] = (
+                    f"one tool per mapping: this call names {names}; write each call as its "
+                    "own item, like [{a: {x: 1}}, {b: {}}]"
+                )
+            else:
+                out[path] = "an empty call: write {tool_name: {arguments}}"
+    return out
+
+
 def _validation_issues(exc: ValidationError, located: Located) -> list[Issue]:
     grouped: dict[tuple[str | int, ...], list[str]] = {}
+    odd = _odd_calls(located.data)
     for err in exc.errors(include_url=False):
         keep_last = err["type"] in ("missing", "extra_forbidden")
         path = _real_path(located.data, tuple(err["loc"]), keep_last)
         message = _message(err)
+        if path[:5] in odd:
+            path, message = path[:5], odd[path[:5]]
         messages = grouped.setdefault(path, [])
         if message not in messages:
             messages.append(message)
@@ -161,27 +211,29 @@ def _validation_issues(exc: ValidationError, located: Located) -> list[Issue]:
 
 
 def build_tools(scenario: Scenario, located: Located | None = None) -> dict[str, Tool]:
-    """The scenario's tools (stubs and real ones); SpecError / ScenarioError on problems."""
+    """The scenario's tools (stubs and real ones); ScenarioError on problems."""
     issues: list[Issue] = []
-    tools = _build_tools(scenario, located, issues)
+    tools = _build_tools(scenario, located, get_plugins(scenario.root), issues)
     if issues:
         raise ScenarioError(issues)
     return tools
 
 
 def _build_tools(
-    scenario: Scenario, located: Located | None, issues: list[Issue]
+    scenario: Scenario, located: Located | None, plugins: Plugins, issues: list[Issue]
 ) -> dict[str, Tool]:
     file = located.file if located else "<scenario>"
+    # Render-time errors end up in results: they name the file as scenario ids do
+    # (relative to the project root), so results do not depend on where a run started.
+    run_file = scenario.id_path or file
     root = scenario.root
-    plugins = get_plugins()
     seed = scenario.seed if scenario.seed is not None else scenario.display_name
 
     def where_for(name: str) -> Any:
-        def where(field: tuple[Any, ...]) -> str:
+        def where(field: tuple[Any, ...], line_in_text: int | None = None) -> str:
             path = ("tools", name, *field)
-            line = located.line_of(path) if located else None
-            return ScenarioError.format_issue(file, line, dotted(path), "").rstrip(": ")
+            line = _line(located, path, line_in_text)
+            return ScenarioError.format_issue(run_file, line, dotted(path), "").rstrip(": ")
 
         return where
 
@@ -193,11 +245,18 @@ def _build_tools(
             )
         except SpecError as exc:
             path = ("tools", name, *exc.field)
-            line = located.line_of(path) if located else None
-            if line is not None and exc.extra_line:
-                line += exc.extra_line
-            issues.append((file, line, dotted(path), exc.message))
+            issues.append((file, _line(located, path, exc.line_in_text), dotted(path), exc.message))
     return tools
+
+
+def _line(
+    located: Located | None, path: tuple[str | int, ...], line_in_text: int | None
+) -> int | None:
+    if located is None:
+        return None
+    if line_in_text is not None:
+        return located.text_line(path, line_in_text)
+    return located.line_of(path)
 
 
 def _check(scenario: Scenario, located: Located) -> list[Issue]:
@@ -207,7 +266,10 @@ def _check(scenario: Scenario, located: Located) -> list[Issue]:
     def issue(path: tuple[str | int, ...], message: str) -> None:
         issues.append((file, located.line_of(path), dotted(path), message))
 
-    plugins = get_plugins()
+    try:
+        plugins = get_plugins(scenario.root)
+    except PluginError as exc:  # the scenario's project lists a plugin that does not load
+        return [(file, None, "", str(exc))]
     try:
         plugins.planner_factory(scenario.agent.planner)
     except PluginError as exc:
@@ -233,24 +295,12 @@ def _check(scenario: Scenario, located: Located) -> list[Issue]:
     elif scenario.llm.script:
         issue(("llm", "script"), f"provider {scenario.llm.provider!r} does not use a script")
 
-    tools = _build_tools(scenario, located, issues)
+    tools = _build_tools(scenario, located, plugins, issues)
     scenario.bind_tools(tools)
 
-    known = sorted(scenario.tools)
-    for i, step in enumerate(scenario.llm.script):
-        if step.unknown_tools:
-            continue
-        for j, call in enumerate(step.tool_calls):
-            if call.name not in scenario.tools:
-                hint = difflib.get_close_matches(call.name, known, n=1)
-                issue(
-                    ("llm", "script", i, "tool_calls", j),
-                    f"calls tool {call.name!r}, which the scenario does not define"
-                    + (f" (did you mean {hint[0]!r}?)" if hint else "")
-                    + f"; tools: {', '.join(known) or 'none'}. Add it under tools:, fix the "
-                    "name, or set `unknown_tools: true` on the step if the model should "
-                    "call a tool that does not exist",
-                )
+    _check_script(scenario, issue)
+    if scenario.expect is not None:
+        _check_expected_tools(scenario, issue)
 
     if scenario.expect is not None and scenario.expect.model_extra:
         registry = plugins.registry("expectations")
@@ -267,6 +317,8 @@ def _check(scenario: Scenario, located: Located) -> list[Issue]:
 
     try:
         history = starting_conversation(scenario)
+    except _HistoryItemError as exc:
+        issue(("history", exc.index), exc.problem)
     except HarnessError as exc:
         issue(("history",), str(exc))
     else:
@@ -275,15 +327,110 @@ def _check(scenario: Scenario, located: Located) -> list[Issue]:
     return issues
 
 
+def _check_script(scenario: Scenario, issue: Callable[[tuple, str], None]) -> None:
+    """Script steps: tools the scenario defines, unique call ids, real finish reasons."""
+    known = sorted(scenario.tools)
+    for i, step in enumerate(scenario.llm.script):
+        at = ("llm", "script", i)
+        if step.finish_reason is not None and step.finish_reason not in FINISH_REASONS:
+            issue(
+                (*at, "finish_reason"),
+                f"unknown finish_reason {step.finish_reason!r}; the API sends "
+                + ", ".join(FINISH_REASONS),
+            )
+        ids: dict[str, int] = {}
+        for j, call in enumerate(step.tool_calls):
+            if call.id is not None:
+                if call.id in ids:
+                    issue(
+                        (*at, "tool_calls", j, "id"),
+                        f"duplicate call id {call.id!r} (call {ids[call.id] + 1} of this step "
+                        "has it too); the calls of one reply have distinct ids",
+                    )
+                ids.setdefault(call.id, j)
+            if step.unknown_tools or call.name in scenario.tools:
+                continue
+            hint = difflib.get_close_matches(call.name, known, n=1)
+            issue(
+                (*at, "tool_calls", j),
+                f"calls tool {call.name!r}, which the scenario does not define"
+                + (f" (did you mean {hint[0]!r}?)" if hint else "")
+                + f"; tools: {', '.join(known) or 'none'}. Add it under tools:, fix the "
+                "name, or set `unknown_tools: true` on the step if the model should "
+                "call a tool that does not exist",
+            )
+
+
+def _check_expected_tools(scenario: Scenario, issue: Callable[[tuple, str], None]) -> None:
+    """Tool names in ``expect`` that no call of this scenario can have.
+
+    A scripted run calls exactly the names its script gives, so any other name is a
+    typo. A recorded or live model may call a tool that does not exist, so there only
+    a ``count`` that allows 0 (a guard against that) may name one.
+    """
+    expect = scenario.expect
+    assert expect is not None
+    defined = set(scenario.tools)
+    scripted = scenario.llm.provider == "scripted"
+    possible = defined | {c.name for s in scenario.llm.script for c in s.tool_calls}
+    named: list[tuple[tuple[str | int, ...], str]] = []
+    calls = expect.tool_calls
+    if calls is not None:
+        at = ("expect", "tool_calls")
+        named += [((*at, "sequence", k), n) for k, n in enumerate(calls.sequence or [])]
+        named += [((*at, "include", k, "name"), c.name) for k, c in enumerate(calls.include or [])]
+        for name, rng in (calls.count or {}).items():
+            if scripted or not rng.contains(0):
+                named.append(((*at, "count", name), name))
+    for g, group in enumerate(expect.parallel_groups or []):
+        named += [(("expect", "parallel_groups", g, k), n) for k, n in enumerate(group)]
+    known = sorted(possible if scripted else defined)
+    for path, name in named:
+        if name in known:
+            continue
+        hint = difflib.get_close_matches(name, known, n=1)
+        where = "the script never calls it" if scripted else "the scenario does not define it"
+        issue(
+            path,
+            f"no call can be to {name!r}: {where}"
+            + (f" (did you mean {hint[0]!r}?)" if hint else "")
+            + f"; tools: {', '.join(known) or 'none'}",
+        )
+    for r, request in enumerate(expect.requests or []):
+        for k, name in enumerate(request.tools or []):
+            if name not in defined:
+                hint = difflib.get_close_matches(name, sorted(defined), n=1)
+                issue(
+                    ("expect", "requests", r, "tools", k),
+                    f"{name!r} is not one of the scenario's tools, so it is never sent"
+                    + (f" (did you mean {hint[0]!r}?)" if hint else ""),
+                )
+
+
+class _HistoryItemError(HarnessError):
+    """One message of an inline ``history:`` list that is not an OpenAI message."""
+
+    def __init__(self, index: int, problem: str) -> None:
+        super().__init__(f"history item {index + 1}: {problem}")
+        self.index = index
+        self.problem = problem
+
+
 def starting_conversation(scenario: Scenario) -> Conversation | None:
     """The conversation ``history:`` gives (None without one); HarnessError when unusable."""
     if isinstance(scenario.history, str):
         return load_history(scenario.resolve(scenario.history))
     if isinstance(scenario.history, list):
-        try:
-            return Conversation.from_openai(scenario.history)
-        except (ValueError, TypeError, ValidationError) as exc:
-            raise HarnessError(f"not a list of OpenAI messages: {exc}") from None
+        messages = []
+        for index, item in enumerate(scenario.history):
+            try:
+                messages.append(message_from_openai(item))
+            except ValidationError as exc:
+                problem = format_errors(exc.errors(include_url=False))
+                raise _HistoryItemError(index, f"not an OpenAI message: {problem}") from None
+            except (ValueError, TypeError, AttributeError) as exc:
+                raise _HistoryItemError(index, f"not an OpenAI message: {exc}") from None
+        return Conversation(messages=messages)
     return None
 
 

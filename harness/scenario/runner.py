@@ -7,7 +7,7 @@ from pathlib import Path
 from harness.agent import Agent
 from harness.errors import HarnessError
 from harness.llm.config import RECORD_MODES, LLMContext
-from harness.plugins import get_plugins
+from harness.plugins import get_plugins, project_plugins
 from harness.results import ScenarioResult, Status
 from harness.scenario.expectations import CheckContext, capture_requests, evaluate
 from harness.scenario.loader import build_tools, load_scenario, starting_conversation
@@ -22,9 +22,10 @@ def scenario_id(scenario: Scenario, root: Path | None = None) -> str:
     path = scenario.path
     if path is None:
         return f"<python>::{scenario.display_name}"
-    root = (root or scenario.root).resolve()
+    if root is None:
+        return f"{scenario.id_path}::{scenario.display_name}"
     try:
-        shown = path.resolve().relative_to(root).as_posix()
+        shown = path.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
         shown = path.resolve().as_posix()
     return f"{shown}::{scenario.display_name}"
@@ -43,7 +44,8 @@ async def arun_scenario(
         )
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
-    plugins = get_plugins()
+    # The plugins of the scenario's own project, wherever the run started.
+    plugins = get_plugins(scenario.root)
     sid = scenario_id(scenario)
     tools = scenario.take_tools() or build_tools(scenario)
     # Loaded while checking the file; a Scenario built in Python was never checked.
@@ -63,7 +65,8 @@ async def arun_scenario(
     wanted = {r.call for r in (scenario.expect.requests or [])} if scenario.expect else set()
     agent_config = scenario.agent.to_config()
     try:
-        agent = Agent(llm, list(tools.values()), **agent_config.model_dump())
+        with project_plugins(scenario.root):
+            agent = Agent(llm, list(tools.values()), **agent_config.model_dump())
         with capture_requests(wanted) as captured:
             result = await agent.arun(scenario.input, history)
     finally:

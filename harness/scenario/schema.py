@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
@@ -23,7 +23,9 @@ from harness.loop import AgentConfig
 from harness.messages import Conversation
 
 __all__ = [
+    "TOOL_NAME",
     "AgentSection",
+    "Count",
     "ExpectSection",
     "Range",
     "Scenario",
@@ -33,41 +35,65 @@ __all__ = [
     "json_schema",
 ]
 
-_STRICT = ConfigDict(extra="forbid")
+# Unknown keys are errors, and numbers are finite: an infinite latency or bound would
+# reach results.json as Infinity (not JSON) or a clock that never stops.
+_STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
 _TAG = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# What the OpenAI API accepts as a function name (Chat Completions and Responses).
+TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
 class Range(BaseModel):
-    """A number, exactly (``3``) or within bounds (``{min: 2, max: 5}``)."""
+    """A number, exactly (``1.5``) or within bounds (``{min: 1, max: 2.5}``); never negative."""
 
     model_config = _STRICT
-    min: float | None = None
-    max: float | None = None
+    min: float | None = Field(default=None, json_schema_extra={"minimum": 0})
+    max: float | None = Field(default=None, json_schema_extra={"minimum": 0})
+
+    # Counts (iterations, calls) are whole numbers: ``iterations: 2.5`` could never match.
+    _whole: ClassVar[bool] = False
 
     @model_validator(mode="before")
     @classmethod
     def _number(cls, value: Any) -> Any:
+        form = "a whole number" if cls._whole else "a number"
         if isinstance(value, bool):
-            raise ValueError("expected a number or {min: , max: }")
+            raise ValueError(f"expected {form} or {{min: , max: }}")
+        if isinstance(value, float) and cls._whole:
+            if not value.is_integer():
+                raise ValueError(f"{value} is not a whole number; a count is 0, 1, 2, ...")
+            value = int(value)
         if isinstance(value, int | float):
             return {"min": value, "max": value}
         if not isinstance(value, dict):
-            raise ValueError("expected a number or {min: , max: }")
+            raise ValueError(f"expected {form} or {{min: , max: }}")
         return value
 
     @model_validator(mode="after")
     def _bounds(self) -> Range:
         if self.min is None and self.max is None:
             raise ValueError("give min, max or both")
+        for bound in (self.min, self.max):
+            if bound is None:
+                continue
+            if bound < 0:
+                raise ValueError(
+                    f"{self._num(bound)} is negative; what is counted or timed is >= 0"
+                )
+            if self._whole and not float(bound).is_integer():
+                raise ValueError(f"{bound} is not a whole number; a count is 0, 1, 2, ...")
         if self.min is not None and self.max is not None and self.min > self.max:
-            raise ValueError(f"min ({self.min}) is greater than max ({self.max})")
+            raise ValueError(
+                f"min ({self._num(self.min)}) is greater than max ({self._num(self.max)})"
+            )
         return self
 
     @classmethod
     def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> Any:
         # Editors must accept the plain number form too.
         bounds = handler(core_schema)
-        return {"anyOf": [{"type": "number"}, bounds]}
+        number = {"type": "integer" if cls._whole else "number", "minimum": 0}
+        return {"anyOf": [number, bounds]}
 
     def contains(self, value: float, tolerance: float = 0.0) -> bool:
         """Whether ``value`` is within the bounds."""
@@ -75,15 +101,23 @@ class Range(BaseModel):
             return False
         return not (self.max is not None and value > self.max + tolerance)
 
+    @staticmethod
+    def _num(x: float) -> Any:
+        return int(x) if float(x).is_integer() else x
+
     def shown(self) -> Any:
         """How the expectation is displayed: the number, or {min, max}."""
-
-        def num(x: float | None) -> Any:
-            return int(x) if x is not None and float(x).is_integer() else x
-
         if self.min == self.max:
-            return num(self.min)
-        return {k: num(v) for k, v in (("min", self.min), ("max", self.max)) if v is not None}
+            return self._num(self.min)  # type: ignore[arg-type]
+        return {k: self._num(v) for k, v in (("min", self.min), ("max", self.max)) if v is not None}
+
+
+class Count(Range):
+    """A count, exactly (``3``) or within bounds (``{min: 2, max: 5}``)."""
+
+    min: int | None = Field(default=None, json_schema_extra={"minimum": 0})  # type: ignore[assignment]
+    max: int | None = Field(default=None, json_schema_extra={"minimum": 0})  # type: ignore[assignment]
+    _whole: ClassVar[bool] = True
 
 
 class StagnationSection(BaseModel):
@@ -147,7 +181,7 @@ class ToolResultSpec(BaseModel):
 class ToolErrorSpec(BaseModel):
     """The Nth call of a stub raises (``errors:``)."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
     on_call: int = Field(ge=1)
     raise_: str = Field(alias="raise", description="the exception message")
     type: str = Field(default="ToolError", description="the exception type name shown to the model")
@@ -162,7 +196,7 @@ class ToolErrorSpec(BaseModel):
 class ToolSpec(BaseModel):
     """A tool stub (scripted results) or a real tool (``use:``)."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
     description: str | None = None
     parameters: dict[str, str | ParamSpec] | None = Field(
@@ -175,8 +209,12 @@ class ToolSpec(BaseModel):
     results: list[ToolResultSpec] | None = Field(
         default=None, description="per-call results (overrides returns for those calls)"
     )
-    latency: float = Field(default=0.0, ge=0, description="simulated seconds per call")
-    errors: list[ToolErrorSpec] = Field(default_factory=list)
+    latency: float = Field(
+        default=0.0, ge=0, description="simulated seconds per call (stubs and use: tools)"
+    )
+    errors: list[ToolErrorSpec] = Field(
+        default_factory=list, description="calls that raise instead (stubs and use: tools)"
+    )
     use: str | None = Field(
         default=None, description="a real tool: 'module:function' or a registered tool name"
     )
@@ -226,13 +264,25 @@ class _Ordered(BaseModel):
 class ToolCallsExpect(_Ordered):
     """Expectations on the tool calls made."""
 
-    model_config = _STRICT
+    model_config = ConfigDict(
+        extra="forbid",
+        allow_inf_nan=False,
+        json_schema_extra={"dependentRequired": {"exact": ["sequence"]}},
+    )
     sequence: list[str] | None = Field(
         default=None, description="tool names in order (subsequence)"
     )
     exact: bool = Field(default=False, description="the sequence must equal all calls made")
     include: list[IncludeCall] | None = None
-    count: dict[str, Range] | None = None
+    count: dict[str, Count] | None = None
+
+    @model_validator(mode="after")
+    def _exact_needs_sequence(self) -> ToolCallsExpect:
+        if "exact" in self.model_fields_set and self.sequence is None:
+            raise ValueError(
+                "exact: says how to compare `sequence` with the calls made: give sequence too"
+            )
+        return self
 
 
 class IncludeCall(BaseModel):
@@ -287,13 +337,25 @@ class RequestExpect(BaseModel):
     tool_choice: Any = None
 
 
+def _termination(value: Any) -> Any:
+    # Files are validated strictly (no coercion), where an enum wants an instance: a
+    # termination is written by its value.
+    if isinstance(value, str) and not isinstance(value, Termination):
+        try:
+            return Termination(value)
+        except ValueError:
+            names = ", ".join(repr(t.value) for t in Termination)
+            raise ValueError(f"unknown termination {value!r}; expected one of {names}") from None
+    return value
+
+
 class ExpectSection(_Ordered):
     """What the run must do. Plugins add keys with ``harness_register_expectations``."""
 
-    model_config = ConfigDict(extra="allow")
-    termination: Termination | None = None
-    iterations: Range | None = None
-    llm_calls: Range | None = None
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
+    termination: Annotated[Termination, BeforeValidator(_termination)] | None = None
+    iterations: Count | None = None
+    llm_calls: Count | None = None
     tool_calls: ToolCallsExpect | None = None
     parallel_groups: list[list[str]] | None = None
     final: FinalExpect | None = None
@@ -309,6 +371,15 @@ def scenario_name(path: Path) -> str:
         if name.endswith(suffix):
             return name[: -len(suffix)]
     return path.stem
+
+
+def _check_tool_name(name: str) -> str:
+    if not TOOL_NAME.match(name):
+        raise ValueError(
+            f"tool name {name!r} is not accepted by the OpenAI API: use 1 to 64 letters, "
+            "digits, '_' or '-'"
+        )
+    return name
 
 
 def _check_tag(tag: str) -> str:
@@ -338,7 +409,9 @@ class Scenario(BaseModel):
     history: str | list[dict[str, Any]] | None = Field(
         default=None, description="a saved conversation (JSON file) or a list of OpenAI messages"
     )
-    tools: dict[str, ToolSpec] = Field(default_factory=dict)
+    tools: dict[Annotated[str, AfterValidator(_check_tool_name)], ToolSpec] = Field(
+        default_factory=dict, json_schema_extra={"propertyNames": {"pattern": TOOL_NAME.pattern}}
+    )
     llm: LLMConfig = Field(default_factory=LLMConfig)
     expect: ExpectSection | None = None
 
@@ -363,6 +436,21 @@ class Scenario(BaseModel):
 
             self._root = project_root(self._path.parent if self._path else None)
         return self._root
+
+    @property
+    def id_path(self) -> str | None:
+        """The file's POSIX path relative to the project root (absolute outside it).
+
+        The path part of the scenario's id: the same wherever a run starts. None for a
+        scenario built in Python.
+        """
+        if self._path is None:
+            return None
+        path = self._path.resolve()
+        try:
+            return path.relative_to(self.root.resolve()).as_posix()
+        except ValueError:
+            return path.as_posix()
 
     def bind_tools(self, tools: dict[str, Any]) -> None:
         """Keep the tools built while checking the file."""

@@ -3,12 +3,14 @@
 A stub validates its arguments like a real tool (short-form types or JSON Schema,
 extra arguments forbidden), spends simulated latency, raises on the calls its
 ``errors`` name, and returns its ``returns`` / ``results`` rendered as Jinja2 over
-``args``, ``call`` (1-based, per tool) and ``faker`` (seeded per call).
+``args``, ``call`` (1-based, per tool) and ``faker`` (seeded per call). A real tool
+(``use:``) gets the same ``latency`` and ``errors`` around its own function.
 """
 
 from __future__ import annotations
 
 import ast
+import asyncio
 import functools
 import hashlib
 import importlib
@@ -19,32 +21,43 @@ from pathlib import Path
 from typing import Any, Literal, Optional
 
 import jsonschema
-from jinja2 import StrictUndefined, TemplateError, TemplateSyntaxError
+from jinja2 import StrictUndefined, TemplateError, TemplateSyntaxError, nodes
+from jinja2.meta import find_undeclared_variables
 from jinja2.sandbox import SandboxedEnvironment
-from pydantic import Field
+from pydantic import Field, TypeAdapter, ValidationError
 
 from harness import simclock
 from harness.canonical import canonical_json
 from harness.errors import AbortRun, HarnessError
 from harness.messages import ToolCall
 from harness.scenario.schema import ParamSpec, ToolSpec
-from harness.tools import Tool, ToolArgumentsError, arguments_model, as_tool, schema_of
+from harness.tools import (
+    Tool,
+    ToolArgumentsError,
+    arguments_model,
+    as_tool,
+    format_errors,
+    schema_of,
+)
 
 __all__ = ["SpecError", "build_tool", "parse_type", "seed_for"]
 
 _ENV = SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False)
 _MARKERS = ("{{", "{%", "{#")
+# The names a template sees (with the environment's globals: range, dict, ...).
+TEMPLATE_NAMES = ("args", "call", "faker")
+_KNOWN_NAMES = frozenset(TEMPLATE_NAMES) | frozenset(_ENV.globals)
 
 
 class SpecError(Exception):
     """A problem in one tool spec: ``field`` is relative to ``tools.<name>``."""
 
-    def __init__(self, field: tuple[str | int, ...], message: str, extra_line: int = 0):
+    def __init__(self, field: tuple[str | int, ...], message: str, line_in_text: int | None = None):
         super().__init__(message)
         self.field = field
         self.message = message
-        # Line offset inside a multi-line template, added to the YAML node's line.
-        self.extra_line = extra_line
+        # The line inside a multi-line template (1-based), when the problem is there.
+        self.line_in_text = line_in_text
 
 
 # -- short-form types ---------------------------------------------------------------------
@@ -109,7 +122,12 @@ def parse_type(text: str) -> Any:
             return list[parse_type(inner)]  # type: ignore[misc]
         if head in ("dict", "Dict"):
             key_value = _split_top(inner, ",")
-            return dict[str, parse_type(key_value[-1])]  # type: ignore[misc]
+            if len(key_value) != 2 or parse_type(key_value[0]) is not str:
+                raise ValueError(
+                    f"{text!r}: a dict type names its key and value types, and JSON keys are "
+                    "strings: dict[str, T] (or dict for any values)"
+                )
+            return dict[str, parse_type(key_value[1])]  # type: ignore[misc]
         if head == "Optional":
             return Optional[parse_type(inner)]  # noqa: UP045
     if text in _BASE_TYPES:
@@ -155,7 +173,20 @@ def _short_form_model(name: str, parameters: dict[str, str | ParamSpec]) -> Any:
         except ValueError as exc:
             at = ("parameters", arg) if isinstance(spec, str) else ("parameters", arg, "type")
             raise SpecError(at, str(exc)) from None
-        default = detail.default if detail.has_default else ...
+        default = ...
+        if detail.has_default:
+            default = detail.default
+            try:
+                # Strict, as arguments from JSON are: `{type: int, default: "3"}` is a string.
+                TypeAdapter(annotation).validate_python(default, strict=True)
+            except ValidationError as exc:
+                problem = format_errors(exc.errors(include_url=False))
+                at = ("parameters", arg, "default")
+                raise SpecError(
+                    at,
+                    f"default {default!r} is not a {detail.type} ({problem}); fix the default "
+                    f"or the type (`{detail.type} | None` allows null)",
+                ) from None
         fields[arg] = (annotation, Field(default, description=detail.description))
     return arguments_model(name, fields)
 
@@ -203,11 +234,24 @@ class _Template:
     uses_faker: bool
 
 
+@dataclass(frozen=True)
+class _Compiled:
+    template: Any  # jinja2.Template
+    # Names the template reads but never sets, with the line of their first use.
+    free: dict[str, int]
+
+
 @functools.lru_cache(maxsize=4096)
-def _template(source: str) -> Any:
+def _template(source: str) -> _Compiled:
     # Compiled templates are immutable and reusable: a suite repeating the same
-    # templates compiles each once.
-    return _ENV.from_string(source)
+    # templates compiles each once. Parsed once, for the names and the code.
+    tree = _ENV.parse(source)
+    free = find_undeclared_variables(tree)
+    lines: dict[str, int] = {}
+    for node in tree.find_all(nodes.Name):
+        if node.name in free:
+            lines.setdefault(node.name, node.lineno)
+    return _Compiled(_ENV.from_string(tree), lines)
 
 
 def _compile(value: Any, field: tuple[str | int, ...]) -> Any:
@@ -216,13 +260,23 @@ def _compile(value: Any, field: tuple[str | int, ...]) -> Any:
         if not any(marker in value for marker in _MARKERS):
             return value
         try:
-            return _Template(_template(value), field, "faker" in value)
+            compiled = _template(value)
         except TemplateSyntaxError as exc:
             raise SpecError(
                 field,
                 f"template does not parse: {exc.message} (template line {exc.lineno})",
-                extra_line=(exc.lineno or 1) - 1,
+                line_in_text=exc.lineno or 1,
             ) from None
+        unknown = {n: line for n, line in compiled.free.items() if n not in _KNOWN_NAMES}
+        if unknown:
+            names = ", ".join(repr(n) for n in unknown)
+            raise SpecError(
+                field,
+                f"unknown name{'s' if len(unknown) > 1 else ''} {names} "
+                f"(templates see {', '.join(TEMPLATE_NAMES)})",
+                line_in_text=min(unknown.values()),
+            )
+        return _Template(compiled.template, field, "faker" in compiled.free)
     if isinstance(value, dict):
         return {k: _compile(v, (*field, k)) for k, v in value.items()}
     if isinstance(value, list):
@@ -267,23 +321,25 @@ def _faker_instance() -> Any:
 # -- the stub itself -------------------------------------------------------------------------
 
 
-class _Stub:
-    """The callable behind a stub tool: per-tool call counter, errors, latency, templates."""
+class _Faults:
+    """Per-tool call numbers, simulated latency and injected errors (stubs and use: tools)."""
 
-    def __init__(self, name: str, spec: ToolSpec, seed: int | str, where: Callable[[tuple], str]):
-        self.name = name
-        self.seed = seed
+    def __init__(self, spec: ToolSpec) -> None:
         self.latency = spec.latency
-        self.where = where
         self.calls = 0
-        self.errors = {e.on_call: e for e in spec.errors}
-        self.default = _compile(spec.returns, ("returns",))
-        self.per_call = {
-            r.on_call: _compile(r.returns, ("results", i, "returns"))
-            for i, r in enumerate(spec.results or [])
-        }
+        self.errors: dict[int, Any] = {}
+        for i, error in enumerate(spec.errors):
+            if error.on_call in self.errors:
+                raise SpecError(
+                    ("errors", i, "on_call"),
+                    f"call {error.on_call} already has an error; give each call one",
+                )
+            self.errors[error.on_call] = error
 
-    async def __call__(self, **args: Any) -> Any:
+    def next_call(self) -> int:
+        """Count a call, spend its latency, raise its error if it has one; -> its number."""
+        # Counted when the call starts, on the event loop thread, in the model's order:
+        # the Nth call is the same one however parallel calls finish.
         self.calls += 1
         call = self.calls
         if self.latency:
@@ -291,11 +347,37 @@ class _Stub:
         failure = self.errors.get(call)
         if failure is not None:
             raise _exception_type(failure.type)(failure.raise_)
+        return call
+
+
+class _Stub(_Faults):
+    """The callable behind a stub tool: call numbers, errors, latency, templates."""
+
+    def __init__(self, name: str, spec: ToolSpec, seed: int | str, where: Callable[..., str]):
+        super().__init__(spec)
+        self.name = name
+        self.seed = seed
+        self.where = where
+        self.default = _compile(spec.returns, ("returns",))
+        self.per_call: dict[int, Any] = {}
+        for i, r in enumerate(spec.results or []):
+            if r.on_call in self.per_call:
+                raise SpecError(
+                    ("results", i, "on_call"),
+                    f"call {r.on_call} already has a result; give each call one",
+                )
+            self.per_call[r.on_call] = _compile(r.returns, ("results", i, "returns"))
+
+    async def __call__(self, **args: Any) -> Any:
+        call = self.next_call()
         value = self.per_call.get(call, self.default)
         context = {"args": args, "call": call}
         if _uses_faker(value):
             faker = _faker_instance()
             faker.seed_instance(seed_for(self.seed, self.name, call))
+            # seed_instance leaves faker.unique's memory of values given: cleared, or
+            # `faker.unique` would depend on the calls (and runs) before this one.
+            faker.unique.clear()
             context["faker"] = faker
         return self._render(value, context)
 
@@ -305,16 +387,48 @@ class _Stub:
                 return value.template.render(context)
             except TemplateError as exc:
                 # A template that fails is a scenario bug, not a tool failure.
-                raise AbortRun(f"{self.where(value.field)}: template error: {exc}") from None
+                raise AbortRun(f"{self._where(value, exc)}: template error: {exc}") from None
             except Exception as exc:
                 raise AbortRun(
-                    f"{self.where(value.field)}: template error: {type(exc).__name__}: {exc}"
+                    f"{self._where(value, exc)}: template error: {type(exc).__name__}: {exc}"
                 ) from None
         if isinstance(value, dict):
             return {k: self._render(v, context) for k, v in value.items()}
         if isinstance(value, list):
             return [self._render(v, context) for v in value]
         return value
+
+    def _where(self, value: _Template, exc: Exception) -> str:
+        return self.where(value.field, _template_line(exc))
+
+
+def _template_line(exc: BaseException) -> int | None:
+    """The template line an error was raised at (Jinja maps it into the traceback)."""
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == "<template>":
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+class _Faulty(_Faults):
+    """A real tool's function with the scenario's latency and errors around it."""
+
+    def __init__(self, fn: Callable[..., Any], is_async: bool, spec: ToolSpec) -> None:
+        super().__init__(spec)
+        self.fn = fn
+        self.is_async = is_async
+        self.__doc__ = getattr(fn, "__doc__", None)
+
+    async def __call__(self, **args: Any) -> Any:
+        self.next_call()
+        if self.is_async:
+            return await self.fn(**args)
+        # The loop runs a sync tool of a parallel plan in a thread; this wrapper is
+        # async (so calls are numbered in order), so it does the same, always.
+        return await asyncio.to_thread(self.fn, **args)
 
 
 _EXCEPTIONS: dict[str, type[Exception]] = {}
@@ -329,6 +443,10 @@ def _exception_type(name: str) -> type[Exception]:
 
 def _import_target(target: str, root: Path) -> Any:
     module_name, _, attr = target.partition(":")
+    if not module_name or not attr:
+        raise SpecError(
+            ("use",), f"use {target!r}: write 'module:function' or a registered tool's name"
+        )
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
     try:
@@ -339,10 +457,35 @@ def _import_target(target: str, root: Path) -> Any:
         ) from None
     obj: Any = module
     for part in attr.split("."):
-        obj = getattr(obj, part, None)
-        if obj is None:
-            raise SpecError(("use",), f"module {module_name!r} has no attribute {attr!r}")
+        try:
+            obj = getattr(obj, part)
+        except Exception:
+            raise SpecError(("use",), f"module {module_name!r} has no attribute {attr!r}") from None
     return obj
+
+
+def _real_tool(use: str, root: Path, registered: Callable[[str], Tool]) -> Tool:
+    if ":" in use:
+        target = _import_target(use, root)
+    else:
+        try:
+            target = registered(use)
+        except HarnessError as exc:
+            raise SpecError(("use",), str(exc)) from None
+    if not callable(target):
+        # Named by its import path: the object's repr may hold a memory address.
+        kind = f"{type(target).__module__}.{type(target).__qualname__}"
+        raise SpecError(
+            ("use",),
+            f"cannot use {use!r} as a tool: it is a {kind} object, not a function; point "
+            "use: at a function or a @tool",
+        )
+    try:
+        real = as_tool(target)
+    except Exception as exc:  # no signature, parameters without a JSON Schema, ...
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise SpecError(("use",), f"cannot use {use!r} as a tool: {reason}") from None
+    return real
 
 
 def build_tool(
@@ -352,25 +495,16 @@ def build_tool(
     seed: int | str,
     root: Path,
     registered: Callable[[str], Tool],
-    where: Callable[[tuple], str],
+    where: Callable[..., str],
 ) -> Tool:
     """The Tool for one ``tools:`` entry; SpecError for anything that cannot work."""
     if spec.use is not None:
-        if ":" in spec.use:
-            target = _import_target(spec.use, root)
-        else:
-            try:
-                target = registered(spec.use)
-            except HarnessError as exc:
-                raise SpecError(("use",), str(exc)) from None
-        try:
-            real = as_tool(target)
-        except HarnessError as exc:
-            raise SpecError(("use",), str(exc)) from None
-        if real.name == name and spec.description is None:
+        real = _real_tool(spec.use, root, registered)
+        faulty = bool(spec.latency or spec.errors)
+        if real.name == name and spec.description is None and not spec.strict and not faulty:
             return real
         return Tool(
-            real.fn,
+            _Faulty(real.fn, real.is_async, spec) if faulty else real.fn,
             name=name,
             description=spec.description if spec.description is not None else real.description,
             model=real.model,
@@ -385,6 +519,12 @@ def build_tool(
             jsonschema.validators.validator_for(spec.schema_).check_schema(spec.schema_)
         except jsonschema.SchemaError as exc:
             raise SpecError(("schema",), f"not a valid JSON Schema: {exc.message}") from None
+        if spec.schema_.get("type", "object") != "object":
+            raise SpecError(
+                ("schema", "type"),
+                f"type {spec.schema_['type']!r}: a tool's arguments are a JSON object, so the "
+                "schema's type is object (describe the arguments under properties:)",
+            )
         return SchemaTool(
             stub, name=name, schema=spec.schema_, description=description, strict=spec.strict
         )

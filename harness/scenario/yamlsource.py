@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +29,9 @@ class Located:
     data: Any
     lines: dict[Path_, int] = field(default_factory=dict)
     file: str = "<string>"
+    # Literal block scalars (``key: |``): the line of their first line of text, so that a
+    # line inside the text (a template's error, say) maps to a line of the file.
+    literal_blocks: dict[Path_, int] = field(default_factory=dict)
 
     def line_of(self, path: Path_) -> int | None:
         """The line of ``path``, or of its nearest ancestor present in the file."""
@@ -37,6 +42,17 @@ class Located:
                 return line
             path = path[:-1]
         return self.lines.get(())
+
+    def text_line(self, path: Path_, line_in_text: int) -> int | None:
+        """The file line of line ``line_in_text`` (1-based) of the string at ``path``.
+
+        Exact for literal blocks (``|``), whose lines are the file's; other scalars fold
+        or escape their line breaks, so their key's line is the best answer.
+        """
+        first = self.literal_blocks.get(tuple(path))
+        if first is not None:
+            return first + max(line_in_text, 1) - 1
+        return self.line_of(path)
 
     def error(self, path: Path_, message: str) -> ScenarioError:
         """A ScenarioError pointing at ``path``."""
@@ -49,10 +65,16 @@ def dotted(path: Path_) -> str:
 
 
 def _shown_key(part: str | int) -> str:
-    # Odd keys (empty, spaces, control characters, dots) are quoted so the path stays
-    # one readable line.
+    # Odd keys (empty, spaces, control characters, dots, a leading quote) are quoted so
+    # the path stays one readable, unambiguous line.
     text = str(part)
-    if text and text.isprintable() and text.strip() == text and "." not in text:
+    if (
+        text
+        and text.isprintable()
+        and text.strip() == text
+        and "." not in text
+        and text[0] not in "'\""
+    ):
         return text
     return repr(text)
 
@@ -79,10 +101,20 @@ class _Builder:
         self.loader = loader
         self.file = file
         self.lines: dict[Path_, int] = {}
+        self.literal_blocks: dict[Path_, int] = {}
         self.count = 0
 
     def fail(self, node: yaml.Node, path: Path_, message: str) -> ScenarioError:
         return ScenarioError.single(self.file, node.start_mark.line + 1, dotted(path), message)
+
+    def construct(self, node: yaml.Node, path: Path_) -> Any:
+        try:
+            return self.loader.construct_object(node, deep=True)
+        except yaml.MarkedYAMLError:
+            raise
+        except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:
+            # Say, `date: 2024-02-30`: a timestamp that is no date.
+            raise self.fail(node, path, f"YAML error: {node.value!r}: {exc}") from None
 
     def build(self, node: yaml.Node, path: Path_, depth: int = 0) -> Any:
         self.count += 1
@@ -96,10 +128,11 @@ class _Builder:
             for key_node, value_node in node.value:
                 if key_node.id != "scalar":
                     raise self.fail(key_node, path, "mapping keys must be plain scalars")
-                key = self.loader.construct_object(key_node)
+                key = self.construct(key_node, path)
                 if not isinstance(key, str):
-                    # YAML reads `on: x` or `1: x` as bool/int keys; scenario keys are names.
-                    key = str(key).lower() if isinstance(key, bool) else str(key)
+                    # Keys are names, kept as written: YAML 1.1 would read `on:` as True and
+                    # `1.0:` as a float, silently renaming an argument or a tool.
+                    key = key_node.value
                 if key in out:
                     raise self.fail(
                         key_node, (*path, key), f"duplicate key {key!r} (the later one would win)"
@@ -113,7 +146,49 @@ class _Builder:
                 self.lines[(*path, index)] = item.start_mark.line + 1
                 items.append(self.build(item, (*path, index), depth + 1))
             return items
-        return self.loader.construct_object(node, deep=True)
+        value = self.construct(node, path)
+        if isinstance(value, float) and not math.isfinite(value):
+            # json.dumps would write Infinity/NaN (not JSON) and a simulated clock at
+            # infinity ends no run: every number in a scenario is finite.
+            raise self.fail(
+                node, path, f"{node.value} is not a finite number; numbers in a scenario are finite"
+            )
+        if node.id == "scalar" and node.style == "|":
+            self.literal_blocks[path] = node.start_mark.line + 2
+        return value
+
+
+# What YAML counts as line breaks (its marks count lines by them).
+_BREAKS = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
+
+
+def _position_line(text: str, position: int) -> int:
+    return len(_BREAKS.findall(text, 0, position)) + 1
+
+
+def _syntax_message(text: str, exc: yaml.MarkedYAMLError) -> str:
+    mark = exc.problem_mark or exc.context_mark
+    if mark is not None:
+        lines = _BREAKS.split(text)
+        row = lines[mark.line] if mark.line < len(lines) else ""
+        if row[mark.column : mark.column + 1] == "\t" or "tab" in str(exc.problem):
+            return (
+                "YAML syntax error: a tab character; YAML indents with spaces only: "
+                "replace the tab with spaces"
+            )
+    problem = " ".join(p for p in (exc.context, exc.problem) if p)
+    return f"YAML syntax error: {problem}"
+
+
+def _reader_error(file: str, text: str, exc: yaml.reader.ReaderError) -> ScenarioError:
+    # The reader rejects control characters; its position counts characters.
+    return ScenarioError.single(
+        file,
+        _position_line(text, exc.position),
+        "",
+        f"character #x{exc.character:04x} is not allowed in YAML ({exc.reason}); "
+        "remove it or write it as an escape in a double-quoted string",
+    )
 
 
 def load_yaml(text: str, file: str = "<string>") -> Located:
@@ -124,19 +199,18 @@ def load_yaml(text: str, file: str = "<string>") -> Located:
     """
     try:
         loader = _loader_class()(text)
-    except yaml.reader.ReaderError as exc:  # the reader rejects control characters up front
-        line = text[: exc.position].count("\n") + 1
-        raise ScenarioError.single(
-            file, line, "", f"character #x{exc.character:04x} is not allowed in YAML ({exc.reason})"
-        ) from None
+    except yaml.reader.ReaderError as exc:  # the pure-Python reader checks up front
+        raise _reader_error(file, text, exc) from None
     try:
         try:
             node = loader.get_single_node()
+        except yaml.reader.ReaderError as exc:  # libyaml's reader checks as it goes
+            raise _reader_error(file, text, exc) from None
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
-            line = mark.line + 1 if mark else None
-            problem = " ".join(p for p in (exc.context, exc.problem) if p)
-            raise ScenarioError.single(file, line, "", f"YAML syntax error: {problem}") from None
+            # At the end of the stream the mark is past the last line: name the last one.
+            line = min(mark.line + 1, _position_line(text, len(text))) if mark else None
+            raise ScenarioError.single(file, line, "", _syntax_message(text, exc)) from None
         except yaml.YAMLError as exc:
             raise ScenarioError.single(file, None, "", f"YAML syntax error: {exc}") from None
         if node is None:
@@ -152,6 +226,6 @@ def load_yaml(text: str, file: str = "<string>") -> Located:
             ) from None
         except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:
             raise ScenarioError.single(file, None, "", f"YAML error: {exc}") from None
-        return Located(data, builder.lines, file)
+        return Located(data, builder.lines, file, builder.literal_blocks)
     finally:
         loader.dispose()
