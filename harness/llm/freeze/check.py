@@ -67,7 +67,8 @@ def run_offline(text: str, path: Path) -> tuple[ScenarioResult, list[Sent]]:
 
     scenario = load_scenario_text(text, path)
     capture = _Requests()
-    plugins = get_plugins()
+    # The run uses the plugins of the scenario's project: observe it there.
+    plugins = get_plugins(scenario.root)
     plugins.register(capture, f"harness-freeze-requests-{id(capture)}")
     try:
         result = run_scenario(scenario)
