@@ -20,6 +20,7 @@ from pydantic import (
 from harness.actions import Termination
 from harness.llm.config import LLMConfig
 from harness.loop import AgentConfig
+from harness.markers import check_tag
 from harness.messages import Conversation
 
 __all__ = [
@@ -34,7 +35,6 @@ __all__ = [
 ]
 
 _STRICT = ConfigDict(extra="forbid")
-_TAG = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class Range(BaseModel):
@@ -311,15 +311,6 @@ def scenario_name(path: Path) -> str:
     return path.stem
 
 
-def _check_tag(tag: str) -> str:
-    if not _TAG.match(tag):
-        raise ValueError(
-            f"tag {tag!r} cannot be selected with pytest -m; use letters, digits and "
-            f"underscores (e.g. {re.sub(r'[^A-Za-z0-9_]', '_', tag)!r})"
-        )
-    return tag
-
-
 class Scenario(BaseModel):
     """One ``*.scenario.yaml`` file."""
 
@@ -329,7 +320,7 @@ class Scenario(BaseModel):
         default=None, description="default: the file name without .scenario.yaml"
     )
     description: str | None = None
-    tags: list[Annotated[str, AfterValidator(_check_tag)]] = Field(
+    tags: list[Annotated[str, AfterValidator(check_tag)]] = Field(
         default_factory=list, description="become pytest markers"
     )
     seed: int | str | None = Field(default=None, description="seeds Faker; default: the name")
