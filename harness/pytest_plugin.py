@@ -629,7 +629,11 @@ def _culprit(exc: BaseException) -> str | None:
     from harness.scenario.loader import display_path
 
     plugin_files: dict[Path, str] = {}
-    for name, plugin in get_plugins().plugins():
+    try:
+        plugins = get_plugins().plugins()
+    except Exception:  # never hide the exception being explained behind another one
+        plugins = []
+    for name, plugin in plugins:
         module = (
             plugin
             if isinstance(plugin, types.ModuleType)
