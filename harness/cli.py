@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+import pluggy
+
 __all__ = ["EXIT", "main"]
 
 # Exit statuses of `harness run` (docs/running.md).
@@ -206,13 +208,58 @@ def _guarded(command: str, call: Callable[[], int]) -> int:
 # -- run / record ----------------------------------------------------------------------------
 
 
+# pytest.hookimpl, without importing pytest where the command does not run it.
+_pytest_hookimpl = pluggy.HookimplMarker("pytest")
+
+
 class _Capture:
-    """A pytest plugin object that keeps the session's config, to read its harness state."""
+    """A pytest plugin object that keeps the session's config, to read its harness state,
+    and hands the session the baseline the command loaded (so it is read once)."""
 
-    config: Any = None
+    def __init__(self, baseline: tuple[Path, Any] | None = None) -> None:
+        self.config: Any = None
+        self.baseline = baseline
 
+    @_pytest_hookimpl(trylast=True)  # after harness's own pytest_configure made the state
     def pytest_configure(self, config: Any) -> None:
+        from harness.pytest_plugin import get_state
+
         self.config = config
+        state = get_state(config)
+        if state is not None and self.baseline is not None:
+            state.baseline_path, state.baseline = self.baseline
+
+
+def _load_plugins(modules: list[str]) -> None:
+    """Load ``-p`` modules now, so that one that does not load is named as the user did."""
+    from harness.plugins import PluginError, get_plugins, load_plugin_modules
+
+    if not modules:
+        return
+    get_plugins()  # discovery's own errors (pyproject, entry points) are not -p's
+    for module in modules:
+        try:
+            load_plugin_modules([module])
+        except PluginError as exc:
+            # harness.plugins says where a module came from as "--harness-plugin: ";
+            # here it came from -p.
+            message = str(exc).removeprefix("--harness-plugin: ")
+            raise UsageError(f"-p {module}: {message}") from None
+
+
+def _load_baseline(path: Path, label: str, *, replacing: bool) -> Any:
+    """The baseline to compare with (harness report's loader), or None when it cannot be
+    read and --update-baseline is about to replace it."""
+    from harness.results import ResultsFileError, load_results
+    from harness.scenario.loader import display_path
+
+    try:
+        return load_results(display_path(path), what=label)
+    except ResultsFileError as exc:
+        if not replacing:
+            raise UsageError(str(exc)) from None
+        print(f"harness: {exc}; not compared, --update-baseline replaces it", file=sys.stderr)
+        return None
 
 
 def _plugin_autoloads() -> bool:
@@ -244,12 +291,18 @@ def _run(options: argparse.Namespace, extra: list[str]) -> int:
     json_path = Path(options.json) if options.json else root / REPORTS / "results.json"
     html_path = Path(options.html) if options.html else root / REPORTS / "report.html"
     if options.baseline:
-        baseline: Path | None = Path(options.baseline)
-        if not baseline.is_file() and not options.update_baseline:  # type: ignore[union-attr]
+        baseline = Path(options.baseline)
+        label = "--baseline"
+        if not baseline.is_file() and not options.update_baseline:
             raise UsageError(f"--baseline {options.baseline}: no such file")
     else:
         baseline = root / REPORTS / "baseline.json"
-    compare = baseline if baseline is not None and baseline.is_file() else None
+        label = "default baseline"  # the user never typed --baseline: name the file
+    _load_plugins(options.plugins)
+    compare = None
+    if baseline.is_file():
+        loaded = _load_baseline(baseline, label, replacing=options.update_baseline)
+        compare = (baseline.resolve(), loaded) if loaded is not None else None
     if options.fail_on_change and compare is None:
         raise UsageError(
             "--fail-on-change needs a baseline: none was given and "
@@ -259,8 +312,6 @@ def _run(options: argparse.Namespace, extra: list[str]) -> int:
 
     args = [*paths, "--harness-scenarios-only"]
     args += ["--harness-json", str(json_path), "--harness-html", str(html_path)]
-    if compare is not None:
-        args += ["--harness-baseline", str(compare)]
     if options.keyword:
         args += ["-k", options.keyword]
     if options.markexpr:
@@ -285,7 +336,7 @@ def _run(options: argparse.Namespace, extra: list[str]) -> int:
         args += ["-p", "no:unraisableexception"]
     args += extra
 
-    capture = _Capture()
+    capture = _Capture(compare)  # the baseline, as --harness-baseline would load it
     # Scenario items need no third-party pytest plugins, and every autoloaded one is
     # imported by the controller and by each xdist worker: on a 2-CPU machine with
     # hypothesis, Faker, anyio and pytest-recording installed that doubled the run.
@@ -339,13 +390,13 @@ def _update_baseline(path: Path, results: Any, root: Path) -> None:
     A run narrowed by -k, -m or PATHS says nothing about the other scenarios, so their
     entries stay; entries whose file is gone, or whose file this run ran, are replaced.
     """
-    from harness.results import Results, build_results
+    from harness.results import ResultsFileError, build_results, load_results
 
     kept: list[Any] = []
     if path.is_file():
         try:
-            old = Results.load(path)
-        except (OSError, ValueError):
+            old = load_results(path, what="baseline")
+        except ResultsFileError:
             old = None  # an unreadable baseline is replaced, not merged
         if old is not None:
             ran_ids = {s.id for s in results.scenarios}
@@ -383,10 +434,9 @@ def _scenario_files(paths: list[str]) -> list[Path]:
 
 def _validate(options: argparse.Namespace, extra: list[str]) -> int:
     from harness.errors import HarnessError
-    from harness.plugins import load_plugin_modules
     from harness.scenario import load_scenario
 
-    load_plugin_modules(options.plugins)
+    _load_plugins(options.plugins)
     files = _scenario_files(options.paths)
     if not files:
         print(f"no scenario files (*.scenario.yaml) in {', '.join(options.paths)}")
@@ -426,9 +476,10 @@ def _plugin_origins() -> dict[str, str]:
 
 
 def _plugins(options: argparse.Namespace, extra: list[str]) -> int:
-    from harness.plugins import load_plugin_modules
+    from harness.plugins import get_plugins
 
-    plugins = load_plugin_modules(options.plugins)
+    _load_plugins(options.plugins)
+    plugins = get_plugins()
     for kind in ("planners", "tools", "llms", "expectations"):
         plugins.registry(kind)  # fills plugins.registered
     origins = _plugin_origins()

@@ -11,12 +11,15 @@ the environment: everything here stays inert (and cheap to import) until a
   report's ``__dict__`` to the controller), so a serial run and an ``-n N`` run build
   results.json the same way, in the one process that writes files.
 - Exit status: 2 when a scenario file failed to load (also under xdist, which otherwise
-  runs on and exits 1), 3 when harness crashed or a report could not be written.
+  runs on and exits 1), 3 when harness crashed (an exception raised in harness's own code;
+  one raised in a plugin is that scenario's error) or a report could not be written.
+- Reports are not written when the session stopped part way (Ctrl-C, collection errors).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import shlex
@@ -59,40 +62,61 @@ _RECORDING = ("recording", "pytest_recording.plugin")
 # -- options -------------------------------------------------------------------------------
 
 
-def _asked_for(args: list[str], names: tuple[str, ...]) -> bool:
-    """Whether ``-p NAME`` (or ``-pNAME``) for one of ``names`` is among ``args``."""
+def _plugin_args(pluginmanager: pytest.PytestPluginManager) -> list[str]:
+    """Every ``-p`` value of the session: ini ``addopts``, ``PYTEST_ADDOPTS``, command line."""
+    config = pluginmanager.get_plugin("pytestconfig")
+    # pytest parses all three into known_args_namespace before it loads any plugin.
+    known = getattr(config, "known_args_namespace", None)
+    if known is not None:
+        return [str(p).strip() for p in getattr(known, "plugins", None) or []]
+    args = [str(a) for a in config.invocation_params.args] if config is not None else []
+    args += shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))
+    values = []
     for i, arg in enumerate(args):
-        value = (
-            args[i + 1]
-            if arg == "-p" and i + 1 < len(args)
-            else arg[2:]
-            if arg.startswith("-p")
-            else None
-        )
-        if value is not None and value.strip() in names:
-            return True
-    return False
+        if arg == "-p" and i + 1 < len(args):
+            values.append(args[i + 1].strip())
+        elif arg.startswith("-p") and arg != "-p":
+            values.append(arg[2:].strip())
+    return values
 
 
 def _recording_owns_options(pluginmanager: pytest.PytestPluginManager) -> bool:
-    """Will pytest-recording add ``--record-mode`` in this session (before or after us)?
+    """Whether pytest-recording defines ``--record-mode`` in this session (then harness
+    must not): it is registered, or will be, or harness loads it here.
 
     Adding the option twice kills pytest at start-up, and which of the two plugins loads
-    first depends on entry-point order, so this predicts instead of reacting.
+    first depends on entry-point order and on where it is asked for, so this decides
+    before either option exists: pytest-recording, when installed and not blocked, is the
+    one owner of the option.
     """
     if any(pluginmanager.has_plugin(name) for name in _RECORDING):
         return True
-    if any(pluginmanager.is_blocked(name) for name in _RECORDING):
-        return False  # -p no:recording (any source of it) is applied before plugins load
+    asked = None  # the last -p naming it wins, as in pytest
+    for arg in _plugin_args(pluginmanager):
+        if arg in _RECORDING:
+            asked = True
+        elif arg.startswith("no:") and arg[3:].strip() in _RECORDING:
+            asked = False
+    if asked is False or any(pluginmanager.is_blocked(name) for name in _RECORDING):
+        return False  # -p no:recording, from any source
+    if importlib.util.find_spec("pytest_recording") is None:
+        return False  # not installed
+    env_plugins = {p.strip() for p in os.environ.get("PYTEST_PLUGINS", "").split(",")}
+    if asked or env_plugins & set(_RECORDING):
+        return True  # -p recording / PYTEST_PLUGINS: pytest registers it before conftests
     config = pluginmanager.get_plugin("pytestconfig")
     args = [str(a) for a in config.invocation_params.args] if config is not None else []
-    args += shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))
-    env_plugins = {p.strip() for p in os.environ.get("PYTEST_PLUGINS", "").split(",")}
-    if _asked_for(args, _RECORDING) or env_plugins & set(_RECORDING):
+    autoload = not (
+        os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") or "--disable-plugin-autoload" in args
+    )
+    if autoload and any(ep.name == "recording" for ep in entry_points(group="pytest11")):
         return True
-    if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") or "--disable-plugin-autoload" in args:
-        return False
-    return any(ep.name == "recording" for ep in entry_points(group="pytest11"))
+    # Installed but not asked for, with autoloading off. The one way left for it to
+    # arrive is a conftest's `pytest_plugins`, after harness's option exists: a clash.
+    # Loading it now, under the module name a conftest uses (which then is a no-op),
+    # keeps a single owner of the option whatever the conftests do.
+    pluginmanager.import_plugin("pytest_recording.plugin")
+    return True
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
@@ -100,22 +124,19 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     if not _recording_owns_options(pluginmanager):
         # Same names, values and defaults as pytest-recording's, so that a session reads
         # them the same way whichever plugin defined them.
-        try:
-            group.addoption(
-                "--record-mode",
-                action="store",
-                default=None,
-                choices=RECORD_MODES,
-                help="cassette record mode for recorded scenarios (default: none = replay only)",
-            )
-            group.addoption(
-                "--disable-recording",
-                action="store_true",
-                default=False,
-                help="run recorded scenarios live against the endpoint and write no cassette",
-            )
-        except ValueError:  # a plugin we did not foresee defines them: use its options
-            pass
+        group.addoption(
+            "--record-mode",
+            action="store",
+            default=None,
+            choices=RECORD_MODES,
+            help="cassette record mode for recorded scenarios (default: none = replay only)",
+        )
+        group.addoption(
+            "--disable-recording",
+            action="store_true",
+            default=False,
+            help="run recorded scenarios live against the endpoint and write no cassette",
+        )
     group.addoption(
         "--harness-plugin",
         action="append",
@@ -172,6 +193,17 @@ class SuiteState:
     final: Results | None = None
     diff: dict[str, Any] | None = None
     added_plugins: list[str] = field(default_factory=list)
+    # What this run collected, deselected or not: ids and files relative to the project
+    # root (xdist workers send theirs to the controller). A baseline id the run collected
+    # but did not run is "not run", never "removed".
+    collected_ids: set[str] = field(default_factory=set)
+    collected_files: set[str] = field(default_factory=set)
+    unloaded_files: set[str] = field(default_factory=set)
+    # Node ids deselected in a worker, for the controller's "N deselected".
+    deselected: list[str] = field(default_factory=list)
+    # Scenarios skipped (by a skip or skipif mark, say): not run, so not in results.json.
+    skipped: set[str] = field(default_factory=set)
+    interrupted: bool = False
 
     @property
     def is_worker(self) -> bool:
@@ -189,9 +221,42 @@ class SuiteState:
         scenarios = [ScenarioResult.model_validate_json(text) for text in self.results.values()]
         results = build_results(scenarios, started=self.started)
         if self.baseline is not None:
-            self.diff = diff_against_baseline(self.baseline, results, self.baseline_path)
+            self.diff = diff_against_baseline(
+                self.baseline, results, self.baseline_path, not_run=self.not_run(results)
+            )
             results.baseline = self.diff
         return results
+
+    def not_run(self, results: Results) -> set[str]:
+        """Baseline ids this run did not run and that are not gone: deselected, skipped,
+        outside the given paths, or in a file that did not load."""
+        from harness.plugins import project_root
+
+        assert self.baseline is not None
+        ran = {s.id for s in results.scenarios}
+        root = project_root(self.config.invocation_params.dir)
+        not_run = set()
+        for old in self.baseline.scenarios:
+            if old.id in ran:
+                continue
+            if old.id in self.collected_ids or old.file in self.unloaded_files:
+                not_run.add(old.id)  # collected, then deselected, skipped or not reached
+            elif old.file in self.collected_files:
+                continue  # its file was collected and no longer holds it: removed
+            elif (root / old.file).exists() or not self._within_paths(root / old.file):
+                not_run.add(old.id)  # a file this run did not look at
+            # else: the file is gone from where this run looked: removed
+        return not_run
+
+    def _within_paths(self, path: Path) -> bool:
+        """Whether ``path`` lies under one of the paths this session collects from."""
+        here = Path(self.config.invocation_params.dir)
+        target = path.resolve()
+        for arg in self.config.args:
+            given = (here / str(arg).split("::", 1)[0]).resolve()
+            if target == given or given in target.parents:
+                return True
+        return False
 
     # pytest hooks of the session -------------------------------------------------------
 
@@ -199,9 +264,50 @@ class SuiteState:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.started = datetime.now(UTC)
 
+    def pytest_itemcollected(self, item: pytest.Item) -> None:
+        if isinstance(item, ScenarioItem):
+            self.collected_ids.add(item.scenario_id)
+            self.collected_files.add(item.scenario_id.rsplit("::", 1)[0])
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        if self.is_worker:
+            self.deselected.extend(item.nodeid for item in items)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if self.is_worker and (self.collected_files or self.unloaded_files):
+            # Sent to the controller when the worker finishes (pytest_testnodedown).
+            self.config.workeroutput["harness"] = {  # type: ignore[attr-defined]
+                "collected_ids": sorted(self.collected_ids),
+                "collected_files": sorted(self.collected_files),
+                "unloaded_files": sorted(self.unloaded_files),
+                "deselected": self.deselected,
+            }
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        sent = (getattr(node, "workeroutput", None) or {}).get("harness")
+        if not sent:
+            return
+        self.collected_ids.update(sent["collected_ids"])
+        self.collected_files.update(sent["collected_files"])
+        self.unloaded_files.update(sent["unloaded_files"])
+        # Workers deselect and the controller never hears of it: count them as a serial
+        # run does (each worker deselects the same items, so the set is taken once).
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None and sent["deselected"]:
+            shown = reporter.stats.setdefault("deselected", [])
+            known = {getattr(entry, "nodeid", None) for entry in shown}
+            shown.extend(
+                _Deselected(nodeid) for nodeid in sent["deselected"] if nodeid not in known
+            )
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.is_worker:
+            return
         text = getattr(report, "harness_result", None)
-        if text is None or self.is_worker:
+        if text is None:
+            if report.skipped and SUFFIX + "::" in report.nodeid:
+                self.skipped.add(report.nodeid)
             return
         # Keyed by id: a rerun of the same scenario replaces its earlier result.
         self.results[report.harness_id] = text  # type: ignore[attr-defined]
@@ -215,6 +321,7 @@ class SuiteState:
         if report.nodeid in self.collection_errors:
             return  # the same file, reported again by another xdist worker
         self.collection_errors[report.nodeid] = str(report.longrepr)
+        self.unloaded_files.add(_project_file(Path(self.config.rootpath, report.nodeid)))
         if self.is_worker or self.config.getoption("continue_on_collection_errors", False):
             return
         # Serial pytest stops after collection errors and runs nothing; under xdist the
@@ -228,10 +335,10 @@ class SuiteState:
         if self.is_worker:
             return
         status = int(session.exitstatus)
-        interrupted = bool(self.collection_errors) and status == 2
-        # Not after an interrupted collection (a partial run would overwrite good
-        # reports), nor when nothing was selected.
-        if (self.json_path or self.html_path) and status != 5 and not interrupted:
+        # Ctrl-C, collection errors and pytest's own crashes stop a session part way: its
+        # results would overwrite good reports with partial ones. Nothing selected: none.
+        self.interrupted = status in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
+        if (self.json_path or self.html_path) and status != 5 and not self.interrupted:
             self._write_reports()
         if self.collection_errors and status in (0, 1, 5):
             status = EXIT_BAD_INPUT
@@ -263,12 +370,27 @@ class SuiteState:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.is_worker or self.config.get_verbosity() < -1:
             return
-        if not (self.results or self.written or self.report_errors or self.collection_errors):
+        if not (
+            self.results
+            or self.written
+            or self.report_errors
+            or self.collection_errors
+            or self.skipped
+            or (self.interrupted and (self.json_path or self.html_path))
+        ):
             return
         terminalreporter.write_sep("=", "harness summary")
         for line in summary_lines(self, cwd=Path(self.config.invocation_params.dir)):
             alarm = any(w in line for w in ("did not load", "report error", "harness crashed"))
             terminalreporter.write_line(line, red=alarm, bold=alarm)
+
+
+class _Deselected:
+    """An item an xdist worker deselected, as the controller's terminal stats count it
+    (the controller has no items; plugins that read the stats find a node id)."""
+
+    def __init__(self, nodeid: str) -> None:
+        self.nodeid = nodeid
 
 
 _STATE = pytest.StashKey[SuiteState]()
@@ -307,7 +429,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if modules:
         _load_harness_plugins(modules, state)
     if state.baseline_path is not None and not state.is_worker:
-        state.baseline = _load_baseline(state.baseline_path, config.getoption("harness_baseline"))
+        state.baseline = _load_baseline(config.getoption("harness_baseline"))
 
 
 def _load_harness_plugins(modules: list[str], state: SuiteState) -> None:
@@ -319,21 +441,19 @@ def _load_harness_plugins(modules: list[str], state: SuiteState) -> None:
     try:
         load_plugin_modules(modules)
     except HarnessError as exc:
-        raise pytest.UsageError(f"--harness-plugin: {exc}") from None
+        # The message names --harness-plugin already (harness.plugins says where).
+        raise pytest.UsageError(str(exc)) from None
 
 
-def _load_baseline(path: Path, given: str) -> Results:
-    from harness.results import Results
+def _load_baseline(given: str) -> Results:
+    from harness.results import ResultsFileError, load_results
 
+    # The loader of `harness report --baseline`: the same checks, the same one-line errors.
+    # (The path as given, relative to the current directory, which is pytest's start.)
     try:
-        return Results.load(path)
-    except FileNotFoundError:
-        raise pytest.UsageError(f"--harness-baseline {given}: no such file") from None
-    except (OSError, ValueError) as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise pytest.UsageError(
-            f"--harness-baseline {given}: not a harness results.json file ({first})"
-        ) from None
+        return load_results(given, what="--harness-baseline")
+    except ResultsFileError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -410,6 +530,19 @@ class ScenarioItem(pytest.Item):
         self.scenario = scenario
         self.result: ScenarioResult | None = None
         self.internal_error: str | None = None
+        # An exception that escaped the run, and whose code raised it (None: harness's).
+        self.escaped: BaseException | None = None
+        self.culprit: str | None = None
+        self._id: str | None = None
+
+    @property
+    def scenario_id(self) -> str:
+        """The scenario's id, ``path::name`` (the key of results.json and the baseline)."""
+        if self._id is None:
+            from harness.scenario import scenario_id
+
+            self._id = scenario_id(self.scenario)
+        return self._id
 
     def runtest(self) -> None:
         from harness.errors import HarnessError
@@ -426,9 +559,13 @@ class ScenarioItem(pytest.Item):
             self.result = _error_result(self.scenario, exc)
             raise ScenarioFailed(self.result) from None
         except Exception as exc:
-            # harness itself crashed: keep the traceback for the bug report, exit 3.
+            # The scenario errors either way. Raised in a plugin's (or other user) code,
+            # it is that code's error; raised in harness, harness crashed: exit 3.
             self.result = _error_result(self.scenario, exc)
-            self.internal_error = f"{self.nodeid}: {type(exc).__name__}: {exc}"
+            self.escaped = exc
+            self.culprit = _culprit(exc)
+            if self.culprit is None:
+                self.internal_error = f"{self.nodeid}: {type(exc).__name__}: {exc}"
             raise
         self.result = result
         if result.status != "passed":
@@ -437,10 +574,110 @@ class ScenarioItem(pytest.Item):
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:  # type: ignore[override]
         if isinstance(excinfo.value, ScenarioFailed):
             return format_failure(excinfo.value.result, verbose=self.config.get_verbosity() > 0)
-        return super().repr_failure(excinfo, style=style)
+        if excinfo.value is not self.escaped or self.config.getoption("fulltrace", False):
+            return super().repr_failure(excinfo, style=style)  # not from the run (setup, say)
+        # An exception escaped the run: its traceback from runtest on, without the frames
+        # of pytest, pluggy and other libraries in between (--fulltrace shows them all).
+        tbstyle = self.config.getoption("tbstyle", "auto")
+        shown = excinfo.getrepr(
+            style=tbstyle if tbstyle in ("long", "native") else "short",
+            tbfilter=_own_frames,
+            chain=False,
+            showlocals=bool(self.config.getoption("showlocals", False)),
+        )
+        # The first line is the one pytest's short test summary shows.
+        error = f"{type(excinfo.value).__name__}: {excinfo.value}"
+        if self.culprit is not None:
+            verdict = f"raised in {self.culprit}, not in harness: the scenario ends in error"
+        else:
+            verdict = "harness crashed: a bug in harness, please report it with this traceback"
+        return f"{error} ({verdict})\n{shown}"
 
-    def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, None, f"scenario {self.name}"
+    def reportinfo(self) -> tuple[Path, int, str]:
+        # Line 0, not None: pytest's report of a skip mark needs a line. The id names the
+        # file too, so failures in a large suite are told apart by their headers.
+        return self.path, 0, self.scenario_id
+
+
+def _is_library(path: Path) -> bool:
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        root = paths.get(key)
+        if root and path.is_relative_to(Path(root).resolve()):
+            return True
+    return False
+
+
+_HARNESS_DIR = Path(__file__).resolve().parent
+
+
+def _culprit(exc: BaseException) -> str | None:
+    """Whose code raised ``exc``: ``plugin NAME (file:line)`` or ``file:line`` for other
+    code outside harness, or None when it was harness itself.
+
+    The innermost frame in harness, in a harness plugin or in other code of the project
+    decides; frames of the standard library and installed packages are passed over (the
+    code that called them decides), so a plugin whose library call raises is to blame.
+    """
+    import sys
+    import traceback
+    import types
+
+    from harness.plugins import get_plugins
+    from harness.scenario.loader import display_path
+
+    plugin_files: dict[Path, str] = {}
+    try:
+        plugins = get_plugins().plugins()
+    except Exception:  # never hide the exception being explained behind another one
+        plugins = []
+    for name, plugin in plugins:
+        module = (
+            plugin
+            if isinstance(plugin, types.ModuleType)
+            else sys.modules.get(type(plugin).__module__)
+        )
+        file = getattr(module, "__file__", None)
+        if file:
+            path = Path(file).resolve()
+            # A package's plugin owns the package's modules; a module, only itself.
+            plugin_files[path.parent if path.name == "__init__.py" else path] = name
+    for frame, lineno in reversed(list(traceback.walk_tb(exc.__traceback__))):
+        filename = frame.f_code.co_filename
+        if filename.startswith("<"):
+            continue  # generated code (templates, frozen modules): its caller decides
+        path = Path(filename).resolve()
+        if path.is_relative_to(_HARNESS_DIR):
+            return None
+        where = f"{display_path(path)}:{lineno}"
+        for owned, name in plugin_files.items():
+            if path == owned or (owned.is_dir() and path.is_relative_to(owned)):
+                return f"plugin {name} ({where})"
+        if not _is_library(path):
+            return where
+    return None
+
+
+def _own_frames(excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
+    """The frames worth reading: from ScenarioItem.runtest on, in harness or user code,
+    and the innermost frame wherever it is."""
+    frames = excinfo.traceback.cut(path=Path(__file__))
+    if not frames:
+        frames = excinfo.traceback
+    last = frames[-1] if frames else None
+
+    def keep(entry: Any) -> bool:
+        if entry is last:
+            return True
+        path = entry.path
+        if not isinstance(path, Path):
+            return False
+        path = path.resolve()
+        return path.is_relative_to(_HARNESS_DIR) or not _is_library(path)
+
+    return frames.filter(keep)
 
 
 def _error_result(scenario: Scenario, exc: BaseException) -> ScenarioResult:
@@ -481,7 +718,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
     # A scenario that ended in `error` (a scenario or harness bug, not an unmet
     # expectation) shows as a pytest error: E, ERROR, counted under "errors".
-    if report.when == "call" and getattr(report, "harness_status", None) == "error":
+    # (Not under an xfail mark: pytest reports that one as xfailed.)
+    if (
+        report.when == "call"
+        and report.failed
+        and getattr(report, "harness_status", None) == "error"
+    ):
         return "error", "E", "ERROR"
     return None
 
@@ -506,13 +748,19 @@ def summary_lines(state: SuiteState, *, cwd: Path, slowest: int = 5) -> list[str
             + f"), simulated time {s.sim_time:.2f}s"
         )
         lines.append("terminations: " + ", ".join(f"{k} {n}" for k, n in s.by_termination.items()))
-        slow = sorted(results.scenarios, key=lambda r: (-r.wall_time, r.id))[:slowest]
-        lines.append("slowest:")
-        lines.extend(f"  {r.wall_time:7.2f}s  {r.id}" for r in slow)
+        # Entries that would print as 0.00s say nothing: a quick suite gets no list.
+        slow = [r for r in results.scenarios if r.wall_time >= _SHOWN_WALL_TIME]
+        slow = sorted(slow, key=lambda r: (-r.wall_time, r.id))[:slowest]
+        if slow:
+            lines.append("slowest:")
+            lines.extend(f"  {r.wall_time:7.2f}s  {r.id}" for r in slow)
+    if state.skipped:
+        lines.append(f"skipped: {len(state.skipped)} (not run, so not in results.json)")
     if state.diff is not None:
         shown = _shown(state.baseline_path, cwd) if state.baseline_path else "baseline"
         counts = ", ".join(f"{len(state.diff.get(k) or [])} {k}" for k in _DIFF_KEYS)
-        lines.append(f"baseline {shown}: {counts}")
+        not_run = len(state.diff.get("not_run") or [])
+        lines.append(f"baseline {shown}: {counts}" + (f", {not_run} not run" if not_run else ""))
         for entry in state.diff.get("regressions") or []:
             lines.append(
                 f"  regression: {entry.get('id')} "
@@ -524,11 +772,23 @@ def summary_lines(state: SuiteState, *, cwd: Path, slowest: int = 5) -> list[str
             f"{count} scenario file(s) did not load"
             + ("" if state.written else "; reports not written")
         )
+    elif state.interrupted:
+        lines.append("interrupted: nothing was written (reports and baseline left as they were)")
     lines.extend(f"harness crashed: {error}" for error in state.internal_errors)
     lines.extend(f"report error: {error}" for error in state.report_errors)
     if state.written:
         lines.append("results: " + ", ".join(_shown(p, cwd) for p in state.written))
     return lines
+
+
+def _project_file(path: Path) -> str:
+    """A file as scenario ids name it: its POSIX path relative to its project root."""
+    from harness.plugins import project_root
+
+    try:
+        return path.resolve().relative_to(project_root(path.parent)).as_posix()
+    except ValueError:
+        return path.resolve().as_posix()
 
 
 def _shown(path: Path, cwd: Path) -> str:
@@ -541,10 +801,15 @@ def _shown(path: Path, cwd: Path) -> str:
 # -- reports -------------------------------------------------------------------------------
 
 _DIFF_KEYS = ("regressions", "fixed", "changed", "added", "removed")
+# The summary's "slowest" list leaves out what would print as 0.00s.
+_SHOWN_WALL_TIME = 0.005
 
 
-def diff_against_baseline(old: Results, new: Results, source: Path | None) -> dict[str, Any]:
-    """The ``baseline`` section of results.json (harness.report's diff)."""
+def diff_against_baseline(
+    old: Results, new: Results, source: Path | None, *, not_run: set[str] | None = None
+) -> dict[str, Any]:
+    """The ``baseline`` section of results.json (harness.report's diff); ``not_run`` ids
+    are listed as not run instead of removed."""
     from harness.plugins import project_root
     from harness.report import diff_results
 
@@ -555,7 +820,7 @@ def diff_against_baseline(old: Results, new: Results, source: Path | None) -> di
             name = source.resolve().relative_to(project_root()).as_posix()
         except ValueError:
             name = str(source)
-    return diff_results(old, new, source=name).to_json_dict()
+    return diff_results(old, new, source=name, not_run=not_run or ()).to_json_dict()
 
 
 # -- failure text --------------------------------------------------------------------------
@@ -575,11 +840,12 @@ def format_failure(result: ScenarioResult, *, verbose: bool = False) -> str:
     result = scrub_model(result)  # before long values are shortened
     limit = None if verbose else 300
     lines: list[str] = []
+    message = _error_message(result)
     if result.status == "error":
         lines.append(f"scenario {result.name!r} ended in error (a scenario or harness bug)")
         error = result.final.error or {}
         kind = error.get("exception") or error.get("type") or "error"
-        lines.append(f"  {kind}: {error.get('message', '')}")
+        lines.append(f"  {kind}: {message.splitlines()[0] if message else ''}")
     failed = result.failed_expectations
     if failed:
         lines.append(
@@ -595,7 +861,41 @@ def format_failure(result: ScenarioResult, *, verbose: bool = False) -> str:
         f"{result.llm_calls} LLM call(s)):"
     )
     lines.extend("  " + line for line in trajectory_lines(result, verbose=verbose))
+    if message and _shown_below(result, message, None if verbose else _TRAJECTORY_LIMIT):
+        # A cassette miss's diff, a traceback-like text: readable only as its own lines.
+        lines.append(f"{result.termination.value} message:")
+        shown = message.splitlines()
+        if not verbose and len(shown) > _MESSAGE_LINES:
+            hidden = len(shown) - _MESSAGE_LINES
+            shown = [*shown[:_MESSAGE_LINES], f"... {hidden} more line(s); -v shows all"]
+        lines.extend("  " + line for line in shown)
     return "\n".join(lines)
+
+
+# The longest error message a failure shows whole (-v shows any).
+_MESSAGE_LINES = 100
+
+
+# Values in a trajectory line are cut at this many characters (-v: never).
+_TRAJECTORY_LIMIT = 60
+
+
+def _shown_below(result: ScenarioResult, message: str, limit: int | None) -> bool:
+    """Whether an error message gets lines of its own below the trajectory: when it has
+    several, or is too long for the trajectory's last line (and not already whole in the
+    header of a scenario that ended in error)."""
+    if "\n" in message:
+        return True
+    return result.status != "error" and limit is not None and len(_value(message, None)) > limit
+
+
+def _error_message(result: ScenarioResult) -> str:
+    """final.error's message when the run ended in an error ('' otherwise)."""
+    error = result.final.error
+    if result.termination.value not in ("llm_error", "error") or not error:
+        return ""
+    message = error.get("message")
+    return message if isinstance(message, str) else ""
 
 
 def _call_text(call: Any, limit: int | None) -> str:
@@ -610,7 +910,7 @@ def _call_text(call: Any, limit: int | None) -> str:
 
 def trajectory_lines(result: ScenarioResult, *, verbose: bool = False) -> list[str]:
     """One line per iteration: ``N  llm#k -> tools asked; ran: calls`` and the ending."""
-    limit = None if verbose else 60
+    limit = None if verbose else _TRAJECTORY_LIMIT
     rows: dict[int, list[str]] = {}
     answered: set[int] = set()
     for event in result.events:
@@ -671,6 +971,12 @@ def _ending(result: ScenarioResult, limit: int | None) -> str:
     if final.error:
         error = final.error
         message = error.get("message") or error.get("type") or ""
+        if isinstance(message, str) and _shown_below(result, message, limit):
+            # The start of it: format_failure prints the whole text below the trajectory.
+            first = message.splitlines()[0]
+            if limit is not None and len(first) > limit:
+                first = first[:limit] + "…"
+            return f"{text}: {_value(first, None)} (message below)"
         return f"{text}: {_value(message, limit)}"
     if final.content:
         return f"{text}: {_value(final.content, limit)}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
 import sys
 
 import pytest
@@ -95,8 +96,6 @@ def test_run_passes_and_writes_reports_in_the_project(project):
             "*harness summary*",
             "scenarios: 1 (1 passed)*",
             "terminations: completed 1",
-            "slowest:",
-            "*scenarios/greet.scenario.yaml::greet",
             "results: reports/results.json, reports/report.html",
         ]
     )
@@ -162,6 +161,62 @@ def test_run_exits_5_when_nothing_is_selected(project, run):
     assert not (project.path / "reports/results.json").exists()
 
 
+SIGINT_LLM = """\
+import os
+import signal
+
+from harness import hookimpl
+from harness.llm import ScriptedLLM
+
+
+@hookimpl
+def harness_register_llms(register):
+    def factory(config):
+        if config.context.scenario_id:  # running, not being checked at load
+            os.killpg(os.getpgid(0), signal.SIGINT)  # Ctrl-C: the whole process group
+        return ScriptedLLM([{"content": "never"}])
+
+    register("interrupting", factory)
+"""
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_ctrl_c_leaves_reports_and_baseline_as_they_were(project, workers):
+    for i in range(5):
+        add(project, f"s{i}", PASSING.replace("greet", f"s{i}"))
+    assert harness(project, "run", "--update-baseline").ret == 0
+    reports = project.path / "reports"
+    before = {p.name: p.read_bytes() for p in reports.iterdir()}
+    assert set(before) == {"baseline.json", "results.json", "report.html"}
+
+    project.makepyfile(sigint_llm=SIGINT_LLM)
+    add(project, "s2b", "input: hi\nllm: {provider: interrupting}\n")  # third in file order
+    # A session of its own, as a terminal's foreground job: the signal reaches only it.
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "run",
+            "-p",
+            "sigint_llm",
+            "--update-baseline",
+            *workers,
+        ],
+        cwd=project.path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        start_new_session=True,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    if not workers:
+        assert "scenarios/s1.scenario.yaml ." in done.stdout  # some ran before it
+    assert "interrupted: nothing was written" in done.stdout
+    assert "baseline updated" not in done.stdout
+    assert {p.name: p.read_bytes() for p in reports.iterdir()} == before
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -171,7 +226,15 @@ def test_run_exits_5_when_nothing_is_selected(project, run):
         (["run", "missing/"], "no such file or folder: missing/"),
         (["run", "--baseline", "nope.json"], "--baseline nope.json: no such file"),
         (["run", "--fail-on-change"], "--fail-on-change needs a baseline"),
-        (["run", "-p", "no_such_plugin_module"], "no_such_plugin_module"),
+        (
+            ["run", "-p", "no_such_plugin_module"],
+            "harness run: -p no_such_plugin_module: cannot import plugin module "
+            "'no_such_plugin_module'",
+        ),
+        (
+            ["validate", "scenarios", "-p", "no_such_plugin_module"],
+            "harness validate: -p no_such_plugin_module: cannot import",
+        ),
         (["run", "--", "--no-such-pytest-flag"], "unrecognized arguments: --no-such-pytest-flag"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
     ],
@@ -182,6 +245,47 @@ def test_bad_flags_exit_2_with_a_message(project, run, args, message):
     assert status == 2, out + err
     assert message in out + err
     assert "Traceback" not in out + err
+    assert "--harness-" not in out + err  # options the user did not type
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "is not valid JSON: Expecting property name enclosed in double quotes"),
+        (
+            '{"schema_version": 2, "scenarios": []}',
+            "has schema_version 2; this harness reads schema_version 1: upgrade harness to read it",
+        ),
+        (
+            '{"schema_version": 1, "scenarios": [{"id": 3}]}',
+            "is not a valid harness results file: scenarios.0.id: Input should be a valid string",
+        ),
+    ],
+    ids=["not-json", "newer", "invalid"],
+)
+def test_a_baseline_that_cannot_be_used_is_bad_input_like_for_harness_report(
+    project, run, capsys, content, message
+):
+    add(project, "greet", PASSING)
+    (project.path / "base.json").write_text(content)
+    status, out, err = run("run", "--baseline", "base.json")
+    assert status == 2, out + err
+    assert f"harness run: --baseline 'base.json' {message}" in err
+    # harness report reads a baseline with the same loader and says the same.
+    assert cli.main(["report", "base.json", "--baseline", "base.json"]) == 2
+    assert f"'base.json' {message}" in capsys.readouterr().err
+    # The default baseline is named as a file: the user typed no --baseline.
+    (project.path / "reports").mkdir(exist_ok=True)
+    (project.path / "reports/baseline.json").write_text(content)
+    status, out, err = run("run")
+    assert status == 2
+    assert f"harness run: default baseline 'reports/baseline.json' {message}" in err
+    assert "--harness-baseline" not in out + err
+    # --update-baseline replaces it, after saying why it was not compared.
+    status, out, err = run("run", "--update-baseline")
+    assert status == 0, out + err
+    assert "not compared, --update-baseline replaces it" in err
+    assert len(Results.load(project.path / "reports/baseline.json").scenarios) == 1
 
 
 def test_a_report_that_cannot_be_written_exits_3(project, run):
@@ -279,6 +383,15 @@ def test_baseline_update_compare_and_fail_on_change(project, run):
     diff = json.loads((project.path / "reports/results.json").read_text())["baseline"]
     assert [c["id"] for c in diff["changed"]] == ["scenarios/greet.scenario.yaml::greet"]
     assert diff["source"] == "reports/baseline.json"  # not where this checkout happens to be
+
+    # A narrowed run compares what it ran; the rest is "not run", neither removed nor a
+    # change, even for --fail-on-change.
+    status, out, err = run("run", "-k", "other", "--fail-on-change")
+    assert status == 0, out + err
+    assert (
+        "baseline reports/baseline.json: 0 regressions, 0 fixed, 0 changed, 0 added, "
+        "0 removed, 1 not run" in out
+    )
 
     # Updating from a narrowed run keeps the entries of the scenarios it did not run.
     assert run("run", "-k", "greet", "--update-baseline")[0] == 0

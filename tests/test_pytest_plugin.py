@@ -129,6 +129,45 @@ def test_tags_are_registered_markers_selectable_with_m(pytester):
     markers.stdout.fnmatch_lines(["*scenario:*"])
 
 
+def test_tags_use_pytests_m_grammar_dashes_and_dots_included(pytester):
+    write(
+        pytester,
+        net_scenario=PASSING.replace("name: greet", "name: net").replace(
+            "[smoke]", "[slow-net, v1.2]"
+        ),
+        greet_scenario=PASSING,
+    )
+    strict = ("--strict-markers", "-W", "error::pytest.PytestUnknownMarkWarning")
+    result = pytester.runpytest("-m", "slow-net", *strict)
+    result.assert_outcomes(passed=1, deselected=1)
+    result = pytester.runpytest("-m", "v1.2 and not smoke", *strict)
+    result.assert_outcomes(passed=1, deselected=1)
+    result = pytester.runpytest("-m", "not slow-net", *strict)
+    result.assert_outcomes(passed=1, deselected=1)
+
+
+BAD_TAGS = {
+    "or": "tag 'or' is a keyword of pytest -m expressions and cannot be selected",
+    "not": "tag 'not' is a keyword of pytest -m expressions",
+    "skip": "tag 'skip' is one of pytest's own markers and would change how the scenario runs",
+    "xfail": "tag 'xfail' is one of pytest's own markers",
+    "usefixtures": "tag 'usefixtures' is one of pytest's own markers",
+    "'a b'": "tag 'a b' cannot be selected with pytest -m (' ' not allowed)",
+    "'a:b'": "tag 'a:b' cannot be selected with pytest -m (':' not allowed)",
+    "_private": "tag '_private': pytest marker names cannot start with '_'",
+}
+
+
+def test_tags_m_cannot_select_or_that_change_how_a_scenario_runs_are_errors(pytester):
+    for i, tag in enumerate(BAD_TAGS):
+        write(pytester, **{f"t{i}_scenario": f"tags: [ok, {tag}]\ninput: hi\n"})
+    result = pytester.runpytest()
+    assert result.ret == 2
+    for i, message in enumerate(BAD_TAGS.values()):
+        result.stdout.fnmatch_lines([f"t{i}.scenario.yaml:1: tags.1: {message}*"])
+    assert "Traceback" not in result.stdout.str()
+
+
 def test_every_scenario_has_the_scenario_marker(pytester):
     write(pytester, greet_scenario=PASSING)
     pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
@@ -184,6 +223,44 @@ def test_continue_on_collection_errors_runs_the_rest_and_still_exits_2(pytester)
 
 # -- outcomes --------------------------------------------------------------------------------
 
+MARKING_CONFTEST = """\
+import pytest
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.name == "greet":
+            item.add_marker(pytest.mark.skip(reason="not today"))
+        elif item.name == "later":
+            item.add_marker(pytest.mark.skipif(True, reason="not here"))
+        elif item.name == "wrong-forecast":
+            item.add_marker(pytest.mark.xfail(reason="known bug"))
+"""
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_skip_skipif_and_xfail_marks_from_a_conftest_apply_to_scenarios(pytester, workers):
+    write(
+        pytester,
+        greet_scenario=PASSING,
+        later_scenario=PASSING.replace("name: greet", "name: later"),
+        plain_scenario=PASSING.replace("name: greet", "name: plain"),
+        wrong_scenario=FAILING,
+    )
+    pytester.makeconftest(MARKING_CONFTEST)
+    result = pytester.runpytest_subprocess(*workers, "--harness-json=out.json")
+    out = result.stdout.str()
+    assert "INTERNALERROR" not in out + result.stderr.str()
+    result.assert_outcomes(passed=1, skipped=2, xfailed=1)
+    assert result.ret == 0  # xfail: an expected failure, as for any pytest item
+    # What ran is in results.json, the xfailed scenario with its real status; what was
+    # skipped did not run and has no entry.
+    data = load(pytester.path / "out.json")
+    assert [(s["name"], s["status"]) for s in data["scenarios"]] == [
+        ("plain", "passed"),
+        ("wrong-forecast", "failed"),
+    ]
+    assert "skipped: 2 (not run, so not in results.json)" in out
+
 
 def test_a_failure_shows_each_unmet_expectation_and_the_trajectory(pytester):
     write(pytester, wrong_scenario=FAILING)
@@ -191,7 +268,9 @@ def test_a_failure_shows_each_unmet_expectation_and_the_trajectory(pytester):
     assert result.ret == 1
     result.stdout.fnmatch_lines(
         [
-            "*scenario 'wrong-forecast': 2 of 2 expectation(s) not met",
+            # The header names the scenario by id: in a large suite no two look alike.
+            "_* wrong.scenario.yaml::wrong-forecast _*",
+            "scenario 'wrong-forecast': 2 of 2 expectation(s) not met",
             "  expect.iterations",
             "    expected: 3",
             "    actual:   4",
@@ -215,10 +294,53 @@ def test_a_scenario_that_ends_in_error_is_a_pytest_error_with_the_message(pytest
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         [
+            "_* ERROR at call of broken.scenario.yaml::broken _*",
             "*scenario 'broken' ended in error*",
             "  AbortRun: broken.scenario.yaml:5: tools.get_weather.returns: template error:*",
         ]
     )
+
+
+RECORDED = """\
+name: weather
+input: Weather in SF?
+tools:
+  get_weather:
+    parameters: {city: str}
+    returns: "72F in {{ args.city }}"
+llm: {provider: openai, model: gpt-4o-mini, cassette: weather.yaml, base_url: "URL"}
+"""
+
+
+def test_a_cassette_miss_shows_its_message_whole_below_the_trajectory(pytester, monkeypatch):
+    from harness.llm.script import ScriptStep
+    from harness.llm.server import create_app, running_app
+
+    for name in ("OPENAI_API_KEY", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    steps = [{"tool_calls": [{"get_weather": {"city": "SF"}}]}, {"content": "It is warm."}]
+    with running_app(create_app([ScriptStep.model_validate(s) for s in steps])) as url:
+        write(pytester, weather_scenario=RECORDED.replace("URL", url))
+        # (Subprocesses: cassette loading keeps module state that pytester's in-process
+        # runs would tear apart between sessions.)
+        assert pytester.runpytest_subprocess("--record-mode", "once").ret == 0
+    # The tool now answers differently: the second request is not in the cassette.
+    write(pytester, weather_scenario=RECORDED.replace("URL", url).replace("72F", "65F"))
+    for verbosity in ([], ["-v"]):
+        result = pytester.runpytest_subprocess(*verbosity)
+        assert result.ret == 1
+        result.stdout.fnmatch_lines(
+            [
+                '    => llm_error: "cassette miss: request 2 of the run * (message below)',
+                "llm_error message:",
+                "  *weather.yaml*",
+                "*Nearest recorded request: interaction 2*",
+                '  -      "content": "72F in SF",',
+                '  +      "content": "65F in SF",',
+            ]
+        )
+        out = result.stdout.str()
+        assert "\\n" not in out and "more characters; -v shows all" not in out
 
 
 def test_parallel_calls_are_shown_side_by_side_in_the_trajectory(pytester):
@@ -293,10 +415,33 @@ def test_results_json_follows_the_design_and_is_sorted_by_id(pytester):
             "*harness summary*",
             "scenarios: 3 (1 error, 1 failed, 1 passed)*",
             "terminations: completed 2, error 1",
-            "slowest:",
             "results: reports/results.json",
         ]
     )
+
+
+def test_the_slowest_list_leaves_out_what_would_show_as_0_00s(pytester, tmp_path):
+    from harness.pytest_plugin import SuiteState, summary_lines
+    from harness.results import build_results
+    from harness.scenario import run_scenario
+
+    path = tmp_path / "greet.scenario.yaml"
+    path.write_text(PASSING)
+    config = pytester.parseconfig()
+    state = SuiteState(config)
+
+    def summary(*wall_times: float) -> list[str]:
+        scenarios = []
+        for i, wall_time in enumerate(wall_times):
+            result = run_scenario(path)
+            scenarios.append(result.model_copy(update={"id": f"s{i}", "wall_time": wall_time}))
+        state.final = build_results(scenarios)
+        return summary_lines(state, cwd=tmp_path)
+
+    assert not any("slowest" in line for line in summary(0.001, 0.0049))
+    lines = summary(0.001, 0.25, 0.005)
+    start = lines.index("slowest:")
+    assert lines[start + 1 :] == ["     0.25s  s1", "     0.01s  s2"]
 
 
 def test_the_same_suite_gives_the_same_results_twice(pytester):
@@ -334,11 +479,103 @@ def test_baseline_diff_goes_into_the_results(pytester):
     assert "baseline" not in load(pytester.path / "base.json")
 
 
-def test_a_missing_baseline_is_a_usage_error(pytester):
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "--harness-baseline 'base.json' does not exist"),
+        ("{not json", "--harness-baseline 'base.json' is not valid JSON: Expecting property name*"),
+        (
+            '{"schema_version": 2, "scenarios": []}',
+            "--harness-baseline 'base.json' has schema_version 2; this harness reads schema_version 1: upgrade harness*",
+        ),
+    ],
+    ids=["missing", "not-json", "newer"],
+)
+def test_a_baseline_that_cannot_be_used_is_a_usage_error(pytester, content, message):
+    """The same loader, and the same one-line errors, as `harness report --baseline`."""
     write(pytester, greet_scenario=PASSING)
-    result = pytester.runpytest("--harness-baseline=nope.json")
+    if content is not None:
+        (pytester.path / "base.json").write_text(content)
+    result = pytester.runpytest("--harness-baseline=base.json")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--harness-baseline nope.json: no such file*"])
+    result.stderr.fnmatch_lines([f"ERROR: {message}"])
+    assert "Traceback" not in result.stderr.str()
+
+
+NARROWING = {
+    "greet_scenario": PASSING,
+    "calm_scenario": PASSING.replace("name: greet", "name: calm").replace("[smoke]", "[nightly]"),
+    "sub__deep_scenario": PASSING.replace("name: greet", "name: deep").replace("[smoke]", "[]"),
+}
+
+
+def test_a_narrowed_run_lists_what_it_did_not_run_as_not_run_not_removed(pytester):
+    write(pytester, **NARROWING)
+    assert pytester.runpytest("--harness-json=base.json").ret == 0
+    runs = {
+        "k": ["-k", "greet"],
+        "m": ["-m", "smoke"],
+        "path": ["greet.scenario.yaml"],
+        "folder": ["sub"],
+    }
+    for name, args in runs.items():
+        result = pytester.runpytest(
+            *args, f"--harness-json={name}.json", "--harness-baseline=base.json"
+        )
+        assert result.ret == 0, name
+        diff = load(pytester.path / f"{name}.json")["baseline"]
+        assert diff["removed"] == [], name
+        assert len(diff["not_run"]) == 2 and diff["compared"] == 1, name
+        result.stdout.fnmatch_lines(["baseline base.json: * 0 removed, 2 not run"])
+
+
+def test_removed_means_gone_from_where_the_run_looked(pytester):
+    write(pytester, **NARROWING)
+    assert pytester.runpytest("--harness-json=base.json").ret == 0
+    (pytester.path / "calm.scenario.yaml").unlink()  # the file is gone
+    write(pytester, sub__deep_scenario=NARROWING["sub__deep_scenario"].replace("deep", "deeper"))
+
+    # A run of sub/ only: the deleted file lies outside it, so it is not run, not removed;
+    # the renamed scenario's file was collected and no longer holds the old name: removed.
+    result = pytester.runpytest("sub", "--harness-json=sub.json", "--harness-baseline=base.json")
+    diff = load(pytester.path / "sub.json")["baseline"]
+    assert [r["id"] for r in diff["removed"]] == ["sub/deep.scenario.yaml::deep"]
+    assert [r["id"] for r in diff["added"]] == ["sub/deep.scenario.yaml::deeper"]
+    assert sorted(r["id"] for r in diff["not_run"]) == [
+        "calm.scenario.yaml::calm",
+        "greet.scenario.yaml::greet",
+    ]
+
+    # A run of everything, even one deselecting most: the deleted file is removed.
+    for args in ([], ["-k", "greet"]):
+        result = pytester.runpytest(
+            *args, "--harness-json=all.json", "--harness-baseline=base.json"
+        )
+        assert result.ret == 0
+        diff = load(pytester.path / "all.json")["baseline"]
+        assert [r["id"] for r in diff["removed"]] == [
+            "calm.scenario.yaml::calm",
+            "sub/deep.scenario.yaml::deep",
+        ]
+
+
+def test_not_run_is_the_same_under_xdist(pytester):
+    write(pytester, **NARROWING)
+    assert pytester.runpytest("--harness-json=base.json").ret == 0
+    (pytester.path / "calm.scenario.yaml").unlink()
+    common = ("-m", "smoke or nightly", "--harness-baseline=base.json")
+    serial = pytester.runpytest_subprocess(*common, "--harness-json=serial.json", "-p", "no:xdist")
+    parallel = pytester.runpytest_subprocess(*common, "--harness-json=parallel.json", "-n", "2")
+    assert serial.ret == parallel.ret == 0
+    one, two = load(pytester.path / "serial.json"), load(pytester.path / "parallel.json")
+    assert stable(one) == stable(two)
+    assert [r["id"] for r in one["baseline"]["not_run"]] == ["sub/deep.scenario.yaml::deep"]
+    assert [r["id"] for r in one["baseline"]["removed"]] == ["calm.scenario.yaml::calm"]
+    # The deselected count reaches the controller, as in a serial run.
+    parallel.stdout.fnmatch_lines(["*1 passed, 1 deselected*"])
+    nothing = pytester.runpytest_subprocess("-n", "2", "-m", "nomatch")
+    assert nothing.ret == 5
+    nothing.stdout.fnmatch_lines(["*2 deselected*"])
 
 
 def test_the_html_report_is_written(pytester):
@@ -383,7 +620,9 @@ def test_probe(harness, pytestconfig):
         (False, ["-p", "recording", "-p", "harness"], True),
         (False, ["-p", "harness.pytest_plugin", "-p", "pytest_recording.plugin"], True),
         (False, ["-p", "pytest_recording.plugin", "-p", "harness.pytest_plugin"], True),
-        (False, ["-p", "harness"], False),
+        # Installed but not asked for: harness loads it, the one owner of --record-mode.
+        (False, ["-p", "harness"], True),
+        (False, ["-p", "harness", "-p", "no:recording"], False),
     ],
     ids=[
         "autoload",
@@ -393,6 +632,7 @@ def test_probe(harness, pytestconfig):
         "modules-harness-first",
         "modules-recording-first",
         "harness-alone",
+        "harness-alone-recording-blocked",
     ],
 )
 def test_record_mode_is_shared_with_pytest_recording_in_any_load_order(
@@ -410,6 +650,26 @@ def test_record_mode_is_shared_with_pytest_recording_in_any_load_order(
     assert result.ret == 0, result.stdout.str() + result.stderr.str()
     result.stdout.fnmatch_lines(["*MODE new_episodes True", f"RECORDING {recording}"])
     assert "already used" not in result.stderr.str()
+
+
+@pytest.mark.parametrize("where", ["conftest", "ini-addopts"])
+def test_record_mode_is_shared_when_pytest_recording_comes_from_a_conftest_or_the_ini(
+    pytester, monkeypatch, where
+):
+    """The two places pytest reads after harness has added its options."""
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    pytester.makepyfile(test_probe=RECORD_PROBE)
+    write(pytester, greet_scenario=PASSING)
+    if where == "conftest":
+        pytester.makeconftest('pytest_plugins = ["pytest_recording.plugin"]\n')
+        plugins = ["-p", "harness"]
+    else:
+        pytester.makeini("[pytest]\naddopts = -p harness -p recording\n")
+        plugins = []
+    result = pytester.runpytest(*plugins, "-s", "--record-mode", "new_episodes")
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines(["*MODE new_episodes False", "RECORDING True"])
+    result.assert_outcomes(passed=2)
 
 
 def test_record_mode_defaults_to_none_and_rejects_unknown_values(pytester):
@@ -467,28 +727,115 @@ def test_a_harness_plugin_that_does_not_import_is_a_usage_error(pytester):
     result.stderr.fnmatch_lines(["*--harness-plugin:*no_such_module_here*"])
 
 
-def test_an_exception_escaping_the_runner_is_an_internal_error_exit_3(pytester):
-    pytester.makepyfile(
-        crashing_llm=textwrap.dedent(
-            """\
-            from harness import hookimpl
+CRASHING_LLM = """\
+from harness import hookimpl
 
-            @hookimpl
-            def harness_register_llms(register):
-                def factory(config):
-                    raise RuntimeError("factory bug")
-                register("crashing", factory)
-            """
-        )
-    )
-    write(pytester, crash_scenario="input: hi\nllm: {provider: crashing}\n")
+@hookimpl
+def harness_register_llms(register):
+    def factory(config):
+        raise RuntimeError("factory bug")
+    register("crashing", factory)
+"""
+
+
+def test_an_exception_raised_in_a_plugin_is_that_plugins_error_with_a_short_traceback(pytester):
+    pytester.makepyfile(crashing_llm=CRASHING_LLM)
+    write(pytester, crash_scenario="input: hi\nllm: {provider: crashing}\n", greet_scenario=PASSING)
     result = pytester.runpytest_subprocess(
         "--harness-plugin", "crashing_llm", "--harness-json=out.json"
     )
-    assert result.ret == 3
-    result.stdout.fnmatch_lines(["*RuntimeError: factory bug*", "harness crashed: *factory bug*"])
-    (entry,) = load(pytester.path / "out.json")["scenarios"]
+    assert result.ret == 1  # a scenario errored; harness did not crash
+    result.assert_outcomes(passed=1, errors=1)
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "RuntimeError: factory bug (raised in plugin crashing_llm (crashing_llm.py:6), "
+            "not in harness: the scenario ends in error)",
+            "*harness/scenario/runner.py:*: in arun_scenario",
+            "crashing_llm.py:6: in factory",
+            '    raise RuntimeError("factory bug")',
+            "E   RuntimeError: factory bug",
+        ]
+    )
+    errors = out[out.index("= ERRORS =") : out.index("harness summary")]
+    assert len(errors.splitlines()) < 30, errors
+    assert "_pytest" not in errors and "pluggy" not in errors
+    assert "harness crashed" not in out
+    entry = next(s for s in load(pytester.path / "out.json")["scenarios"] if s["name"] == "crash")
     assert entry["status"] == "error" and entry["final"]["error"]["message"] == "factory bug"
+
+
+BREAKING_CONFTEST = """\
+import harness.scenario.runner as runner
+
+def pytest_configure(config):
+    # A bug inside harness: the runner calls something that is not callable.
+    runner.evaluate = None
+"""
+
+
+def test_an_exception_raised_in_harness_is_an_internal_error_exit_3(pytester):
+    pytester.makeconftest(BREAKING_CONFTEST)
+    write(pytester, greet_scenario=PASSING)
+    result = pytester.runpytest_subprocess("--harness-json=out.json")
+    assert result.ret == 3
+    result.stdout.fnmatch_lines(
+        [
+            "TypeError: 'NoneType' object is not callable (harness crashed: a bug in harness, "
+            "please report it with this traceback)",
+            "*harness/scenario/runner.py:*: in arun_scenario",
+            "E   TypeError: 'NoneType' object is not callable",
+            "harness crashed: greet.scenario.yaml::greet: TypeError: *",
+        ]
+    )
+    out = result.stdout.str()
+    errors = out[out.index("= ERRORS =") : out.index("harness summary")]
+    assert "_pytest" not in errors and "pluggy" not in errors
+    (entry,) = load(pytester.path / "out.json")["scenarios"]
+    assert entry["status"] == "error"
+    # --fulltrace shows pytest's frames too.
+    full = pytester.runpytest_subprocess("--fulltrace")
+    assert "_pytest" in full.stdout.str()
+
+
+SIGINT_LLM = """\
+import os
+import signal
+
+from harness import hookimpl
+from harness.llm import ScriptedLLM
+
+
+@hookimpl
+def harness_register_llms(register):
+    def factory(config):
+        if config.context.scenario_id:  # running, not being checked at load
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C
+        return ScriptedLLM([{"content": "never"}])
+
+    register("interrupting", factory)
+"""
+
+
+def test_an_interrupted_run_writes_no_reports(pytester):
+    pytester.makepyfile(sigint_llm=SIGINT_LLM)
+    for name in ("a1", "a2", "b3", "b4", "b5"):
+        write(pytester, **{f"{name}_scenario": PASSING.replace("greet", name)})
+    reports = ("--harness-json=out.json", "--harness-html=out.html")
+    assert pytester.runpytest_subprocess(*reports).ret == 0
+    before = {name: (pytester.path / name).read_bytes() for name in ("out.json", "out.html")}
+
+    # The third scenario (in file order) presses Ctrl-C.
+    write(pytester, b2_scenario="input: hi\nllm: {provider: interrupting}\n")
+    result = pytester.runpytest_subprocess("--harness-plugin", "sigint_llm", *reports)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(
+        [
+            "a2.scenario.yaml .*",  # two scenarios ran before it
+            "interrupted: nothing was written (reports and baseline left as they were)",
+        ]
+    )
+    assert {name: (pytester.path / name).read_bytes() for name in before} == before
 
 
 def test_scenarios_only_skips_python_tests_in_folders_but_not_named_files(pytester):

@@ -106,7 +106,7 @@ CASES = [
     ),
     (
         "tag pytest -m cannot select",
-        "name: x\ntags: [ok, not-ok]\n",
+        "name: x\ntags: [ok, not ok]\n",
         2,
         "tags.1",
         "cannot be selected with pytest -m",

@@ -7,7 +7,10 @@ Scenarios are matched by id. The categories, as results.json's ``baseline`` hold
 - ``changed``: in both runs with different behaviour (status, termination, iterations,
   LLM calls, tool-call trajectory or final response), old and new side by side; a
   regression or fix whose behaviour changed is listed here too, with the details;
-- ``added`` / ``removed``: ids only in this run / only in the baseline.
+- ``added`` / ``removed``: ids only in this run / only in the baseline;
+- ``not_run``: baseline ids the caller says this run did not run although they still
+  exist (a run narrowed by -k, -m or paths, a skipped scenario): neither compared nor
+  removed.
 
 Only fields that are identical across runs of the same inputs are compared
 (``wall_time`` and ``meta`` never are), so an unchanged suite diffs empty.
@@ -16,6 +19,7 @@ Only fields that are identical across runs of the same inputs are compared
 from __future__ import annotations
 
 import difflib
+from collections.abc import Collection
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -127,6 +131,8 @@ class BaselineDiff(BaseModel):
     changed: list[ScenarioChange] = Field(default_factory=list)
     added: list[ScenarioRef] = Field(default_factory=list)
     removed: list[ScenarioRef] = Field(default_factory=list)
+    # Not a difference: only what the run left out (see diff_results' ``not_run``).
+    not_run: list[ScenarioRef] = Field(default_factory=list)
 
     @property
     def has_regressions_or_changes(self) -> bool:
@@ -235,10 +241,17 @@ def _status_change(old: ScenarioResult, new: ScenarioResult) -> StatusChange:
     )
 
 
-def diff_results(old: Results, new: Results, *, source: str | None = None) -> BaselineDiff:
+def diff_results(
+    old: Results,
+    new: Results,
+    *,
+    source: str | None = None,
+    not_run: Collection[str] = (),
+) -> BaselineDiff:
     """Compare ``new`` with the baseline ``old``, scenario by scenario (matched by id).
 
-    ``source`` names the baseline (its path) in the diff. Every list is sorted by id.
+    ``source`` names the baseline (its path) in the diff. Baseline ids in ``not_run``
+    that ``new`` lacks go to ``not_run`` instead of ``removed``. Every list is sorted by id.
     """
     before = {s.id: s for s in old.scenarios}
     after = {s.id: s for s in new.scenarios}
@@ -249,7 +262,7 @@ def diff_results(old: Results, new: Results, *, source: str | None = None) -> Ba
             diff.added.append(_ref(now))  # type: ignore[arg-type]
             continue
         if now is None:
-            diff.removed.append(_ref(was))
+            (diff.not_run if scenario_id in not_run else diff.removed).append(_ref(was))
             continue
         diff.compared += 1
         if was.status == "passed" and now.status != "passed":

@@ -20,6 +20,7 @@ from pydantic import (
 from harness.actions import Termination
 from harness.llm.config import LLMConfig
 from harness.loop import AgentConfig
+from harness.markers import check_tag
 from harness.messages import Conversation
 
 __all__ = [
@@ -38,7 +39,6 @@ __all__ = [
 # Unknown keys are errors, and numbers are finite: an infinite latency or bound would
 # reach results.json as Infinity (not JSON) or a clock that never stops.
 _STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
-_TAG = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # What the OpenAI API accepts as a function name (Chat Completions and Responses).
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -382,15 +382,6 @@ def _check_tool_name(name: str) -> str:
     return name
 
 
-def _check_tag(tag: str) -> str:
-    if not _TAG.match(tag):
-        raise ValueError(
-            f"tag {tag!r} cannot be selected with pytest -m; use letters, digits and "
-            f"underscores (e.g. {re.sub(r'[^A-Za-z0-9_]', '_', tag)!r})"
-        )
-    return tag
-
-
 class Scenario(BaseModel):
     """One ``*.scenario.yaml`` file."""
 
@@ -400,7 +391,7 @@ class Scenario(BaseModel):
         default=None, description="default: the file name without .scenario.yaml"
     )
     description: str | None = None
-    tags: list[Annotated[str, AfterValidator(_check_tag)]] = Field(
+    tags: list[Annotated[str, AfterValidator(check_tag)]] = Field(
         default_factory=list, description="become pytest markers"
     )
     seed: int | str | None = Field(default=None, description="seeds Faker; default: the name")
