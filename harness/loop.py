@@ -622,7 +622,9 @@ def _error_final(exc: BaseException) -> FinalResponse:
     return FinalResponse(
         error={
             "type": "error",
-            "exception": type(exc).__name__,
+            # AbortRun's message is written for people (file, line, field): its class name
+            # would only say that harness stopped the run on purpose.
+            "exception": None if isinstance(exc, AbortRun) else type(exc).__name__,
             "message": clean_text(str(exc)),
             "status": None,
         }

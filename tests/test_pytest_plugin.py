@@ -296,7 +296,7 @@ def test_a_scenario_that_ends_in_error_is_a_pytest_error_with_the_message(pytest
         [
             "_* ERROR at call of broken.scenario.yaml::broken _*",
             "*scenario 'broken' ended in error*",
-            "  AbortRun: broken.scenario.yaml:5: tools.get_weather.returns: template error:*",
+            "  error: broken.scenario.yaml:5: tools.get_weather.returns: template error:*",
         ]
     )
 
