@@ -368,6 +368,26 @@ def test_added_and_removed_show_ids_and_status(
     assert removed.all("a") == []  # not in this run: nothing to link to
 
 
+
+def test_not_run_is_listed_apart_from_removed() -> None:
+    """A narrowed run lists what it left out as not run, collapsed, never as removed."""
+    results = sample_results()
+    baseline = sample_baseline()
+    gone = "scenarios/greeting.scenario.yaml::greeting"
+    diff = diff_results(baseline, results, not_run={gone})
+    assert diff.removed == [] and [r.id for r in diff.not_run] == [gone]
+    page = parse(render_html(results, diff))
+    assert [n for n in section(page).all() if n.attrs.get("id") == "diff-removed"] == []
+    meta = squash(section(page).one("p", "meta").text())
+    assert meta.endswith("unchanged, 1 not run"), meta
+    block = section(page).by_id("diff-not-run")
+    assert block.tag == "details" and "open" not in block.attrs
+    assert squash(block.one("summary").text()).startswith("1 not run")
+    assert [squash(li.text()) for li in block.all("li")] == [
+        f"greeting was passed completed {gone}"
+    ]
+
+
 # -- word_diff ----------------------------------------------------------------------------
 
 
