@@ -368,7 +368,6 @@ def test_added_and_removed_show_ids_and_status(
     assert removed.all("a") == []  # not in this run: nothing to link to
 
 
-
 def test_not_run_is_listed_apart_from_removed() -> None:
     """A narrowed run lists what it left out as not run, collapsed, never as removed."""
     results = sample_results()
