@@ -152,10 +152,9 @@ class Run:
         # Messages before this index came from an earlier run: their calls are not this
         # run's to record.
         self._first_message = len(conversation.messages)
-        # The calls of the last plan that was recorded without being answered in the
-        # conversation (declined, stopped, aborted): pending calls among them (by
-        # identity) are already in `records`.
-        self._recorded_unanswered: list[ToolCall] = []
+        # Ids of the calls of the last plan that was recorded without being answered in
+        # the conversation (declined, stopped, aborted): they are already in `records`.
+        self._recorded_ids: set[str] = set()
         # Calls answered `not executed` before a request, with their iteration: recorded
         # when the run ends.
         self._left: list[tuple[int, list[ToolCall]]] = []
@@ -221,15 +220,18 @@ class Run:
             answer_calls(self.conversation, pending, self._unanswered_reason)
 
     def _pending(self) -> tuple[list[ToolCall], list[ToolCall]]:
-        """(unanswered calls of the last assistant message, those not recorded yet).
+        """(unanswered calls of the last assistant message, those this run must record).
 
+        Every unanswered call is answered before a request, also one of a conversation
+        the run continued; only this run's calls that no record holds yet are recorded.
         Costs the size of the last plan.
         """
-        pending = pending_calls(self.conversation, since=self._first_message)
-        if not pending:
-            return pending, pending
-        recorded = {id(call) for call in self._recorded_unanswered}
-        return pending, [call for call in pending if id(call) not in recorded]
+        index, pending = pending_calls(self.conversation)
+        if not pending or index < self._first_message:
+            return pending, []
+        # Ids, not identity: a planner may copy or rebuild the calls it plans.
+        recorded = self._recorded_ids
+        return pending, [call for call in pending if call.id not in recorded]
 
     def record_pending(self) -> None:
         """Record every call left behind as ``not_run``, each batch in a group of its own.
@@ -291,7 +293,7 @@ class Run:
                     sim_start=self.sim_time,
                     sim_end=self.sim_time,
                 )
-            self._recorded_unanswered = calls
+            self._recorded_ids = {call.id for call in calls}
             self._unanswered_reason = "another call of this plan had invalid arguments"
             message = "; ".join(
                 f"{f['tool']} ({f['call_id']}): {format_errors(f['errors'])}" for f in failures
@@ -367,7 +369,7 @@ class Run:
                     sim_start=self.sim_time,
                     sim_end=self.sim_time,
                 )
-            self._recorded_unanswered = calls
+            self._recorded_ids = {call.id for call in calls}
             self._unanswered_reason = "the run was aborted"
         for (call, _tool, _args), record in zip(prepared, records, strict=True):
             self.emit(
@@ -450,7 +452,7 @@ class Run:
 
     def record_not_run(self, calls: list[ToolCall], reason: str) -> None:
         """Record a plan that was declined as a whole (stagnation)."""
-        self._recorded_unanswered = calls
+        self._recorded_ids = {call.id for call in calls}
         self._group += 1
         for call in calls:
             self._record(
@@ -464,23 +466,23 @@ class Run:
         self._unanswered_reason = reason
 
 
-def pending_calls(conversation: Conversation, since: int = 0) -> list[ToolCall]:
-    """The calls of the last assistant message that no ToolMessage after it answers.
+def pending_calls(conversation: Conversation) -> tuple[int, list[ToolCall]]:
+    """(index of the last assistant message, its calls that no ToolMessage after it answers).
 
     Walks back only over the trailing tool messages, so the cost is the size of the
-    last plan, not of the history. Messages before index ``since`` are not looked at.
+    last plan, not of the history. ``(-1, [])`` when there is nothing to answer.
     """
     messages = conversation.messages
     answered: set[str] = set()
-    for index in range(len(messages) - 1, since - 1, -1):
+    for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
         if isinstance(message, ToolMessage):
             answered.add(message.tool_call_id)
             continue
         if isinstance(message, AssistantMessage):
-            return [call for call in message.tool_calls if call.id not in answered]
+            return index, [call for call in message.tool_calls if call.id not in answered]
         break
-    return []
+    return -1, []
 
 
 def answer_calls(conversation: Conversation, calls: list[ToolCall], reason: str) -> None:
@@ -501,7 +503,7 @@ def answer_unanswered(conversation: Conversation, reason: str) -> None:
 
     ``not executed: <reason>`` keeps the transcript valid for the real API.
     """
-    answer_calls(conversation, pending_calls(conversation), reason)
+    answer_calls(conversation, pending_calls(conversation)[1], reason)
 
 
 # -- the loop ------------------------------------------------------------------------------

@@ -265,6 +265,41 @@ def test_calls_of_an_earlier_run_are_not_recorded_again():
     assert again.tool_calls == []
 
 
+def test_calls_left_unanswered_in_a_continued_conversation_are_answered_before_a_request():
+    """DESIGN section 3: every unanswered call gets a ToolMessage before any request,
+    also one of the conversation the run continues (react asks the model first)."""
+    sent = []
+
+    class Observer:
+        @hookimpl
+        def harness_llm_request(self, run, request):
+            sent.append(request.conversation.to_openai())
+
+    history = [
+        {"role": "user", "content": "hi"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "SF"}'},
+                }
+            ],
+        },
+    ]
+    result = weather_agent([{"content": "done"}], planner="react", plugins=[Observer()]).run(
+        conversation=history
+    )
+
+    assert result.termination == Termination.completed
+    (messages,) = sent
+    assert messages[-1]["role"] == "tool" and messages[-1]["tool_call_id"] == "c1"
+    assert messages[-1]["content"].startswith("not executed: ")
+    assert result.tool_calls == []  # an earlier run's call: not this run's to record
+
+
 def test_final_answer_request_is_seen_by_the_llm_request_hook():
     seen = []
 

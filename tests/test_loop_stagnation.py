@@ -318,3 +318,42 @@ def test_detector_fires_only_after_window_equal_signatures():
         detector.add("s")
     assert detector.is_stagnant("s")
     assert not detector.is_stagnant("t")
+
+
+def test_a_declined_plan_is_recorded_once_when_the_planner_copies_its_calls():
+    """Calls are told apart by id, not identity: a planner may rebuild the calls it plans."""
+    from harness.actions import CompleteAction, ExecuteToolsAction, MakeLLMRequestAction
+    from harness.messages import AssistantMessage
+
+    class Copying:
+        def __init__(self, config=None):
+            pass
+
+        def step(self, run):
+            last = run.conversation.messages[-1]
+            if isinstance(last, AssistantMessage) and last.tool_calls:
+                return ExecuteToolsAction(tool_calls=[c.model_copy() for c in last.tool_calls])
+            if isinstance(last, AssistantMessage):
+                return CompleteAction(content=last.content)
+            return MakeLLMRequestAction()
+
+    class Planners:
+        @hookimpl
+        def harness_register_planners(self, register):
+            register("copying", Copying)
+
+    tools, _ = make_tools()
+    result = Agent(
+        llm=[{"tool_calls": SF, "repeat": 5}],
+        tools=tools,
+        planner="copying",
+        plugins=[Planners()],
+        stagnation_window=2,
+    ).run("?")
+
+    assert result.termination == Termination.stagnation
+    assert [(r.id, r.status) for r in result.tool_calls] == [
+        ("call_1_0", "ok"),
+        ("call_2_0", "ok"),
+        ("call_3_0", "not_run"),
+    ]
