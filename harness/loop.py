@@ -655,8 +655,10 @@ async def execute(run: Run, planner_factory: Callable[[AgentConfig], Any]) -> Ru
     except _Stop as stop:
         termination, final = stop.termination, stop.final
     except LLMError as exc:
-        termination, final = Termination.llm_error, FinalResponse(error=exc.as_error())
-        run.remember("error", f"LLM error: {exc.message}")
+        # An error body is the server's text: it may hold lone surrogates too.
+        error = {**exc.as_error(), "message": clean_text(exc.message)}
+        termination, final = Termination.llm_error, FinalResponse(error=error)
+        run.remember("error", f"LLM error: {error['message']}")
     except Exception as exc:  # a planner, hook, template or harness bug: still a result
         log.debug("run ended in error", exc_info=True)
         termination, final = Termination.error, _error_final(exc)

@@ -267,6 +267,16 @@ def test_lone_surrogates_from_tools_and_models_become_replacement_characters(tmp
     assert result.tool_calls[0].arguments == {"folder": "docs\ufffd"}
 
 
+def test_a_lone_surrogate_in_an_llm_error_message_is_replaced_too():
+    # An HTTP error body is the server's JSON, where "\ud800" is a legal escape.
+    result = Agent(llm=[{"error": {"status": 500, "message": f"bad {LONE}"}}]).run("?")
+
+    assert result.termination == "llm_error"
+    assert result.final.error["message"] == "bad \ufffd"
+    assert result.memory[-1]["content"] == "LLM error: bad \ufffd"
+    json.loads(result.model_dump_json())
+
+
 def test_clean_text_keeps_ordinary_text_as_is():
     for text in ["plain", "ünïcødé ✓ 😀", ""]:
         assert clean_text(text) is text
