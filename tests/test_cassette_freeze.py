@@ -255,6 +255,34 @@ def test_a_run_stopped_by_its_limit_is_refused_without_the_scenario_that_recorde
     assert not out.exists()
 
 
+def test_a_recorded_run_that_ended_in_error_is_refused_in_one_line(tmp_path, capsys):
+    """A run ending in `error` fails whatever it expects: nothing could pass as written."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    source = tmp_path / "scenarios" / "late.scenario.yaml"
+    source.parent.mkdir()
+    # The model answers the final-answer request (tool_choice="none") with tool calls.
+    steps = [
+        {"tool_calls": [{"lookup": {"city": "Oslo"}}]},
+        {"tool_calls": [{"lookup": {"city": "Rome"}}]},
+    ]
+    with running_server(steps) as url:
+        text = RECORDED_SCENARIO.replace("URL", url).replace(
+            "max_iterations: 3,", "max_iterations: 1, on_max_iterations: final_answer,"
+        )
+        source.write_text(text)
+        recorded = run_scenario(source, record_mode="once")
+    assert recorded.termination == "error"
+    cassette = tmp_path / "cassettes" / "late.yaml"
+    out = tmp_path / "frozen.scenario.yaml"
+
+    status = freeze_main([str(cassette), "--scenario", str(source), "-o", str(out)])
+
+    assert status == 2
+    err = one_line_error(capsys)
+    assert "the recorded run ends in error" in err and "cannot pass as written" in err
+    assert not out.exists()
+
+
 def test_the_scenario_that_recorded_a_run_gives_its_agent_settings_and_its_cassette(
     tmp_path, limited
 ):

@@ -188,12 +188,23 @@ def freeze(
         raise FreezeError(
             f"{shown}: the frozen scenario would not replay {run_name}the recording: {what}; {hint}"
         )
+    if result.status == "error":
+        # A run ending in `error` (a scenario or harness bug) fails whatever it expects.
+        message = (result.final.error or {}).get("message") or "no message"
+        raise FreezeError(
+            f"{shown}: the recorded run ends in error ({message}), and a scenario whose run "
+            "ends in error cannot pass as written: fix the cause (the scenario, a plugin) "
+            "and record again"
+        )
     data["expect"] = expectations(result)
     text = _dump(header, data)
     check, _ = run_offline(text, target)
     if check.status != "passed":  # the expectations were taken from the same run
-        unmet = [(e.path, e.expected, e.actual) for e in check.expectations if not e.ok]
-        raise RuntimeError(f"the frozen scenario does not pass as written: {unmet}")
+        unmet = ", ".join(e.path for e in check.expectations if not e.ok) or check.status
+        raise FreezeError(
+            f"{shown}: the frozen scenario does not pass as written ({unmet}): "
+            "a bug in harness freeze, please report it"
+        )
     return Frozen(text=text, run=chosen.number, runs=len(runs), notes=notes)
 
 
