@@ -396,7 +396,7 @@ class Run:
         if isinstance(args, ToolArgumentsError):
             text = f"Invalid arguments for {call.name}: {args}"
             return text, text, "invalid", 0.0
-        box = simclock.start_call()
+        box = simclock.start_call(parallel=parallel)
         try:
             if tool.is_async:
                 value = await tool.fn(**args)

@@ -9,16 +9,27 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 
-__all__ = ["elapsed", "sleep", "start_call"]
+__all__ = ["elapsed", "in_parallel_plan", "sleep", "start_call"]
 
 _call: ContextVar[list[float] | None] = ContextVar("harness_sim_call", default=None)
+_parallel: ContextVar[bool] = ContextVar("harness_sim_parallel", default=False)
 
 
-def start_call() -> list[float]:
-    """Open a fresh accumulator for the tool call running in this context."""
+def start_call(*, parallel: bool = False) -> list[float]:
+    """Open a fresh accumulator for the tool call running in this context.
+
+    ``parallel`` says whether the call belongs to a plan whose calls overlap (the loop
+    then runs sync tools in threads; wrappers that call a sync tool themselves do too).
+    """
     box = [0.0]
     _call.set(box)
+    _parallel.set(parallel)
     return box
+
+
+def in_parallel_plan() -> bool:
+    """Whether the current tool call runs alongside the other calls of its plan."""
+    return _parallel.get()
 
 
 def sleep(seconds: float) -> None:

@@ -460,3 +460,37 @@ def test_latency_and_errors_apply_to_use_tools(tmp_path, monkeypatch):
     real.CALLS.clear()
     again = run_scenario(path)
     assert [r.status for r in again.tool_calls] == [r.status for r in result.tool_calls]
+
+
+@pytest.mark.parametrize(("parallel_tools", "threaded"), [(False, False), (True, True)])
+def test_faults_on_a_sync_use_tool_keep_the_thread_the_loop_would_use(
+    tmp_path, monkeypatch, parallel_tools, threaded
+):
+    """Adding latency must not move a sync tool off the loop's thread in a sequential plan
+    (a sqlite3 connection, say, only works in the thread that made it)."""
+    module = tmp_path / "thread_tools_for_faults_test.py"
+    module.write_text(
+        "import threading\n"
+        "MAIN = threading.main_thread()\n"
+        "def where(key: str) -> str:\n"
+        "    'Which thread runs the tool.'\n"
+        "    return 'main' if threading.current_thread() is MAIN else 'worker'\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = write(
+        tmp_path,
+        f"""\
+        name: threads
+        input: go
+        agent: {{planner: react, parallel_tools: {str(parallel_tools).lower()}}}
+        tools:
+          where: {{use: "thread_tools_for_faults_test:where", latency: 0.5}}
+        llm:
+          script:
+            - tool_calls: [{{where: {{key: a}}}}, {{where: {{key: b}}}}]
+            - content: done
+        """,
+    )
+    result = run_scenario(path)
+    expected = "worker" if threaded else "main"
+    assert [r.result for r in result.tool_calls] == [expected, expected]

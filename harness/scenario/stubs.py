@@ -426,9 +426,12 @@ class _Faulty(_Faults):
         self.next_call()
         if self.is_async:
             return await self.fn(**args)
-        # The loop runs a sync tool of a parallel plan in a thread; this wrapper is
-        # async (so calls are numbered in order), so it does the same, always.
-        return await asyncio.to_thread(self.fn, **args)
+        # This wrapper is async (so calls are numbered in the model's order), so it runs
+        # a sync tool as the loop would: in a thread for a parallel plan, else inline (a
+        # tool holding thread-bound resources, a sqlite3 connection say, keeps working).
+        if simclock.in_parallel_plan():
+            return await asyncio.to_thread(self.fn, **args)
+        return self.fn(**args)
 
 
 _EXCEPTIONS: dict[str, type[Exception]] = {}
