@@ -563,7 +563,7 @@ class ScenarioItem(pytest.Item):
             # it is that code's error; raised in harness, harness crashed: exit 3.
             self.result = _error_result(self.scenario, exc)
             self.escaped = exc
-            self.culprit = _culprit(exc)
+            self.culprit = _culprit(exc, self.scenario.root)
             if self.culprit is None:
                 self.internal_error = f"{self.nodeid}: {type(exc).__name__}: {exc}"
             raise
@@ -613,9 +613,10 @@ def _is_library(path: Path) -> bool:
 _HARNESS_DIR = Path(__file__).resolve().parent
 
 
-def _culprit(exc: BaseException) -> str | None:
+def _culprit(exc: BaseException, root: Path) -> str | None:
     """Whose code raised ``exc``: ``plugin NAME (file:line)`` or ``file:line`` for other
-    code outside harness, or None when it was harness itself.
+    code outside harness, or None when it was harness itself. ``root`` is the scenario's
+    project, whose plugins ran.
 
     The innermost frame in harness, in a harness plugin or in other code of the project
     decides; frames of the standard library and installed packages are passed over (the
@@ -630,7 +631,7 @@ def _culprit(exc: BaseException) -> str | None:
 
     plugin_files: dict[Path, str] = {}
     try:
-        plugins = get_plugins().plugins()
+        plugins = get_plugins(root).plugins()
     except Exception:  # never hide the exception being explained behind another one
         plugins = []
     for name, plugin in plugins:
