@@ -359,7 +359,7 @@ def _run(options: argparse.Namespace, extra: list[str]) -> int:
     if state is None or status not in (0, 1):
         return status
 
-    if options.update_baseline and state.final is not None and baseline is not None:
+    if options.update_baseline and state.final is not None:
         try:
             _update_baseline(baseline, state.final, root)
         except OSError as exc:

@@ -40,10 +40,11 @@ from harness.tools import (
     schema_of,
 )
 
-__all__ = ["SpecError", "build_tool", "parse_type", "seed_for"]
+__all__ = ["TEMPLATE_MARKERS", "SpecError", "build_tool", "parse_type", "seed_for"]
 
 _ENV = SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False)
-_MARKERS = ("{{", "{%", "{#")
+# A string holding one of these is a Jinja template; any other string is plain text.
+TEMPLATE_MARKERS = ("{{", "{%", "{#")
 # The names a template sees (with the environment's globals: range, dict, ...).
 TEMPLATE_NAMES = ("args", "call", "faker")
 _KNOWN_NAMES = frozenset(TEMPLATE_NAMES) | frozenset(_ENV.globals)
@@ -257,7 +258,7 @@ def _template(source: str) -> _Compiled:
 def _compile(value: Any, field: tuple[str | int, ...]) -> Any:
     """Compile every templated string in a (nested) value; plain strings stay as they are."""
     if isinstance(value, str):
-        if not any(marker in value for marker in _MARKERS):
+        if not any(marker in value for marker in TEMPLATE_MARKERS):
             return value
         try:
             compiled = _template(value)

@@ -12,10 +12,10 @@ from harness.errors import HarnessError
 from harness.llm.freeze.recorded import FreezeError, RecordedCall, Run, text_of
 from harness.messages import ToolCall, parse_arguments
 from harness.scenario.schema import Scenario
+from harness.scenario.stubs import TEMPLATE_MARKERS
 
 __all__ = ["build_scenario", "replayed_calls"]
 
-_TEMPLATE_MARKERS = ("{{", "{%", "{#")
 # agentbuilder spends two iterations per reply (request, then tools or completion).
 _DEFAULT_MAX_ITERATIONS = 80
 # What a frozen stub takes from the original scenario's definition of the same tool.
@@ -43,7 +43,7 @@ def replayed_calls(run: Run) -> list[RecordedCall]:
 
 def _returns(text: str) -> str:
     # Stub results are Jinja templates: a recorded text that looks like one stays literal.
-    if any(marker in text for marker in _TEMPLATE_MARKERS):
+    if any(marker in text for marker in TEMPLATE_MARKERS):
         return "{% raw %}" + text + "{% endraw %}"
     return text
 
