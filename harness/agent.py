@@ -12,18 +12,15 @@ from harness.errors import HarnessError, describe
 from harness.llm.scripted import ScriptedLLM
 from harness.loop import AgentConfig, Run, answer_unanswered, execute
 from harness.messages import (
-    AssistantMessage,
     Conversation,
+    MessageItemError,
     SystemMessage,
-    ToolMessage,
     UserMessage,
-    message_from_openai,
+    messages_from_openai,
 )
 from harness.plugins import get_plugins
 from harness.sync import run_sync
 from harness.tools import Tool, format_errors, toolset
-
-_MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolMessage)
 
 __all__ = ["Agent"]
 
@@ -156,26 +153,7 @@ def _messages_of(conversation: Any) -> list[Any]:
             f"messages or OpenAI message dicts like {{'role': 'user', 'content': 'hi'}}), got "
             f"{describe(conversation)}"
         )
-    messages = []
-    for index, item in enumerate(conversation):
-        if isinstance(item, _MESSAGE_TYPES):
-            messages.append(item)
-            continue
-        if not isinstance(item, dict):
-            raise HarnessError(
-                f"Agent.run(conversation=...): item {index} is {describe(item)}; expected a "
-                "harness message or an OpenAI message dict like {'role': 'user', 'content': 'hi'}"
-            )
-        try:
-            messages.append(message_from_openai(item))
-        except (ValueError, TypeError, AttributeError) as exc:
-            # ValidationError is a ValueError; its text without documentation URLs.
-            detail = (
-                format_errors(exc.errors(include_url=False))
-                if isinstance(exc, ValidationError)
-                else str(exc)
-            )
-            raise HarnessError(
-                f"Agent.run(conversation=...): item {index} is not an OpenAI message: {detail}"
-            ) from None
-    return messages
+    try:
+        return messages_from_openai(conversation)
+    except MessageItemError as exc:
+        raise HarnessError(f"Agent.run(conversation=...): {exc}") from None

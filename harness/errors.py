@@ -5,7 +5,15 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-__all__ = ["AbortRun", "HarnessError", "LLMError", "ScenarioError", "class_path", "describe"]
+__all__ = [
+    "AbortRun",
+    "HarnessError",
+    "LLMError",
+    "ScenarioError",
+    "class_path",
+    "describe",
+    "format_errors",
+]
 
 
 class HarnessError(Exception):
@@ -83,3 +91,12 @@ def describe(value: Any) -> str:
     if len(text) > 60:
         text = text[:57] + "..."
     return f"{cls.__name__} {text}"
+
+
+def format_errors(errors: list[dict[str, Any]]) -> str:
+    """Validation errors as one line of text, without pydantic's documentation URLs."""
+    parts = []
+    for err in errors:
+        loc = ".".join(str(part) for part in err.get("loc", ()))
+        parts.append(f"{loc}: {err.get('msg')}" if loc else str(err.get("msg")))
+    return "; ".join(parts)

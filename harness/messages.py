@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+
+from harness.errors import describe, format_errors
 
 __all__ = [
     "AssistantMessage",
     "Conversation",
     "Message",
+    "MessageItemError",
     "SystemMessage",
     "ToolCall",
     "ToolMessage",
@@ -19,6 +23,7 @@ __all__ = [
     "clean_data",
     "clean_reply",
     "clean_text",
+    "messages_from_openai",
     "parse_arguments",
 ]
 
@@ -170,7 +175,7 @@ class Conversation(BaseModel):
     @classmethod
     def from_openai(cls, messages: list[dict[str, Any]]) -> Conversation:
         """Build a conversation from Chat Completions `messages` (a saved OpenAI history)."""
-        return cls(messages=[message_from_openai(m) for m in messages])
+        return cls(messages=messages_from_openai(messages))
 
     def __len__(self) -> int:
         return len(self.messages)
@@ -310,6 +315,42 @@ def message_from_openai(data: dict[str, Any]) -> Message:
     if role == "user":
         return UserMessage(content=_text(data.get("content")) or "")
     raise ValueError(f"unknown message role {role!r} (expected system, user, assistant or tool)")
+
+
+class MessageItemError(ValueError):
+    """Item ``index`` of a list of messages is not a message; ``problem`` says why."""
+
+    def __init__(self, index: int, problem: str) -> None:
+        super().__init__(f"item {index} is {problem}")
+        self.index = index
+        self.problem = problem
+
+
+def messages_from_openai(items: Iterable[Any]) -> list[Message]:
+    """OpenAI message dicts -> harness messages (harness messages are kept as they are).
+
+    The first item that is neither raises MessageItemError naming it, with pydantic's
+    errors as one line (no documentation URLs).
+    """
+    messages: list[Message] = []
+    for index, item in enumerate(items):
+        if isinstance(item, SystemMessage | UserMessage | AssistantMessage | ToolMessage):
+            messages.append(item)
+            continue
+        if not isinstance(item, dict):
+            raise MessageItemError(
+                index,
+                f"{describe(item)}; expected a harness message or an OpenAI message dict like "
+                "{'role': 'user', 'content': 'hi'}",
+            )
+        try:
+            messages.append(message_from_openai(item))
+        except ValidationError as exc:  # before ValueError: it is one
+            detail = format_errors(exc.errors(include_url=False))
+            raise MessageItemError(index, f"not an OpenAI message: {detail}") from None
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise MessageItemError(index, f"not an OpenAI message: {exc}") from None
+    return messages
 
 
 def _text(content: Any) -> str | None:

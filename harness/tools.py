@@ -11,7 +11,7 @@ from typing import Annotated, Any, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
-from harness.errors import HarnessError, describe
+from harness.errors import HarnessError, describe, format_errors
 from harness.messages import ToolCall
 
 __all__ = [
@@ -32,15 +32,6 @@ class ToolArgumentsError(Exception):
     def __init__(self, errors: list[dict[str, Any]]):
         super().__init__(format_errors(errors))
         self.errors = errors
-
-
-def format_errors(errors: list[dict[str, Any]]) -> str:
-    """Validation errors as one line of text, without pydantic's documentation URLs."""
-    parts = []
-    for err in errors:
-        loc = ".".join(str(part) for part in err.get("loc", ()))
-        parts.append(f"{loc}: {err.get('msg')}" if loc else str(err.get("msg")))
-    return "; ".join(parts)
 
 
 def _pydantic_errors(exc: ValidationError) -> list[dict[str, Any]]:

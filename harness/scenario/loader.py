@@ -19,12 +19,12 @@ from pydantic import BaseModel, ValidationError
 
 from harness.errors import HarnessError, ScenarioError
 from harness.llm.script import ScriptToolCall
-from harness.messages import Conversation, message_from_openai
+from harness.messages import Conversation, MessageItemError, messages_from_openai
 from harness.plugins import PluginError, Plugins, get_plugins
 from harness.scenario.schema import Scenario, scenario_name
 from harness.scenario.stubs import SpecError, build_tool
 from harness.scenario.yamlsource import Located, dotted, load_yaml
-from harness.tools import Tool, format_errors
+from harness.tools import Tool
 
 __all__ = [
     "SUFFIX",
@@ -421,16 +421,10 @@ def starting_conversation(scenario: Scenario) -> Conversation | None:
     if isinstance(scenario.history, str):
         return load_history(scenario.resolve(scenario.history))
     if isinstance(scenario.history, list):
-        messages = []
-        for index, item in enumerate(scenario.history):
-            try:
-                messages.append(message_from_openai(item))
-            except ValidationError as exc:
-                problem = format_errors(exc.errors(include_url=False))
-                raise _HistoryItemError(index, f"not an OpenAI message: {problem}") from None
-            except (ValueError, TypeError, AttributeError) as exc:
-                raise _HistoryItemError(index, f"not an OpenAI message: {exc}") from None
-        return Conversation(messages=messages)
+        try:
+            return Conversation(messages=messages_from_openai(scenario.history))
+        except MessageItemError as exc:
+            raise _HistoryItemError(exc.index, exc.problem) from None
     return None
 
 
