@@ -197,13 +197,17 @@ class SuiteState:
     # root (xdist workers send theirs to the controller). A baseline id the run collected
     # but did not run is "not run", never "removed".
     collected_ids: set[str] = field(default_factory=set)
-    collected_files: set[str] = field(default_factory=set)
     unloaded_files: set[str] = field(default_factory=set)
     # Node ids deselected in a worker, for the controller's "N deselected".
     deselected: list[str] = field(default_factory=list)
     # Scenarios skipped (by a skip or skipif mark, say): not run, so not in results.json.
     skipped: set[str] = field(default_factory=set)
     interrupted: bool = False
+
+    @property
+    def collected_files(self) -> set[str]:
+        """The files of the collected scenarios (an id is ``path::name``)."""
+        return {scenario_id.rsplit("::", 1)[0] for scenario_id in self.collected_ids}
 
     @property
     def is_worker(self) -> bool:
@@ -235,13 +239,14 @@ class SuiteState:
         assert self.baseline is not None
         ran = {s.id for s in results.scenarios}
         root = project_root(self.config.invocation_params.dir)
+        collected_files = self.collected_files
         not_run = set()
         for old in self.baseline.scenarios:
             if old.id in ran:
                 continue
             if old.id in self.collected_ids or old.file in self.unloaded_files:
                 not_run.add(old.id)  # collected, then deselected, skipped or not reached
-            elif old.file in self.collected_files:
+            elif old.file in collected_files:
                 continue  # its file was collected and no longer holds it: removed
             elif (root / old.file).exists() or not self._within_paths(root / old.file):
                 not_run.add(old.id)  # a file this run did not look at
@@ -267,18 +272,16 @@ class SuiteState:
     def pytest_itemcollected(self, item: pytest.Item) -> None:
         if isinstance(item, ScenarioItem):
             self.collected_ids.add(item.scenario_id)
-            self.collected_files.add(item.scenario_id.rsplit("::", 1)[0])
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         if self.is_worker:
             self.deselected.extend(item.nodeid for item in items)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        if self.is_worker and (self.collected_files or self.unloaded_files):
+        if self.is_worker and (self.collected_ids or self.unloaded_files):
             # Sent to the controller when the worker finishes (pytest_testnodedown).
             self.config.workeroutput["harness"] = {  # type: ignore[attr-defined]
                 "collected_ids": sorted(self.collected_ids),
-                "collected_files": sorted(self.collected_files),
                 "unloaded_files": sorted(self.unloaded_files),
                 "deselected": self.deselected,
             }
@@ -289,7 +292,6 @@ class SuiteState:
         if not sent:
             return
         self.collected_ids.update(sent["collected_ids"])
-        self.collected_files.update(sent["collected_files"])
         self.unloaded_files.update(sent["unloaded_files"])
         # Workers deselect and the controller never hears of it: count them as a serial
         # run does (each worker deselects the same items, so the set is taken once).
