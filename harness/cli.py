@@ -361,7 +361,7 @@ def _run(options: argparse.Namespace, extra: list[str]) -> int:
 
     if options.update_baseline and state.final is not None:
         try:
-            _update_baseline(baseline, state.final, root)
+            _update_baseline(baseline, state.final, compare[1] if compare else None)
         except OSError as exc:
             # Like a report that cannot be written: exit 3, but no harness bug.
             print(
@@ -384,28 +384,19 @@ def _run(options: argparse.Namespace, extra: list[str]) -> int:
     return status
 
 
-def _update_baseline(path: Path, results: Any, root: Path) -> None:
-    """Write ``results`` as the baseline, keeping entries of scenarios this run left out.
+def _update_baseline(path: Path, results: Any, old: Any) -> None:
+    """Write ``results`` as the baseline, keeping the entries of ``old`` (the baseline this
+    run was compared with) that the run did not run.
 
-    A run narrowed by -k, -m or PATHS says nothing about the other scenarios, so their
-    entries stay; entries whose file is gone, or whose file this run ran, are replaced.
+    A run narrowed by -k, -m or PATHS says nothing about the scenarios it left out: the
+    baseline diff lists them as not run, and their entries stay. Removed ones go.
     """
-    from harness.results import ResultsFileError, build_results, load_results
+    from harness.results import build_results
 
     kept: list[Any] = []
-    if path.is_file():
-        try:
-            old = load_results(path, what="baseline")
-        except ResultsFileError:
-            old = None  # an unreadable baseline is replaced, not merged
-        if old is not None:
-            ran_ids = {s.id for s in results.scenarios}
-            ran_files = {s.file for s in results.scenarios}
-            kept = [
-                s
-                for s in old.scenarios
-                if s.id not in ran_ids and s.file not in ran_files and (root / s.file).is_file()
-            ]
+    if old is not None and results.baseline is not None:
+        not_run = {ref["id"] for ref in results.baseline.get("not_run") or []}
+        kept = [s for s in old.scenarios if s.id in not_run]
     merged = build_results([*results.scenarios, *kept])
     merged.meta = results.meta
     merged.write(path)
