@@ -13,6 +13,7 @@ __all__ = [
     "class_path",
     "describe",
     "format_errors",
+    "where_defined",
 ]
 
 
@@ -73,20 +74,26 @@ def class_path(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}".replace(".<locals>", "")
 
 
+def where_defined(obj: Any) -> str:
+    """``module.qualname`` of a function or class (of its class for other objects), for
+    messages: never a repr, which may hold a memory address."""
+    if not isinstance(getattr(obj, "__qualname__", None), str):
+        obj = type(obj)
+    return f"{getattr(obj, '__module__', '?')}.{obj.__qualname__}"
+
+
 def describe(value: Any) -> str:
     """A value for an error message: its type and a short repr, never a memory address."""
     if value is None:
         return "None"
     if isinstance(value, functools.partial):
         inner = value.func
-        where = f"{getattr(inner, '__module__', '?')}.{getattr(inner, '__qualname__', '?')}"
-        return f"functools.partial of {where}"
+        return f"functools.partial of {where_defined(inner)}"
     cls = type(value)
     text = repr(value)
     if " at 0x" in text:  # a default repr: the address says nothing to a reader
-        named = getattr(value, "__qualname__", None)
-        if isinstance(named, str):
-            return f"{cls.__name__} {getattr(value, '__module__', '?')}.{named}"
+        if isinstance(getattr(value, "__qualname__", None), str):
+            return f"{cls.__name__} {where_defined(value)}"
         return f"a {class_path(cls)} object"
     if len(text) > 60:
         text = text[:57] + "..."

@@ -11,7 +11,7 @@ from typing import Annotated, Any, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
-from harness.errors import HarnessError, describe, format_errors
+from harness.errors import HarnessError, describe, format_errors, where_defined
 from harness.messages import ToolCall
 
 __all__ = [
@@ -82,8 +82,7 @@ class Tool:
     @property
     def origin(self) -> str:
         """Where the tool's function is defined (for error messages)."""
-        fn = self.fn
-        return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+        return where_defined(self.fn)
 
     def validate(self, call: ToolCall) -> dict[str, Any]:
         """The keyword arguments for this call, or ToolArgumentsError listing every problem."""
@@ -162,9 +161,8 @@ def _model_from_signature(
     fields: dict[str, tuple[Any, Any]] = {}
     for param in signature.parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            where = f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', '?')}"
             raise HarnessError(
-                f"tool {name!r} ({where}): *args and **kwargs cannot "
+                f"tool {name!r} ({where_defined(target)}): *args and **kwargs cannot "
                 "become tool parameters; name each parameter"
             )
         annotation = hints.get(param.name, Any)

@@ -28,7 +28,7 @@ from pydantic import Field, TypeAdapter, ValidationError
 
 from harness import simclock
 from harness.canonical import canonical_json
-from harness.errors import AbortRun, HarnessError
+from harness.errors import AbortRun, HarnessError, where_defined
 from harness.messages import ToolCall
 from harness.scenario.schema import ParamSpec, ToolSpec
 from harness.tools import (
@@ -478,7 +478,7 @@ def _real_tool(use: str, root: Path, registered: Callable[[str], Tool]) -> Tool:
             raise SpecError(("use",), str(exc)) from None
     if not callable(target):
         # Named by its import path: the object's repr may hold a memory address.
-        kind = f"{type(target).__module__}.{type(target).__qualname__}"
+        kind = where_defined(type(target))
         raise SpecError(
             ("use",),
             f"cannot use {use!r} as a tool: it is a {kind} object, not a function; point "
