@@ -157,3 +157,20 @@ def test_a_local_plugin_already_imported_from_another_project_is_an_error(
     load_scenario(scenario(a, "one", "planner_a"))
     with pytest.raises(ScenarioError, match=r"already imported from .*another project"):
         load_scenario(scenario(b, "two", "planner_b"))
+
+
+def test_run_scenario_takes_plugins_for_one_run_only():
+    from harness import hookimpl
+
+    seen = []
+
+    class Observer:
+        @hookimpl
+        def harness_llm_request(self, run, request):
+            seen.append(request.call)
+
+    path = ROOT / "scenarios/core/roundtrip.scenario.yaml"
+    assert run_scenario(path, plugins=[Observer()]).status == "passed"
+    assert seen == [1, 2]
+    assert run_scenario(path).status == "passed"
+    assert seen == [1, 2]  # not registered for later runs

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from harness.agent import Agent
 from harness.errors import HarnessError
@@ -36,8 +38,13 @@ async def arun_scenario(
     record_mode: str = "none",
     *,
     disable_recording: bool = False,
+    plugins: Sequence[Any] = (),
 ) -> ScenarioResult:
-    """Run a scenario file (or a Scenario object) and check its expectations."""
+    """Run a scenario file (or a Scenario object) and check its expectations.
+
+    ``plugins`` are extra plugin objects for this run only (observers, say), on top of
+    those of the scenario's project.
+    """
     if record_mode not in RECORD_MODES:
         raise HarnessError(
             f"unknown record mode {record_mode!r}; use one of {', '.join(RECORD_MODES)}"
@@ -45,6 +52,7 @@ async def arun_scenario(
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
     # The plugins of the scenario's own project, wherever the run started.
+    extra = list(plugins)
     plugins = get_plugins(scenario.root)
     sid = scenario_id(scenario)
     tools = scenario.take_tools() or build_tools(scenario)
@@ -66,7 +74,7 @@ async def arun_scenario(
     agent_config = scenario.agent.to_config()
     try:
         with project_plugins(scenario.root):
-            agent = Agent(llm, list(tools.values()), **agent_config.model_dump())
+            agent = Agent(llm, list(tools.values()), plugins=extra, **agent_config.model_dump())
         with capture_requests(wanted) as captured:
             result = await agent.arun(scenario.input, history)
     finally:
@@ -108,10 +116,11 @@ def run_scenario(
     record_mode: str = "none",
     *,
     disable_recording: bool = False,
+    plugins: Sequence[Any] = (),
 ) -> ScenarioResult:
     """Synchronous ``arun_scenario``; inside a running event loop, await that instead."""
     return run_sync(
-        arun_scenario(scenario, record_mode, disable_recording=disable_recording),
+        arun_scenario(scenario, record_mode, disable_recording=disable_recording, plugins=plugins),
         name="run_scenario()",
         instead="harness.scenario.arun_scenario(...)",
     )

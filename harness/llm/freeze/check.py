@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.llm.freeze.recorded import Item, RecordedCall, conversation_items, tool_items
-from harness.plugins import get_plugins, hookimpl
+from harness.plugins import hookimpl
 from harness.results import ScenarioResult
 
 __all__ = ["Sent", "expectations", "first_difference", "run_offline"]
@@ -67,13 +67,7 @@ def run_offline(text: str, path: Path) -> tuple[ScenarioResult, list[Sent]]:
 
     scenario = load_scenario_text(text, path)
     capture = _Requests()
-    # The run uses the plugins of the scenario's project: observe it there.
-    plugins = get_plugins(scenario.root)
-    plugins.register(capture, f"harness-freeze-requests-{id(capture)}")
-    try:
-        result = run_scenario(scenario)
-    finally:
-        plugins.unregister(capture)
+    result = run_scenario(scenario, plugins=[capture])
     return result, capture.seen
 
 
