@@ -124,6 +124,8 @@ def test_unreachable_endpoint_is_an_llm_error_live(tmp_path):
     assert result.termination == "llm_error"
     assert result.final.error["type"] == "connection_error"
     assert result.final.error["message"].startswith("Connection error")
+    # It says where it tried to connect: a wrong base_url is the usual cause.
+    assert f"(tried {OFFLINE}/chat/completions)" in result.final.error["message"]
     assert not (tmp_path / "c.yaml").exists()
 
 

@@ -251,7 +251,11 @@ class OpenAILLM:
             return LLMError("Request timed out.", type="timeout")
         if isinstance(exc, openai.APIConnectionError):
             reason = exc.__cause__ or exc
-            return LLMError(scrub(f"Connection error: {reason}"), type="connection_error")
+            # The SDK's text ("All connection attempts failed") does not say where: a wrong
+            # base_url or OPENAI_BASE_URL is the usual cause, so name the URL tried.
+            url = _request_url(exc)
+            where = f" (tried {url})" if url else ""
+            return LLMError(scrub(f"Connection error{where}: {reason}"), type="connection_error")
         return LLMError(scrub(f"{type(exc).__name__}: {exc}"), type="llm_error")
 
     # -- Chat Completions ----------------------------------------------------------------
@@ -339,6 +343,15 @@ class OpenAILLM:
         if params.get("stream"):
             response = await _final_response(response)
         return _from_response(response, request.call)
+
+
+def _request_url(exc: Exception) -> str | None:
+    """The URL of the request that failed, without its query (None when unknown)."""
+    try:
+        url = str(exc.request.url)  # type: ignore[attr-defined]
+    except (AttributeError, RuntimeError):
+        return None
+    return url.split("?", 1)[0]
 
 
 async def _post(client: Any, path: str, body: dict[str, Any], cast_to: Any, chunk: Any) -> Any:
