@@ -399,7 +399,7 @@ def _update_baseline(path: Path, results: Any, old: Any) -> None:
         kept = [s for s in old.scenarios if s.id in not_run]
     merged = build_results([*results.scenarios, *kept])
     merged.meta = results.meta
-    merged.write(path)
+    merged.write_baseline(path)
 
 
 # -- validate / schema / plugins ------------------------------------------------------------

@@ -172,6 +172,24 @@ class Results(BaseModel):
         """Write results.json atomically."""
         atomic_write(path, self.to_json())
 
+    def to_baseline_json(self) -> str:
+        """The text of a baseline file: these results without wall-clock values.
+
+        A baseline is reviewed in version control: wall times, the start time and the
+        versions of the machine that wrote it would change at every update and bury the
+        behaviour changes. Only the harness version that wrote it is kept; the diff
+        never compares what is left out.
+        """
+        meta = {"versions": {"harness": self.meta.get("versions", {}).get("harness")}}
+        text = self.model_copy(update={"meta": meta}).model_dump_json(
+            indent=2, exclude={"baseline": True, "scenarios": {"__all__": {"wall_time"}}}
+        )
+        return scrub_text(text) + "\n"
+
+    def write_baseline(self, path: str | Path) -> None:
+        """Write these results as a baseline file (no wall-clock values), atomically."""
+        atomic_write(path, self.to_baseline_json())
+
     @classmethod
     def load(cls, path: str | Path) -> Results:
         """Read a results.json file with pydantic's own errors; ``load_results`` is the

@@ -16,7 +16,7 @@ import sys
 import pytest
 from scenario_texts import PASSING, SESSION_TESTS
 
-from harness import cli
+from harness import __version__, cli
 from harness.results import Results
 
 pytestmark = SESSION_TESTS
@@ -368,6 +368,13 @@ def test_baseline_update_compare_and_fail_on_change(project, run):
     assert "baseline updated: reports/baseline.json" in out
     baseline = project.path / "reports/baseline.json"
     assert len(Results.load(baseline).scenarios) == 2
+    # A baseline holds behaviour only: no wall-clock values to churn at every update
+    # (results.json keeps them).
+    stored = json.loads(baseline.read_text())
+    assert stored["meta"] == {"versions": {"harness": __version__}}
+    assert all("wall_time" not in s for s in stored["scenarios"])
+    fresh = json.loads((project.path / "reports/results.json").read_text())
+    assert "started" in fresh["meta"] and all("wall_time" in s for s in fresh["scenarios"])
 
     # reports/baseline.json is used when it exists; an unchanged suite diffs empty.
     status, out, _ = run("run", "--fail-on-change")
