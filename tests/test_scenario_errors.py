@@ -35,9 +35,47 @@ CASES = [
     (
         "yaml syntax",
         'name: x\nllm:\n  script:\n    - content: "unterminated\n',
-        5,
+        4,  # where the quote opens, not the end of the file where YAML noticed
         "",
         "YAML syntax error",
+    ),
+    (
+        "a value with ': ' that is not quoted",
+        "name: x\ninput: Note: it rains\n",
+        2,
+        "",
+        "YAML syntax error at column 12: mapping values are not allowed in this context; "
+        "a value containing ': ' must be quoted: write input: \"Note: it rains\"",
+    ),
+    (
+        "a key indented more than its siblings",
+        "name: x\nagent:\n  planner: react\n   max_iterations: 3\n",
+        4,
+        "",
+        "this line is indented more than line 3 above it",
+    ),
+    (
+        "a quoted string never closed",
+        'name: x\nllm:\n  script:\n    - content: "unterminated\n    - content: ok\n',
+        4,
+        "",
+        "the quoted string that starts at line 4, column 16 is never closed",
+    ),
+    (
+        "a dedented key read as a top-level key",
+        "name: x\nexpect:\n  termination: completed\nfinal: {contains: x}\n",
+        4,
+        "final",
+        "unknown key 'final'; 'final' is read as a key of the top level (by its "
+        "indentation); if it belongs to 'expect' above, indent it under 'expect'",
+    ),
+    (
+        "a dedented stub key read as a tool",
+        "name: x\ntools:\n  get_weather:\n    parameters: {city: str}\n  returns: 72F\n",
+        5,
+        "tools.returns",
+        "'returns' is read as a key of 'tools' (by its indentation); if it belongs to "
+        "'get_weather' above, indent it under 'get_weather'",
     ),
     (
         "unknown key",

@@ -21,6 +21,7 @@ from harness.errors import HarnessError, ScenarioError
 from harness.llm.script import ScriptToolCall
 from harness.messages import Conversation, MessageItemError, messages_from_openai
 from harness.plugins import PluginError, Plugins, get_plugins
+from harness.scenario.hints import dedent_hint
 from harness.scenario.schema import Scenario, scenario_name
 from harness.scenario.stubs import SpecError, build_tool
 from harness.scenario.yamlsource import Located, dotted, load_yaml
@@ -135,7 +136,9 @@ _MESSAGES = (
 def _message(err: dict[str, Any]) -> str:
     if err["type"] == "extra_forbidden":
         key = str(err["loc"][-1])
-        hint = difflib.get_close_matches(key, _WORDS, n=1)
+        # The key itself is a known word when it sits at the wrong level: no "did you
+        # mean 'final'?" for 'final' (the indentation hint says where it belongs).
+        hint = [w for w in difflib.get_close_matches(key, _WORDS, n=2) if w != key][:1]
         return f"unknown key {key!r}" + (f" (did you mean {hint[0]!r}?)" if hint else "")
     msg = str(err["msg"])
     for pattern, replacement in _MESSAGES:
@@ -196,6 +199,9 @@ def _validation_issues(exc: ValidationError, located: Located) -> list[Issue]:
         message = _message(err)
         if path[:5] in odd:
             path, message = path[:5], odd[path[:5]]
+        hint = dedent_hint(Scenario, located.data, path)
+        if hint is not None:
+            message = f"{message}; {hint}"
         messages = grouped.setdefault(path, [])
         if message not in messages:
             messages.append(message)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import sys
@@ -166,18 +167,56 @@ def _position_line(text: str, position: int) -> int:
     return len(_BREAKS.findall(text, 0, position)) + 1
 
 
+def _mark_of(exc: yaml.MarkedYAMLError) -> Any:
+    """Where to point: where the problem is, or where an unclosed quote was opened."""
+    if "quoted scalar" in str(exc.context or "") and exc.context_mark is not None:
+        return exc.context_mark
+    return exc.problem_mark or exc.context_mark
+
+
 def _syntax_message(text: str, exc: yaml.MarkedYAMLError) -> str:
-    mark = exc.problem_mark or exc.context_mark
-    if mark is not None:
-        lines = _BREAKS.split(text)
-        row = lines[mark.line] if mark.line < len(lines) else ""
-        if row[mark.column : mark.column + 1] == "\t" or "tab" in str(exc.problem):
-            return (
-                "YAML syntax error: a tab character; YAML indents with spaces only: "
-                "replace the tab with spaces"
-            )
+    mark = _mark_of(exc)
     problem = " ".join(p for p in (exc.context, exc.problem) if p)
-    return f"YAML syntax error: {problem}"
+    if mark is None:
+        return f"YAML syntax error: {problem}"
+    lines = _BREAKS.split(text)
+    row = lines[mark.line] if mark.line < len(lines) else ""
+    where = f"YAML syntax error at column {mark.column + 1}"
+    if row[mark.column : mark.column + 1] == "\t" or "tab" in str(exc.problem):
+        return (
+            f"{where}: a tab character; YAML indents with spaces only: replace the tab with spaces"
+        )
+    hint = _syntax_hint(lines, mark, exc)
+    return f"{where}: {problem}" + (f"; {hint}" if hint else "")
+
+
+def _syntax_hint(lines: list[str], mark: Any, exc: yaml.MarkedYAMLError) -> str | None:
+    """What a person most likely meant, for the mistakes PyYAML words for parsers."""
+    row = lines[mark.line] if mark.line < len(lines) else ""
+    problem = str(exc.problem or "")
+    if problem.startswith("mapping values are not allowed"):
+        key, sep, value = row.strip().removeprefix("- ").partition(": ")
+        if sep and (": " in value or value.endswith(":")):
+            return (
+                f"a value containing ': ' must be quoted: write {key}: "
+                f"{json.dumps(value.strip(), ensure_ascii=False)}"
+            )
+        above = mark.line - 1
+        while above >= 0 and not lines[above].strip():
+            above -= 1
+        if above >= 0:
+            return (
+                f"this line is indented more than line {above + 1} above it, so YAML reads "
+                "it as the rest of that line's value; give keys of one mapping the same "
+                "indentation"
+            )
+    context = exc.context_mark
+    if "quoted scalar" in str(exc.context or "") and context is not None:
+        return (
+            f"the quoted string that starts at line {context.line + 1}, column "
+            f"{context.column + 1} is never closed: add the closing quote"
+        )
+    return None
 
 
 def _reader_error(file: str, text: str, exc: yaml.reader.ReaderError) -> ScenarioError:
@@ -207,7 +246,7 @@ def load_yaml(text: str, file: str = "<string>") -> Located:
         except yaml.reader.ReaderError as exc:  # libyaml's reader checks as it goes
             raise _reader_error(file, text, exc) from None
         except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
+            mark = _mark_of(exc)
             # At the end of the stream the mark is past the last line: name the last one.
             line = min(mark.line + 1, _position_line(text, len(text))) if mark else None
             raise ScenarioError.single(file, line, "", _syntax_message(text, exc)) from None
