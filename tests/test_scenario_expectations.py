@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from harness import hookimpl
+from harness.errors import ScenarioError
 from harness.plugins import get_plugins
 from harness.scenario import load_scenario, run_scenario
 
@@ -226,6 +227,61 @@ def test_expectations_are_listed_in_file_order(tmp_path):
         "final.matches",
         "final.contains",
     ]
+
+
+def test_dotted_keys_are_read_like_the_nested_form(tmp_path):
+    # The docs and `harness plugins` name keys dotted; written so, they mean the same.
+    dotted = run_with(
+        tmp_path,
+        {
+            "tool_calls.count": {"get_weather": 2},
+            "tool_calls.include": [{"name": "get_weather", "args": {"city": "SF"}}],
+            "final.contains": "Zuni",
+        },
+    )
+    nested = run_with(
+        tmp_path,
+        {
+            "tool_calls": {
+                "count": {"get_weather": 2},
+                "include": [{"name": "get_weather", "args": {"city": "SF"}}],
+            },
+            "final": {"contains": "Zuni"},
+        },
+    )
+    assert dotted.status == "passed"
+    assert dotted.expectations == nested.expectations
+    wrong = run_with(tmp_path, {"tool_calls.count": {"get_weather": 3}})
+    assert wrong.status == "failed"
+    assert [(e.path, e.expected, e.actual) for e in wrong.expectations] == [
+        ("tool_calls.count", {"get_weather": 3}, {"get_weather": 2})
+    ]
+
+
+@pytest.mark.parametrize(
+    ("expect", "line", "message"),  # line: of the expect section
+    [
+        (
+            "  tool_calls.count: 3\n",
+            1,
+            "expect.tool_calls.count: expected a mapping",
+        ),
+        (
+            "  tool_calls: {count: {get_weather: 1}}\n  tool_calls.count: {get_weather: 2}\n",
+            2,
+            "'tool_calls.count' is given twice (dotted and under 'tool_calls'): keep one",
+        ),
+    ],
+)
+def test_a_bad_dotted_key_is_refused_at_load_with_its_line(tmp_path, expect, line, message):
+    text = BASE.replace("    - content: never used\n", "") + "expect:\n" + expect
+    path = tmp_path / "d.scenario.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ScenarioError) as raised:
+        load_scenario(path)
+    line += text[: text.index("expect:\n")].count("\n") + 1
+    assert f"d.scenario.yaml:{line}: " in str(raised.value)
+    assert message in str(raised.value)
 
 
 def test_without_expect_a_run_passes_when_it_completes(tmp_path):

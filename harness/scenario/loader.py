@@ -21,8 +21,9 @@ from harness.errors import HarnessError, ScenarioError
 from harness.llm.script import ScriptToolCall
 from harness.messages import Conversation, MessageItemError, messages_from_openai
 from harness.plugins import PluginError, Plugins, get_plugins
+from harness.scenario.dotted import DottedKeyError, expand_dotted, split_dotted
 from harness.scenario.hints import dedent_hint
-from harness.scenario.schema import Scenario, scenario_name
+from harness.scenario.schema import ExpectSection, Scenario, scenario_name
 from harness.scenario.stubs import SpecError, build_tool
 from harness.scenario.yamlsource import Located, dotted, load_yaml
 from harness.tools import Tool
@@ -80,6 +81,7 @@ def load_scenario_text(text: str, path: Path, shown: str | None = None) -> Scena
     located = load_yaml(text, shown)
     if not isinstance(located.data, dict):
         raise located.error((), "a scenario file is a mapping (name:, llm:, expect: ...)")
+    _expand_dotted_expect(located)
     try:
         # Strict: no coercion, so `max_iterations: true` or `parallel_tools: 1` is an error
         # rather than 1 or True.
@@ -91,6 +93,29 @@ def load_scenario_text(text: str, path: Path, shown: str | None = None) -> Scena
     if issues:
         raise ScenarioError(issues)
     return scenario
+
+
+def _expand_dotted_expect(located: Located) -> None:
+    """Read ``expect: {tool_calls.count: ...}`` as the nested form, lines moved along."""
+    expect = located.data.get("expect")
+    if not isinstance(expect, dict):
+        return
+    sections = ExpectSection.sections()
+    try:
+        expanded = expand_dotted(expect, sections)
+    except DottedKeyError as exc:
+        raise located.error(("expect", exc.key), str(exc)) from None
+    if expanded is expect:
+        return
+    located.data["expect"] = expanded
+    for table in (located.lines, located.literal_blocks):
+        for path, line in list(table.items()):
+            if len(path) < 2 or path[0] != "expect" or not isinstance(path[1], str):
+                continue
+            parts = split_dotted(path[1], sections)
+            if parts is not None:
+                table.setdefault(("expect", parts[0]), line)
+                table[("expect", *parts, *path[2:])] = line
 
 
 # -- pydantic errors -> issues -------------------------------------------------------------

@@ -22,6 +22,7 @@ from harness.llm.config import LLMConfig
 from harness.loop import AgentConfig
 from harness.markers import check_tag
 from harness.messages import Conversation
+from harness.scenario.dotted import DottedKeyError, expand_dotted
 
 __all__ = [
     "TOOL_NAME",
@@ -362,6 +363,30 @@ class ExpectSection(_Ordered):
     requests: list[RequestExpect] | None = None
     script_consumed: bool | None = None
     sim_time: Range | None = None
+
+    @classmethod
+    def sections(cls) -> frozenset[str]:
+        """The keys whose value has keys of its own (``tool_calls``, ``final``)."""
+        return frozenset(
+            name
+            for name, field in cls.model_fields.items()
+            if any(
+                isinstance(arg, type) and issubclass(arg, _Ordered)
+                for arg in getattr(field.annotation, "__args__", ())
+            )
+        )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _dotted(cls, value: Any) -> Any:
+        # `tool_calls.count: {...}` is `tool_calls: {count: {...}}` (the loader does this
+        # first, keeping lines; this covers Scenario objects built in Python).
+        if not isinstance(value, dict):
+            return value
+        try:
+            return expand_dotted(value, cls.sections())
+        except DottedKeyError as exc:
+            raise ValueError(str(exc)) from None
 
 
 def scenario_name(path: Path) -> str:
