@@ -564,3 +564,34 @@ def test_missing_history_file_is_reported(tmp_path):
 def test_unreadable_path_is_a_scenario_error(tmp_path):
     with pytest.raises(ScenarioError, match="cannot read the file"):
         load_scenario(tmp_path / "missing.scenario.yaml")
+
+
+def test_validate_reports_every_problem_of_a_file_in_one_run(tmp_path):
+    # A typo in the schema and one in an expectation key (checked against the plugins'
+    # registry, after the schema) are both shown the first time.
+    path = write(
+        tmp_path,
+        "name: two\ninput: hi\nagent: {max_iteration: 3}\nexpect:\n  terminaton: completed\n",
+    )
+    with pytest.raises(ScenarioError) as raised:
+        load_scenario(path)
+    assert [(line, field) for _, line, field, _ in raised.value.issues] == [
+        (3, "agent.max_iteration"),
+        (5, "expect.terminaton"),
+    ]
+    assert "unknown key 'max_iteration' (did you mean 'max_iterations'?)" in str(raised.value)
+    assert "unknown expectation 'terminaton' (did you mean 'termination'?)" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("expect", "message"),
+    [
+        ("iterations: true", "expected a whole number or bounds like {min: 1, max: 5}"),
+        ("sim_time: [1]", "expected a number or bounds like {min: 1, max: 5}"),
+    ],
+)
+def test_a_bad_count_or_range_says_what_bounds_look_like(tmp_path, expect, message):
+    path = write(tmp_path, f"name: x\ninput: hi\nexpect:\n  {expect}\n")
+    with pytest.raises(ScenarioError) as raised:
+        load_scenario(path)
+    assert str(raised.value).endswith(message), str(raised.value)

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 from harness.errors import HarnessError, ScenarioError
 from harness.llm.script import ScriptToolCall
 from harness.messages import Conversation, MessageItemError, messages_from_openai
-from harness.plugins import PluginError, Plugins, get_plugins
+from harness.plugins import PluginError, Plugins, get_plugins, project_root
 from harness.scenario.dotted import DottedKeyError, expand_dotted, split_dotted
 from harness.scenario.hints import dedent_hint
 from harness.scenario.schema import ExpectSection, Scenario, scenario_name
@@ -87,7 +87,8 @@ def load_scenario_text(text: str, path: Path, shown: str | None = None) -> Scena
         # rather than 1 or True.
         scenario = Scenario.model_validate(located.data, strict=True)
     except ValidationError as exc:
-        raise ScenarioError(_validation_issues(exc, located)) from None
+        issues = _validation_issues(exc, located) + _unknown_expectations(located, path)
+        raise ScenarioError(issues) from None
     scenario.bind(path.resolve(), located)
     issues = _check(scenario, located)
     if issues:
@@ -290,6 +291,50 @@ def _line(
     return located.line_of(path)
 
 
+def _check_expectation_keys(
+    keys: Any, plugins: Plugins, issue: Callable[[tuple[str | int, ...], str], None]
+) -> None:
+    """``expect`` keys beyond the built-in ones must be registered by a plugin."""
+    registry = plugins.registry("expectations")
+    for key in keys:
+        if key not in registry and not any(k.startswith(f"{key}.") for k in registry):
+            top = sorted({k.split(".")[0] for k in registry})
+            hint = difflib.get_close_matches(key, top, n=1)
+            issue(
+                ("expect", key),
+                f"unknown expectation {key!r}"
+                + (f" (did you mean {hint[0]!r}?)" if hint else "")
+                + f"; known: {', '.join(top)}",
+            )
+
+
+def _unknown_expectations(located: Located, path: Path) -> list[Issue]:
+    """The unknown ``expect`` keys of a file whose schema check failed.
+
+    They are only found against the plugins' registry, after the schema: without this, a
+    file with a typo in ``agent`` and one in ``expect`` shows the second only once the
+    first is fixed.
+    """
+    expect = located.data.get("expect")
+    if not isinstance(expect, dict):
+        return []
+    known = set(ExpectSection.model_fields)
+    extra = [key for key in expect if isinstance(key, str) and key not in known]
+    if not extra:
+        return []
+    try:
+        plugins = get_plugins(project_root(path))
+    except PluginError:
+        return []  # said when the schema is fixed and the file loads further
+    issues: list[Issue] = []
+
+    def issue(at: tuple[str | int, ...], message: str) -> None:
+        issues.append((located.file, located.line_of(at), dotted(at), message))
+
+    _check_expectation_keys(extra, plugins, issue)
+    return issues
+
+
 def _check(scenario: Scenario, located: Located) -> list[Issue]:
     issues: list[Issue] = []
     file = located.file
@@ -334,17 +379,7 @@ def _check(scenario: Scenario, located: Located) -> list[Issue]:
         _check_expected_tools(scenario, issue)
 
     if scenario.expect is not None and scenario.expect.model_extra:
-        registry = plugins.registry("expectations")
-        for key in scenario.expect.model_extra:
-            if key not in registry and not any(k.startswith(f"{key}.") for k in registry):
-                top = sorted({k.split(".")[0] for k in registry})
-                hint = difflib.get_close_matches(key, top, n=1)
-                issue(
-                    ("expect", key),
-                    f"unknown expectation {key!r}"
-                    + (f" (did you mean {hint[0]!r}?)" if hint else "")
-                    + f"; known: {', '.join(top)}",
-                )
+        _check_expectation_keys(scenario.expect.model_extra, plugins, issue)
 
     try:
         history = starting_conversation(scenario)

@@ -59,7 +59,7 @@ class Range(BaseModel):
     def _number(cls, value: Any) -> Any:
         form = "a whole number" if cls._whole else "a number"
         if isinstance(value, bool):
-            raise ValueError(f"expected {form} or {{min: , max: }}")
+            raise ValueError(f"expected {form} or bounds like {{min: 1, max: 5}}")
         if isinstance(value, float) and cls._whole:
             if not value.is_integer():
                 raise ValueError(f"{value} is not a whole number; a count is 0, 1, 2, ...")
@@ -67,7 +67,7 @@ class Range(BaseModel):
         if isinstance(value, int | float):
             return {"min": value, "max": value}
         if not isinstance(value, dict):
-            raise ValueError(f"expected {form} or {{min: , max: }}")
+            raise ValueError(f"expected {form} or bounds like {{min: 1, max: 5}}")
         return value
 
     @model_validator(mode="after")
