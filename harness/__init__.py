@@ -43,6 +43,10 @@ _SCENARIO_API = ("arun_scenario", "load_scenario", "run_scenario")
 
 
 def __getattr__(name: str) -> Any:
+    if name == "CodeExecutionTool":  # subprocess and sandbox code: loaded when used
+        from harness.sandbox.tool import CodeExecutionTool
+
+        return CodeExecutionTool
     if name in _SCENARIO_API:
         import harness.scenario
 
@@ -55,6 +59,7 @@ __all__ = [
     "Agent",
     "AgentConfig",
     "AssistantMessage",
+    "CodeExecutionTool",
     "CompleteAction",
     "Conversation",
     "EmptyAction",

@@ -1,0 +1,48 @@
+"""The ``process`` backend: the same interpreter, isolated mode, limits, a throw-away folder.
+
+Weakest of the backends: the code runs as the same user, so it can read and write what
+that user can. It gets no secrets through its environment, an empty working folder that
+is removed afterwards, and limits on CPU time, memory, file size and processes.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from harness.sandbox.base import (
+    Execution,
+    Limits,
+    child_environment,
+    python_flags,
+    run_limited,
+)
+
+__all__ = ["ProcessSandbox"]
+
+
+class ProcessSandbox:
+    """Runs code with ``python -I`` (and ``-S``) in a subprocess with resource limits."""
+
+    name = "process"
+
+    def unavailable(self) -> str | None:
+        """Always available where harness runs."""
+        return None
+
+    async def run(self, code: str, limits: Limits) -> Execution:
+        """Run ``code`` in a fresh temporary folder, removed afterwards."""
+        work = tempfile.mkdtemp(prefix="harness-sandbox-")
+        try:
+            Path(work, "main.py").write_text(code, encoding="utf-8")
+            return await run_limited(
+                [sys.executable, *python_flags(limits), "main.py"],
+                cwd=work,
+                env=child_environment(work),
+                limits=limits,
+                sandbox=self.name,
+            )
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
