@@ -47,20 +47,32 @@ class AbortRun(Exception):
     """
 
 
+def _one_line(text: str) -> str:
+    """One problem, one line: messages from YAML or Jinja (or a key written "\\n") may
+    span several."""
+    return " ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
 class ScenarioError(HarnessError):
     """A scenario file that cannot be used: every problem as ``path:line: field: message``."""
 
     def __init__(self, issues: list[tuple[str, int | None, str, str]]):
-        # (path, line, field, message) per problem, in file order.
-        self.issues = sorted(issues, key=lambda i: (i[0], i[1] or 0))
+        # (path, line, field, message) per problem, in file order; each field and message
+        # one line, so that the structured issue and the printed line say the same.
+        self.issues = sorted(
+            (
+                (path, line, _one_line(field), _one_line(message))
+                for path, line, field, message in issues
+            ),
+            key=lambda i: (i[0], i[1] or 0),
+        )
         super().__init__("\n".join(self.format_issue(*issue) for issue in self.issues))
 
     @staticmethod
     def format_issue(path: str, line: int | None, field: str, message: str) -> str:
         """``path:line: field: message`` (line and field left out when unknown)."""
         where = f"{path}:{line}" if line else path
-        # One problem, one line: messages from YAML or Jinja may span several.
-        message = " ".join(part.strip() for part in message.splitlines() if part.strip())
+        message = _one_line(message)
         return f"{where}: {field}: {message}" if field else f"{where}: {message}"
 
     @classmethod

@@ -1,7 +1,17 @@
 """Shared test configuration (kept minimal: helpers live next to the tests that use them,
 unless several test modules need them)."""
 
+import os
+
 import pytest
+from hypothesis import settings
+
+# Property tests search widely when run by hand, and the same way every time in CI
+# (`CI` set): no random seed, no example database carried between runs, so a fresh
+# clone passes or fails on the code alone.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("dev")
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 # pytester: the plugin and CLI tests run real pytest sessions (tests/test_pytest_plugin.py).
 pytest_plugins = ["pytester"]
@@ -26,3 +36,31 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "hooks(*names): the harness hooks this test exercises (see test_hookspecs.py)"
     )
+
+
+@pytest.fixture
+def no_real_sleep(monkeypatch):
+    """The list of real sleeps (seconds) taken by time.sleep and asyncio.sleep meanwhile.
+
+    Simulated latency must cost no real time: a test asserts this list is empty instead
+    of timing itself, which a loaded machine would make flaky.
+    """
+    import asyncio
+    import time
+
+    slept: list[float] = []
+    real_sleep, real_async_sleep = time.sleep, asyncio.sleep
+
+    def sleep(seconds):
+        if seconds > 0.001:
+            slept.append(seconds)
+        return real_sleep(seconds)
+
+    async def async_sleep(seconds, result=None):
+        if seconds > 0.001:
+            slept.append(seconds)
+        return await real_async_sleep(seconds, result)
+
+    monkeypatch.setattr(time, "sleep", sleep)
+    monkeypatch.setattr(asyncio, "sleep", async_sleep)
+    return slept

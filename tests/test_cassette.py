@@ -370,6 +370,41 @@ def test_secret_headers_and_values_are_scrubbed_everywhere(monkeypatch):
     assert interaction["response"]["parsed_body"] == {"echo": "<OPENAI_API_KEY>"}
 
 
+@pytest.mark.parametrize(
+    "header",
+    ["Authorization", "api-key", "X-Api-Key", "x-api-key", "OpenAI-Organization",
+     "OpenAI-Project", "Cookie"],
+)  # fmt: skip
+def test_each_secret_request_header_is_dropped_whatever_it_holds(header, monkeypatch):
+    # A value no environment variable holds (an Azure or proxy key, say): only the
+    # header's name can keep it out of the cassette.
+    for name in ("OPENAI_API_KEY", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID"):
+        monkeypatch.delenv(name, raising=False)
+    value = "unrelated-proxy-secret-0123456789"
+    data = {
+        "version": 1,
+        "interactions": [
+            {
+                "request": {
+                    "method": "POST",
+                    "uri": "https://proxy.example.com/v1/chat/completions",
+                    "body": '{"messages": []}',
+                    "headers": {header: [value], "Accept": ["application/json"]},
+                },
+                "response": {
+                    "status": {"code": 200, "message": "OK"},
+                    "headers": {"content-type": ["application/json"]},
+                    "body": {"string": b'{"ok": true}'},
+                },
+            }
+        ],
+    }
+    text = dump_cassette(data)
+    assert value not in text
+    (interaction,) = yaml.safe_load(text)["interactions"]
+    assert set(interaction["request"]["headers"]) == {"Accept"}
+
+
 # -- the file --------------------------------------------------------------------------------
 
 

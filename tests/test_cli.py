@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from scenario_texts import PASSING, SESSION_TESTS
@@ -488,10 +488,16 @@ def test_delegated_commands_reach_their_functions_or_say_not_available(capsys, m
 
 
 def test_the_console_script_is_installed(pytester):
-    script = shutil.which("harness")
-    if script is None:
-        pytest.skip("the harness console script is not on PATH (package not installed)")
-    result = pytester.run(script, "--version")
+    # Where this interpreter's installs put scripts (a venv's bin/, say), whatever PATH
+    # holds: a broken install must fail here, not skip.
+    import sysconfig
+
+    folders = [sysconfig.get_path("scripts"), str(Path(sys.executable).parent)]
+    script = next((p for f in folders if (p := Path(f) / "harness").is_file()), None)
+    assert script is not None, (
+        f"no harness console script in {' or '.join(folders)}: reinstall with pip install -e ."
+    )
+    result = pytester.run(str(script), "--version")
     assert result.ret == 0 and result.stdout.str().startswith("harness ")
 
 

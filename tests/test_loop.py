@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from harness import Agent, Conversation, HarnessError, Termination, hookimpl, tool
-from harness.actions import ExecuteToolsAction
+from harness.actions import ExecuteToolsAction, FinalResponse
 from harness.llm import ScriptedLLM
 from harness.messages import AssistantMessage, SystemMessage, ToolMessage, UserMessage
 
@@ -829,3 +829,17 @@ def test_log_lines_of_a_parallel_plan_and_the_limit(caplog):
         ("INFO", "Executing 2 tool call(s)"),
         ("WARNING", "Max agentic iterations reached without final response"),
     ]
+
+
+def test_no_executing_line_when_validation_stops_the_plan(caplog):
+    # Nothing runs when a plan fails validation: the log must not say it does.
+    caplog.set_level(logging.INFO, logger="harness")
+    result = weather_agent([{"tool_calls": [{"get_weather": {"city": 5}}]}]).run("?")
+    assert result.termination == Termination.validation_error
+    assert [m for _, m in _harness_log(caplog) if m.startswith("Executing")] == []
+    assert _harness_log(caplog)[-1] == ("INFO", "Agentic iteration 2/80")
+
+
+def test_a_final_response_displays_a_message_unless_told_otherwise():
+    assert FinalResponse().operation == "display_message"
+    assert weather_agent().run("?").final.operation == "display_message"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 
 import pytest
 
@@ -36,15 +35,10 @@ def test_three_sleeping_tools_take_about_the_longest_and_answer_in_model_order()
     sleeps = {"slow": 0.6, "medium": 0.5, "fast": 0.4}
     plan = [{"nap": {"name": name, "seconds": seconds}} for name, seconds in sleeps.items()]
     agent = Agent(llm=[{"tool_calls": plan}, {"content": "rested"}], tools=[nap])
-    started = time.perf_counter()
     result = agent.run("nap")
-    elapsed = time.perf_counter() - started
 
-    # Overlapping: about the longest (0.6 s), clearly below the sum (1.5 s) that one
-    # call after another needs. Not a stopwatch: a loaded machine has 0.6 s to spare
-    # (the barrier tests below prove the overlap itself).
-    longest, total = max(sleeps.values()), sum(sleeps.values())
-    assert longest <= elapsed < total - 0.3
+    # They finished shortest first (the sleeps overlap: the barrier tests below prove
+    # it without a stopwatch), yet the answers are in the model's order.
     assert finished == ["fast", "medium", "slow"]
     assert [m.content for m in tool_messages(result)] == [
         "slow slept 0.6",

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from harness.errors import ScenarioError
@@ -147,8 +147,18 @@ def mutated(draw) -> dict:
     return doc
 
 
+# Found by this test: a tool name of "\n" put a raw line break into ScenarioError.issues
+# (the printed line was cleaned, the structured issue was not).
+NEWLINE_TOOL = {
+    "name": "x",
+    "tools": {"t": {}},
+    "llm": {"script": [{"tool_calls": [{"\n": 5}]}, {"tool_calls": [{"\r": 5}]}]},
+}
+
+
 @SETTINGS
 @given(mutated())
+@example(NEWLINE_TOOL)
 def test_mutated_valid_scenarios(document):
     scenario = load_or_explain(yaml.safe_dump(document, sort_keys=False))
     if scenario is None:

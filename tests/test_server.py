@@ -206,10 +206,8 @@ def test_timeout_step_holds_the_response_past_the_client_timeout():
     steps = [{"error": "timeout"}, {"content": "late"}]
     with running_server(steps, max_delay=5) as url:
         with client(url, max_retries=0, timeout=0.3) as sdk:
-            started = time.monotonic()
             with pytest.raises(openai.APITimeoutError):
                 sdk.chat.completions.create(model="m", messages=[USER])
-            assert time.monotonic() - started < 3
             reply = sdk.chat.completions.create(model="m", messages=[USER])
             assert reply.choices[0].message.content == "late"
         # A client that waits longer than --max-delay gets a 504.
@@ -220,17 +218,9 @@ def test_timeout_step_holds_the_response_past_the_client_timeout():
         assert caught.value.status_code == 504
 
 
-def test_stopping_the_server_wakes_held_responses():
-    with running_server([{"error": "timeout"}], max_delay=60) as url:
-        with client(url, max_retries=0, timeout=0.2) as sdk, pytest.raises(openai.APITimeoutError):
-            sdk.chat.completions.create(model="m", messages=[USER])
-        started = time.monotonic()
-    # The held handler is still waiting when the server stops: it is woken at once,
-    # well before uvicorn's 5 s grace period would cancel it (let alone max_delay).
-    assert time.monotonic() - started < 4
-
-
 def test_a_timeout_step_released_by_shutdown_says_so():
+    # Woken by the shutdown itself, not by uvicorn's grace period or the 20 s max delay:
+    # the answer says so (no stopwatch needed).
     app = create_app([ScriptStep(error="timeout")], max_delay=20)
     answers = []
     body = json.dumps({"model": "m", "messages": [USER]}).encode()
@@ -239,7 +229,9 @@ def test_a_timeout_step_released_by_shutdown_says_so():
             target=lambda: answers.append(http("POST", f"{url}/chat/completions", body))
         )
         waiting.start()
+        deadline = time.monotonic() + 30
         while not app.state.script.attempts:  # the request is being held
+            assert time.monotonic() < deadline, "the request never reached the server"
             time.sleep(0.01)
     waiting.join(10)
     ((status, payload),) = answers

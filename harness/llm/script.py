@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -41,7 +42,8 @@ class ScriptToolCall(BaseModel):
                             f"{key}: ...}}; a tool called {key!r} takes a mapping of arguments"
                         )
                     raise ValueError(
-                        f"arguments of {key!r} must be a mapping, like {{{key}: {{city: SF}}}}"
+                        f"arguments of {key!r} must be a mapping, like "
+                        f"{{{_yaml_key(key)}: {{city: SF}}}}"
                     )
                 return {"name": key, "arguments": value or {}}
         return data
@@ -126,3 +128,8 @@ def parse_step(index: int, step: ScriptStep | dict[str, Any]) -> ScriptStep:
     except ValidationError as exc:
         problems = format_errors(exc.errors(include_url=False))
         raise HarnessError(f"script step {index + 1}: {problems}") from None
+
+
+def _yaml_key(key: str) -> str:
+    """``key`` as written in a YAML hint: plain when it can be, else quoted."""
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else repr(key)
