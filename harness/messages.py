@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
-from harness.errors import describe, format_errors
+from harness.errors import HarnessError, describe, format_errors
 
 __all__ = [
     "AssistantMessage",
@@ -41,11 +41,39 @@ class ToolCall(BaseModel):
     # Kept only when the model sent arguments that are not a JSON object, so the
     # exact text can be reported and sent back.
     raw_arguments: str | None = None
+    # The model's own text of valid arguments ('{"city":"Paris"}'): sent back exactly as
+    # it came, as the SDKs do, so a request matches what a recording holds. Not a field:
+    # results and saved conversations keep the parsed arguments.
+    _text: str | None = PrivateAttr(default=None)
+
+    @classmethod
+    def from_text(cls, id: str, name: str, text: str | None) -> ToolCall:
+        """A call whose arguments arrive as the model's text (kept, to be sent back as is)."""
+        arguments, raw = parse_arguments(text)
+        call = cls(id=id, name=name, arguments=arguments, raw_arguments=raw)
+        if raw is None and text:
+            call._text = text
+        return call
+
+    def __eq__(self, other: object) -> bool:
+        # The same call whatever the spacing of its arguments' text: compared by fields.
+        if not isinstance(other, ToolCall):
+            return NotImplemented
+        return (self.id, self.name, self.arguments, self.raw_arguments) == (
+            other.id,
+            other.name,
+            other.arguments,
+            other.raw_arguments,
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # arguments are a dict: never hashable
 
     def arguments_json(self) -> str:
-        """The arguments as the model sent them (raw text) or as canonical-enough JSON."""
+        """The arguments as the model sent them, else as JSON."""
         if self.raw_arguments is not None:
             return self.raw_arguments
+        if self._text is not None:
+            return self._text
         return json.dumps(self.arguments, ensure_ascii=False)
 
 
@@ -163,14 +191,52 @@ class Conversation(BaseModel):
         """Chat Completions `messages` for this conversation (a new list)."""
         return list(self.openai_messages())
 
-    def save(self, path: str | Path) -> None:
-        """Write the conversation as JSON (every field, so `load` gives it back exactly)."""
-        Path(path).write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    def save(self, path: str | Path, format: Literal["harness", "openai"] = "harness") -> None:
+        """Write the conversation as JSON.
+
+        ``harness`` (default): every field (``is_error`` included), so `load` gives it back
+        exactly. ``openai``: the plain list of Chat Completions messages the API takes
+        (tool calls' arguments as the model wrote them).
+        """
+        if format == "openai":
+            text = json.dumps(self.to_openai(), indent=2, ensure_ascii=False)
+        elif format == "harness":
+            text = self.model_dump_json(indent=2)
+        else:
+            raise HarnessError(
+                f"Conversation.save: format is 'harness' or 'openai', got {format!r}"
+            )
+        Path(path).write_text(text + "\n", encoding="utf-8")
 
     @classmethod
     def load(cls, path: str | Path) -> Conversation:
-        """Read a conversation written by `save`."""
-        return cls.model_validate_json(Path(path).read_text(encoding="utf-8"))
+        """Read a saved conversation: a plain list of OpenAI messages, or harness's form.
+
+        Anything else is a HarnessError that names the file and what is wrong.
+        """
+        where = str(path)
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise HarnessError(f"{where}: cannot read the conversation: {exc}") from None
+        except ValueError as exc:
+            raise HarnessError(f"{where}: not JSON: {exc}") from None
+        if isinstance(data, list):
+            try:
+                return cls(messages=messages_from_openai(data))
+            except MessageItemError as exc:
+                raise HarnessError(f"{where}: {exc}") from None
+        if isinstance(data, dict) and isinstance(data.get("messages"), list):
+            try:
+                return cls.model_validate(data)
+            except ValidationError as exc:
+                detail = format_errors(exc.errors(include_url=False))
+                raise HarnessError(f"{where}: not a saved conversation: {detail}") from None
+        raise HarnessError(
+            f"{where}: not a conversation: expected a list of OpenAI messages "
+            '([{"role": "user", "content": "hi"}, ...]) or a file written by '
+            f'Conversation.save ({{"messages": [...]}}), got {describe(data)}'
+        )
 
     @classmethod
     def from_openai(cls, messages: list[dict[str, Any]]) -> Conversation:
@@ -294,13 +360,12 @@ def message_from_openai(data: dict[str, Any]) -> Message:
                     "each tool_calls entry must be {id, type: function, function: {name, "
                     f"arguments}}, got {call!r}"
                 )
-            args, raw = parse_arguments(fn.get("arguments"))
+            text = fn.get("arguments")
             calls.append(
-                ToolCall(
-                    id=call.get("id", ""),
-                    name=fn.get("name", ""),
-                    arguments=args,
-                    raw_arguments=raw,
+                ToolCall.from_text(
+                    call.get("id", ""),
+                    fn.get("name", ""),
+                    text if isinstance(text, str) or text is None else json.dumps(text),
                 )
             )
         return AssistantMessage(content=_text(data.get("content")), tool_calls=calls)

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from harness import Agent, tool
+from harness import Agent, HarnessError, tool
 from harness.messages import (
     AssistantMessage,
     Conversation,
@@ -158,8 +158,77 @@ def test_load_rejects_a_message_with_an_unknown_role(tmp_path):
     path = tmp_path / "bad.json"
     path.write_text('{"messages": [{"role": "robot", "content": "beep"}]}', encoding="utf-8")
 
-    with pytest.raises(ValidationError, match="robot"):
+    with pytest.raises(HarnessError, match=r"bad.json: not a saved conversation: .*robot"):
         Conversation.load(path)
+
+
+# An OpenAI history as an SDK client keeps it: compact arguments, a tool result.
+OPENAI_HISTORY = [
+    {"role": "system", "content": "You are terse."},
+    {"role": "user", "content": "Weather in Paris?"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_a",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_a", "content": "18C"},
+    {"role": "assistant", "content": "18C in Paris."},
+]
+
+
+def test_load_reads_a_plain_openai_message_list_and_save_writes_one_back_exactly(tmp_path):
+    source = tmp_path / "history.json"
+    source.write_text(json.dumps(OPENAI_HISTORY), encoding="utf-8")
+    conversation = Conversation.load(source)
+    assert [type(m).__name__ for m in conversation.messages] == [
+        "SystemMessage",
+        "UserMessage",
+        "AssistantMessage",
+        "ToolMessage",
+        "AssistantMessage",
+    ]
+    assert conversation.messages[2].tool_calls[0].arguments == {"city": "Paris"}
+    saved = tmp_path / "again.json"
+    conversation.save(saved, format="openai")
+    # The model's own argument text is kept: the list is the one the API was sent.
+    assert json.loads(saved.read_text(encoding="utf-8")) == OPENAI_HISTORY
+    assert Conversation.load(saved) == conversation
+
+
+def test_both_forms_round_trip_exactly(tmp_path):
+    for form in ("harness", "openai"):
+        first, second = tmp_path / f"1.{form}.json", tmp_path / f"2.{form}.json"
+        EVERY_FIELD.save(first, format=form)
+        Conversation.load(first).save(second, format=form)
+        assert first.read_text(encoding="utf-8") == second.read_text(encoding="utf-8")
+    assert Conversation.load(tmp_path / "1.harness.json") == EVERY_FIELD
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"role": "user"}', "not a conversation: expected a list of OpenAI messages"),
+        ("[1, 2]", "item 0 is int 1; expected a harness message or an OpenAI message dict"),
+        ("{nope", "not JSON"),
+    ],
+)
+def test_load_says_what_is_wrong_with_anything_else(tmp_path, text, message):
+    path = tmp_path / "odd.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(HarnessError, match=r"odd\.json: ") as raised:
+        Conversation.load(path)
+    assert message in str(raised.value)
+
+
+def test_save_refuses_an_unknown_format(tmp_path):
+    with pytest.raises(HarnessError, match="format is 'harness' or 'openai', got 'yaml'"):
+        EVERY_FIELD.save(tmp_path / "c.yaml", format="yaml")  # type: ignore[arg-type]
 
 
 # -- generated conversations -----------------------------------------------------------------

@@ -23,7 +23,6 @@ from harness.messages import (
     ToolCall,
     ToolMessage,
     UserMessage,
-    parse_arguments,
 )
 from harness.plugins import hookimpl
 
@@ -376,10 +375,7 @@ async def _post(client: Any, path: str, body: dict[str, Any], cast_to: Any, chun
 def _tool_call(
     call_id: str | None, name: str, arguments: str | None, call: int, index: int
 ) -> ToolCall:
-    args, raw = parse_arguments(arguments)
-    return ToolCall(
-        id=call_id or f"call_{call}_{index}", name=name or "", arguments=args, raw_arguments=raw
-    )
+    return ToolCall.from_text(call_id or f"call_{call}_{index}", name or "", arguments)
 
 
 def _usage(usage: Any) -> dict[str, int] | None:
