@@ -168,6 +168,10 @@ import signal
 from harness import hookimpl
 from harness.llm import ScriptedLLM
 
+# Ctrl-C must reach every process that loads this plugin, even when the test run was
+# started with SIGINT ignored (a background job inherits that): Python's own handler.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 @hookimpl
 def harness_register_llms(register):
