@@ -116,9 +116,11 @@ class _Reply:
                 arguments = call.raw_arguments
             else:
                 arguments = json.dumps(call.arguments or {}, ensure_ascii=False)
-            calls.append(
-                {"id": call.id or f"call_{self.n}_{i}", "name": call.name, "arguments": arguments}
-            )
+            # `id: null` in the step: the reply carries no id, as some OpenAI-compatible
+            # servers answer; the client then makes one up.
+            no_id = call.id is None and "id" in call.model_fields_set
+            call_id = None if no_id else call.id or f"call_{self.n}_{i}"
+            calls.append({"id": call_id, "name": call.name, "arguments": arguments})
         return calls
 
     def usage(self) -> dict[str, int]:

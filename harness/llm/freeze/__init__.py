@@ -28,7 +28,13 @@ from harness.files import atomic_write
 from harness.llm.cassettes.format import CassetteFormatError, LoadedInteraction, load_cassette_file
 from harness.llm.freeze.build import build_scenario, replayed_calls
 from harness.llm.freeze.check import expectations, first_difference, run_offline
-from harness.llm.freeze.recorded import FreezeError, Run, read_calls, split_runs
+from harness.llm.freeze.recorded import (
+    FreezeError,
+    Run,
+    fill_client_ids,
+    read_calls,
+    split_runs,
+)
 from harness.secrets import Scrubber
 
 __all__ = ["FreezeError", "Frozen", "freeze", "freeze_main"]
@@ -141,6 +147,7 @@ def freeze(
         raise FreezeError(f"{shown} mixes Chat Completions and Responses API requests")
     runs = split_runs(calls)
     chosen = _pick(runs, run, shown)
+    fill_client_ids(chosen)
     notes = []
     if len(runs) > 1:
         listing = "; ".join(r.describe() for r in runs)

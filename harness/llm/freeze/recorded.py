@@ -343,6 +343,27 @@ def _continues(before: RecordedCall, call: RecordedCall) -> bool:
     return len(a) < len(b) or before.error is not None
 
 
+def fill_client_ids(run: Run) -> None:
+    """Give the reply's calls that came without an id the id the client sent back.
+
+    Some OpenAI-compatible servers answer tool calls without ids; the client makes one
+    up (pydantic-ai: ``pyd_ai_<hex>``) and uses it in the next request, for the call and
+    its result. That id is what the frozen scenario must send to replay the recording.
+    """
+    for call, following in zip(run.calls, run.calls[1:], strict=False):
+        reply = call.reply
+        if reply is None or all(call_id for call_id, _, _ in reply.tool_calls):
+            continue
+        added = following.conversation[len(call.conversation) :]
+        sent = [item for item in added if item[0] == "call"]
+        if len(sent) < len(reply.tool_calls):
+            continue
+        reply.tool_calls = [
+            (call_id or sent[i][1], name, arguments)
+            for i, (call_id, name, arguments) in enumerate(reply.tool_calls)
+        ]
+
+
 def split_runs(calls: list[RecordedCall]) -> list[Run]:
     """The runs recorded in a cassette, in the order their last requests were recorded.
 
