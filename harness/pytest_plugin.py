@@ -893,9 +893,13 @@ def _shown_below(result: ScenarioResult, message: str, limit: int | None) -> boo
 
 
 def _error_message(result: ScenarioResult) -> str:
-    """final.error's message when the run ended in an error ('' otherwise)."""
+    """final.error's message, whatever ended the run ('' without one).
+
+    The trajectory's last line says "(message below)" for any long one: a validation
+    error listing several calls, say, as much as an LLM error's diff.
+    """
     error = result.final.error
-    if result.termination.value not in ("llm_error", "error") or not error:
+    if not error:
         return ""
     message = error.get("message")
     return message if isinstance(message, str) else ""

@@ -301,6 +301,34 @@ def test_a_scenario_that_ends_in_error_is_a_pytest_error_with_the_message(pytest
     )
 
 
+INVALID = """\
+name: invalid
+input: Weather?
+tools:
+  get_weather:
+    parameters: {city: str, days: int}
+llm:
+  script:
+    - tool_calls:
+        - {get_weather: {city: 1, days: soon}}
+        - {get_weather: {city: 2, days: later}}
+expect: {termination: completed}
+"""
+
+
+def test_a_long_validation_error_is_shown_below_when_the_trajectory_says_so(pytester):
+    write(pytester, invalid_scenario=INVALID)
+    result = pytester.runpytest()
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        [
+            "    => validation_error: *(message below)",
+            "validation_error message:",
+            "  get_weather (call_1_0): *city*; get_weather (call_1_1): *",
+        ]
+    )
+
+
 RECORDED = """\
 name: weather
 input: Weather in SF?
