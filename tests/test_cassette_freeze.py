@@ -213,6 +213,38 @@ def test_a_run_ended_by_a_validation_error_freezes_with_that_ending(tmp_path):
     ]
 
 
+def test_a_tool_call_that_raised_is_frozen_as_a_failure_not_a_result(tmp_path):
+    cassette = tmp_path / "flaky.yaml"
+    attempts = []
+
+    @tool
+    def fetch(city: str) -> str:
+        """Fetch a city's page; the first try times out."""
+        attempts.append(city)
+        if len(attempts) == 1:
+            raise TimeoutError("upstream took longer than 5 s")
+        return f"{city}: sunny"
+
+    steps = [
+        {"tool_calls": [{"fetch": {"city": "Oslo"}}]},
+        {"tool_calls": [{"fetch": {"city": "Oslo"}}]},
+        {"content": "Sunny in Oslo."},
+    ]
+    recorded = record(cassette, steps, [fetch])
+    assert [c.status for c in recorded.tool_calls] == ["error", "ok"]
+
+    scenario, result = frozen(tmp_path, cassette)
+    assert result.status == "passed", [e for e in result.expectations if not e.ok]
+    stub = scenario["tools"]["fetch"]
+    assert stub["errors"] == [
+        {"on_call": 1, "raise": "upstream took longer than 5 s", "type": "TimeoutError"}
+    ]
+    assert stub["results"] == [{"on_call": 2, "returns": "Oslo: sunny"}]
+    # The frozen run fails where the recording failed: the error status and count stay.
+    assert [(c.status, c.is_error) for c in result.tool_calls] == [("error", True), ("ok", False)]
+    assert result.tool_calls[0].result == "TimeoutError: upstream took longer than 5 s"
+
+
 RECORDED_SCENARIO = """agent: {max_iterations: 3, stagnation: {window: 5}}
 input: Population of Oslo, then Rome?
 tools:

@@ -6,6 +6,7 @@ it is given; everything the model and the tools said comes from the recording.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from harness.errors import HarnessError
@@ -156,10 +157,28 @@ def _step(call: RecordedCall, tools: dict[str, Any]) -> dict[str, Any]:
     return step
 
 
+# How a tool's exception reaches the model: `<ExceptionType>: <message>`.
+_RAISED = re.compile(
+    r"^([A-Za-z_][A-Za-z0-9_]*(?:Error|Exception|Timeout|Exit|Interrupt)): (.+)$", re.DOTALL
+)
+
+
+def _outcome(on_call: int, text: str) -> tuple[str, dict[str, Any]]:
+    """("errors", spec) for a result that is a raised exception's text, else ("results", spec).
+
+    A failed call stays a failure in the frozen run (status error, a red card), instead
+    of a stub that returns the exception's text as if all went well.
+    """
+    raised = _RAISED.match(text)
+    if raised is not None:
+        return "errors", {"on_call": on_call, "raise": raised.group(2), "type": raised.group(1)}
+    return "results", {"on_call": on_call, "returns": _returns(text)}
+
+
 def _results(
     calls: list[RecordedCall], specs: dict[str, dict[str, Any]]
-) -> dict[str, list[dict[str, Any]]]:
-    """Per tool, what its Nth executed call returned in the recording.
+) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """Per tool, what its Nth executed call returned (``results``) or raised (``errors``).
 
     A stub counts the calls it runs; a call that failed validation never reaches it
     (with ``on_validation_error: retry`` its error message was still sent back), so
@@ -173,7 +192,7 @@ def _results(
         raise FreezeError(f"the recorded tool definitions do not make stubs: {exc}") from None
     outputs = _tool_outputs(calls)
     counts: dict[str, int] = {}
-    results: dict[str, list[dict[str, Any]]] = {}
+    results: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for call in calls:
         for call_id, name, arguments in call.reply.tool_calls if call.reply else []:
             if call_id not in outputs or name not in built:
@@ -186,9 +205,8 @@ def _results(
             except Exception:  # ToolArgumentsError, or a schema the stub cannot check
                 continue
             counts[name] = counts.get(name, 0) + 1
-            results.setdefault(name, []).append(
-                {"on_call": counts[name], "returns": _returns(outputs[call_id])}
-            )
+            kind, spec = _outcome(counts[name], outputs[call_id])
+            results.setdefault(name, {}).setdefault(kind, []).append(spec)
     return results
 
 
@@ -200,8 +218,8 @@ def build_scenario(
     first = calls[0]
     system, user_input, history = _conversation_start(first)
     tools = _tool_specs(first, original)
-    for name, results in _results(calls, tools).items():
-        tools[name]["results"] = results
+    for name, outcomes in _results(calls, tools).items():
+        tools[name].update(outcomes)
     script = [_step(call, tools) for call in calls]
 
     scenario: dict[str, Any] = {"description": description}
