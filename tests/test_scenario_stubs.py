@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.errors import ScenarioError
 from harness.scenario import load_scenario, run_scenario
 from harness.scenario.stubs import parse_type, seed_for
 
@@ -490,3 +491,84 @@ def test_faults_on_a_sync_use_tool_keep_the_thread_the_loop_would_use(
     result = run_scenario(path)
     expected = "worker" if threaded else "main"
     assert [r.result for r in result.tool_calls] == [expected, expected]
+
+
+def test_a_timeout_fails_a_slow_call_when_the_timeout_runs_out(tmp_path, no_real_sleep):
+    path = write(
+        tmp_path,
+        """\
+        name: timeouts
+        input: go
+        agent: {planner: react}
+        tools:
+          slow:
+            parameters: {i: int}
+            returns: done
+            latency: 30
+            timeout: 5
+          quick:
+            parameters: {i: int}
+            returns: done
+            latency: 2
+            timeout: 5
+        llm:
+          script:
+            - tool_calls: [{slow: {i: 1}}, {quick: {i: 2}}]
+            - content: one timed out
+        """,
+    )
+    result = run_scenario(path)
+    slow, quick = result.tool_calls
+    assert (slow.status, slow.result) == (
+        "error",
+        "TimeoutError: no answer within the tool's timeout of 5 s (it would take 30 s)",
+    )
+    # It fails at its timeout, on the simulated clock: the plan costs 5 s, not 30.
+    assert [(slow.sim_start, slow.sim_end), (quick.sim_start, quick.sim_end)] == [(0, 5), (0, 2)]
+    assert quick.status == "ok" and result.sim_time == 5
+    assert no_real_sleep == []
+
+
+def test_an_error_without_on_call_fails_every_call_another_entry_does_not_name(tmp_path):
+    path = write(
+        tmp_path,
+        """\
+        name: down
+        input: go
+        agent: {planner: react, stagnation: {window: 0}}
+        tools:
+          fetch:
+            parameters: {i: int}
+            returns: page
+            errors:
+              - {raise: Service unavailable, type: ConnectionError}
+              - {on_call: 2, raise: Rate limited}
+        llm:
+          script:
+            - tool_calls: [{fetch: {i: 1}}]
+            - tool_calls: [{fetch: {i: 2}}]
+            - tool_calls: [{fetch: {i: 3}}]
+            - content: gave up
+        """,
+    )
+    result = run_scenario(path)
+    assert [r.result for r in result.tool_calls] == [
+        "ConnectionError: Service unavailable",
+        "ToolError: Rate limited",
+        "ConnectionError: Service unavailable",
+    ]
+
+
+def test_two_errors_for_every_call_are_refused(tmp_path):
+    path = write(
+        tmp_path,
+        """\
+        name: twice
+        input: go
+        tools:
+          fetch:
+            errors: [{raise: a}, {raise: b}]
+        """,
+    )
+    with pytest.raises(ScenarioError, match="every call already has an error"):
+        load_scenario(path)

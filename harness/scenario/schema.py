@@ -180,10 +180,12 @@ class ToolResultSpec(BaseModel):
 
 
 class ToolErrorSpec(BaseModel):
-    """The Nth call of a stub raises (``errors:``)."""
+    """The Nth call of a stub raises (``errors:``); without ``on_call``, every call does."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
-    on_call: int = Field(ge=1)
+    on_call: int | None = Field(
+        default=None, ge=1, description="the call that raises (1-based); omitted: every call"
+    )
     raise_: str = Field(alias="raise", description="the exception message")
     type: str = Field(default="ToolError", description="the exception type name shown to the model")
 
@@ -212,6 +214,12 @@ class ToolSpec(BaseModel):
     )
     latency: float = Field(
         default=0.0, ge=0, description="simulated seconds per call (stubs and use: tools)"
+    )
+    timeout: float | None = Field(
+        default=None,
+        gt=0,
+        description="simulated seconds: a call whose latency exceeds it fails with "
+        "TimeoutError when its timeout runs out",
     )
     errors: list[ToolErrorSpec] = Field(
         default_factory=list, description="calls that raise instead (stubs and use: tools)"

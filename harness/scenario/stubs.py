@@ -327,13 +327,16 @@ class _Faults:
 
     def __init__(self, spec: ToolSpec) -> None:
         self.latency = spec.latency
+        self.timeout = spec.timeout
         self.calls = 0
-        self.errors: dict[int, Any] = {}
+        self.errors: dict[int | None, Any] = {}
         for i, error in enumerate(spec.errors):
             if error.on_call in self.errors:
+                which = "every call" if error.on_call is None else f"call {error.on_call}"
                 raise SpecError(
                     ("errors", i, "on_call"),
-                    f"call {error.on_call} already has an error; give each call one",
+                    f"{which} already has an error; give each call one (an entry without "
+                    "on_call is for the calls no other entry names)",
                 )
             self.errors[error.on_call] = error
 
@@ -343,9 +346,16 @@ class _Faults:
         # the Nth call is the same one however parallel calls finish.
         self.calls += 1
         call = self.calls
+        if self.timeout is not None and self.latency > self.timeout:
+            # The caller gives up when its timeout runs out, not when the call would end.
+            simclock.sleep(self.timeout)
+            raise TimeoutError(
+                f"no answer within the tool's timeout of {self.timeout:g} s "
+                f"(it would take {self.latency:g} s)"
+            )
         if self.latency:
             simclock.sleep(self.latency)
-        failure = self.errors.get(call)
+        failure = self.errors.get(call, self.errors.get(None))
         if failure is not None:
             raise _exception_type(failure.type)(failure.raise_)
         return call
@@ -504,7 +514,7 @@ def build_tool(
     """The Tool for one ``tools:`` entry; SpecError for anything that cannot work."""
     if spec.use is not None:
         real = _real_tool(spec.use, root, registered)
-        faulty = bool(spec.latency or spec.errors)
+        faulty = bool(spec.latency or spec.errors or spec.timeout)
         if real.name == name and spec.description is None and not spec.strict and not faulty:
             return real
         return Tool(
