@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -286,3 +287,103 @@ def test_csp_blocks_script_that_escaping_would_have_missed(page: Any) -> None:
     )
     page.wait_for_timeout(200)
     assert page.evaluate("typeof window.__csp_bypassed") == "undefined"
+
+
+# -- a long run: folds, a header that stays in view, named lanes --------------------------------
+
+LONG_RUN = """\
+name: long-run
+input: Check every city.
+agent: {max_iterations: 100}
+tools:
+  lookup:
+    parameters: {city: str}
+    returns: "{{ args.city }}: sunny"
+    latency: 0.5
+  forecast:
+    parameters: {city: str}
+    returns: "{{ args.city }}: rain tomorrow"
+    latency: 0.25
+llm:
+  script:
+"""
+
+
+@pytest.fixture(scope="module")
+def long_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from harness.results import build_results
+    from harness.scenario import run_scenario
+
+    folder = tmp_path_factory.mktemp("long")
+    steps = [
+        f"    - tool_calls: [{{lookup: {{city: c{i}}}}}, {{forecast: {{city: c{i}}}}}]\n"
+        for i in range(30)
+    ]
+    path = folder / "long.scenario.yaml"
+    path.write_text(LONG_RUN + "".join(steps) + "    - content: All sunny.\n", encoding="utf-8")
+    # In a thread of its own: the browser's event loop may already run in this one.
+    with ThreadPoolExecutor(1) as pool:
+        result = pool.submit(run_scenario, path).result()
+    assert result.termination == "completed" and result.iterations == 62
+    out = folder / "report.html"
+    write_html(out, build_results([result]))
+    return out
+
+
+@pytest.fixture
+def long_page(long_report: Path, browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 700})
+    page = context.new_page()
+    page.goto(long_report.as_uri() + "#s1", wait_until="load")
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+def test_a_long_run_folds_its_alike_iterations_and_unfolds_on_a_click(long_page: Any) -> None:
+    page = long_page
+    shown = "tbody.iter:not(.folded)"
+    # 30 alike rounds of (request, parallel tools): the first and last stay, 28 fold.
+    assert page.locator("#s1 tbody.iter").count() == 62
+    assert page.locator(f"#s1 {shown}").count() == 6  # 2 + 2 + the answer's 2
+    button = page.locator("#s1 button.unfold")
+    assert button.count() == 1
+    assert button.inner_text() == "▸ 56 more iterations alike (3\u201358): show them"
+    card_height = page.eval_on_selector("#s1", "card => card.offsetHeight")
+    assert card_height < 1500
+    button.click()
+    assert page.locator(f"#s1 {shown}").count() == 62
+    assert page.locator("#s1 tbody.fold").evaluate("fold => fold.hidden")
+
+
+def test_an_open_cards_header_stays_visible_below_the_filter_bar(long_page: Any) -> None:
+    page = long_page
+    page.locator("#s1 button.unfold").click()
+    # Scroll into the middle of the card's timeline.
+    page.locator("#s1 tbody.iter").nth(40).scroll_into_view_if_needed()
+    bar = page.eval_on_selector("#filters", "e => e.getBoundingClientRect().bottom")
+    header = page.eval_on_selector("#s1 > summary", "e => e.getBoundingClientRect().toJSON()")
+    assert header["top"] >= bar - 1  # not under the filter bar
+    assert header["bottom"] <= 700 and header["top"] < 300  # in view, at the top
+    # And what is under it is what the header covers, not the other way round.
+    top_element = page.evaluate(
+        "([x, y]) => document.elementFromPoint(x, y).closest('summary') !== null",
+        [header["left"] + 40, (header["top"] + header["bottom"]) / 2],
+    )
+    assert top_element
+
+
+def test_parallel_lanes_are_named_by_their_tools(long_page: Any) -> None:
+    names = long_page.eval_on_selector_all(
+        "#s1 tr.item.tools .lanes",
+        "all => all.map(l => Array.from(l.querySelectorAll('span')).map(s => s.textContent))",
+    )
+    assert len(names) == 30 and all(pair == ["lookup", "forecast"] for pair in names)
+    titles = long_page.eval_on_selector_all(
+        "#s1 tr.item.tools svg.track title", "all => all.slice(0, 2).map(t => t.textContent)"
+    )
+    assert titles == ["lookup", "forecast"]
+    # In the first plan, the lane labels sit beside the bars, in the bars' order.
+    first = long_page.locator("#s1 tr.item.tools").first
+    assert first.locator(".lanes").is_visible()

@@ -350,6 +350,14 @@ def test_stagnation_window_is_marked(page: str) -> None:
     assert "declined" in last
 
 
+def test_the_card_header_counts_calls_that_ran_and_the_declined_ones_apart(page: str) -> None:
+    # Three plans of one call ran; the fourth, identical, was declined (not run): the
+    # header says 3 tool calls, as tool_calls.count would, and 1 not run.
+    card = section(page, "stagnation-same-search")
+    facts = card.split('<span class="facts">', 1)[1].split("</span>", 1)[0]
+    assert "· 3 tool · 1 not run ·" in facts
+
+
 def test_errors_and_endings_are_shown(page: str) -> None:
     crash = section(page, "observer-plugin-crash")
     assert '<div class="errors">' in crash and "KeyError" in crash

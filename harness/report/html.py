@@ -232,7 +232,7 @@ def track_svg(item: Item, total: float) -> Markup:
             )
             lanes.append(
                 f'<rect x="{span["x"]}" y="{lane * 8 + 2}" width="{span["w"]}" height="6" '
-                f'class="tc-{escape(call.status)}"/>'
+                f'class="tc-{escape(call.status)}"><title>{escape(call.name)}</title></rect>'
             )
         height = len(item.calls) * 8 + 2
         body = "".join(lanes)
@@ -520,9 +520,10 @@ def _ending(scenario: ScenarioResult) -> str:
 class _Call:
     """One tool call as the timeline shows it, its texts escaped and cut already."""
 
-    __slots__ = ("args", "head", "invalid", "is_error", "raw", "result", "status")
+    __slots__ = ("args", "head", "invalid", "is_error", "name", "raw", "result", "status")
 
     def __init__(self, record: ToolCallRecord, note: dict[str, str], limits: Limits) -> None:
+        self.name = record.name
         self.status = escape(record.status)
         self.is_error = record.is_error
         self.head = Markup(
@@ -551,6 +552,7 @@ class _Row:
         "finish",
         "kind",
         "label",
+        "lanes",
         "parallel",
         "stopped",
         "track",
@@ -584,7 +586,64 @@ class _Row:
         self.label = f"{'tools' if count > 1 else 'tool'} \u00d7{count}"
         self.calls = [_Call(c, notes.get(c.id, {}), limits) for c in item.calls]
         self.track = track_svg(item, total)
+        # The lanes of a parallel plan, top to bottom, by tool name (the bars are in order).
+        self.lanes = [clip(c.name, limits.call) for c in item.calls] if count > 1 else []
         self.when = f"{seconds(item.start)} → {seconds(item.end)}" + ("" if item.exact else "*")
+
+
+def _shape(iteration: Any, rows: list[_Row]) -> tuple[Any, ...]:
+    """What an iteration looks like, without its texts: alike iterations fold together."""
+    if iteration.in_window:
+        return ("window", iteration.number)  # the stagnation window always shows whole
+    return (
+        tuple(
+            (r.kind, r.asks, r.failed, r.declined, r.stopped, tuple(c.status for c in r.calls))
+            if r.kind == "llm"
+            else (r.kind, r.declined, r.stopped, tuple((c.name, c.status) for c in r.calls))
+            for r in rows
+        ),
+    )
+
+
+# Runs of at least this many alike iterations (or pairs of them: agentbuilder alternates
+# a request and a tool plan) fold, keeping the first and the last in view.
+FOLD_AT = 3
+
+
+def _folds(shapes: list[tuple[Any, ...]]) -> list[tuple[int, int]]:
+    """(first, last) positions of the iterations to fold: runs of repeated units.
+
+    A unit is one iteration, or two (agentbuilder's request then tools); a run of
+    FOLD_AT or more units shows its first and last unit and folds the rest.
+    """
+    folds, i, n = [], 0, len(shapes)
+    while i < n:
+        for period in (1, 2):
+            j = i + period
+            while j < n and shapes[j] == shapes[j - period]:
+                j += 1
+            units = (j - i) // period
+            if units >= FOLD_AT:
+                folds.append((i + period, i + (units - 1) * period - 1))
+                i += units * period
+                break
+        else:
+            i += 1
+    return folds
+
+
+def _fold_marks(timeline: Timeline, rows: dict[int, list[_Row]]) -> dict[int, dict[str, Any]]:
+    """Per iteration number in a fold: its fold number, and on the first one the fold's size."""
+    numbers = [it.number for it in timeline.iterations]
+    shapes = [_shape(it, rows[it.number]) for it in timeline.iterations]
+    marks: dict[int, dict[str, Any]] = {}
+    for fold, (first, last) in enumerate(_folds(shapes), 1):
+        for position in range(first, last + 1):
+            marks[numbers[position]] = {"fold": fold}
+        marks[numbers[first]].update(
+            count=last - first + 1, first=numbers[first], last=numbers[last]
+        )
+    return marks
 
 
 def _rows(
@@ -611,6 +670,7 @@ def _search_text(scenario: ScenarioResult) -> str:
 def _scenario_view(index: int, scenario: ScenarioResult, limits: Limits) -> dict[str, Any]:
     timeline = build_timeline(scenario)
     notes = _call_notes(scenario)
+    rows = _rows(timeline, scenario, notes, limits)
     failed = [e for e in scenario.expectations if not e.ok]
     errors = _errors(scenario)
     # A passed scenario's memory entries (say, "Stagnation detected" where stagnation was
@@ -629,8 +689,13 @@ def _scenario_view(index: int, scenario: ScenarioResult, limits: Limits) -> dict
         "ending": _ending(scenario),
         "failed": len(failed),
         "tool_errors": sum(1 for c in scenario.tool_calls if c.is_error),
+        # Calls that ran (as tool_calls.count counts them) apart from requested ones
+        # that never ran (a declined plan, calls left at the limit).
+        "tools_ran": sum(1 for c in scenario.tool_calls if c.status != "not_run"),
+        "tools_not_run": sum(1 for c in scenario.tool_calls if c.status == "not_run"),
         "usage": scenario.usage,
-        "rows": _rows(timeline, scenario, notes, limits),
+        "rows": rows,
+        "folds": _fold_marks(timeline, rows),
     }
 
 

@@ -80,4 +80,24 @@
   }
   window.addEventListener("hashchange", fromHash);
   fromHash();
+
+  // Folded runs of alike iterations open on a click.
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest ? event.target.closest("button.unfold") : null;
+    if (!button) { return; }
+    var table = button.closest("table");
+    var parts = table.querySelectorAll('tbody[data-fold="' + button.dataset.fold + '"]');
+    Array.prototype.forEach.call(parts, function (part) {
+      if (part.classList.contains("fold")) { part.hidden = true; }
+      part.classList.remove("folded");
+    });
+  });
+
+  // Open cards' headers stick just below the filter bar, whose height depends on the width.
+  var bar = document.getElementById("filters");
+  function barHeight() {
+    document.documentElement.style.setProperty("--filters-height", bar.offsetHeight + "px");
+  }
+  window.addEventListener("resize", barHeight);
+  barHeight();
 })();
