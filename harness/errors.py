@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from typing import Any
 
@@ -119,3 +120,32 @@ def format_errors(errors: list[dict[str, Any]]) -> str:
         loc = ".".join(str(part) for part in err.get("loc", ()))
         parts.append(f"{loc}: {err.get('msg')}" if loc else str(err.get("msg")))
     return "; ".join(parts)
+
+
+def raised_at(exc: BaseException) -> str | None:
+    """``path:line in function`` of the innermost frame of ``exc`` in the user's own code.
+
+    Frames of harness, the standard library and installed packages are skipped: what is
+    left is the plugin, planner or tool that raised. The path is relative to the
+    ``sys.path`` entry it was imported from (``plugins/planner.py``), so it is the same
+    wherever the run started. None when every frame is someone else's.
+    """
+    import sys
+    import sysconfig
+    import traceback
+    from pathlib import Path
+
+    skip = [Path(__file__).resolve().parent]
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        with contextlib.suppress(KeyError):
+            skip.append(Path(sysconfig.get_paths()[key]).resolve())
+    frames = traceback.extract_tb(exc.__traceback__)
+    for frame in reversed(frames):
+        path = Path(frame.filename).resolve()
+        if not path.is_file() or any(path.is_relative_to(s) for s in skip):
+            continue
+        roots = [Path(p).resolve() for p in sys.path if p and Path(p).is_dir()]
+        bases = [r for r in roots if path.is_relative_to(r)]
+        shown = path.relative_to(max(bases, key=lambda r: len(r.parts))) if bases else path
+        return f"{shown.as_posix()}:{frame.lineno} in {frame.name}"
+    return None

@@ -30,7 +30,7 @@ from harness.actions import (
     ToolAction,
     ToolCallRecord,
 )
-from harness.errors import AbortRun, HarnessError, LLMError, describe
+from harness.errors import AbortRun, HarnessError, LLMError, describe, raised_at
 from harness.llm.base import LLMRequest, LLMResponse
 from harness.messages import (
     AssistantMessage,
@@ -620,6 +620,16 @@ async def _at_limit(run: Run) -> tuple[Termination, FinalResponse]:
     )
 
 
+def _place(exc: BaseException) -> str:
+    """`` (raised at plugins/planner.py:12 in step)`` when user code raised it, else ''."""
+    where = None if isinstance(exc, AbortRun) else raised_at(exc)
+    return f" (raised at {where})" if where else ""
+
+
+def _with_place(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}{_place(exc)}"
+
+
 def _error_final(exc: BaseException) -> FinalResponse:
     return FinalResponse(
         error={
@@ -627,7 +637,8 @@ def _error_final(exc: BaseException) -> FinalResponse:
             # AbortRun's message is written for people (file, line, field): its class name
             # would only say that harness stopped the run on purpose.
             "exception": None if isinstance(exc, AbortRun) else type(exc).__name__,
-            "message": clean_text(str(exc)),
+            # Where a plugin's own code raised: a planner's typo points into the planner.
+            "message": clean_text(f"{exc}{_place(exc)}"),
             "status": None,
         }
     )
@@ -662,7 +673,7 @@ async def execute(run: Run, planner_factory: Callable[[AgentConfig], Any]) -> Ru
     except Exception as exc:  # a planner, hook, template or harness bug: still a result
         log.debug("run ended in error", exc_info=True)
         termination, final = Termination.error, _error_final(exc)
-        text = str(exc) if isinstance(exc, AbortRun) else f"{type(exc).__name__}: {exc}"
+        text = final.error["message"] if isinstance(exc, AbortRun) else _with_place(exc)
         run.remember("error", clean_text(text))
     # Calls the limit, an error or the planner left behind are still requested calls.
     run.record_pending()
@@ -674,7 +685,7 @@ async def execute(run: Run, planner_factory: Callable[[AgentConfig], Any]) -> Ru
         termination, final = Termination.error, _error_final(exc)
         run.termination = termination
         run.events[-1]["termination"] = termination.value
-        run.remember("error", clean_text(f"{type(exc).__name__}: {exc}"))
+        run.remember("error", clean_text(_with_place(exc)))
     return RunResult(
         termination=termination,
         final=final,

@@ -735,7 +735,7 @@ def test_a_repeated_step_counts_each_reply():
 def test_a_planner_that_raises_ends_the_run_in_error():
     class Broken:
         def step(self, run):
-            raise RuntimeError("planner bug")
+            raise RuntimeError("planner bug")  # the line the message points to
 
     class Plugin:
         @hookimpl
@@ -746,7 +746,10 @@ def test_a_planner_that_raises_ends_the_run_in_error():
 
     assert result.termination == Termination.error
     assert result.final.error["exception"] == "RuntimeError"
-    assert result.final.error["message"] == "planner bug"
+    # Where the plugin raised: its file (as imported) and line, and the function.
+    line = Broken.step.__code__.co_firstlineno + 1
+    assert result.final.error["message"] == (f"planner bug (raised at test_loop.py:{line} in step)")
+    assert result.memory[-1]["content"] == f"RuntimeError: {result.final.error['message']}"
     assert result.iterations == 1
 
 

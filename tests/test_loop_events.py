@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
 from harness import Agent, Termination, hookimpl, tool
@@ -168,7 +170,13 @@ def test_a_raising_hook_ends_the_run_in_error_and_agent_end_still_fires():
     assert result.termination == Termination.error
     assert result.final.error["exception"] == "RuntimeError"
     assert result.iterations == 2
-    assert ended == [(Termination.error, "observer bug")]
+    line = raise_line(Broken.harness_iteration_start)
+    assert ended == [
+        (
+            Termination.error,
+            f"observer bug (raised at test_loop_events.py:{line} in harness_iteration_start)",
+        )
+    ]
     assert result.events[-1]["event"] == "agent_end"
 
 
@@ -226,6 +234,14 @@ def test_an_agent_end_hook_that_raises_makes_the_run_error_everywhere():
 
     result = Agent(llm=[{"content": "hi"}], plugins=[Broken()]).run("?")
     assert result.termination == Termination.error
-    assert result.final.error["message"] == "observer bug"
+    line = raise_line(Broken.harness_agent_end)
+    raised = f"observer bug (raised at test_loop_events.py:{line} in harness_agent_end)"
+    assert result.final.error["message"] == raised
     assert result.events[-1] == {"event": "agent_end", "iteration": 2, "termination": "error"}
-    assert result.memory[-1] == {"kind": "error", "content": "RuntimeError: observer bug"}
+    assert result.memory[-1] == {"kind": "error", "content": f"RuntimeError: {raised}"}
+
+
+def raise_line(fn) -> int:
+    """The line of the first `raise` in ``fn``'s source (what an error points to)."""
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(i for i, line in enumerate(lines) if "raise " in line)
