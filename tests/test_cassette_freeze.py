@@ -66,7 +66,8 @@ def test_a_recorded_run_freezes_into_a_scenario_that_replays_it(tmp_path, api, s
         {
             "content": "Looking both up.",
             "tool_calls": [{"lookup": {"city": "Paris"}}, {"lookup": {"city": "Rome"}}],
-            "usage": {"prompt_tokens": 20, "completion_tokens": 9},
+            # A total beyond the parts (cached or reasoning tokens) is kept as recorded.
+            "usage": {"prompt_tokens": 20, "completion_tokens": 9, "total_tokens": 31},
         },
         {"tool_calls": [{"id": "call_custom", "name": "note", "arguments": {"text": "done"}}]},
         {
@@ -88,11 +89,15 @@ def test_a_recorded_run_freezes_into_a_scenario_that_replays_it(tmp_path, api, s
     assert second["tool_calls"] == [
         {"id": "call_custom", "name": "note", "arguments": {"text": "done"}}
     ]
-    assert first["usage"] == {"prompt_tokens": 20, "completion_tokens": 9}
+    assert first["usage"] == {"prompt_tokens": 20, "completion_tokens": 9, "total_tokens": 31}
     assert last == {
         "content": "Paris 5000, Rome 4000.",
-        "usage": {"prompt_tokens": 50, "completion_tokens": 6},
+        "usage": {"prompt_tokens": 50, "completion_tokens": 6, "total_tokens": 56},
     }
+    assert result.usage == recorded.usage
+    # The parallel plan is expected as such, and the description is plain.
+    assert scenario["expect"]["parallel_groups"] == [["lookup", "lookup"]]
+    assert scenario["description"] == "The run recorded in run.yaml, as a script."
     assert scenario["tools"]["lookup"]["results"] == [
         {"on_call": 1, "returns": '{"city": "Paris", "population": 5000}'},
         {"on_call": 2, "returns": '{"city": "Rome", "population": 4000}'},

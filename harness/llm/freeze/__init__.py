@@ -158,11 +158,11 @@ def freeze(
         )
 
     of_run = f" (run {chosen.number} of {len(runs)})" if len(runs) > 1 else ""
-    made_by = f", recorded by {Path(scenario).name}" if scenario is not None else ""
+    made_by = f" by {Path(scenario).name}" if scenario is not None else ""
     try:
         data = build_scenario(
             chosen,
-            description=f"frozen from {path.name}{of_run}{made_by} by harness freeze",
+            description=f"The run recorded{made_by} in {path.name}{of_run}, as a script.",
             original=original,
         )
     except FreezeError as exc:  # about an interaction: name the file

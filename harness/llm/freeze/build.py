@@ -154,6 +154,10 @@ def _step(call: RecordedCall, tools: dict[str, Any]) -> dict[str, Any]:
             "prompt_tokens": int(usage.get("prompt_tokens") or 0),
             "completion_tokens": int(usage.get("completion_tokens") or 0),
         }
+        # Kept as recorded: some providers count more than the two parts (cached or
+        # reasoning tokens), and the frozen run's usage must be the recording's.
+        if usage.get("total_tokens") is not None:
+            step["usage"]["total_tokens"] = int(usage["total_tokens"])
     return step
 
 

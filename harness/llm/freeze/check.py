@@ -155,6 +155,8 @@ def expectations(result: ScenarioResult) -> dict[str, Any]:
     made = [r.name for r in result.tool_calls if r.status != "not_run"]
     if made:
         expect["tool_calls"] = {"sequence": made, "exact": True}
+    if result.parallel_groups:
+        expect["parallel_groups"] = [list(group) for group in result.parallel_groups]
     final: dict[str, Any] = {}
     if result.final.content is not None:
         final["equals"] = result.final.content

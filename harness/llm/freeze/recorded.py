@@ -264,6 +264,7 @@ def _responses_reply(body: Any, streamed: bool) -> Reply:
         usage = {
             "prompt_tokens": usage.get("input_tokens", 0),
             "completion_tokens": usage.get("output_tokens", 0),
+            "total_tokens": usage.get("total_tokens"),
         }
     truncated = body.get("status") == "incomplete"
     return Reply(
