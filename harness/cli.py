@@ -102,7 +102,8 @@ def _parser() -> _Parser:
             "--record-mode",
             choices=RECORD_MODES,
             default="once" if record else None,
-            help="cassette record mode (default: %(default)s)",
+            help="cassette record mode (default: "
+            + ("once: record what the cassette lacks)" if record else "none: replay only)"),
         )
         sub.add_argument(
             "--disable-recording",
@@ -131,14 +132,34 @@ def _parser() -> _Parser:
             "harness's, pytest-xdist's with -n, and those given after -- with -p)",
         )
 
-    sub = commands.add_parser("validate", help="check scenario files without running them")
+    plugin_help = "load a harness plugin module first (repeatable), as harness run -p does"
+    sub = commands.add_parser(
+        "validate",
+        help="check scenario files without running them",
+        description="Check scenario files without running them: every problem of every file "
+        "is printed as path:line: field: message. Exit 0 when all are valid, 2 otherwise.",
+    )
     sub.add_argument("paths", nargs="+", metavar="PATHS", help="scenario files or folders")
-    sub.add_argument("-p", dest="plugins", action="append", default=[], metavar="MODULE")
+    sub.add_argument(
+        "-p", dest="plugins", action="append", default=[], metavar="MODULE", help=plugin_help
+    )
 
-    commands.add_parser("schema", help="print the JSON Schema of scenario files")
+    commands.add_parser(
+        "schema",
+        help="print the JSON Schema of scenario files",
+        description="Print the JSON Schema of scenario files, for editors "
+        "(# yaml-language-server: $schema=...) and other tools.",
+    )
 
-    sub = commands.add_parser("plugins", help="list plugins, their hooks and what they registered")
-    sub.add_argument("-p", dest="plugins", action="append", default=[], metavar="MODULE")
+    sub = commands.add_parser(
+        "plugins",
+        help="list plugins, their hooks and what they registered",
+        description="List the plugins harness loads here (built-ins, entry points, the "
+        "project's [tool.harness] plugins, -p), with their hooks and what they registered.",
+    )
+    sub.add_argument(
+        "-p", dest="plugins", action="append", default=[], metavar="MODULE", help=plugin_help
+    )
     sub.add_argument("--json", action="store_true", help="print JSON")
 
     for name, (_, _, help_text) in _DELEGATES.items():
@@ -372,12 +393,16 @@ def _run(options: argparse.Namespace, extra: list[str]) -> int:
             return EXIT["internal"]
         print(f"harness: baseline updated: {display_path(baseline)}")
     if options.fail_on_change and status == 0 and state.diff is not None:
-        regressions = len(state.diff.get("regressions") or [])
-        changed = len(state.diff.get("changed") or [])
+        regressions = [e.get("id") for e in state.diff.get("regressions") or []]
+        changed = [e.get("id") for e in state.diff.get("changed") or []]
         if regressions or changed:
+            # Named, as the summary names regressions: what to look at in the report.
+            named = [f"regression {i}" for i in regressions] + [
+                f"changed {i}" for i in changed if i not in regressions
+            ]
             print(
-                f"harness: --fail-on-change: {regressions} regression(s), {changed} changed "
-                "against the baseline",
+                f"harness: --fail-on-change: {len(regressions)} regression(s), {len(changed)} "
+                f"changed against the baseline: {'; '.join(named)}",
                 file=sys.stderr,
             )
             return EXIT["failed"]

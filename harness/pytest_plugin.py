@@ -761,7 +761,7 @@ def summary_lines(state: SuiteState, *, cwd: Path, slowest: int = 5) -> list[str
         lines.append(f"skipped: {len(state.skipped)} (not run, so not in results.json)")
     if state.diff is not None:
         shown = _shown(state.baseline_path, cwd) if state.baseline_path else "baseline"
-        counts = ", ".join(f"{len(state.diff.get(k) or [])} {k}" for k in _DIFF_KEYS)
+        counts = ", ".join(_counted(len(state.diff.get(k) or []), k) for k in _DIFF_KEYS)
         not_run = len(state.diff.get("not_run") or [])
         lines.append(f"baseline {shown}: {counts}" + (f", {not_run} not run" if not_run else ""))
         for entry in state.diff.get("regressions") or []:
@@ -769,6 +769,9 @@ def summary_lines(state: SuiteState, *, cwd: Path, slowest: int = 5) -> list[str
                 f"  regression: {entry.get('id')} "
                 f"({entry.get('old_status')} -> {entry.get('new_status')})"
             )
+        for entry in state.diff.get("changed") or []:
+            what = [key for key in _CHANGE_KEYS if entry.get(key)]
+            lines.append(f"  changed: {entry.get('id')} ({', '.join(what) or 'details'})")
     if state.collection_errors:
         count = len(state.collection_errors)
         lines.append(
@@ -804,6 +807,15 @@ def _shown(path: Path, cwd: Path) -> str:
 # -- reports -------------------------------------------------------------------------------
 
 _DIFF_KEYS = ("regressions", "fixed", "changed", "added", "removed")
+# What a changed entry of the baseline diff can say changed, in the order shown.
+_CHANGE_KEYS = ("status", "termination", "iterations", "llm_calls", "tool_calls", "final")
+
+
+def _counted(count: int, key: str) -> str:
+    """``1 regression``, ``2 regressions``, ``0 fixed``."""
+    return f"{count} {key[:-1] if key == 'regressions' and count == 1 else key}"
+
+
 # The summary's "slowest" list leaves out what would print as 0.00s.
 _SHOWN_WALL_TIME = 0.005
 
@@ -938,10 +950,14 @@ def trajectory_lines(result: ScenarioResult, *, verbose: bool = False) -> list[s
     for call in result.tool_calls:
         by_iteration.setdefault(call.iteration, []).append(call)
     for it, calls in by_iteration.items():
-        together = result.parallel_tools and _parallel(calls)
-        label = (
-            "ran in parallel" if together else "ran one after another" if len(calls) > 1 else "ran"
-        )
+        ran = [c for c in calls if c.status in ("ok", "error")]
+        together = result.parallel_tools and _parallel(ran)
+        if not ran:  # declined by stagnation, stopped by validation, left at the limit
+            label = "not run"
+        elif together:
+            label = "ran in parallel"
+        else:
+            label = "ran one after another" if len(ran) > 1 else "ran"
         rows.setdefault(it, []).append(
             f"{label}: " + ", ".join(_call_text(c, limit) for c in calls)
         )

@@ -388,9 +388,14 @@ def test_baseline_update_compare_and_fail_on_change(project, run):
     # A changed final answer is a change, not a regression: exit 1 only on request.
     add(project, "greet", PASSING.replace("It is 72F in SF.", "It is 72F in SF today."))
     assert run("run")[0] == 0
-    status, _, err = run("run", "--fail-on-change")
+    status, out, err = run("run", "--fail-on-change")
     assert status == 1
-    assert "--fail-on-change: 0 regression(s), 1 changed" in err
+    assert err.strip().splitlines()[-1] == (
+        "harness: --fail-on-change: 0 regression(s), 1 changed against the baseline: "
+        "changed scenarios/greet.scenario.yaml::greet"
+    )
+    # The summary names it too, with what changed.
+    assert "  changed: scenarios/greet.scenario.yaml::greet (final)" in out
     diff = json.loads((project.path / "reports/results.json").read_text())["baseline"]
     assert [c["id"] for c in diff["changed"]] == ["scenarios/greet.scenario.yaml::greet"]
     assert diff["source"] == "reports/baseline.json"  # not where this checkout happens to be
@@ -528,3 +533,47 @@ def test_run_loads_only_the_pytest_plugins_it_needs(project):
     full = harness(project, "run", "scenarios", "--all-pytest-plugins")
     assert full.ret == 0, output(full)
     assert "faker-plugin-loaded: True" in output(full)
+
+
+def test_a_single_regression_is_counted_in_the_singular(project, run):
+    add(project, "greet", PASSING)
+    assert run("run", "--update-baseline")[0] == 0
+    add(project, "greet", PASSING.replace("contains: 72F", "contains: rain"))
+    status, out, _ = run("run")
+    assert status == 1
+    assert (
+        "baseline reports/baseline.json: 1 regression, 0 fixed, 1 changed, 0 added, 0 removed"
+        in out
+    )
+
+
+def test_update_baseline_with_fail_on_change_writes_the_baseline_and_still_fails(project, run):
+    # --fail-on-change judges the run against the baseline as it was; --update-baseline
+    # writes the new one all the same (CI can keep it as an artifact, and fail).
+    add(project, "greet", PASSING)
+    assert run("run", "--update-baseline")[0] == 0
+    add(project, "greet", PASSING.replace("It is 72F in SF.", "It is 72F in SF today."))
+    status, out, err = run("run", "--update-baseline", "--fail-on-change")
+    assert status == 1
+    assert "baseline updated: reports/baseline.json" in out
+    assert "--fail-on-change: 0 regression(s), 1 changed" in err
+    # The written baseline is this run's: the same run again changes nothing.
+    assert run("run", "--fail-on-change")[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("command", "wanted"),
+    [
+        (["run"], "cassette record mode (default: none: replay only)"),
+        (["record"], "cassette record mode (default: once: record what the cassette lacks)"),
+        (["validate"], "Check scenario files without running them"),
+        (["plugins"], "List the plugins harness loads here"),
+        (["schema"], "Print the JSON Schema of scenario files"),
+        (["validate"], "-p MODULE   load a harness plugin module first (repeatable)"),
+    ],
+)
+def test_help_texts_say_what_each_command_and_option_does(command, wanted, capsys):
+    assert cli.main([*command, "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert " ".join(wanted.split()) in out
+    assert "default: None" not in out

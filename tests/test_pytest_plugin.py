@@ -381,6 +381,27 @@ def test_parallel_calls_are_shown_side_by_side_in_the_trajectory(pytester):
     )
 
 
+STOPPED_PLAN = """\
+name: stopped
+input: Weather?
+tools:
+  get_weather:
+    parameters: {city: str}
+llm:
+  script:
+    - tool_calls: [{get_weather: {city: SF}}, {get_weather: {town: LA}}]
+expect: {termination: completed}
+"""
+
+
+def test_a_plan_where_nothing_ran_is_not_said_to_have_run_in_parallel(pytester):
+    # Validation stopped the plan: none of its calls ran, in parallel or otherwise.
+    write(pytester, stopped_scenario=STOPPED_PLAN)
+    result = pytester.runpytest()
+    result.stdout.fnmatch_lines(['*2  not run: get_weather(city="SF")*, get_weather(town="LA")*'])
+    assert "ran in parallel" not in result.stdout.str()
+
+
 def test_long_trajectories_are_cut_in_the_middle_unless_verbose(tmp_path):
     from harness.scenario import run_scenario
 
