@@ -291,21 +291,43 @@ def _plugin_autoloads() -> bool:
     return any(ep.value == "harness.pytest_plugin" for ep in entry_points(group="pytest11"))
 
 
+def _root_of(paths: list[str]) -> Path:
+    """The project the given paths lie in: it decides reports, baseline and ids.
+
+    Wherever the command starts: `cd /tmp && harness run ~/proj/scenarios` writes
+    ~/proj/reports and compares with ~/proj/reports/baseline.json. Paths in several
+    projects use the current directory's, and a line says so.
+    """
+    from harness.plugins import project_root
+
+    roots = sorted({project_root(Path(p.split("::", 1)[0]).resolve()) for p in paths})
+    if len(roots) == 1:
+        return roots[0]
+    here = project_root()
+    listed = ", ".join(str(r) for r in roots)
+    print(
+        f"harness: the paths lie in {len(roots)} projects ({listed}); reports, the baseline "
+        f"and ids use {here}, the current directory's",
+        file=sys.stderr,
+    )
+    return here
+
+
 def _run(options: argparse.Namespace, extra: list[str]) -> int:
     import pytest
 
     from harness.plugins import project_root
     from harness.scenario.loader import display_path
 
-    root = project_root()
     paths = options.paths
-    if not paths:
-        default = root / "scenarios"
-        paths = [display_path(default) if default.is_dir() else "."]
     # A node id (path::name) names a file too.
     missing = [p for p in paths if not Path(p.split("::", 1)[0]).exists()]
     if missing:
         raise UsageError(f"no such file or folder: {', '.join(missing)}")
+    root = _root_of(paths) if paths else project_root()
+    if not paths:
+        default = root / "scenarios"
+        paths = [display_path(default) if default.is_dir() else "."]
 
     # Defaults live in the project's reports/ (where baseline.json is committed), so a
     # run started from a subfolder writes the same files; given paths are cwd-relative.

@@ -577,3 +577,31 @@ def test_help_texts_say_what_each_command_and_option_does(command, wanted, capsy
     out = " ".join(capsys.readouterr().out.split())
     assert " ".join(wanted.split()) in out
     assert "default: None" not in out
+
+
+def test_run_from_outside_the_project_uses_the_projects_reports_and_baseline(
+    project, run, tmp_path_factory, monkeypatch
+):
+    add(project, "greet", PASSING)
+    assert run("run", "--update-baseline")[0] == 0
+    outside = tmp_path_factory.mktemp("elsewhere")
+    monkeypatch.chdir(outside)
+    status, out, _ = run("run", str(project.path / "scenarios"))
+    assert status == 0, out
+    # The project's reports and baseline, and ids relative to its root: not the cwd's.
+    assert not (outside / "reports").exists()
+    assert "baseline" in out and "0 regressions, 0 fixed, 0 changed" in out
+    written = json.loads((project.path / "reports/results.json").read_text())
+    assert [s["id"] for s in written["scenarios"]] == ["scenarios/greet.scenario.yaml::greet"]
+
+
+def test_paths_in_two_projects_say_which_root_is_used(project, run, tmp_path_factory):
+    add(project, "greet", PASSING)
+    other = tmp_path_factory.mktemp("other")
+    (other / "pyproject.toml").write_text("[project]\nname = 'other'\n")
+    (other / "scenarios").mkdir()
+    (other / "scenarios" / "o.scenario.yaml").write_text(PASSING.replace("greet", "o"))
+    status, _, err = run("run", "scenarios", str(other / "scenarios"))
+    assert status == 0
+    assert "harness: the paths lie in 2 projects (" in err
+    assert f"use {project.path.resolve()}, the current directory's" in err
