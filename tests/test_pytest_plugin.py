@@ -523,7 +523,7 @@ def test_baseline_diff_goes_into_the_results(pytester):
     assert [r["id"] for r in diff["regressions"]] == ["wrong.scenario.yaml::wrong-forecast"]
     assert diff["fixed"] == diff["added"] == diff["removed"] == []
     result.stdout.fnmatch_lines(
-        ["baseline base.json: 1 regressions, 0 fixed, *", "  regression: wrong.scenario.yaml*"]
+        ["baseline base.json: 1 regression, 0 fixed, *", "  regression: wrong.scenario.yaml*"]
     )
     assert "baseline" not in load(pytester.path / "base.json")
 
