@@ -54,6 +54,11 @@ def _one_line(text: str) -> str:
     return " ".join(part.strip() for part in text.splitlines() if part.strip())
 
 
+class RecordingRefused(HarnessError):
+    """A recording that must stop, with nothing written: the API refused the key (401,
+    403), or there is no key for the public endpoint. Bad input, not a run's failure."""
+
+
 class ScenarioError(HarnessError):
     """A scenario file that cannot be used: every problem as ``path:line: field: message``."""
 

@@ -547,7 +547,7 @@ class ScenarioItem(pytest.Item):
         return self._id
 
     def runtest(self) -> None:
-        from harness.errors import HarnessError
+        from harness.errors import HarnessError, RecordingRefused
         from harness.scenario import run_scenario
 
         state = _state(self.config)
@@ -555,6 +555,9 @@ class ScenarioItem(pytest.Item):
             result = run_scenario(
                 self.scenario, state.record_mode, disable_recording=state.disable_recording
             )
+        except RecordingRefused as exc:
+            # The key is wrong for every scenario: stop the session in one line, exit 2.
+            pytest.exit(f"harness: {exc}", returncode=2)
         except HarnessError as exc:
             # Bad configuration met at run time (a provider's settings, say): the
             # scenario errors with the message, as when a template fails.

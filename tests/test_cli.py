@@ -605,3 +605,45 @@ def test_paths_in_two_projects_say_which_root_is_used(project, run, tmp_path_fac
     assert status == 0
     assert "harness: the paths lie in 2 projects (" in err
     assert f"use {project.path.resolve()}, the current directory's" in err
+
+
+RECORDING = """\
+input: hi
+tools:
+  get_weather:
+    parameters: {city: str}
+    returns: "72F in {{ args.city }}"
+llm: {provider: openai, model: gpt-4o-mini%s}
+"""
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_a_refused_key_is_never_recorded(project, run, monkeypatch, status):
+    from harness.llm.server import running_server
+
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID"):
+        monkeypatch.delenv(name, raising=False)
+    steps = [
+        {"tool_calls": [{"get_weather": {"city": "SF"}}]},  # recorded, then thrown away
+        {"error": {"status": status, "message": "Incorrect API key provided: sk-plac***"}},
+    ]
+    with running_server(steps) as url:
+        add(project, "weather", RECORDING % f", base_url: '{url}'")
+        code, out, err = run("record")
+    assert code == 2
+    line = f"the API refused the key (HTTP {status}: Incorrect API key provided: sk-plac***)"
+    assert line in out + err
+    assert "nothing was recorded" in out + err
+    assert not (project.path / "cassettes").exists()
+
+
+def test_recording_against_the_public_api_without_a_key_is_refused_before_any_request(
+    project, run, monkeypatch
+):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    add(project, "weather", RECORDING % "")
+    code, out, err = run("record")
+    assert code == 2
+    assert "recording needs OPENAI_API_KEY: it is not set" in out + err
+    assert not (project.path / "cassettes").exists()

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from harness.errors import HarnessError, LLMError
+from harness.errors import HarnessError, LLMError, RecordingRefused
 from harness.llm.base import LLMRequest, LLMResponse
 from harness.llm.config import LLMConfig
 from harness.messages import (
@@ -83,6 +83,8 @@ class OpenAILLM:
         self.config = config
         self.context = config.context
         self._session: CassetteSession | None = None
+        # Why recording stopped with nothing written (the API refused the key), if it did.
+        self.refused: str | None = None
         self._chains: dict[str, Any] = {}
         self._remaining: int | None = None
         self._stats: Any = None
@@ -238,6 +240,10 @@ class OpenAILLM:
             while cause is not None:
                 if isinstance(cause, CannotOverwriteExistingCassetteException):
                     return session.miss_error(cause, request.call)
+                if isinstance(cause, RecordingRefused):
+                    # The run ends here; the scenario runner stops the whole recording.
+                    self.refused = str(cause)
+                    return LLMError(str(cause), type="recording_refused")
                 cause = cause.__cause__ or cause.__context__
         scrub = Scrubber().text
         if isinstance(exc, openai.APIStatusError):

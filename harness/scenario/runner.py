@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.agent import Agent
-from harness.errors import HarnessError
+from harness.errors import HarnessError, RecordingRefused
 from harness.llm.config import RECORD_MODES, LLMContext
 from harness.plugins import get_plugins, project_plugins
 from harness.results import ScenarioResult, Status
@@ -81,6 +81,10 @@ async def arun_scenario(
         close = getattr(llm, "aclose", None)
         if close is not None:
             await close()
+    refused = getattr(llm, "refused", None)
+    if refused:
+        # Not a result: a recording that cannot go on, with nothing written.
+        raise RecordingRefused(f"{sid}: {refused}")
 
     check = CheckContext(
         result,

@@ -22,7 +22,7 @@ from vcr.matchers import path as match_path
 from vcr.record_mode import RecordMode
 from vcr.request import Request
 
-from harness.errors import LLMError
+from harness.errors import LLMError, RecordingRefused
 from harness.llm.cassettes.format import (
     CassetteFormatError,
     ReadablePersister,
@@ -272,6 +272,8 @@ class CassetteSession:
         self.keyer = BodyKeyer(match_ignore)
         self.stats = ReplayStats()
         self.requests_sent = 0
+        # Set when recording stopped because the API refused the key: nothing is saved.
+        self.refused: str | None = None
         matchers = (
             (match_method, match_path)
             if match == "sequential"
@@ -316,8 +318,12 @@ class CassetteSession:
         return self.cassette.unplayed
 
     def save(self) -> None:
-        """Write the cassette if anything was recorded (atomically, secrets scrubbed)."""
-        if self.cassette.dirty:
+        """Write the cassette if anything was recorded (atomically, secrets scrubbed).
+
+        Not after a refused key: what was recorded before it belongs to a run that
+        could not finish.
+        """
+        if self.cassette.dirty and self.refused is None:
             self.cassette._save()
 
     # -- misses -------------------------------------------------------------------------------
@@ -401,6 +407,33 @@ def _similarity(recorded: Any, sent: Any) -> int:
     return score
 
 
+def _no_key_refusal(request: Any) -> str | None:
+    """Why a request must not go out: no OPENAI_API_KEY for the public API (else None)."""
+    import os
+
+    if os.environ.get("OPENAI_API_KEY") or request.url.host != "api.openai.com":
+        return None
+    return (
+        "recording needs OPENAI_API_KEY: it is not set, and api.openai.com refuses requests "
+        "without a key; nothing was recorded (set the key, or base_url / OPENAI_BASE_URL for "
+        "another endpoint)"
+    )
+
+
+def _key_refused(response: Any) -> str:
+    import json
+
+    try:
+        detail = json.loads(response.content).get("error", {}).get("message")
+    except (ValueError, AttributeError):
+        detail = None
+    said = f": {detail}" if isinstance(detail, str) and detail else ""
+    return (
+        f"the API refused the key (HTTP {response.status_code}{said}); nothing was recorded: "
+        "check OPENAI_API_KEY (and OPENAI_ORG_ID / OPENAI_PROJECT_ID)"
+    )
+
+
 def cassette_transport(session: CassetteSession, httpx: Any, **kwargs: Any) -> Any:
     """An async HTTP transport that goes through ``session``'s cassette.
 
@@ -413,7 +446,21 @@ def cassette_transport(session: CassetteSession, httpx: Any, **kwargs: Any) -> A
     from vcr.stubs.httpx_stubs import vcr_handle_async_request
 
     transport = httpx.AsyncHTTPTransport(**kwargs)
-    real = type(transport).handle_async_request
+    network = type(transport).handle_async_request
+
+    async def real(self: Any, request: Any) -> Any:
+        # Called by vcrpy only to record a request the cassette lacks.
+        refusal = _no_key_refusal(request)
+        if refusal is not None:
+            raise RecordingRefused(refusal)
+        response = await network(self, request)
+        if response.status_code in (401, 403):
+            # Never written to a cassette: every later run would replay the refusal.
+            await response.aread()
+            session.refused = _key_refused(response)
+            raise RecordingRefused(session.refused)
+        return response
+
     stub = functools.partial(vcr_handle_async_request(session.cassette, real, httpx), transport)
     stats = session.stats
 
