@@ -157,7 +157,7 @@ class Run:
         self._recorded_ids: set[str] = set()
         # Calls answered `not executed` before a request, with their iteration: recorded
         # when the run ends.
-        self._left: list[tuple[int, list[ToolCall]]] = []
+        self._left: list[tuple[int, list[ToolCall], float]] = []
 
     @property
     def planner_name(self) -> str:
@@ -184,7 +184,9 @@ class Run:
         self.llm_calls += 1
         request = LLMRequest(self.conversation, self._tool_list, options, self.llm_calls)
         # Simulated times (never wall-clock) place LLM calls on the report's timeline.
-        self.emit("llm_request", call=self.llm_calls, sim=self.sim_time)
+        # tool_choice is kept: a forced final answer ("none") reads differently.
+        choice = {"tool_choice": options["tool_choice"]} if "tool_choice" in options else {}
+        self.emit("llm_request", call=self.llm_calls, sim=self.sim_time, **choice)
         if self.observed.llm_request:
             self.hook.harness_llm_request(run=self, request=request)
         response: LLMResponse = await self.llm.complete(request)
@@ -215,7 +217,7 @@ class Run:
         """Answer the calls of the last assistant message that never ran (and keep them)."""
         pending, new = self._pending()
         if new:
-            self._left.append((self.iteration, new))
+            self._left.append((self.iteration, new, self.sim_time))
         if pending:
             answer_calls(self.conversation, pending, self._unanswered_reason)
 
@@ -238,12 +240,13 @@ class Run:
 
         Every requested call belongs in ``RunResult.tool_calls``: calls the limit, an
         error or a planner left behind are recorded like a declined plan, once, when the
-        run ends (so they sit at its end on the simulated clock, where reports put them).
+        run ends, each at the simulated time it was given up (answered "not executed"
+        before a request, or the run's end), where reports draw it.
         """
         _, new = self._pending()
         if new:
-            self._left.append((self.iteration, new))
-        for iteration, calls in self._left:
+            self._left.append((self.iteration, new, self.sim_time))
+        for iteration, calls, given_up in self._left:
             self._group += 1
             for call in calls:
                 self._record(
@@ -252,8 +255,8 @@ class Run:
                     iteration=iteration,
                     status="not_run",
                     is_error=False,
-                    sim_start=self.sim_time,
-                    sim_end=self.sim_time,
+                    sim_start=given_up,
+                    sim_end=given_up,
                 )
         self._left = []
 

@@ -31,11 +31,25 @@ def fresh_plugins():
     plugins.reset()
 
 
+# Per test, in seconds (pytest-timeout): the slowest test takes about 15 s on a loaded
+# 2-CPU machine; a hung one fails instead of holding CI. Set as a mark, not in the ini
+# file, so that `harness run` in this repository (which loads only the plugins it needs)
+# does not warn about an unknown option.
+TEST_TIMEOUT = 300
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(TEST_TIMEOUT))
+
+
 def pytest_configure(config):
     # The registry behind tests/test_hookspecs.py: a test that exercises hooks says which.
     config.addinivalue_line(
         "markers", "hooks(*names): the harness hooks this test exercises (see test_hookspecs.py)"
     )
+    config.addinivalue_line("markers", "timeout(seconds): pytest-timeout's per-test limit")
 
 
 @pytest.fixture

@@ -125,21 +125,22 @@ def _two_llm_calls_in_a_row() -> ScenarioResult:
 def test_llm_calls_in_a_row_are_placed_by_the_times_their_events_carry() -> None:
     scenario = _two_llm_calls_in_a_row()
     timeline = build_timeline(scenario)
-    # The call left unrun at the limit is recorded when the run ends (not_run, not declined).
-    assert spans(scenario) == [(1, "llm1", 0.0, 0.2), (1, "llm2", 0.2, 0.8), (1, "plan1", 0.8, 0.8)]
+    # The call left unrun at the limit (not_run, not declined) is drawn where it was given
+    # up: after the reply that asked for it, before the forced final answer.
+    assert spans(scenario) == [(1, "llm1", 0.0, 0.2), (1, "plan1", 0.2, 0.2), (1, "llm2", 0.2, 0.8)]
     assert not any(i.declined for it in timeline.iterations for i in it.items)
     assert not timeline.approximate
     assert all(i.exact for it in timeline.iterations for i in it.items)
 
 
 def test_llm_calls_in_a_row_without_times_share_the_time_and_say_so() -> None:
-    # Events without simulated times (an edited or hand-made results file): only the
-    # calls' total time is known.
+    # Events without simulated times and no plan between the calls (an edited or
+    # hand-made results file): only the calls' total time is known.
     scenario = _two_llm_calls_in_a_row()
     events = [{k: v for k, v in e.items() if k != "sim"} for e in scenario.events]
-    scenario = scenario.model_copy(update={"events": events})
+    scenario = scenario.model_copy(update={"events": events, "tool_calls": []})
     timeline = build_timeline(scenario)
-    assert spans(scenario) == [(1, "llm1", 0.0, 0.4), (1, "llm2", 0.4, 0.8), (1, "plan1", 0.8, 0.8)]
+    assert spans(scenario) == [(1, "llm1", 0.0, 0.4), (1, "llm2", 0.4, 0.8)]
     assert timeline.approximate
     assert not any(i.exact for it in timeline.iterations for i in it.items if i.kind == "llm")
     html = render_html(sample_results([scenario]))
@@ -162,3 +163,21 @@ def test_history_replies_are_not_taken_for_this_runs_replies() -> None:
     scenario = scenario_result(second, "history")
     (item,) = [i for it in build_timeline(scenario).iterations for i in it.items]
     assert item.reply is not None and item.reply.content == "New answer."
+
+
+def test_a_plan_left_at_the_limit_is_drawn_before_the_forced_final_answer():
+    from pathlib import Path
+
+    from harness.scenario import run_scenario
+
+    root = Path(__file__).resolve().parent.parent
+    result = run_scenario(root / "scenarios/core/max-iterations-final-answer.scenario.yaml")
+    last = build_timeline(result).iterations[-1]
+    # The reply asked for tools, the limit came, the calls were never run, and then the
+    # final answer was requested with tool_choice "none": in that order, and labelled.
+    assert [(i.kind, i.tool_choice) for i in last.items] == [
+        ("llm", None),
+        ("tools", None),
+        ("llm", "none"),
+    ]
+    assert {c.status for c in last.items[1].calls} == {"not_run"}

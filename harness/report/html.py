@@ -545,6 +545,7 @@ class _Row:
         "asks",
         "call",
         "calls",
+        "choice",
         "content",
         "declined",
         "error",
@@ -580,6 +581,8 @@ class _Row:
         self.asks = clip(names, limits.call) if names else None
         finish = reply.finish_reason if reply is not None else None
         self.finish = finish if finish not in (None, "stop", "tool_calls") else None
+        # A request that forbade tools (the final answer at the iteration limit) says so.
+        self.choice = item.tool_choice if isinstance(item.tool_choice, str) else None
         error = str((scenario.final.error or {}).get("message", "")) if item.failed else ""
         self.error = clip(error, limits.reply) if error else None
         count = len(item.calls)

@@ -31,6 +31,7 @@ class Item:
     call: int = 0
     reply: AssistantMessage | None = None
     failed: bool = False
+    tool_choice: str | None = None  # as the request set it ("none": a forced answer)
     # Tool plan: its group number and calls in the model's order.
     group: int = 0
     calls: list[ToolCallRecord] = field(default_factory=list)
@@ -103,19 +104,27 @@ def build_timeline(scenario: ScenarioResult) -> Timeline:
             if isinstance(group, int) and group in groups and group not in placed:
                 placed.add(group)
                 order.append(("tools", group))
-    # Plans that never reached action_executed (stopped by validation or stagnation) go
-    # after what their iteration did before them.
+    answered_calls = [c for c, _, _ in requests if c in responses]
+    replies_in_order = _llm_replies(scenario, len(answered_calls))
+    # Which LLM call asked for each tool call id (the latest reply holding it).
+    asked_by = {
+        call.id: number
+        for number, reply in zip(answered_calls, replies_in_order, strict=False)
+        for call in reply.tool_calls
+    }
+    # Plans that never reached action_executed (stopped by validation or stagnation, left
+    # at the limit) go right after the reply that asked for them, else after what their
+    # iteration did before them: in the order things happened.
     for group in sorted(groups):
         if group not in placed:
-            iteration = groups[group][0].iteration
-            at = len(order)
-            for index, (kind, key) in enumerate(order):
-                if _iteration_of(kind, key, requests, groups) > iteration:
-                    at = index
-                    break
-            order.insert(at, ("tools", group))
+            order.insert(_slot(order, groups, group, requests, asked_by), ("tools", group))
 
-    replies = iter(_llm_replies(scenario, sum(1 for c, _, _ in requests if c in responses)))
+    replies = iter(replies_in_order)
+    choices = {
+        _int(e.get("call"), 0): e["tool_choice"]
+        for e in scenario.events
+        if e.get("event") == "llm_request" and isinstance(e.get("tool_choice"), str)
+    }
     request_iteration = {call: it for call, it, _ in requests}
     items: list[Item] = []
     for kind, key in order:
@@ -128,6 +137,7 @@ def build_timeline(scenario: ScenarioResult) -> Timeline:
                     call=key,
                     reply=next(replies, None) if answered else None,
                     failed=not answered,
+                    tool_choice=choices.get(key),
                 )
             )
         else:
@@ -166,6 +176,24 @@ def build_timeline(scenario: ScenarioResult) -> Timeline:
             iteration.note = _note(scenario, iteration.number == iterations[-1].number)
     total = max([scenario.sim_time, *(i.end for i in items)])
     return Timeline(iterations, total, window, size, approximate)
+
+
+def _slot(
+    order: list[tuple[str, int]],
+    groups: dict[int, list[ToolCallRecord]],
+    group: int,
+    requests: list[tuple[int, int, Any]],
+    asked_by: dict[str, int],
+) -> int:
+    """Where an unplaced plan goes in ``order``."""
+    asked = asked_by.get(groups[group][0].id)
+    if asked is not None and ("llm", asked) in order:
+        return order.index(("llm", asked)) + 1
+    iteration = groups[group][0].iteration
+    for index, (kind, key) in enumerate(order):
+        if _iteration_of(kind, key, requests, groups) > iteration:
+            return index
+    return len(order)
 
 
 def _int(value: Any, default: int) -> int:
