@@ -54,7 +54,7 @@ def _scenario(expect: dict) -> str:
 
 @pytest.mark.filterwarnings("ignore")
 @settings(
-    max_examples=50,
+    max_examples=25,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
