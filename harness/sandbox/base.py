@@ -6,7 +6,10 @@ import asyncio
 import contextlib
 import os
 import resource
+import shutil
 import signal
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -20,6 +23,7 @@ __all__ = [
     "SandboxError",
     "child_environment",
     "python_flags",
+    "run_in_new_folder",
     "run_limited",
 ]
 
@@ -236,3 +240,25 @@ def _limit_hit(execution: Execution, timed_out: bool, status: int | None) -> str
     if any(marker in execution.stderr for marker in _NETWORK):
         return "network"
     return None
+
+
+async def run_in_new_folder(
+    code: str, limits: Limits, sandbox: str, interpreter: Callable[[str], list[str]]
+) -> Execution:
+    """Write ``code`` to main.py in a new temporary folder, run it there, remove the folder.
+
+    ``interpreter(folder)`` is the command before Python's flags and ``main.py``: the
+    interpreter itself, or a sandbox around it that needs to know the folder.
+    """
+    work = tempfile.mkdtemp(prefix="harness-sandbox-")
+    try:
+        Path(work, "main.py").write_text(code, encoding="utf-8")
+        return await run_limited(
+            [*interpreter(work), *python_flags(limits), "main.py"],
+            cwd=work,
+            env=child_environment(work),
+            limits=limits,
+            sandbox=sandbox,
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

@@ -11,15 +11,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 
-from harness.sandbox.base import (
-    Execution,
-    Limits,
-    child_environment,
-    python_flags,
-    run_limited,
-)
+from harness.sandbox.base import Execution, Limits, child_environment, run_in_new_folder
 
 __all__ = ["BubblewrapSandbox"]
 
@@ -80,15 +73,6 @@ class BubblewrapSandbox:
     async def run(self, code: str, limits: Limits) -> Execution:
         """Run ``code`` inside a new bwrap sandbox."""
         bwrap = shutil.which("bwrap") or "bwrap"
-        work = tempfile.mkdtemp(prefix="harness-sandbox-")
-        try:
-            Path(work, "main.py").write_text(code, encoding="utf-8")
-            return await run_limited(
-                [*self._argv(bwrap, work), *python_flags(limits), "main.py"],
-                cwd=work,
-                env=child_environment(work),
-                limits=limits,
-                sandbox=self.name,
-            )
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+        return await run_in_new_folder(
+            code, limits, self.name, lambda work: self._argv(bwrap, work)
+        )

@@ -7,18 +7,9 @@ is removed afterwards, and limits on CPU time, memory, file size and processes.
 
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
-from pathlib import Path
 
-from harness.sandbox.base import (
-    Execution,
-    Limits,
-    child_environment,
-    python_flags,
-    run_limited,
-)
+from harness.sandbox.base import Execution, Limits, run_in_new_folder
 
 __all__ = ["ProcessSandbox"]
 
@@ -34,15 +25,4 @@ class ProcessSandbox:
 
     async def run(self, code: str, limits: Limits) -> Execution:
         """Run ``code`` in a fresh temporary folder, removed afterwards."""
-        work = tempfile.mkdtemp(prefix="harness-sandbox-")
-        try:
-            Path(work, "main.py").write_text(code, encoding="utf-8")
-            return await run_limited(
-                [sys.executable, *python_flags(limits), "main.py"],
-                cwd=work,
-                env=child_environment(work),
-                limits=limits,
-                sandbox=self.name,
-            )
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+        return await run_in_new_folder(code, limits, self.name, lambda _: [sys.executable])
