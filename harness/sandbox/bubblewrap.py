@@ -11,12 +11,23 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 from harness.sandbox.base import Execution, Limits, child_environment, run_in_new_folder
 
 __all__ = ["BubblewrapSandbox"]
 
 _WORK = "/tmp/work"  # inside the private /tmp: the read-only root has no room for it
+
+
+def _interpreter_binds() -> list[str]:
+    """Read-only binds for an interpreter under /tmp (a venv made there): the private
+    /tmp would hide it."""
+    binds: list[str] = []
+    for folder in sorted({sys.prefix, sys.base_prefix, sys.exec_prefix}):
+        if Path(folder).resolve().is_relative_to("/tmp"):
+            binds += ["--ro-bind", folder, folder]
+    return binds
 
 
 class BubblewrapSandbox:
@@ -56,6 +67,7 @@ class BubblewrapSandbox:
             "--dev", "/dev",
             "--proc", "/proc",
             "--tmpfs", "/tmp",
+            *_interpreter_binds(),
             "--bind", work, _WORK,
             "--chdir", _WORK,
             "--unshare-net",
