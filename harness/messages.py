@@ -42,18 +42,17 @@ class ToolCall(BaseModel):
     # exact text can be reported and sent back.
     raw_arguments: str | None = None
     # The model's own text of valid arguments ('{"city":"Paris"}'): sent back exactly as
-    # it came, as the SDKs do, so a request matches what a recording holds. Not a field:
-    # results and saved conversations keep the parsed arguments.
-    _text: str | None = PrivateAttr(default=None)
+    # it came, as the SDKs do, so a request matches what a recording holds. Never
+    # serialized: results and saved conversations keep the parsed arguments. (A plain
+    # field: a private attribute tripled the cost of making a call, paid every round.)
+    arguments_text: str | None = Field(default=None, exclude=True, repr=False)
 
     @classmethod
     def from_text(cls, id: str, name: str, text: str | None) -> ToolCall:
         """A call whose arguments arrive as the model's text (kept, to be sent back as is)."""
         arguments, raw = parse_arguments(text)
-        call = cls(id=id, name=name, arguments=arguments, raw_arguments=raw)
-        if raw is None and text:
-            call._text = text
-        return call
+        kept = text if raw is None and text else None
+        return cls(id=id, name=name, arguments=arguments, raw_arguments=raw, arguments_text=kept)
 
     def __eq__(self, other: object) -> bool:
         # The same call whatever the spacing of its arguments' text: compared by fields.
@@ -72,8 +71,8 @@ class ToolCall(BaseModel):
         """The arguments as the model sent them, else as JSON."""
         if self.raw_arguments is not None:
             return self.raw_arguments
-        if self._text is not None:
-            return self._text
+        if self.arguments_text is not None:
+            return self.arguments_text
         return json.dumps(self.arguments, ensure_ascii=False)
 
 
