@@ -463,3 +463,69 @@ def test_a_bad_step_is_a_clear_error_before_the_server_starts():
         running_server(bad),
     ):
         pass
+
+
+# -- as the real API does it ------------------------------------------------------------------
+
+
+def _post(url: str, path: str, body: dict) -> tuple[int, bytes]:
+    return http("POST", f"{url}{path}", json.dumps(body).encode())
+
+
+def test_error_step_attempts_are_counted_per_endpoint():
+    # The same conversation on both APIs: each endpoint takes the 429 once.
+    steps = [{"error": {"status": 429, "message": "Rate limited"}}, {"content": "ok"}]
+    chat = {"model": "m", "messages": [USER]}
+    responses = {"model": "m", "input": [USER]}
+    with running_server(steps) as url:
+        assert _post(url, "/chat/completions", chat)[0] == 429
+        assert _post(url, "/responses", responses)[0] == 429
+        assert _post(url, "/chat/completions", chat)[0] == 200
+        assert _post(url, "/responses", responses)[0] == 200
+
+
+def _sse(payload: bytes) -> list[dict]:
+    lines = payload.decode().splitlines()
+    return [json.loads(line[6:]) for line in lines if line.startswith("data: {")]
+
+
+def test_a_streamed_tool_call_reply_opens_with_null_content_and_a_text_reply_with_empty():
+    steps = [{"tool_calls": [{"get_weather": {"city": "SF"}}]}, {"content": "Sunny."}]
+    body = {"model": "m", "messages": [USER], "stream": True}
+    with running_server(steps) as url:
+        first = _sse(_post(url, "/chat/completions", body)[1])[0]["choices"][0]["delta"]
+        assert first == {"role": "assistant", "content": None}
+        answered = [
+            USER,
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1_0",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city": "SF"}'},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_1_0", "content": "72F"},
+        ]
+        text = _sse(_post(url, "/chat/completions", {**body, "messages": answered})[1])
+        assert text[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+
+
+def test_a_streamed_function_call_item_is_added_in_progress():
+    steps = [{"tool_calls": [{"get_weather": {"city": "SF"}}]}]
+    body = {"model": "m", "input": [USER], "stream": True}
+    with running_server(steps) as url:
+        events = _sse(_post(url, "/responses", body)[1])
+    added = [e["item"] for e in events if e.get("type") == "response.output_item.added"]
+    assert [(i["type"], i["status"]) for i in added] == [("function_call", "in_progress")]
+    done = [e["item"] for e in events if e.get("type") == "response.output_item.done"]
+    assert [i["status"] for i in done] == ["completed"]
+
+
+def test_a_model_can_be_retrieved_by_id():
+    with running_server([{"content": "hi"}]) as url, client(url) as sdk:
+        model = sdk.models.retrieve("gpt-4o-mini")
+    assert (model.id, model.object, model.owned_by) == ("gpt-4o-mini", "model", "harness")

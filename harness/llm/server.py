@@ -174,9 +174,14 @@ class ScriptState:
         """Forget the attempt counts."""
         self.attempts.clear()
 
-    def pick(self, k: int, conversation: Any) -> _Reply:
-        """The answer to a request whose input holds ``k`` replies."""
-        digest = hashlib.sha256(canonical_json(conversation).encode()).hexdigest()
+    def pick(self, k: int, conversation: Any, api: str) -> _Reply:
+        """The answer to a request of ``api`` whose input holds ``k`` replies.
+
+        Attempts are counted per endpoint: a 429 a chat request took does not use up the
+        error step of the same conversation on /v1/responses.
+        """
+        key = f"{api}:{canonical_json(conversation)}"
+        digest = hashlib.sha256(key.encode()).hexdigest()
         attempt = self.attempts[digest]
         self.attempts[digest] += 1
         if k < len(self.positions):
@@ -256,7 +261,7 @@ async def chat_completions(request: Any) -> Any:
     if not isinstance(messages, list):
         return _json(_error_body(400, "messages must be a list"), 400)
     k = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
-    reply = state.pick(k, messages)
+    reply = state.pick(k, messages, "chat")
     answer = await _error_or_none(state, reply, len(state.positions))
     if answer is not None:
         return answer
@@ -311,7 +316,8 @@ def _chat_chunks(
         choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
         return f"data: {json.dumps({**base, 'choices': [choice]}, ensure_ascii=False)}\n\n"
 
-    yield chunk({"role": "assistant", "content": ""})
+    # As the API streams it: "" opens a text reply, null a reply of tool calls only.
+    yield chunk({"role": "assistant", "content": "" if content or not calls else None})
     for piece in _pieces(content or ""):
         yield chunk({"content": piece})
     for i, call in enumerate(calls):
@@ -380,7 +386,7 @@ async def responses(request: Any) -> Any:
         missing = _missing_reasoning(rounds)
         if missing:
             return _json(_error_body(400, missing), 400)
-    reply = state.pick(len(rounds), items)
+    reply = state.pick(len(rounds), items, "responses")
     answer = await _error_or_none(state, reply, len(state.positions))
     if answer is not None:
         return answer
@@ -486,7 +492,8 @@ def _response_events(response: dict[str, Any]) -> Iterator[str]:
             yield event("response.output_text.done", text=text, logprobs=[], **ids)
             yield event("response.content_part.done", part=item["content"][0], **ids)
         elif item["type"] == "function_call":
-            yield event("response.output_item.added", item={**item, "arguments": ""}, **where)
+            added = {**item, "arguments": "", "status": "in_progress"}
+            yield event("response.output_item.added", item=added, **where)
             for piece in _pieces(item["arguments"], 8):
                 delta = {"item_id": item["id"], "delta": piece}
                 yield event("response.function_call_arguments.delta", **delta, **where)
@@ -516,6 +523,12 @@ async def models(request: Any) -> Any:
     )
 
 
+async def model(request: Any) -> Any:
+    """GET /v1/models/{id}: serve answers as any model a client names."""
+    name = request.path_params["model_id"]
+    return _json({"id": name, "object": "model", "created": 0, "owned_by": "harness"})
+
+
 async def reset(request: Any) -> Any:
     """POST /v1/reset: forget the attempt counts (204)."""
     from starlette.responses import Response
@@ -540,6 +553,7 @@ def create_app(steps: Sequence[ScriptStep], max_delay: float = DEFAULT_MAX_DELAY
             Route("/v1/chat/completions", chat_completions, methods=["POST"]),
             Route("/v1/responses", responses, methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
+            Route("/v1/models/{model_id:path}", model, methods=["GET"]),
             Route("/v1/reset", reset, methods=["POST"]),
         ],
         exception_handlers={404: _not_found, 405: _not_found},
