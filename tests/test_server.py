@@ -529,3 +529,32 @@ def test_a_model_can_be_retrieved_by_id():
     with running_server([{"content": "hi"}]) as url, client(url) as sdk:
         model = sdk.models.retrieve("gpt-4o-mini")
     assert (model.id, model.object, model.owned_by) == ("gpt-4o-mini", "model", "harness")
+
+
+def test_interleaved_responses_input_counts_model_rounds_not_function_calls():
+    # [user, call A, output A, call B, output B], A and B from one reply: the real API
+    # takes this layout; it is one model round, so the next step answers.
+    steps = [
+        {"tool_calls": [{"get_weather": {"city": "SF"}}, {"get_weather": {"city": "LA"}}]},
+        {"content": "Both sunny."},
+    ]
+    with running_server(steps) as url, client(url) as sdk:
+        first = sdk.responses.create(model="m", input=[USER])
+        calls = [item for item in first.output if item.type == "function_call"]
+        assert len(calls) == 2
+        interleaved: list = [USER]
+        for call in calls:
+            interleaved.append(
+                {
+                    "type": "function_call",
+                    "id": call.id,
+                    "call_id": call.call_id,
+                    "name": call.name,
+                    "arguments": call.arguments,
+                }
+            )
+            interleaved.append(
+                {"type": "function_call_output", "call_id": call.call_id, "output": "sunny"}
+            )
+        second = sdk.responses.create(model="m", input=interleaved)
+    assert second.output_text == "Both sunny."

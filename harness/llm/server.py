@@ -342,17 +342,38 @@ def _is_model_output(item: Any) -> bool:
     return item.get("type") in ("reasoning", "function_call") or item.get("role") == "assistant"
 
 
+# The ids serve gives a reply's items name its round: fc_harness_2_0, call_2_0, msg_harness_2.
+_ROUND_ID = re.compile(r"^(?:(?:fc|msg|rs)_harness_(\d+)(?:_\d+)?|call_(\d+)_\d+)$")
+
+
+def _round_of(item: dict[str, Any]) -> int | None:
+    """The reply an item came in, read from serve's own ids (None for other ids)."""
+    for key in ("id", "call_id"):
+        found = _ROUND_ID.match(str(item.get(key) or ""))
+        if found:
+            return int(found.group(1) or found.group(2))
+    return None
+
+
 def _rounds(items: list[Any]) -> list[list[dict[str, Any]]]:
-    """The model's earlier replies in ``input``: maximal runs of model-output items."""
+    """The model's earlier replies in ``input`` (model rounds, not function calls).
+
+    Items serve made carry their round in their ids, so calls of one reply count once
+    even with their outputs between them (``[user, call A, output A, call B, output B]``,
+    a layout the real API accepts); items with other ids count by maximal runs.
+    """
     rounds: list[list[dict[str, Any]]] = []
-    previous = False
+    previous, last = False, None
     for item in items:
-        current = _is_model_output(item)
-        if current:
-            if not previous:
-                rounds.append([])
-            rounds[-1].append(item)
-        previous = current
+        if not _is_model_output(item):
+            previous = False
+            continue
+        tag = _round_of(item)
+        new = tag != last if tag is not None and last is not None else not previous
+        if new or not rounds:
+            rounds.append([])
+        rounds[-1].append(item)
+        previous, last = True, tag
     return rounds
 
 
