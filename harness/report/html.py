@@ -30,6 +30,7 @@ from harness.actions import Termination, ToolCallRecord
 from harness.files import atomic_write
 from harness.messages import AssistantMessage
 from harness.report.diff import BaselineDiff
+from harness.report.folds import fold_marks
 from harness.report.timeline import Item, Timeline, build_timeline
 from harness.results import Results, ScenarioResult, Status, Summary
 from harness.secrets import scrub_model, scrub_text
@@ -594,61 +595,6 @@ class _Row:
         self.when = f"{seconds(item.start)} → {seconds(item.end)}" + ("" if item.exact else "*")
 
 
-def _shape(iteration: Any, rows: list[_Row]) -> tuple[Any, ...]:
-    """What an iteration looks like, without its texts: alike iterations fold together."""
-    if iteration.in_window:
-        return ("window", iteration.number)  # the stagnation window always shows whole
-    return (
-        tuple(
-            (r.kind, r.asks, r.failed, r.declined, r.stopped, tuple(c.status for c in r.calls))
-            if r.kind == "llm"
-            else (r.kind, r.declined, r.stopped, tuple((c.name, c.status) for c in r.calls))
-            for r in rows
-        ),
-    )
-
-
-# Runs of at least this many alike iterations (or pairs of them: agentbuilder alternates
-# a request and a tool plan) fold, keeping the first and the last in view.
-FOLD_AT = 3
-
-
-def _folds(shapes: list[tuple[Any, ...]]) -> list[tuple[int, int]]:
-    """(first, last) positions of the iterations to fold: runs of repeated units.
-
-    A unit is one iteration, or two (agentbuilder's request then tools); a run of
-    FOLD_AT or more units shows its first and last unit and folds the rest.
-    """
-    folds, i, n = [], 0, len(shapes)
-    while i < n:
-        for period in (1, 2):
-            j = i + period
-            while j < n and shapes[j] == shapes[j - period]:
-                j += 1
-            units = (j - i) // period
-            if units >= FOLD_AT:
-                folds.append((i + period, i + (units - 1) * period - 1))
-                i += units * period
-                break
-        else:
-            i += 1
-    return folds
-
-
-def _fold_marks(timeline: Timeline, rows: dict[int, list[_Row]]) -> dict[int, dict[str, Any]]:
-    """Per iteration number in a fold: its fold number, and on the first one the fold's size."""
-    numbers = [it.number for it in timeline.iterations]
-    shapes = [_shape(it, rows[it.number]) for it in timeline.iterations]
-    marks: dict[int, dict[str, Any]] = {}
-    for fold, (first, last) in enumerate(_folds(shapes), 1):
-        for position in range(first, last + 1):
-            marks[numbers[position]] = {"fold": fold}
-        marks[numbers[first]].update(
-            count=last - first + 1, first=numbers[first], last=numbers[last]
-        )
-    return marks
-
-
 def _rows(
     timeline: Timeline, scenario: ScenarioResult, notes: dict[str, dict[str, str]], limits: Limits
 ) -> dict[int, list[_Row]]:
@@ -698,7 +644,7 @@ def _scenario_view(index: int, scenario: ScenarioResult, limits: Limits) -> dict
         "tools_not_run": sum(1 for c in scenario.tool_calls if c.status == "not_run"),
         "usage": scenario.usage,
         "rows": rows,
-        "folds": _fold_marks(timeline, rows),
+        "folds": fold_marks(timeline, rows),
     }
 
 
