@@ -18,7 +18,6 @@ import difflib
 import importlib
 import os
 import sys
-import tomllib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -30,6 +29,7 @@ import pluggy
 
 from harness import hookspecs
 from harness.errors import HarnessError, class_path
+from harness.project import ProjectConfigError, project_config, project_root
 
 __all__ = [
     "DEFAULT_PLUGINS",
@@ -39,9 +39,7 @@ __all__ = [
     "get_plugins",
     "hookimpl",
     "load_plugin_modules",
-    "project_config",
     "project_plugins",
-    "project_root",
 ]
 
 hookimpl = pluggy.HookimplMarker("harness")
@@ -75,30 +73,6 @@ class _Manager(pluggy.PluginManager):
         if opts is None and name.startswith(_HOOK_PREFIX) and callable(getattr(plugin, name, None)):
             return {}
         return opts
-
-
-def project_root(start: str | Path | None = None) -> Path:
-    """The nearest folder at or above ``start`` (default: cwd) holding a pyproject.toml."""
-    here = Path(start or Path.cwd()).resolve()
-    if here.is_file():
-        here = here.parent
-    for folder in (here, *here.parents):
-        if (folder / "pyproject.toml").is_file():
-            return folder
-    return Path.cwd().resolve()
-
-
-def project_config(root: Path | None = None) -> dict[str, Any]:
-    """The ``[tool.harness]`` table of the project's pyproject.toml ({} when absent)."""
-    path = (root or project_root()) / "pyproject.toml"
-    if not path.is_file():
-        return {}
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise PluginError(f"{path}: not valid TOML: {exc}") from None
-    table = data.get("tool", {}).get("harness", {})
-    return table if isinstance(table, dict) else {}
 
 
 @dataclass
@@ -336,7 +310,10 @@ def _discover(root: Path | None = None) -> Plugins:
             continue
         plugins.register(_import_plugin(module, "built-in plugins"), module)
     _load_entry_points(plugins)
-    local = project_config(root).get("plugins", [])
+    try:
+        local = project_config(root).get("plugins", [])
+    except ProjectConfigError as exc:
+        raise PluginError(str(exc)) from None
     if local:
         if str(root) not in sys.path:
             sys.path.insert(0, str(root))

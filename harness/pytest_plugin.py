@@ -31,8 +31,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from harness.cli.exitcodes import EXIT
+from harness.llm.config import RECORD_MODES
+
 if TYPE_CHECKING:
     from harness.agent import Agent
+    from harness.baseline import BaselineDiff
     from harness.results import Results, ScenarioResult
     from harness.scenario import Scenario
 
@@ -49,11 +53,6 @@ __all__ = [
 ]
 
 SUFFIX = ".scenario.yaml"
-RECORD_MODES = ("none", "once", "new_episodes", "all", "rewrite")  # = harness.llm.config
-
-# Exit statuses of our own, beside pytest's (0 passed, 1 failed, 2 interrupted, 4 usage, 5 none).
-EXIT_BAD_INPUT = 2
-EXIT_INTERNAL = 3
 
 # The pytest-recording plugin, under the names pytest may register it with.
 _RECORDING = ("recording", "pytest_recording.plugin")
@@ -191,7 +190,7 @@ class SuiteState:
     report_errors: list[str] = field(default_factory=list)
     written: list[Path] = field(default_factory=list)
     final: Results | None = None
-    diff: dict[str, Any] | None = None
+    diff: BaselineDiff | None = None
     added_plugins: list[str] = field(default_factory=list)
     # What this run collected, deselected or not: ids and files relative to the project
     # root (xdist workers send theirs to the controller). A baseline id the run collected
@@ -207,7 +206,9 @@ class SuiteState:
     @property
     def collected_files(self) -> set[str]:
         """The files of the collected scenarios (an id is ``path::name``)."""
-        return {scenario_id.rsplit("::", 1)[0] for scenario_id in self.collected_ids}
+        from harness.results import ScenarioId
+
+        return {ScenarioId.parse(scenario_id).file for scenario_id in self.collected_ids}
 
     @property
     def is_worker(self) -> bool:
@@ -234,7 +235,7 @@ class SuiteState:
     def not_run(self, results: Results) -> set[str]:
         """Baseline ids this run did not run and that are not gone: deselected, skipped,
         outside the given paths, or in a file that did not load."""
-        from harness.plugins import project_root
+        from harness.project import project_root
 
         assert self.baseline is not None
         ran = {s.id for s in results.scenarios}
@@ -255,10 +256,12 @@ class SuiteState:
 
     def _within_paths(self, path: Path) -> bool:
         """Whether ``path`` lies under one of the paths this session collects from."""
+        from harness.results import ScenarioId
+
         here = Path(self.config.invocation_params.dir)
         target = path.resolve()
         for arg in self.config.args:
-            given = (here / str(arg).split("::", 1)[0]).resolve()
+            given = (here / ScenarioId.file_of(str(arg))).resolve()
             if target == given or given in target.parents:
                 return True
         return False
@@ -343,9 +346,9 @@ class SuiteState:
         if (self.json_path or self.html_path) and status != 5 and not self.interrupted:
             self._write_reports()
         if self.collection_errors and status in (0, 1, 5):
-            status = EXIT_BAD_INPUT
+            status = EXIT["bad_input"]
         if self.report_errors or self.internal_errors:
-            status = EXIT_INTERNAL
+            status = EXIT["internal"]
         session.exitstatus = status
 
     def _write_reports(self) -> None:
@@ -543,7 +546,7 @@ class ScenarioItem(pytest.Item):
         if self._id is None:
             from harness.scenario import scenario_id
 
-            self._id = scenario_id(self.scenario)
+            self._id = str(scenario_id(self.scenario))
         return self._id
 
     def runtest(self) -> None:
@@ -632,7 +635,7 @@ def _culprit(exc: BaseException, root: Path) -> str | None:
     import types
 
     from harness.plugins import get_plugins
-    from harness.scenario.loader import display_path
+    from harness.project import display_path
 
     plugin_files: dict[Path, str] = {}
     try:
@@ -694,9 +697,9 @@ def _error_result(scenario: Scenario, exc: BaseException) -> ScenarioResult:
 
     sid = scenario_id(scenario)
     return ScenarioResult(
-        id=sid,
-        name=scenario.display_name,
-        file=sid.split("::", 1)[0],
+        id=str(sid),
+        name=sid.name,
+        file=sid.file,
         description=scenario.description,
         tags=list(scenario.tags),
         status="error",
@@ -764,17 +767,13 @@ def summary_lines(state: SuiteState, *, cwd: Path, slowest: int = 5) -> list[str
         lines.append(f"skipped: {len(state.skipped)} (not run, so not in results.json)")
     if state.diff is not None:
         shown = _shown(state.baseline_path, cwd) if state.baseline_path else "baseline"
-        counts = ", ".join(_counted(len(state.diff.get(k) or []), k) for k in _DIFF_KEYS)
-        not_run = len(state.diff.get("not_run") or [])
+        counts = ", ".join(_counted(n, k) for k, n in state.diff.counts().items())
+        not_run = len(state.diff.not_run)
         lines.append(f"baseline {shown}: {counts}" + (f", {not_run} not run" if not_run else ""))
-        for entry in state.diff.get("regressions") or []:
-            lines.append(
-                f"  regression: {entry.get('id')} "
-                f"({entry.get('old_status')} -> {entry.get('new_status')})"
-            )
-        for entry in state.diff.get("changed") or []:
-            what = [key for key in _CHANGE_KEYS if entry.get(key)]
-            lines.append(f"  changed: {entry.get('id')} ({', '.join(what) or 'details'})")
+        for entry in state.diff.regressions:
+            lines.append(f"  regression: {entry.id} ({entry.old_status} -> {entry.new_status})")
+        for change in state.diff.changed:
+            lines.append(f"  changed: {change.id} ({', '.join(change.fields) or 'details'})")
     if state.collection_errors:
         count = len(state.collection_errors)
         lines.append(
@@ -792,12 +791,9 @@ def summary_lines(state: SuiteState, *, cwd: Path, slowest: int = 5) -> list[str
 
 def _project_file(path: Path) -> str:
     """A file as scenario ids name it: its POSIX path relative to its project root."""
-    from harness.plugins import project_root
+    from harness.project import project_relative, project_root
 
-    try:
-        return path.resolve().relative_to(project_root(path.parent)).as_posix()
-    except ValueError:
-        return path.resolve().as_posix()
+    return project_relative(path, project_root(path.parent))
 
 
 def _shown(path: Path, cwd: Path) -> str:
@@ -808,10 +804,6 @@ def _shown(path: Path, cwd: Path) -> str:
 
 
 # -- reports -------------------------------------------------------------------------------
-
-_DIFF_KEYS = ("regressions", "fixed", "changed", "added", "removed")
-# What a changed entry of the baseline diff can say changed, in the order shown.
-_CHANGE_KEYS = ("status", "termination", "iterations", "llm_calls", "tool_calls", "final")
 
 
 def _counted(count: int, key: str) -> str:
@@ -825,10 +817,10 @@ _SHOWN_WALL_TIME = 0.005
 
 def diff_against_baseline(
     old: Results, new: Results, source: Path | None, *, not_run: set[str] | None = None
-) -> dict[str, Any]:
+) -> BaselineDiff:
     """The ``baseline`` section of results.json (harness.report's diff); ``not_run`` ids
     are listed as not run instead of removed."""
-    from harness.plugins import project_root
+    from harness.project import project_root
     from harness.report import diff_results
 
     name = None
@@ -838,7 +830,7 @@ def diff_against_baseline(
             name = source.resolve().relative_to(project_root()).as_posix()
         except ValueError:
             name = str(source)
-    return diff_results(old, new, source=name, not_run=not_run or ()).to_json_dict()
+    return diff_results(old, new, source=name, not_run=not_run or ())
 
 
 # -- failure text --------------------------------------------------------------------------

@@ -13,11 +13,12 @@ import platform
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.actions import FinalResponse, RunResult, Termination, ToolCallRecord
+from harness.baseline import BaselineDiff
 from harness.errors import HarnessError
 from harness.files import atomic_write
 from harness.messages import Message
@@ -28,6 +29,7 @@ __all__ = [
     "ExpectationResult",
     "Results",
     "ResultsFileError",
+    "ScenarioId",
     "ScenarioResult",
     "Status",
     "Summary",
@@ -41,6 +43,32 @@ __all__ = [
 SCHEMA_VERSION = 1
 
 Status = Literal["passed", "failed", "error"]
+
+
+class ScenarioId(NamedTuple):
+    """A scenario's id, ``path::name``: the file's POSIX path relative to the project
+    root (``<python>`` for a scenario built in Python) and the scenario's name.
+
+    Its text is what results.json, the baseline diff and pytest's node ids hold.
+    """
+
+    file: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.file}::{self.name}"
+
+    @classmethod
+    def parse(cls, text: str) -> ScenarioId:
+        """Split an id's text (a name may itself hold ``::``; a path cannot)."""
+        file, _, name = text.partition("::")
+        return cls(file, name)
+
+    @staticmethod
+    def file_of(text: str) -> str:
+        """The path part of an id's text, or the whole text when it holds no ``::``
+        (a command-line argument like ``scenarios/a.scenario.yaml::name``)."""
+        return text.partition("::")[0]
 
 
 class ExpectationResult(BaseModel):
@@ -157,7 +185,7 @@ class Results(BaseModel):
     meta: dict[str, Any] = Field(default_factory=dict)
     summary: Summary = Field(default_factory=Summary)
     scenarios: list[ScenarioResult] = Field(default_factory=list)
-    baseline: dict[str, Any] | None = None
+    baseline: BaselineDiff | None = None
 
     def to_json(self) -> str:
         """The file's text (baseline omitted when there is none; secret values masked)."""

@@ -306,9 +306,7 @@ def test_diff_is_at_the_top(page: str) -> None:
 
 
 def test_diff_stored_in_results_is_shown(results: Results) -> None:
-    with_diff = results.model_copy(
-        update={"baseline": diff_results(sample_baseline(), results).to_json_dict()}
-    )
+    with_diff = results.model_copy(update={"baseline": diff_results(sample_baseline(), results)})
     assert 'id="diff"' in render_html(with_diff)
     assert 'id="diff"' not in render_html(results)
 

@@ -25,6 +25,7 @@ from harness.messages import (
     UserMessage,
 )
 from harness.plugins import hookimpl
+from harness.project import project_relative
 
 if TYPE_CHECKING:
     from harness.llm.cassettes.session import CassetteSession
@@ -118,10 +119,7 @@ class OpenAILLM:
             from harness.llm.cassettes.session import CassetteSession
 
             path = self.cassette_path
-            try:
-                shown = path.resolve().relative_to(self.context.project_root.resolve()).as_posix()
-            except ValueError:
-                shown = str(path)
+            shown = project_relative(path, self.context.project_root)
             self._session = CassetteSession(
                 path,
                 record_mode=self.context.record_mode,

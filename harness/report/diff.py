@@ -20,11 +20,18 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Collection
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
 
 from harness.actions import FinalResponse
+from harness.baseline import (
+    BaselineDiff,
+    FieldChange,
+    ScenarioChange,
+    ScenarioRef,
+    StatusChange,
+    TrajectoryChange,
+    TrajectoryOp,
+)
 from harness.canonical import canonical_json
 from harness.results import Results, ScenarioResult
 
@@ -40,124 +47,6 @@ __all__ = [
     "plan_signature",
     "trajectory",
 ]
-
-DIFF_VERSION = 1
-
-
-class ScenarioRef(BaseModel):
-    """A scenario present in only one of the two runs."""
-
-    model_config = ConfigDict(extra="forbid")
-    id: str
-    name: str
-    status: str
-    termination: str
-
-
-class StatusChange(BaseModel):
-    """A scenario whose status crossed the passed line (a regression or a fix)."""
-
-    model_config = ConfigDict(extra="forbid")
-    id: str
-    name: str
-    old_status: str
-    new_status: str
-    old_termination: str
-    new_termination: str
-    # The expectations that are unmet now, as ``path`` strings: the first thing to read.
-    failed_expectations: list[str] = Field(default_factory=list)
-
-
-class FieldChange(BaseModel):
-    """One compared value, before and after."""
-
-    model_config = ConfigDict(extra="forbid")
-    old: Any = None
-    new: Any = None
-    # new - old, for counts.
-    delta: int | float | None = None
-
-
-class TrajectoryOp(BaseModel):
-    """One step of the trajectory diff (difflib opcodes over plans)."""
-
-    model_config = ConfigDict(extra="forbid")
-    op: Literal["equal", "replace", "delete", "insert"]
-    old: list[str] = Field(default_factory=list)
-    new: list[str] = Field(default_factory=list)
-
-
-class TrajectoryChange(BaseModel):
-    """The tool-call trajectory before and after: one string per plan, and their diff."""
-
-    model_config = ConfigDict(extra="forbid")
-    old: list[str]
-    new: list[str]
-    ops: list[TrajectoryOp]
-
-
-class ScenarioChange(BaseModel):
-    """A scenario in both runs whose behaviour differs; unchanged fields are None."""
-
-    model_config = ConfigDict(extra="forbid")
-    id: str
-    name: str
-    status: FieldChange | None = None
-    termination: FieldChange | None = None
-    iterations: FieldChange | None = None
-    llm_calls: FieldChange | None = None
-    tool_calls: TrajectoryChange | None = None
-    final: FieldChange | None = None
-
-    @property
-    def fields(self) -> list[str]:
-        """Names of the fields that changed, in a fixed order."""
-        names = ("status", "termination", "iterations", "llm_calls", "tool_calls", "final")
-        return [n for n in names if getattr(self, n) is not None]
-
-
-class BaselineDiff(BaseModel):
-    """The diff between a baseline results file and the current one (results.json ``baseline``)."""
-
-    model_config = ConfigDict(extra="forbid")
-    version: int = DIFF_VERSION
-    # Where the baseline came from (a path as the user gave it) and when it was run.
-    source: str | None = None
-    baseline_started: str | None = None
-    compared: int = 0
-    unchanged: int = 0
-    regressions: list[StatusChange] = Field(default_factory=list)
-    fixed: list[StatusChange] = Field(default_factory=list)
-    changed: list[ScenarioChange] = Field(default_factory=list)
-    added: list[ScenarioRef] = Field(default_factory=list)
-    removed: list[ScenarioRef] = Field(default_factory=list)
-    # Not a difference: only what the run left out (see diff_results' ``not_run``).
-    not_run: list[ScenarioRef] = Field(default_factory=list)
-
-    @property
-    def has_regressions_or_changes(self) -> bool:
-        """True when ``--fail-on-change`` should fail the run."""
-        return bool(self.regressions or self.changed)
-
-    @property
-    def is_empty(self) -> bool:
-        """True when nothing at all differs (not even added or removed scenarios)."""
-        return not (self.regressions or self.fixed or self.changed or self.added or self.removed)
-
-    def counts(self) -> dict[str, int]:
-        """Number of entries per category."""
-        return {
-            "regressions": len(self.regressions),
-            "fixed": len(self.fixed),
-            "changed": len(self.changed),
-            "added": len(self.added),
-            "removed": len(self.removed),
-        }
-
-    def to_json_dict(self) -> dict[str, Any]:
-        """The plain-JSON form that goes into ``Results.baseline``."""
-        return self.model_dump(mode="json")
-
 
 # -- trajectories ------------------------------------------------------------------------
 

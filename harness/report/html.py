@@ -651,21 +651,9 @@ def _scenario_view(index: int, scenario: ScenarioResult, limits: Limits) -> dict
 # -- public ---------------------------------------------------------------------------------
 
 
-def _coerce_diff(
-    baseline: BaselineDiff | dict[str, Any] | None, results: Results
-) -> BaselineDiff | None:
-    if baseline is None:
-        baseline = results.baseline
-    if baseline is None:
-        return None
-    if isinstance(baseline, BaselineDiff):
-        return baseline
-    return BaselineDiff.model_validate(baseline)
-
-
 def render_html(
     results: Results,
-    baseline: BaselineDiff | dict[str, Any] | None = None,
+    baseline: BaselineDiff | None = None,
     *,
     title: str = "harness report",
 ) -> str:
@@ -687,8 +675,8 @@ def render_html(
             gc.enable()
 
 
-def _render(results: Results, baseline: BaselineDiff | dict[str, Any] | None, title: str) -> str:
-    diff = _coerce_diff(baseline, results)
+def _render(results: Results, baseline: BaselineDiff | None, title: str) -> str:
+    diff = baseline if baseline is not None else results.baseline
     scenarios = list(results.scenarios)
     limits = Limits.for_results(results)
     views = [_scenario_view(i, s, limits) for i, s in enumerate(scenarios)]
@@ -723,7 +711,7 @@ def _render(results: Results, baseline: BaselineDiff | dict[str, Any] | None, ti
 def write_html(
     path: str | Path,
     results: Results,
-    baseline: BaselineDiff | dict[str, Any] | None = None,
+    baseline: BaselineDiff | None = None,
     *,
     title: str = "harness report",
 ) -> Path:

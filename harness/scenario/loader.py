@@ -20,7 +20,8 @@ from pydantic import BaseModel, ValidationError
 from harness.errors import HarnessError, ScenarioError
 from harness.llm.script import ScriptToolCall
 from harness.messages import Conversation, MessageItemError, messages_from_openai
-from harness.plugins import PluginError, Plugins, get_plugins, project_root
+from harness.plugins import PluginError, Plugins, get_plugins
+from harness.project import display_path, project_root
 from harness.scenario.dotted import DottedKeyError, expand_dotted, split_dotted
 from harness.scenario.hints import dedent_hint
 from harness.scenario.schema import ExpectSection, Scenario, scenario_name
@@ -31,7 +32,6 @@ from harness.tools import Tool
 __all__ = [
     "SUFFIX",
     "build_tools",
-    "display_path",
     "load_scenario",
     "scenario_name",
     "starting_conversation",
@@ -43,14 +43,6 @@ Issue = tuple[str, int | None, str, str]
 
 # What the Chat Completions API sends as a choice's finish_reason.
 FINISH_REASONS = ("stop", "length", "tool_calls", "content_filter", "function_call")
-
-
-def display_path(path: Path) -> str:
-    """The path as a person wants to read it: relative to cwd when it is below it."""
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return path.as_posix()
 
 
 def load_scenario(path: str | Path) -> Scenario:

@@ -10,7 +10,7 @@ from harness.agent import Agent
 from harness.errors import HarnessError, RecordingRefused
 from harness.llm.config import RECORD_MODES, LLMContext
 from harness.plugins import get_plugins, project_plugins
-from harness.results import ScenarioResult, Status
+from harness.results import ScenarioId, ScenarioResult, Status
 from harness.scenario.expectations import CheckContext, capture_requests, evaluate
 from harness.scenario.loader import build_tools, load_scenario, starting_conversation
 from harness.scenario.schema import Scenario
@@ -19,18 +19,9 @@ from harness.sync import run_sync
 __all__ = ["arun_scenario", "run_scenario", "scenario_id"]
 
 
-def scenario_id(scenario: Scenario, root: Path | None = None) -> str:
-    """``path::name``, path being the file's POSIX path relative to the project root."""
-    path = scenario.path
-    if path is None:
-        return f"<python>::{scenario.display_name}"
-    if root is None:
-        return f"{scenario.id_path}::{scenario.display_name}"
-    try:
-        shown = path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        shown = path.resolve().as_posix()
-    return f"{shown}::{scenario.display_name}"
+def scenario_id(scenario: Scenario) -> ScenarioId:
+    """The scenario's id: its file relative to the project root, and its name."""
+    return ScenarioId(scenario.id_path or "<python>", scenario.display_name)
 
 
 async def arun_scenario(
@@ -62,7 +53,7 @@ async def arun_scenario(
         history = starting_conversation(scenario)
 
     context = LLMContext(
-        scenario_id=sid,
+        scenario_id=str(sid),
         scenario_file=scenario.path,
         project_root=scenario.root,
         record_mode=record_mode,
@@ -102,9 +93,9 @@ async def arun_scenario(
         status = "failed"
     return ScenarioResult.from_run(
         result,
-        id=sid,
-        name=scenario.display_name,
-        file=sid.split("::", 1)[0],
+        id=str(sid),
+        name=sid.name,
+        file=sid.file,
         expectations=expectations,
         status=status,
         description=scenario.description,

@@ -456,7 +456,7 @@ class Scenario(BaseModel):
     def root(self) -> Path:
         """The project root of the scenario file (found once: it walks up the folders)."""
         if self._root is None:
-            from harness.plugins import project_root
+            from harness.project import project_root
 
             self._root = project_root(self._path.parent if self._path else None)
         return self._root
@@ -470,11 +470,9 @@ class Scenario(BaseModel):
         """
         if self._path is None:
             return None
-        path = self._path.resolve()
-        try:
-            return path.relative_to(self.root.resolve()).as_posix()
-        except ValueError:
-            return path.as_posix()
+        from harness.project import project_relative
+
+        return project_relative(self._path, self.root)
 
     def bind_tools(self, tools: dict[str, Any]) -> None:
         """Keep the tools built while checking the file."""

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from harness.errors import HarnessError
 from harness.llm.config import LLMConfig
-from harness.plugins import project_config
+from harness.project import project_config
 
 __all__ = ["DEFAULT_CASSETTE_DIR", "default_cassette_path", "resolve_cassette_path"]
 

@@ -21,10 +21,11 @@ from typing import Any, NoReturn
 
 import pluggy
 
+from harness.cli.exitcodes import EXIT
+
 __all__ = ["EXIT", "main"]
 
 # Exit statuses of `harness run` (docs/running.md).
-EXIT = {"passed": 0, "failed": 1, "bad_input": 2, "internal": 3, "nothing": 5}
 
 REPORTS = Path("reports")
 # What `harness validate DIR` does not descend into (pytest's norecursedirs defaults).
@@ -271,8 +272,8 @@ def _load_plugins(modules: list[str]) -> None:
 def _load_baseline(path: Path, label: str, *, replacing: bool) -> Any:
     """The baseline to compare with (harness report's loader), or None when it cannot be
     read and --update-baseline is about to replace it."""
+    from harness.project import display_path
     from harness.results import ResultsFileError, load_results
-    from harness.scenario.loader import display_path
 
     try:
         return load_results(display_path(path), what=label)
@@ -298,9 +299,10 @@ def _root_of(paths: list[str]) -> Path:
     ~/proj/reports and compares with ~/proj/reports/baseline.json. Paths in several
     projects use the current directory's, and a line says so.
     """
-    from harness.plugins import project_root
+    from harness.project import project_root
+    from harness.results import ScenarioId
 
-    roots = sorted({project_root(Path(p.split("::", 1)[0]).resolve()) for p in paths})
+    roots = sorted({project_root(Path(ScenarioId.file_of(p)).resolve()) for p in paths})
     if len(roots) == 1:
         return roots[0]
     here = project_root()
@@ -316,12 +318,12 @@ def _root_of(paths: list[str]) -> Path:
 def _run(options: argparse.Namespace, extra: list[str]) -> int:
     import pytest
 
-    from harness.plugins import project_root
-    from harness.scenario.loader import display_path
+    from harness.project import display_path, project_root
+    from harness.results import ScenarioId
 
     paths = options.paths
     # A node id (path::name) names a file too.
-    missing = [p for p in paths if not Path(p.split("::", 1)[0]).exists()]
+    missing = [p for p in paths if not Path(ScenarioId.file_of(p)).exists()]
     if missing:
         raise UsageError(f"no such file or folder: {', '.join(missing)}")
     root = _root_of(paths) if paths else project_root()
@@ -415,8 +417,8 @@ def _run(options: argparse.Namespace, extra: list[str]) -> int:
             return EXIT["internal"]
         print(f"harness: baseline updated: {display_path(baseline)}")
     if options.fail_on_change and status == 0 and state.diff is not None:
-        regressions = [e.get("id") for e in state.diff.get("regressions") or []]
-        changed = [e.get("id") for e in state.diff.get("changed") or []]
+        regressions = [e.id for e in state.diff.regressions]
+        changed = [e.id for e in state.diff.changed]
         if regressions or changed:
             # Named, as the summary names regressions: what to look at in the report.
             named = [f"regression {i}" for i in regressions] + [
@@ -442,7 +444,7 @@ def _update_baseline(path: Path, results: Any, old: Any) -> None:
 
     kept: list[Any] = []
     if old is not None and results.baseline is not None:
-        not_run = {ref["id"] for ref in results.baseline.get("not_run") or []}
+        not_run = {ref.id for ref in results.baseline.not_run}
         kept = [s for s in old.scenarios if s.id in not_run]
     merged = build_results([*results.scenarios, *kept])
     merged.meta = results.meta
@@ -503,7 +505,8 @@ def _schema(options: argparse.Namespace, extra: list[str]) -> int:
 def _plugin_origins() -> dict[str, str]:
     from importlib.metadata import entry_points
 
-    from harness.plugins import DEFAULT_PLUGINS, project_config
+    from harness.plugins import DEFAULT_PLUGINS
+    from harness.project import project_config
 
     origins = {name: "built-in" for name in DEFAULT_PLUGINS}
     for ep in entry_points(group="harness"):
@@ -569,7 +572,3 @@ def _delegate(command: str, argv: list[str]) -> int:
         )
         return EXIT["bad_input"]
     return int(target(argv) or 0)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,11 @@
+"""The exit statuses of every harness front end (the ``harness`` command and the pytest
+plugin), in one table.
+
+0 all passed; 1 a scenario failed or errored; 2 bad input (a scenario file, a flag);
+3 an internal error (harness itself crashed, a report could not be written); 5 nothing
+selected. pytest's own statuses agree where they overlap (0, 1, 5).
+"""
+
+__all__ = ["EXIT"]
+
+EXIT = {"passed": 0, "failed": 1, "bad_input": 2, "internal": 3, "nothing": 5}
