@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness import Agent
-from harness.loop import AgentConfig
+from harness.config import AgentConfig
 from harness.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -502,20 +502,6 @@ def _schema(options: argparse.Namespace, extra: list[str]) -> int:
     return EXIT["passed"]
 
 
-def _plugin_origins() -> dict[str, str]:
-    from importlib.metadata import entry_points
-
-    from harness.plugins import DEFAULT_PLUGINS
-    from harness.project import project_config
-
-    origins = {name: "built-in" for name in DEFAULT_PLUGINS}
-    for ep in entry_points(group="harness"):
-        origins[ep.name] = f"entry point {ep.value} ({ep.dist.name if ep.dist else '?'})"
-    for module in project_config().get("plugins", []):
-        origins[module] = "pyproject.toml [tool.harness] plugins"
-    return origins
-
-
 def _plugins(options: argparse.Namespace, extra: list[str]) -> int:
     from harness.plugins import get_plugins
 
@@ -523,7 +509,6 @@ def _plugins(options: argparse.Namespace, extra: list[str]) -> int:
     plugins = get_plugins()
     for kind in ("planners", "tools", "llms", "expectations"):
         plugins.registry(kind)  # fills plugins.registered
-    origins = _plugin_origins()
     rows = []
     for name, plugin in plugins.plugins():
         hooks = sorted(caller.name for caller in plugins.pm.get_hookcallers(plugin) or [])
@@ -531,7 +516,7 @@ def _plugins(options: argparse.Namespace, extra: list[str]) -> int:
         rows.append(
             {
                 "name": name,
-                "origin": origins.get(name, "-p / --harness-plugin"),
+                "origin": plugins.origin(name),
                 "file": getattr(plugin, "__file__", None),
                 "hooks": hooks,
                 "registered": {

@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.agent import Agent
+from harness.checks import CheckContext
 from harness.errors import HarnessError, RecordingRefused
 from harness.llm.config import RECORD_MODES, LLMContext
 from harness.plugins import get_plugins, project_plugins
 from harness.results import ScenarioId, ScenarioResult, Status
-from harness.scenario.expectations import CheckContext, capture_requests, evaluate
+from harness.scenario.expectations import RequestCapture, evaluate
 from harness.scenario.loader import build_tools, load_scenario, starting_conversation
 from harness.scenario.schema import Scenario
 from harness.sync import run_sync
@@ -62,24 +63,26 @@ async def arun_scenario(
     llm = plugins.llm_factory(scenario.llm.provider)(scenario.llm.with_context(context))
 
     wanted = {r.call for r in (scenario.expect.requests or [])} if scenario.expect else set()
+    # Only a scenario that asks what was sent observes the requests.
+    capture = RequestCapture(wanted) if wanted else None
     agent_config = scenario.agent.to_config()
-    try:
-        with project_plugins(scenario.root):
-            agent = Agent(llm, list(tools.values()), plugins=extra, **agent_config.model_dump())
-        with capture_requests(wanted) as captured:
-            result = await agent.arun(scenario.input, history)
-    finally:
-        close = getattr(llm, "aclose", None)
-        if close is not None:
-            await close()
+    with project_plugins(scenario.root):
+        agent = Agent(
+            llm,
+            list(tools.values()),
+            config=agent_config,
+            plugins=[*extra, *([capture] if capture else [])],
+        )
+    # Agent.arun closes the LLM source (a recording is saved) when the run ends.
+    result = await agent.arun(scenario.input, history)
     refused = getattr(llm, "refused", None)
     if refused:
         # Not a result: a recording that cannot go on, with nothing written.
         raise RecordingRefused(f"{sid}: {refused}")
 
-    check = CheckContext(
+    check = CheckContext.of(
         result,
-        requests=captured.seen,
+        requests=capture.seen if capture else {},
         remaining_replies=getattr(llm, "remaining", None),
         scenario=scenario,
     )
