@@ -22,7 +22,6 @@ from harness.actions import Termination
 from harness.config import AgentConfig
 from harness.llm.config import LLMConfig
 from harness.markers import check_tag
-from harness.messages import Conversation
 from harness.scenario.dotted import DottedKeyError, expand_dotted
 
 __all__ = [
@@ -447,11 +446,9 @@ class Scenario(BaseModel):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     expect: ExpectSection | None = None
 
-    # Set by the loader: where the file is and what was built from it.
+    # Set by the loader: where the file is (tools and history are built from it per run).
     _path: Path | None = PrivateAttr(default=None)
     _source: Any = PrivateAttr(default=None)
-    _tools: dict[str, Any] | None = PrivateAttr(default=None)
-    _history: Conversation | None = PrivateAttr(default=None)
     _root: Path | None = PrivateAttr(default=None)
 
     def bind(self, path: Path | None, source: Any = None) -> None:
@@ -481,24 +478,6 @@ class Scenario(BaseModel):
         from harness.project import project_relative
 
         return project_relative(self._path, self.root)
-
-    def bind_tools(self, tools: dict[str, Any]) -> None:
-        """Keep the tools built while checking the file."""
-        self._tools = tools
-
-    def take_tools(self) -> dict[str, Any] | None:
-        """The tools built while checking the file, handed out once (None after that).
-
-        Stubs count their calls (``errors`` and ``results`` go by ``on_call``): a second
-        run of the same Scenario needs fresh ones, or it would start at the first run's
-        count and give other results.
-        """
-        tools, self._tools = self._tools, None
-        return tools
-
-    def bind_history(self, history: Conversation) -> None:
-        """Keep the starting conversation loaded while checking the file."""
-        self._history = history
 
     @property
     def path(self) -> Path | None:
