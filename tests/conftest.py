@@ -2,6 +2,8 @@
 unless several test modules need them)."""
 
 import os
+import tomllib
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -15,6 +17,30 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 # pytester: the plugin and CLI tests run real pytest sessions (tests/test_pytest_plugin.py).
 pytest_plugins = ["pytester"]
+
+
+# This repository's own plugins (`[tool.harness] plugins`), which its example scenarios
+# use. A test that runs those examples says so with the `repo_plugins` mark; every other
+# test runs with them blocked, so that none depends on them by accident: a test that
+# needs a plugin registers it.
+_REPO_PLUGINS = tomllib.loads(
+    (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text(encoding="utf-8")
+)["tool"]["harness"].get("plugins", [])
+
+
+@pytest.fixture(autouse=True)
+def _repo_plugins_only_when_asked(request, monkeypatch):
+    if request.node.get_closest_marker("repo_plugins") is not None:
+        yield
+        return
+    from harness import plugins
+
+    given = os.environ.get("HARNESS_DISABLE_PLUGINS", "")
+    monkeypatch.setenv("HARNESS_DISABLE_PLUGINS", ",".join(filter(None, [given, *_REPO_PLUGINS])))
+    # Managers are cached per project: one found by an earlier test may hold them.
+    plugins.reset()
+    yield
+    plugins.reset()
 
 
 @pytest.fixture
@@ -50,6 +76,9 @@ def pytest_configure(config):
         "markers", "hooks(*names): the harness hooks this test exercises (see test_hookspecs.py)"
     )
     config.addinivalue_line("markers", "timeout(seconds): pytest-timeout's per-test limit")
+    config.addinivalue_line(
+        "markers", "repo_plugins: the test runs this repository's example plugins (scenarios/)"
+    )
 
 
 @pytest.fixture

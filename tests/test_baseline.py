@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from harness.report import diff_results, load_results
 from harness.results import build_results
 from harness.scenario import run_scenario
+
+# The example suite uses this repository's own plugins.
+pytestmark = pytest.mark.repo_plugins
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -86,6 +86,7 @@ def scenario(project: Path, name: str, planner: str) -> Path:
     return path
 
 
+@pytest.mark.repo_plugins
 def test_validate_finds_the_plugins_of_the_scenarios_project_from_anywhere(
     isolated, tmp_path, monkeypatch, capsys
 ):
@@ -93,6 +94,7 @@ def test_validate_finds_the_plugins_of_the_scenarios_project_from_anywhere(
     assert main(["validate", str(ROOT / "scenarios" / "plugins")]) == 0, capsys.readouterr()
 
 
+@pytest.mark.repo_plugins
 def test_a_run_started_elsewhere_gives_the_same_result(isolated, tmp_path, monkeypatch):
     path = ROOT / "scenarios" / "plugins" / "budget-planner.scenario.yaml"
     monkeypatch.chdir(ROOT)

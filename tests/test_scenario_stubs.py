@@ -247,10 +247,20 @@ def test_latency_is_simulated_not_slept(tmp_path, no_real_sleep):
     assert (result.tool_calls[2].sim_start, result.tool_calls[2].sim_end) == (32.0, 62.0)
 
 
-def test_use_module_function_and_registered_tool(tmp_path):
+def test_use_module_function_and_registered_tool(tmp_path, fresh_plugins):
     module = tmp_path / "my_tools_for_use_test.py"
     module.write_text(
         "def shout(text: str) -> str:\n    'Upper-case text.'\n    return text.upper()\n"
+    )
+    # The scenario's project registers `lookup_order` through a plugin of its own.
+    (tmp_path / "my_order_plugin_for_use_test.py").write_text(
+        "from harness import hookimpl, tool\n\n"
+        "@tool\ndef lookup_order(order_id: str) -> dict:\n"
+        "    'Status of an order by id.'\n    return {'order_id': order_id}\n\n"
+        "@hookimpl\ndef harness_register_tools(register):\n    register(lookup_order)\n"
+    )
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.harness]\nplugins = ["my_order_plugin_for_use_test"]\n'
     )
     import sys
 
@@ -278,7 +288,7 @@ def test_use_module_function_and_registered_tool(tmp_path):
     finally:
         sys.path.remove(str(tmp_path))
     assert result.tool_calls[0].result == "HI"
-    assert result.tool_calls[1].result["order_id"] == "ORD-7"  # the shop_tools plugin's tool
+    assert result.tool_calls[1].result == {"order_id": "ORD-7"}  # the project plugin's tool
 
 
 def test_use_cannot_be_combined_with_stub_keys(tmp_path):

@@ -10,6 +10,9 @@ import pytest
 from harness.scenario import Scenario, load_scenario, run_scenario
 from harness.scenario.schema import json_schema
 
+# The example suite uses this repository's own plugins.
+pytestmark = pytest.mark.repo_plugins
+
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = sorted((ROOT / "scenarios").rglob("*.scenario.yaml"))
 
