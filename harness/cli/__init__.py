@@ -17,11 +17,12 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import pluggy
 
 from harness.cli.exitcodes import EXIT
+from harness.cli.parsing import Parser, UsageError
 
 __all__ = ["EXIT", "main"]
 
@@ -38,34 +39,22 @@ _DELEGATES = {
 }
 
 
-class UsageError(Exception):
-    """Bad command-line input: printed as ``harness <cmd>: message``, exit status 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, exiting 2 on bad input (as argparse does) with the command's usage."""
-
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        self.exit(EXIT["bad_input"], f"{self.prog}: error: {message}\n")
-
-
 def _workers(value: str) -> str:
     if value in ("auto", "logical") or (value.isdigit() and int(value) >= 0):
         return value
     raise argparse.ArgumentTypeError(f"expected a number of workers or 'auto', got {value!r}")
 
 
-def _parser() -> _Parser:
+def _parser() -> Parser:
     from harness import __version__
     from harness.llm.config import RECORD_MODES
 
-    parser = _Parser(
+    parser = Parser(
         prog="harness",
         description="Test and simulate LLM agent loops: scenario files, cassettes, reports.",
     )
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
 
     for name, record in (("run", False), ("record", True)):
         sub = commands.add_parser(
@@ -218,7 +207,7 @@ def _guarded(command: str, call: Callable[[], int]) -> int:
         print(f"harness {command}: {exc}", file=sys.stderr)
         return EXIT["bad_input"]
     except KeyboardInterrupt:
-        return 130
+        return EXIT["interrupted"]
     except Exception as exc:
         import traceback
 
