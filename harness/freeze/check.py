@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.llm.freeze.recorded import Item, RecordedCall, conversation_items, tool_items
+from harness.freeze.recorded import Item, RecordedCall, conversation_items, tool_items
 from harness.plugins import hookimpl
 from harness.results import ScenarioResult
 
