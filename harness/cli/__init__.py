@@ -34,7 +34,7 @@ _SKIP_DIRS = {"node_modules", "venv", "build", "dist", "_darcs", "CVS", "__pycac
 
 _DELEGATES = {
     "report": ("harness.report", "report_main", "render saved results as HTML"),
-    "serve": ("harness.llm.server", "serve_main", "an OpenAI-compatible server for a scenario"),
+    "serve": ("harness.cli.serve", "serve_main", "an OpenAI-compatible server for a scenario"),
     "freeze": ("harness.cli.freeze", "freeze_main", "a scenario file from a recorded cassette"),
 }
 
