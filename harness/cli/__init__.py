@@ -21,6 +21,7 @@ from typing import Any
 
 import pluggy
 
+from harness.cli.baseline import load_baseline, update_baseline
 from harness.cli.exitcodes import EXIT
 from harness.cli.parsing import Parser, UsageError
 
@@ -33,7 +34,7 @@ REPORTS = Path("reports")
 _SKIP_DIRS = {"node_modules", "venv", "build", "dist", "_darcs", "CVS", "__pycache__"}
 
 _DELEGATES = {
-    "report": ("harness.report", "report_main", "render saved results as HTML"),
+    "report": ("harness.cli.report", "report_main", "render saved results as HTML"),
     "serve": ("harness.cli.serve", "serve_main", "an OpenAI-compatible server for a scenario"),
     "freeze": ("harness.cli.freeze", "freeze_main", "a scenario file from a recorded cassette"),
 }
@@ -258,21 +259,6 @@ def _load_plugins(modules: list[str]) -> None:
             raise UsageError(f"-p {module}: {message}") from None
 
 
-def _load_baseline(path: Path, label: str, *, replacing: bool) -> Any:
-    """The baseline to compare with (harness report's loader), or None when it cannot be
-    read and --update-baseline is about to replace it."""
-    from harness.project import display_path
-    from harness.results import ResultsFileError, load_results
-
-    try:
-        return load_results(display_path(path), what=label)
-    except ResultsFileError as exc:
-        if not replacing:
-            raise UsageError(str(exc)) from None
-        print(f"harness: {exc}; not compared, --update-baseline replaces it", file=sys.stderr)
-        return None
-
-
 def _plugin_autoloads() -> bool:
     from importlib.metadata import entry_points
 
@@ -335,7 +321,8 @@ def _run(options: argparse.Namespace, extra: list[str]) -> int:
     _load_plugins(options.plugins)
     compare = None
     if baseline.is_file():
-        loaded = _load_baseline(baseline, label, replacing=options.update_baseline)
+        shown = display_path(baseline)
+        loaded = load_baseline(shown, label, replacing=options.update_baseline)
         compare = (baseline.resolve(), loaded) if loaded is not None else None
     if options.fail_on_change and compare is None:
         raise UsageError(
@@ -395,7 +382,7 @@ def _run(options: argparse.Namespace, extra: list[str]) -> int:
 
     if options.update_baseline and state.final is not None:
         try:
-            _update_baseline(baseline, state.final, compare[1] if compare else None)
+            update_baseline(baseline, state.final, compare[1] if compare else None)
         except OSError as exc:
             # Like a report that cannot be written: exit 3, but no harness bug.
             print(
@@ -420,24 +407,6 @@ def _run(options: argparse.Namespace, extra: list[str]) -> int:
             )
             return EXIT["failed"]
     return status
-
-
-def _update_baseline(path: Path, results: Any, old: Any) -> None:
-    """Write ``results`` as the baseline, keeping the entries of ``old`` (the baseline this
-    run was compared with) that the run did not run.
-
-    A run narrowed by -k, -m or PATHS says nothing about the scenarios it left out: the
-    baseline diff lists them as not run, and their entries stay. Removed ones go.
-    """
-    from harness.results import build_results
-
-    kept: list[Any] = []
-    if old is not None and results.baseline is not None:
-        not_run = {ref.id for ref in results.baseline.not_run}
-        kept = [s for s in old.scenarios if s.id in not_run]
-    merged = build_results([*results.scenarios, *kept])
-    merged.meta = results.meta
-    merged.write_baseline(path)
 
 
 # -- validate / schema / plugins ------------------------------------------------------------
