@@ -15,8 +15,9 @@ from harness.actions import (
     ToolCallRecord,
 )
 from harness.agent import Agent
+from harness.config import AgentConfig
 from harness.errors import AbortRun, HarnessError, LLMError
-from harness.loop import AgentConfig, Run
+from harness.hookspecs import hookimpl
 from harness.messages import (
     AssistantMessage,
     Conversation,
@@ -25,7 +26,7 @@ from harness.messages import (
     ToolMessage,
     UserMessage,
 )
-from harness.plugins import hookimpl
+from harness.run import Run
 from harness.secrets import ScrubbingFilter
 from harness.tools import Tool, tool
 

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 from typing import Any
 
 from pydantic import ValidationError
 
 from harness.actions import RunResult
+from harness.config import AgentConfig
 from harness.errors import HarnessError, describe
+from harness.llm.base import close_llm
 from harness.llm.scripted import ScriptedLLM
-from harness.loop import AgentConfig, Run, answer_unanswered, execute
+from harness.loop import execute
 from harness.messages import (
     Conversation,
     MessageItemError,
@@ -19,6 +22,7 @@ from harness.messages import (
     messages_from_openai,
 )
 from harness.plugins import get_plugins
+from harness.run import Run, answer_unanswered
 from harness.sync import run_sync
 from harness.tools import Tool, format_errors, toolset
 
@@ -33,33 +37,13 @@ class Agent:
         llm: Any,
         tools: Iterable[Any] = (),
         *,
-        planner: str = "agentbuilder",
-        max_iterations: int = 80,
-        stagnation_window: int = 3,
-        parallel_tools: bool = True,
-        on_validation_error: str = "stop",
-        on_max_iterations: str = "stop",
-        system: str | None = None,
+        config: AgentConfig | None = None,
         plugins: Iterable[Any] = (),
-        planner_options: dict[str, Any] | None = None,
+        **settings: Any,
     ) -> None:
-        try:
-            self.config = AgentConfig(
-                planner=planner,
-                max_iterations=max_iterations,
-                stagnation_window=stagnation_window,
-                parallel_tools=parallel_tools,
-                on_validation_error=on_validation_error,
-                on_max_iterations=on_max_iterations,
-                system=system,
-                planner_options=planner_options or {},
-            )
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"{format_errors([err])}, got {err['input']!r}"
-                for err in exc.errors(include_url=False)
-            )
-            raise HarnessError(f"Agent: {problems}") from None
+        """``settings`` are AgentConfig's fields (``planner=``, ``max_iterations=``, ...):
+        each overrides ``config`` (default: AgentConfig's defaults)."""
+        self.config = _config(config, settings)
         if isinstance(tools, str | Tool) or callable(tools) or not _iterable(tools):
             raise HarnessError(
                 f"Agent(tools=...) takes a list of tools (@tool functions or registered tool "
@@ -87,7 +71,7 @@ class Agent:
             exc.args = (f"Agent(tools=...): {exc}",)
             raise
         # Resolve now so an unknown planner fails where the Agent is built.
-        self._planner_factory = self.plugins.planner_factory(planner)
+        self._planner_factory = self.plugins.planner_factory(self.config.planner)
 
     def _start(self, input: str | None, conversation: Any) -> Conversation:
         if input is not None and not isinstance(input, str):
@@ -124,7 +108,10 @@ class Agent:
             llm=self.llm,
             plugins=self.plugins,
         )
-        return await execute(run, self._planner_factory)
+        try:
+            return await execute(run, self._planner_factory)
+        finally:
+            await close_llm(self.llm)
 
     def run(
         self, input: str | None = None, conversation: Conversation | list[Any] | None = None
@@ -133,6 +120,31 @@ class Agent:
         return run_sync(
             self.arun(input, conversation), name="Agent.run()", instead="agent.arun(...)"
         )
+
+
+def _config(config: AgentConfig | None, settings: dict[str, Any]) -> AgentConfig:
+    """``config`` with ``settings`` applied, checked by AgentConfig; a HarnessError for
+    people otherwise."""
+    if config is not None and not isinstance(config, AgentConfig):
+        raise HarnessError(f"Agent(config=...) takes a harness.AgentConfig, got {describe(config)}")
+    unknown = sorted(set(settings) - set(AgentConfig.model_fields))
+    if unknown:
+        hint = difflib.get_close_matches(unknown[0], list(AgentConfig.model_fields), n=1)
+        raise HarnessError(
+            f"Agent: unknown setting {unknown[0]!r}"
+            + (f" (did you mean {hint[0]!r}?)" if hint else "")
+            + f"; the settings are {', '.join(AgentConfig.model_fields)}"
+        )
+    if settings.get("planner_options", {}) is None:
+        settings["planner_options"] = {}  # None reads as "no options"
+    base = config.model_dump() if config is not None else {}
+    try:
+        return AgentConfig(**{**base, **settings})
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{format_errors([err])}, got {err['input']!r}" for err in exc.errors(include_url=False)
+        )
+        raise HarnessError(f"Agent: {problems}") from None
 
 
 def _iterable(value: Any) -> bool:

@@ -1,6 +1,6 @@
 """Every hook a harness plugin can implement.
 
-Plugins implement them with ``harness.hookimpl``. Registration hooks receive a
+Plugins implement them with ``harness.hookimpl`` (defined here). Registration hooks receive a
 ``register`` callable; decision hooks are ``firstresult`` (the first non-None answer
 wins); event hooks are observers whose return values are ignored. pluggy is
 synchronous, so every hook is a plain function.
@@ -17,10 +17,14 @@ if TYPE_CHECKING:
 
     from harness.actions import FinalResponse, ToolAction, ToolCallRecord
     from harness.llm.base import LLMRequest, LLMResponse
-    from harness.loop import Run
     from harness.messages import ToolCall
+    from harness.run import Run
 
+# The spec marker is private to this file; plugins use the implementation marker, defined
+# here beside the specs (as pytest and tox do) so that a plugin module imports only this
+# file, never the plugin manager.
 hookspec = pluggy.HookspecMarker("harness")
+hookimpl = pluggy.HookimplMarker("harness")
 
 # --------------------------------------------------------------------------------------
 # Registration: named components. Called once per plugin manager, when first needed.

@@ -37,12 +37,9 @@ __all__ = [
     "Plugins",
     "add_plugin_module",
     "get_plugins",
-    "hookimpl",
     "load_plugin_modules",
     "project_plugins",
 ]
-
-hookimpl = pluggy.HookimplMarker("harness")
 
 DEFAULT_PLUGINS: tuple[str, ...] = (
     "harness.stagnation",
@@ -50,7 +47,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "harness.planners.react",
     "harness.llm.scripted",
     "harness.llm.openai_sdk",
-    "harness.scenario.expectations",
+    "harness.checks",
 )
 
 _HOOK_PREFIX = "harness_"
@@ -94,6 +91,8 @@ class Plugins:
         self._order: list[tuple[str, Any]] = []
         self._registries: dict[str, dict[str, Any]] | None = None
         self.registered: dict[str, Registered] = {}
+        # Plugins whose origin pluggy does not know (the project's own): name -> origin.
+        self.origins: dict[str, str] = {}
         for name, plugin in plugins:
             self.register(plugin, name)
 
@@ -134,6 +133,21 @@ class Plugins:
             n += 1
             name = f"{base} #{n}"
         return name
+
+    def adopt(self, plugin: Any, name: str) -> None:
+        """Keep a plugin that pluggy registered itself (its entry-point loader)."""
+        self._order.append((name, plugin))
+        self._registries = None
+
+    def origin(self, name: str) -> str:
+        """Where a plugin came from, as ``harness plugins`` says it."""
+        if name in DEFAULT_PLUGINS:
+            return "built-in"
+        for plugin, dist in self.pm.list_plugin_distinfo():
+            if self.pm.get_name(plugin) == name:
+                values = [ep.value for ep in dist.entry_points if ep.name == name]
+                return f"entry point {values[0] if values else name} ({dist.project_name})"
+        return self.origins.get(name, "-p / --harness-plugin")
 
     def unregister(self, plugin: Any) -> None:
         """Remove a plugin registered before."""
@@ -321,24 +335,30 @@ def _discover(root: Path | None = None) -> Plugins:
         for module in local:
             if module not in _disabled():
                 plugins.register(_import_plugin(module, where, root), module)
+                plugins.origins[module] = "pyproject.toml [tool.harness] plugins"
     for module in _added_modules:
         plugins.register(_import_plugin(module, "--harness-plugin"), module)
     return plugins
 
 
 def _load_entry_points(plugins: Plugins) -> None:
-    from importlib.metadata import entry_points
-
-    for ep in entry_points(group="harness"):
-        if plugins.pm.is_blocked(ep.name) or ep.name in _disabled():
-            continue
-        try:
-            plugin = ep.load()
-        except Exception as exc:  # a broken third-party plugin must say which one
-            raise PluginError(
-                f"entry point harness:{ep.name} ({ep.value}) failed to load: {exc}"
-            ) from None
-        plugins.register(plugin, ep.name)
+    """pluggy's own loader for the entry-point group ``harness`` (blocked names skipped);
+    its validation and load errors said for people."""
+    pm = plugins.pm
+    before = {name for name, _ in pm.list_name_plugin()}
+    try:
+        pm.load_setuptools_entrypoints("harness")
+        pm.check_pending()
+    except pluggy.PluginValidationError as exc:
+        raise PluginError(_explain_validation(exc.plugin_name, exc.plugin, exc)) from None
+    except Exception as exc:  # a broken third-party plugin must say what broke
+        raise PluginError(
+            f"a plugin of the entry-point group 'harness' failed to load: "
+            f"{type(exc).__name__}: {exc} (block it by name with HARNESS_DISABLE_PLUGINS)"
+        ) from None
+    for name, plugin in pm.list_name_plugin():
+        if name not in before:
+            plugins.adopt(plugin, name)
 
 
 def _for_root(root: Path) -> Plugins:

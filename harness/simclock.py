@@ -9,22 +9,32 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 
-__all__ = ["elapsed", "in_parallel_plan", "sleep", "start_call"]
+__all__ = ["CallClock", "elapsed", "in_parallel_plan", "sleep", "start_call"]
 
-_call: ContextVar[list[float] | None] = ContextVar("harness_sim_call", default=None)
+
+class CallClock:
+    """The simulated seconds one tool call has spent so far."""
+
+    __slots__ = ("seconds",)
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+
+_call: ContextVar[CallClock | None] = ContextVar("harness_sim_call", default=None)
 _parallel: ContextVar[bool] = ContextVar("harness_sim_parallel", default=False)
 
 
-def start_call(*, parallel: bool = False) -> list[float]:
-    """Open a fresh accumulator for the tool call running in this context.
+def start_call(*, parallel: bool = False) -> CallClock:
+    """Open a fresh clock for the tool call running in this context.
 
     ``parallel`` says whether the call belongs to a plan whose calls overlap (the loop
     then runs sync tools in threads; wrappers that call a sync tool themselves do too).
     """
-    box = [0.0]
-    _call.set(box)
+    clock = CallClock()
+    _call.set(clock)
     _parallel.set(parallel)
-    return box
+    return clock
 
 
 def in_parallel_plan() -> bool:
@@ -36,12 +46,12 @@ def sleep(seconds: float) -> None:
     """Spend ``seconds`` of simulated time in the current tool call (no real waiting)."""
     if seconds < 0:
         raise ValueError("simulated latency cannot be negative")
-    box = _call.get()
-    if box is not None:
-        box[0] += seconds
+    clock = _call.get()
+    if clock is not None:
+        clock.seconds += seconds
 
 
 def elapsed() -> float:
     """Simulated seconds spent so far by the current tool call."""
-    box = _call.get()
-    return box[0] if box is not None else 0.0
+    clock = _call.get()
+    return clock.seconds if clock is not None else 0.0

@@ -13,8 +13,8 @@ from collections.abc import Hashable, Iterable
 from typing import Any
 
 from harness.canonical import canonical_json
+from harness.hookspecs import hookimpl
 from harness.messages import ToolCall
-from harness.plugins import hookimpl
 
 __all__ = ["StagnationDetector", "canonical_json", "plan_signature"]
 

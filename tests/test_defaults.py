@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness import Agent
-from harness.loop import AgentConfig
+from harness.config import AgentConfig
 from harness.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,3 +73,42 @@ def test_the_loops_own_config_and_the_agents_keywords_agree():
         if name in DEFAULTS and parameter.default is not inspect.Parameter.empty:
             assert parameter.default == getattr(config, name), name
     assert {key: getattr(config, key) for key in DEFAULTS} == DEFAULTS
+
+
+def test_the_settings_are_defined_once_in_agent_config(tmp_path):
+    # Agent(...) has no keyword of its own for a setting (they reach AgentConfig through
+    # **settings), and the scenario's agent: section is derived from AgentConfig's fields:
+    # a default changed in harness/config.py changes all three, and nothing else can.
+    from harness.scenario.schema import AgentSection, StagnationSection
+
+    fields = AgentConfig.model_fields
+    assert not set(inspect.signature(Agent).parameters) & set(fields)
+    section = AgentSection.model_fields
+    assert [name for name in section if name != "stagnation"] == [
+        name for name in fields if name != "stagnation_window"
+    ]
+    for name, info in section.items():
+        if name == "stagnation":
+            continue
+        assert info.annotation == fields[name].annotation, name
+        assert info.get_default(call_default_factory=True) == fields[name].get_default(
+            call_default_factory=True
+        ), name
+    assert StagnationSection.model_fields["window"].default == fields["stagnation_window"].default
+    path = tmp_path / "empty.scenario.yaml"
+    path.write_text("input: hi\n", encoding="utf-8")
+    assert load_scenario(path).agent.to_config() == AgentConfig() == Agent(llm=[]).config
+
+
+def test_agent_takes_a_config_and_overrides(tmp_path):
+    config = AgentConfig(planner="react", max_iterations=7)
+    agent = Agent(llm=[], config=config, max_iterations=3)
+    assert agent.config == AgentConfig(planner="react", max_iterations=3)
+    assert config.max_iterations == 7  # the given config is left as it was
+
+
+def test_an_unknown_agent_setting_is_a_clear_error():
+    from harness.errors import HarnessError
+
+    with pytest.raises(HarnessError, match=r"unknown setting 'max_iteration' \(did you mean"):
+        Agent(llm=[], max_iteration=3)

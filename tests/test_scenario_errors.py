@@ -9,7 +9,7 @@ import pytest
 
 from harness.cli import main
 from harness.errors import ScenarioError
-from harness.scenario import load_scenario, run_scenario
+from harness.scenario import build_tools, load_scenario, run_scenario
 
 GOOD = """\
 name: ok
@@ -497,7 +497,7 @@ def test_keys_stay_the_strings_written(tmp_path):
             - content: done
         """,
     )
-    schema = load_scenario(path)._tools["t"].parameters
+    schema = build_tools(load_scenario(path))["t"].parameters
     assert sorted(schema["properties"]) == ["1.0", "no", "on"]
     assert run_scenario(path).tool_calls[0].result == "a 1 True"
 

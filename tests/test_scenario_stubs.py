@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from harness.errors import ScenarioError
-from harness.scenario import load_scenario, run_scenario
-from harness.scenario.stubs import parse_type, seed_for
+from harness.scenario import build_tools, load_scenario, run_scenario
+from harness.scenario.params import parse_type
+from harness.scenario.templates import seed_for
 
 
 def write(tmp_path: Path, text: str, name: str = "case.scenario.yaml") -> Path:
@@ -54,7 +55,7 @@ def test_short_form_types_validate_like_real_tools(tmp_path):
     assert bad.status == "invalid"
     for fragment in ("n: ", "tags: ", "maybe: ", "mode: ", "extra: Extra inputs are not permitted"):
         assert fragment in bad.result
-    schema = load_scenario(path)._tools["t"].openai_schema()["function"]["parameters"]
+    schema = build_tools(load_scenario(path))["t"].openai_schema()["function"]["parameters"]
     assert schema["properties"]["limit"] == {
         "default": 3,
         "description": "how many",
@@ -271,8 +272,8 @@ def test_use_module_function_and_registered_tool(tmp_path):
             """,
         )
         scenario = load_scenario(path)
-        assert scenario._tools["loud"].description == "Upper-case text."
-        assert scenario._tools["order"].openai_schema()["function"]["name"] == "order"
+        assert build_tools(scenario)["loud"].description == "Upper-case text."
+        assert build_tools(scenario)["order"].openai_schema()["function"]["name"] == "order"
         result = run_scenario(scenario)
     finally:
         sys.path.remove(str(tmp_path))

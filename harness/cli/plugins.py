@@ -46,20 +46,6 @@ def load_plugin_options(modules: list[str]) -> None:
             raise UsageError(f"-p {module}: {message}") from None
 
 
-def _plugin_origins() -> dict[str, str]:
-    from importlib.metadata import entry_points
-
-    from harness.plugins import DEFAULT_PLUGINS
-    from harness.project import project_config
-
-    origins = {name: "built-in" for name in DEFAULT_PLUGINS}
-    for ep in entry_points(group="harness"):
-        origins[ep.name] = f"entry point {ep.value} ({ep.dist.name if ep.dist else '?'})"
-    for module in project_config().get("plugins", []):
-        origins[module] = "pyproject.toml [tool.harness] plugins"
-    return origins
-
-
 def _rows() -> list[dict[str, Any]]:
     """One row per loaded plugin: name, origin, file, hooks and what it registered."""
     from harness.plugins import get_plugins
@@ -67,7 +53,6 @@ def _rows() -> list[dict[str, Any]]:
     plugins = get_plugins()
     for kind in _KINDS:
         plugins.registry(kind)  # fills plugins.registered
-    origins = _plugin_origins()
     rows = []
     for name, plugin in plugins.plugins():
         hooks = sorted(caller.name for caller in plugins.pm.get_hookcallers(plugin) or [])
@@ -75,7 +60,7 @@ def _rows() -> list[dict[str, Any]]:
         rows.append(
             {
                 "name": name,
-                "origin": origins.get(name, "-p / --harness-plugin"),
+                "origin": plugins.origin(name),
                 "file": getattr(plugin, "__file__", None),
                 "hooks": hooks,
                 "registered": {

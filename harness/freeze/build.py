@@ -13,7 +13,7 @@ from harness.errors import HarnessError
 from harness.freeze.recorded import FreezeError, RecordedCall, Run, text_of
 from harness.messages import ToolCall, parse_arguments
 from harness.scenario.schema import Scenario
-from harness.scenario.stubs import TEMPLATE_MARKERS
+from harness.scenario.templates import TEMPLATE_MARKERS
 
 __all__ = ["build_scenario", "replayed_calls"]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.freeze.recorded import Item, RecordedCall, conversation_items, tool_items
-from harness.plugins import hookimpl
+from harness.hookspecs import hookimpl
 from harness.results import ScenarioResult
 
 __all__ = ["Sent", "expectations", "first_difference", "run_offline"]

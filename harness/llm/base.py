@@ -10,7 +10,7 @@ from harness.messages import AssistantMessage, Conversation
 if TYPE_CHECKING:
     from harness.tools import Tool
 
-__all__ = ["LLM", "LLMRequest", "LLMResponse"]
+__all__ = ["LLM", "LLMRequest", "LLMResponse", "close_llm"]
 
 
 @dataclass
@@ -52,9 +52,18 @@ class LLMResponse:
 class LLM(Protocol):
     """An LLM source: anything with ``async complete(request) -> LLMResponse``.
 
-    It raises ``harness.errors.LLMError`` for HTTP errors, timeouts and the like.
+    It raises ``harness.errors.LLMError`` for HTTP errors, timeouts and the like. It may
+    also have ``async aclose()``: ``Agent.arun`` awaits it when each run ends (a cassette
+    source saves its recording there). Use ``close_llm`` to call it.
     """
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         """The model's reply to ``request``."""
         ...
+
+
+async def close_llm(llm: LLM) -> None:
+    """Await the source's optional ``aclose()`` (sources without one need no closing)."""
+    close = getattr(llm, "aclose", None)
+    if close is not None:
+        await close()

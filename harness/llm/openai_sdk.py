@@ -15,6 +15,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError, LLMError, RecordingRefused
+from harness.hookspecs import hookimpl
 from harness.llm.base import LLMRequest, LLMResponse
 from harness.llm.config import LLMConfig
 from harness.messages import (
@@ -24,7 +25,6 @@ from harness.messages import (
     ToolMessage,
     UserMessage,
 )
-from harness.plugins import hookimpl
 from harness.project import project_relative
 
 if TYPE_CHECKING:
@@ -152,7 +152,8 @@ class OpenAILLM:
             session.save()
 
     async def aclose(self) -> None:
-        """``close()``, for ``async`` callers (the scenario runner)."""
+        """``close()``: called by ``Agent.arun`` when a run ends (the LLM protocol's
+        optional end-of-run call), so a recording is saved whoever started the run."""
         self.close()
 
     # -- the request ---------------------------------------------------------------------
@@ -553,11 +554,3 @@ def _from_response(response: Any, call: int) -> tuple[AssistantMessage, Any]:
 def harness_register_llms(register: Any) -> None:
     """``provider: openai``: the official SDK, replaying or recording a vcrpy cassette."""
     register("openai", OpenAILLM)
-
-
-@hookimpl
-def harness_agent_end(run: Any, final: Any) -> None:
-    """Save a recording when a run ends, also for runs started from the Python API."""
-    llm = getattr(run, "llm", None)
-    if isinstance(llm, OpenAILLM):
-        llm.close()

@@ -6,10 +6,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from harness.errors import AbortRun, LLMError
+from harness.hookspecs import hookimpl
 from harness.llm.base import LLMRequest, LLMResponse
 from harness.llm.script import ScriptStep, parse_step
 from harness.messages import AssistantMessage, ToolCall, parse_arguments
-from harness.plugins import hookimpl
 
 __all__ = ["ScriptedLLM"]
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from harness.actions import CompleteAction, EmptyAction, ExecuteToolsAction, MakeLLMRequestAction
+from harness.hookspecs import hookimpl
 from harness.messages import AssistantMessage, SystemMessage
-from harness.plugins import hookimpl
 
 __all__ = ["AgentBuilderPlanner"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from harness.actions import EmptyAction, FinalResponse, ToolAction
+from harness.hookspecs import hookimpl
 from harness.messages import SystemMessage
-from harness.plugins import hookimpl
 
 __all__ = ["ReactPlanner"]
 

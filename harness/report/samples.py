@@ -13,7 +13,7 @@ from typing import Any
 
 from harness.actions import RunResult
 from harness.agent import Agent
-from harness.plugins import hookimpl
+from harness.hookspecs import hookimpl
 from harness.results import ExpectationResult, Results, ScenarioResult, Status, build_results
 from harness.simclock import sleep
 from harness.tools import tool

@@ -24,8 +24,9 @@ from harness.plugins import PluginError, Plugins, get_plugins
 from harness.project import display_path, project_root
 from harness.scenario.dotted import DottedKeyError, expand_dotted, split_dotted
 from harness.scenario.hints import dedent_hint
+from harness.scenario.params import SpecError
 from harness.scenario.schema import ExpectSection, Scenario, scenario_name
-from harness.scenario.stubs import SpecError, build_tool
+from harness.scenario.stubs import build_tool
 from harness.scenario.yamlsource import Located, dotted, load_yaml
 from harness.tools import Tool
 
@@ -235,8 +236,12 @@ def _validation_issues(exc: ValidationError, located: Located) -> list[Issue]:
 
 
 def build_tools(scenario: Scenario, located: Located | None = None) -> dict[str, Tool]:
-    """The scenario's tools (stubs and real ones); ScenarioError on problems."""
+    """The scenario's tools (stubs and real ones); ScenarioError on problems.
+
+    ``located`` (default: the YAML the scenario was loaded from) gives errors their lines.
+    """
     issues: list[Issue] = []
+    located = located or scenario.source
     tools = _build_tools(scenario, located, get_plugins(scenario.root), issues)
     if issues:
         raise ScenarioError(issues)
@@ -363,8 +368,9 @@ def _check(scenario: Scenario, located: Located) -> list[Issue]:
     elif scenario.llm.script:
         issue(("llm", "script"), f"provider {scenario.llm.provider!r} does not use a script")
 
-    tools = _build_tools(scenario, located, plugins, issues)
-    scenario.bind_tools(tools)
+    # Built to check them (templates, types, use: targets); each run builds its own, since
+    # stubs count their calls.
+    _build_tools(scenario, located, plugins, issues)
 
     _check_script(scenario, issue)
     if scenario.expect is not None:
@@ -374,14 +380,11 @@ def _check(scenario: Scenario, located: Located) -> list[Issue]:
         _check_expectation_keys(scenario.expect.model_extra, plugins, issue)
 
     try:
-        history = starting_conversation(scenario)
+        starting_conversation(scenario)
     except _HistoryItemError as exc:
         issue(("history", exc.index), exc.problem)
     except HarnessError as exc:
         issue(("history",), str(exc))
-    else:
-        if history is not None:
-            scenario.bind_history(history)
     return issues
 
 

@@ -6,12 +6,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.actions import RunResult
 from harness.agent import Agent
+from harness.checks import CheckContext
 from harness.errors import HarnessError, RecordingRefused
+from harness.llm.base import LLM
 from harness.llm.config import RECORD_MODES, LLMContext
-from harness.plugins import get_plugins, project_plugins
-from harness.results import ScenarioId, ScenarioResult, Status
-from harness.scenario.expectations import CheckContext, capture_requests, evaluate
+from harness.plugins import Plugins, get_plugins, project_plugins
+from harness.results import ExpectationResult, ScenarioId, ScenarioResult, Status
+from harness.scenario.expectations import RequestCapture, evaluate
 from harness.scenario.loader import build_tools, load_scenario, starting_conversation
 from harness.scenario.schema import Scenario
 from harness.sync import run_sync
@@ -42,16 +45,59 @@ async def arun_scenario(
         )
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
-    # The plugins of the scenario's own project, wherever the run started.
-    extra = list(plugins)
-    plugins = get_plugins(scenario.root)
     sid = scenario_id(scenario)
-    tools = scenario.take_tools() or build_tools(scenario)
-    # Loaded while checking the file; a Scenario built in Python was never checked.
-    history = scenario._history
-    if history is None and scenario.history is not None:
-        history = starting_conversation(scenario)
+    # The plugins of the scenario's own project, wherever the run started.
+    project = get_plugins(scenario.root)
+    llm = _llm_source(scenario, project, sid, record_mode, disable_recording)
+    # Only a scenario that asks what was sent observes the requests.
+    wanted = {r.call for r in (scenario.expect.requests or [])} if scenario.expect else set()
+    capture = RequestCapture(wanted) if wanted else None
+    agent_config = scenario.agent.to_config()
+    with project_plugins(scenario.root):
+        agent = Agent(
+            llm,
+            # Fresh for every run: stubs count their calls (`errors`, `results` by on_call).
+            list(build_tools(scenario).values()),
+            config=agent_config,
+            plugins=[*plugins, *([capture] if capture else [])],
+        )
+    # Agent.arun closes the LLM source (a recording is saved) when the run ends.
+    result = await agent.arun(scenario.input, starting_conversation(scenario))
+    refused = getattr(llm, "refused", None)
+    if refused:
+        # Not a result: a recording that cannot go on, with nothing written.
+        raise RecordingRefused(f"{sid}: {refused}")
 
+    check = CheckContext.of(
+        result,
+        requests=capture.seen if capture else {},
+        remaining_replies=getattr(llm, "remaining", None),
+        scenario=scenario,
+    )
+    expectations = evaluate(scenario.expect, check, project.registry("expectations"))
+    return ScenarioResult.from_run(
+        result,
+        id=str(sid),
+        name=sid.name,
+        file=sid.file,
+        expectations=expectations,
+        status=_status(result, expectations),
+        description=scenario.description,
+        tags=list(scenario.tags),
+        stagnation_window=agent_config.stagnation_window,
+        planner=agent_config.planner,
+        parallel_tools=agent_config.parallel_tools,
+    )
+
+
+def _llm_source(
+    scenario: Scenario,
+    plugins: Plugins,
+    sid: ScenarioId,
+    record_mode: str,
+    disable_recording: bool,
+) -> LLM:
+    """The scenario's LLM source, told which scenario and record mode it serves."""
     context = LLMContext(
         scenario_id=str(sid),
         scenario_file=scenario.path,
@@ -59,51 +105,14 @@ async def arun_scenario(
         record_mode=record_mode,
         disable_recording=disable_recording,
     )
-    llm = plugins.llm_factory(scenario.llm.provider)(scenario.llm.with_context(context))
+    return plugins.llm_factory(scenario.llm.provider)(scenario.llm.with_context(context))
 
-    wanted = {r.call for r in (scenario.expect.requests or [])} if scenario.expect else set()
-    agent_config = scenario.agent.to_config()
-    try:
-        with project_plugins(scenario.root):
-            agent = Agent(llm, list(tools.values()), plugins=extra, **agent_config.model_dump())
-        with capture_requests(wanted) as captured:
-            result = await agent.arun(scenario.input, history)
-    finally:
-        close = getattr(llm, "aclose", None)
-        if close is not None:
-            await close()
-    refused = getattr(llm, "refused", None)
-    if refused:
-        # Not a result: a recording that cannot go on, with nothing written.
-        raise RecordingRefused(f"{sid}: {refused}")
 
-    check = CheckContext(
-        result,
-        requests=captured.seen,
-        remaining_replies=getattr(llm, "remaining", None),
-        scenario=scenario,
-    )
-    expectations = evaluate(scenario.expect, check, plugins.registry("expectations"))
-    status: Status
+def _status(result: RunResult, expectations: list[ExpectationResult]) -> Status:
+    """``error`` when the run ended in error, else whether every expectation held."""
     if result.termination == "error":
-        status = "error"
-    elif all(e.ok for e in expectations):
-        status = "passed"
-    else:
-        status = "failed"
-    return ScenarioResult.from_run(
-        result,
-        id=str(sid),
-        name=sid.name,
-        file=sid.file,
-        expectations=expectations,
-        status=status,
-        description=scenario.description,
-        tags=list(scenario.tags),
-        stagnation_window=agent_config.stagnation_window,
-        planner=agent_config.planner,
-        parallel_tools=agent_config.parallel_tools,
-    )
+        return "error"
+    return "passed" if all(e.ok for e in expectations) else "failed"
 
 
 def run_scenario(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar
 
 from pydantic import (
     AfterValidator,
@@ -14,14 +14,14 @@ from pydantic import (
     Field,
     PrivateAttr,
     WithJsonSchema,
+    create_model,
     model_validator,
 )
 
 from harness.actions import Termination
+from harness.config import AgentConfig
 from harness.llm.config import LLMConfig
-from harness.loop import AgentConfig
 from harness.markers import check_tag
-from harness.messages import Conversation
 from harness.scenario.dotted import DottedKeyError, expand_dotted
 
 __all__ = [
@@ -121,40 +121,47 @@ class Count(Range):
     _whole: ClassVar[bool] = True
 
 
+# The agent: section is AgentConfig's fields, written where they are defined (harness.config)
+# and only there; the file spells the stagnation window as `stagnation: {window: W}`.
+_WINDOW = AgentConfig.model_fields["stagnation_window"]
+
+
 class StagnationSection(BaseModel):
     """Stagnation detection settings."""
 
     model_config = _STRICT
-    window: int = Field(default=3, ge=0, description="identical tool plans before stopping; 0: off")
+    window: int = Field(default=_WINDOW.default, ge=0, description=_WINDOW.description)
 
 
-class AgentSection(BaseModel):
+class _AgentSectionBase(BaseModel):
     """How the agent loop runs."""
 
     model_config = _STRICT
-    planner: str = "agentbuilder"
-    max_iterations: int = Field(default=80, ge=1)
-    stagnation: StagnationSection = Field(default_factory=StagnationSection)
-    on_validation_error: Literal["stop", "retry"] = "stop"
-    on_max_iterations: Literal["stop", "final_answer"] = "stop"
-    parallel_tools: bool = True
-    system: str | None = None
-    planner_options: dict[str, Any] = Field(
-        default_factory=dict, description="options handed to the planner's factory (config)"
-    )
 
     def to_config(self) -> AgentConfig:
         """The loop's AgentConfig."""
-        return AgentConfig(
-            planner=self.planner,
-            max_iterations=self.max_iterations,
-            stagnation_window=self.stagnation.window,
-            parallel_tools=self.parallel_tools,
-            on_validation_error=self.on_validation_error,
-            on_max_iterations=self.on_max_iterations,
-            system=self.system,
-            planner_options=self.planner_options,
-        )
+        settings = self.model_dump(exclude={"stagnation"})
+        return AgentConfig(**settings, stagnation_window=self.stagnation.window)
+
+
+def _agent_fields() -> dict[str, Any]:
+    """AgentConfig's fields in their order, the window as a ``stagnation`` mapping."""
+    fields: dict[str, Any] = {}
+    for name, info in AgentConfig.model_fields.items():
+        if name == "stagnation_window":
+            fields["stagnation"] = (StagnationSection, Field(default_factory=StagnationSection))
+        else:
+            fields[name] = (info.annotation, info)
+    return fields
+
+
+AgentSection = create_model(
+    "AgentSection",
+    __base__=_AgentSectionBase,
+    __module__=__name__,
+    __doc__=_AgentSectionBase.__doc__,
+    **_agent_fields(),
+)
 
 
 class ParamSpec(BaseModel):
@@ -439,11 +446,9 @@ class Scenario(BaseModel):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     expect: ExpectSection | None = None
 
-    # Set by the loader: where the file is and what was built from it.
+    # Set by the loader: where the file is (tools and history are built from it per run).
     _path: Path | None = PrivateAttr(default=None)
     _source: Any = PrivateAttr(default=None)
-    _tools: dict[str, Any] | None = PrivateAttr(default=None)
-    _history: Conversation | None = PrivateAttr(default=None)
     _root: Path | None = PrivateAttr(default=None)
 
     def bind(self, path: Path | None, source: Any = None) -> None:
@@ -473,24 +478,6 @@ class Scenario(BaseModel):
         from harness.project import project_relative
 
         return project_relative(self._path, self.root)
-
-    def bind_tools(self, tools: dict[str, Any]) -> None:
-        """Keep the tools built while checking the file."""
-        self._tools = tools
-
-    def take_tools(self) -> dict[str, Any] | None:
-        """The tools built while checking the file, handed out once (None after that).
-
-        Stubs count their calls (``errors`` and ``results`` go by ``on_call``): a second
-        run of the same Scenario needs fresh ones, or it would start at the first run's
-        count and give other results.
-        """
-        tools, self._tools = self._tools, None
-        return tools
-
-    def bind_history(self, history: Conversation) -> None:
-        """Keep the starting conversation loaded while checking the file."""
-        self._history = history
 
     @property
     def path(self) -> Path | None:

@@ -1,0 +1,222 @@
+"""The built-in ``expect:`` checks, registered like any plugin's.
+
+A check is ``check(result, expected) -> (ok, actual)``. ``result`` is a CheckContext: the
+run's RunResult (every field of it) plus what only the scenario runner knows:
+``requests`` (what was sent to the model, for the calls the scenario asks about),
+``remaining_replies`` and ``section`` (the mapping a dotted key belongs to, for modifiers
+such as ``tool_calls.exact``). ``expected`` is the scenario's value, already checked
+against its schema (a range has ``contains(value)``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import ConfigDict, Field
+
+from harness.actions import RunResult
+from harness.hookspecs import hookimpl
+
+__all__ = ["BUILTIN", "Check", "CheckContext", "partial_match"]
+
+Check = Callable[[Any, Any], tuple[bool, Any]]
+
+
+class CheckContext(RunResult):
+    """A RunResult plus what only the scenario runner knows: the typed ``result`` of a check."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    # What was sent on the LLM calls an ``expect.requests`` entry asks about, by call number.
+    requests: dict[int, dict[str, Any]] = Field(default_factory=dict)
+    # Scripted replies (or recorded interactions) left unused; None when the source cannot tell.
+    remaining_replies: int | None = None
+    # The scenario being checked (for plugins that need more than the run).
+    scenario: Any = None
+    # The mapping a dotted key belongs to (``tool_calls`` for ``tool_calls.sequence``).
+    section: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, run: RunResult, **extra: Any) -> CheckContext:
+        """The run's result seen by checks (no copy of its data: fields are shared)."""
+        return cls.model_construct(**dict(run), **extra)
+
+
+def partial_match(expected: Any, actual: Any) -> bool:
+    """Mappings match when every expected key matches; lists element by element."""
+    if isinstance(expected, dict):
+        return isinstance(actual, dict) and all(
+            k in actual and partial_match(v, actual[k]) for k, v in expected.items()
+        )
+    if isinstance(expected, list):
+        return (
+            isinstance(actual, list | tuple)
+            and len(actual) == len(expected)
+            and all(partial_match(e, a) for e, a in zip(expected, actual, strict=True))
+        )
+    if isinstance(expected, float) or isinstance(actual, float):
+        return isinstance(actual, int | float) and abs(float(expected) - float(actual)) < 1e-9
+    return expected == actual
+
+
+def _made(result: CheckContext) -> list[Any]:
+    # Calls the loop handled; a declined plan's calls (status not_run) were never made.
+    return [r for r in result.tool_calls if r.status != "not_run"]
+
+
+def _range(value: float, expected: Any, tolerance: float = 0.0) -> tuple[bool, Any]:
+    return expected.contains(value, tolerance), value
+
+
+# -- checks ---------------------------------------------------------------------------------
+
+
+def check_termination(result: CheckContext, expected: Any) -> tuple[bool, Any]:
+    """``termination``: the run ended this way."""
+    actual = result.termination.value
+    return actual == str(getattr(expected, "value", expected)), actual
+
+
+def check_iterations(result: CheckContext, expected: Any) -> tuple[bool, Any]:
+    """``iterations``: iterations started, exactly or within bounds."""
+    return _range(result.iterations, expected)
+
+
+def check_llm_calls(result: CheckContext, expected: Any) -> tuple[bool, Any]:
+    """``llm_calls``: LLM calls made, exactly or within bounds."""
+    return _range(result.llm_calls, expected)
+
+
+def check_sim_time(result: CheckContext, expected: Any) -> tuple[bool, Any]:
+    """``sim_time``: the run's simulated seconds, exactly or within bounds."""
+    return _range(round(result.sim_time, 9), expected, tolerance=1e-9)
+
+
+def check_sequence(result: CheckContext, expected: list[str]) -> tuple[bool, Any]:
+    """``tool_calls.sequence``: tool names in order (a subsequence; all calls with ``exact``)."""
+    names = [r.name for r in _made(result)]
+    if result.section.get("exact"):
+        return names == expected, names
+    remaining = iter(names)
+    return all(name in remaining for name in expected), names
+
+
+def check_include(result: CheckContext, expected: list[Any]) -> tuple[bool, Any]:
+    """``tool_calls.include``: each listed call was made (arguments match partially)."""
+    missing, seen = [], {}
+    for item in expected:
+        name, args = item.name, item.args
+        calls = [r.arguments for r in _made(result) if r.name == name]
+        seen[name] = calls
+        if not any(partial_match(args, actual) for actual in calls):
+            missing.append({"name": name, "args": args})
+    actual = {"missing": missing, "calls": seen} if missing else seen
+    return not missing, actual
+
+
+def check_count(result: CheckContext, expected: dict[str, Any]) -> tuple[bool, Any]:
+    """``tool_calls.count``: calls per tool name, exactly or within bounds."""
+    counts: dict[str, int] = {}
+    for r in _made(result):
+        counts[r.name] = counts.get(r.name, 0) + 1
+    actual = {name: counts.get(name, 0) for name in expected}
+    ok = all(rng.contains(actual[name]) for name, rng in expected.items())
+    return ok, actual
+
+
+def check_parallel_groups(result: CheckContext, expected: list[list[str]]) -> tuple[bool, Any]:
+    """``parallel_groups``: the executed plans of two or more calls, in order."""
+    actual = result.parallel_groups
+    return actual == expected, actual
+
+
+def check_contains(result: CheckContext, expected: list[str]) -> tuple[bool, Any]:
+    """``final.contains``: the final content holds every text."""
+    content = result.final.content or ""
+    return all(text in content for text in expected), result.final.content
+
+
+def check_matches(result: CheckContext, expected: str) -> tuple[bool, Any]:
+    """``final.matches``: the regular expression is found in the final content."""
+    content = result.final.content or ""
+    return re.search(expected, content) is not None, result.final.content
+
+
+def check_equals(result: CheckContext, expected: str) -> tuple[bool, Any]:
+    """``final.equals``: the final content is exactly this."""
+    return result.final.content == expected, result.final.content
+
+
+def check_final_data(result: CheckContext, expected: dict[str, Any]) -> tuple[bool, Any]:
+    """``final.data``: the final data matches partially."""
+    return partial_match(expected, result.final.data), result.final.data
+
+
+def check_final_error(result: CheckContext, expected: dict[str, Any]) -> tuple[bool, Any]:
+    """``final.error``: the final error matches partially."""
+    return partial_match(expected, result.final.error or {}), result.final.error
+
+
+def check_requests(result: CheckContext, expected: list[Any]) -> tuple[bool, Any]:
+    """``requests``: what was sent to the model on the listed LLM calls."""
+    ok, actual = True, []
+    for item in expected:
+        request = result.requests.get(item.call)
+        if request is None:
+            ok = False
+            actual.append({"call": item.call, "sent": f"no LLM call {item.call} was made"})
+            continue
+        messages = request["messages"]
+        tool_results = [m["content"] for m in messages if m.get("role") == "tool"]
+        texts = [m.get("content") or "" for m in messages]
+        shown: dict[str, Any] = {"call": item.call}
+        if item.tool_results_include is not None:
+            shown["tool_results"] = tool_results
+            ok &= all(any(t in r for r in tool_results) for t in item.tool_results_include)
+        if item.messages_include is not None:
+            shown["messages"] = texts
+            ok &= all(any(t in m for m in texts) for t in item.messages_include)
+        if item.tools is not None:
+            shown["tools"] = request["tools"]
+            ok &= sorted(request["tools"]) == sorted(item.tools)
+        if item.tool_choice is not None:
+            shown["tool_choice"] = request["options"].get("tool_choice")
+            ok &= request["options"].get("tool_choice") == item.tool_choice
+        actual.append(shown)
+    return bool(ok), actual
+
+
+def check_script_consumed(result: CheckContext, expected: bool) -> tuple[bool, Any]:
+    """``script_consumed``: no scripted reply (or recorded interaction) was left unused."""
+    remaining = result.remaining_replies
+    if remaining is None:
+        return not expected, "this LLM source cannot tell"
+    consumed = remaining == 0
+    return consumed == expected, consumed if consumed else f"{remaining} replies left unused"
+
+
+BUILTIN: dict[str, Check] = {
+    "termination": check_termination,
+    "iterations": check_iterations,
+    "llm_calls": check_llm_calls,
+    "tool_calls.sequence": check_sequence,
+    "tool_calls.include": check_include,
+    "tool_calls.count": check_count,
+    "parallel_groups": check_parallel_groups,
+    "final.contains": check_contains,
+    "final.matches": check_matches,
+    "final.equals": check_equals,
+    "final.data": check_final_data,
+    "final.error": check_final_error,
+    "requests": check_requests,
+    "script_consumed": check_script_consumed,
+    "sim_time": check_sim_time,
+}
+
+
+@hookimpl
+def harness_register_expectations(register: Any) -> None:
+    """The built-in expectation keys (every key of a scenario's ``expect:``)."""
+    for key, check in BUILTIN.items():
+        register(key, check)

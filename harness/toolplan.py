@@ -1,0 +1,268 @@
+"""Running one tool plan: validate every call, execute them, record the outcomes.
+
+The steps are DESIGN section 3's: all validation failures are collected before anything
+runs (``on_validation_error: stop`` then runs none of the plan), the calls of a plan run
+concurrently unless ``parallel_tools`` is false, and messages and records follow the
+model's order whatever order the calls finish in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic_core import to_jsonable_python
+
+from harness import simclock
+from harness.actions import FinalResponse, Termination, ToolAction, ToolCallRecord
+from harness.errors import AbortRun
+from harness.messages import ToolCall, ToolMessage, clean_data, clean_text
+from harness.run import Run, RunStopped
+from harness.tools import Tool, ToolArgumentsError, format_errors
+
+__all__ = ["Outcome", "Prepared", "run_plan"]
+
+log = logging.getLogger("harness")
+
+
+@dataclass
+class Prepared:
+    """A call of the plan after validation: its tool (None when unknown) and its
+    validated arguments, or the validation error."""
+
+    call: ToolCall
+    tool: Tool | None
+    args: dict[str, Any] | ToolArgumentsError | None
+
+
+@dataclass
+class Outcome:
+    """What one call came to."""
+
+    content: str  # what the model sees in the ToolMessage
+    result: Any  # what the record keeps
+    status: str  # ok | error | invalid | unknown_tool
+    seconds: float = 0.0  # simulated seconds the call took
+    # Set when the call raised AbortRun: the run ends in `error` once the plan is recorded.
+    abort: AbortRun | None = None
+
+    @classmethod
+    def failed(cls, text: str, status: str = "error", seconds: float = 0.0) -> Outcome:
+        """An outcome whose content and recorded result are the same text."""
+        return cls(text, text, status, seconds)
+
+
+async def run_plan(run: Run, calls: list[ToolCall]) -> None:
+    """Validate every call, then run them (concurrently unless parallel_tools is false)."""
+    run.group += 1
+    group = run.group
+    prepared, failures = _validate(run, calls)
+    if failures and run.config.on_validation_error == "stop":
+        _stop_invalid(run, prepared, failures, group)
+    log.info("Executing %d tool call(s)", len(calls))
+    if len(calls) > 1:
+        run.parallel_groups.append([call.name for call in calls])
+    outcomes, spans = await _execute(run, prepared)
+    _record(run, prepared, outcomes, spans, group)
+
+
+# -- validate ---------------------------------------------------------------------------
+
+
+def _validate(run: Run, calls: list[ToolCall]) -> tuple[list[Prepared], list[dict[str, Any]]]:
+    """Every call with its tool and arguments, and one failure entry per invalid call."""
+    prepared: list[Prepared] = []
+    failures: list[dict[str, Any]] = []
+    for call in calls:
+        tool = run.tools.get(call.name)
+        if tool is None:
+            prepared.append(Prepared(call, None, None))
+            continue
+        try:
+            prepared.append(Prepared(call, tool, tool.validate(call)))
+        except ToolArgumentsError as exc:
+            failures.append({"call_id": call.id, "tool": call.name, "errors": exc.errors})
+            prepared.append(Prepared(call, tool, exc))
+    return prepared, failures
+
+
+def _stop_invalid(
+    run: Run, prepared: list[Prepared], failures: list[dict[str, Any]], group: int
+) -> None:
+    """``on_validation_error: stop``: record the plan without running it, end the run."""
+    for p in prepared:
+        if p.tool is None:
+            status = "unknown_tool"
+        elif isinstance(p.args, ToolArgumentsError):
+            status = "invalid"
+        else:
+            status = "not_run"
+        run.record(
+            p.call,
+            group,
+            status=status,
+            is_error=status != "not_run",
+            sim_start=run.sim_time,
+            sim_end=run.sim_time,
+        )
+    run.recorded_ids = {p.call.id for p in prepared}
+    run.unanswered_reason = "another call of this plan had invalid arguments"
+    message = "; ".join(
+        f"{f['tool']} ({f['call_id']}): {format_errors(f['errors'])}" for f in failures
+    )
+    run.remember("error", f"Invalid tool arguments: {message}")
+    raise RunStopped(
+        Termination.validation_error,
+        FinalResponse(error={"type": "validation_error", "message": message, "errors": failures}),
+    )
+
+
+# -- execute ----------------------------------------------------------------------------
+
+
+async def _execute(
+    run: Run, prepared: list[Prepared]
+) -> tuple[list[Outcome], list[tuple[float, float]]]:
+    """Run the calls; their outcomes and simulated (start, end), and advance the clock.
+
+    After a call that aborts the run, sequential calls stop: fewer outcomes than calls.
+    """
+    start = run.sim_time
+    if run.config.parallel_tools and len(prepared) > 1:
+        outcomes = list(await asyncio.gather(*(_call(run, p, parallel=True) for p in prepared)))
+        spans = [(start, start + o.seconds) for o in outcomes]
+    else:
+        outcomes, spans, clock = [], [], start
+        for p in prepared:
+            outcome = await _call(run, p, parallel=False)
+            outcomes.append(outcome)
+            spans.append((clock, clock + outcome.seconds))
+            clock += outcome.seconds
+            if outcome.abort is not None:
+                break
+    run.sim_time = max([start, *(end for _, end in spans)])
+    return outcomes, spans
+
+
+async def _call(run: Run, p: Prepared, *, parallel: bool) -> Outcome:
+    """Run one call; a tool failure becomes an error outcome, never an exception."""
+    call, tool, args = p.call, p.tool, p.args
+    if tool is None:
+        known = ", ".join(sorted(run.tools)) or "none"
+        return Outcome.failed(
+            f"Unknown tool {call.name!r}. Available tools: {known}", "unknown_tool"
+        )
+    if isinstance(args, ToolArgumentsError):
+        return Outcome.failed(f"Invalid arguments for {call.name}: {args}", "invalid")
+    clock = simclock.start_call(parallel=parallel)
+    try:
+        if tool.is_async:
+            value = await tool.fn(**args)
+        elif parallel:
+            # A sync tool may block (requests, subprocess): a thread lets the
+            # calls of a parallel plan overlap as they would in production.
+            value = await asyncio.to_thread(tool.fn, **args)
+        else:
+            value = tool.fn(**args)
+    except AbortRun as exc:
+        # Its message is written for people (file, line, field): no internal class name.
+        outcome = Outcome.failed(clean_text(str(exc)))
+        outcome.abort = exc
+        return outcome
+    except asyncio.CancelledError as exc:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise  # the run itself is being cancelled from outside: let it stop
+        # The tool raised it itself (a cancelled inner task, say): a tool failure.
+        return Outcome.failed(clean_text(f"{type(exc).__name__}: {exc}"), seconds=clock.seconds)
+    except Exception as exc:  # a tool failure is reported to the model, never raised
+        return Outcome.failed(clean_text(f"{type(exc).__name__}: {exc}"), seconds=clock.seconds)
+    return _returned(value, clock.seconds)
+
+
+def _returned(value: Any, seconds: float) -> Outcome:
+    """A tool's return value as the model sees it and as results keep it."""
+    if isinstance(value, str):
+        value = clean_text(value)
+        return Outcome(value, value, "ok", seconds)
+    try:
+        result = to_jsonable_python(value, fallback=str)
+    except UnicodeEncodeError:
+        # pydantic encodes dict keys as UTF-8: a lone surrogate in one fails there.
+        result = to_jsonable_python(clean_data(value), fallback=str)
+    # Exactly json.dumps(result) (DESIGN section 2): what the model sees is stable.
+    text = json.dumps(result)
+    # json.dumps writes every surrogate as \udXXX (astral characters as a pair of
+    # them): only then can a lone one hide in the data.
+    if "\\ud" in text:
+        cleaned = clean_data(result)
+        if cleaned is not result:
+            result, text = cleaned, json.dumps(cleaned)
+    return Outcome(text, result, "ok", seconds)
+
+
+# -- record -----------------------------------------------------------------------------
+
+
+def _record(
+    run: Run,
+    prepared: list[Prepared],
+    outcomes: list[Outcome],
+    spans: list[tuple[float, float]],
+    group: int,
+) -> None:
+    """Messages and records in the model's order, then the hooks; an abort ends the run.
+
+    All messages and records come before any hook fires: an observer that raises must
+    not lose the results of calls that ran.
+    """
+    ran, skipped = prepared[: len(outcomes)], prepared[len(outcomes) :]
+    records: list[ToolCallRecord] = []
+    for p, outcome, (sim_start, sim_end) in zip(ran, outcomes, spans, strict=True):
+        is_error = outcome.status != "ok"
+        run.conversation.append(
+            ToolMessage(
+                tool_call_id=p.call.id, name=p.call.name, content=outcome.content, is_error=is_error
+            )
+        )
+        records.append(
+            run.record(
+                p.call,
+                group,
+                status=outcome.status,
+                is_error=is_error,
+                result=outcome.result,
+                sim_start=sim_start,
+                sim_end=sim_end,
+            )
+        )
+    abort = next((o.abort for o in outcomes if o.abort is not None), None)
+    if abort is not None:
+        for p in skipped:
+            run.record(
+                p.call,
+                group,
+                status="not_run",
+                is_error=False,
+                sim_start=run.sim_time,
+                sim_end=run.sim_time,
+            )
+        run.recorded_ids = {p.call.id for p in prepared}
+        run.unanswered_reason = "the run was aborted"
+    for p, record in zip(ran, records, strict=True):
+        run.emit(
+            "action_executed",
+            tool=p.call.name,
+            call_id=p.call.id,
+            status=record.status,
+            group=group,
+        )
+        if run.observed.action_executed:
+            run.hook.harness_action_executed(
+                run=run, action=ToolAction(tool_call=p.call), result=record
+            )
+    if abort is not None:
+        raise abort
