@@ -27,7 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.report import render_html, report_main
+from harness.cli.report import report_main
+from harness.report import render_html
 from harness.report.browser import find_chromium, launch_chromium
 from harness.report.samples import long_scenario, sample_results
 

@@ -8,8 +8,9 @@ import pytest
 import yaml
 
 from harness import Agent, tool
+from harness.cli.freeze import freeze_main
+from harness.freeze import FreezeError, freeze
 from harness.llm.config import LLMConfig, LLMContext
-from harness.llm.freeze import FreezeError, freeze, freeze_main
 from harness.llm.openai_sdk import OpenAILLM
 from harness.llm.server import running_server
 from harness.scenario import run_scenario

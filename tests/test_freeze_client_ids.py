@@ -16,7 +16,7 @@ import pytest
 import vcr
 import yaml
 
-from harness.llm.freeze import freeze
+from harness.freeze import freeze
 from harness.llm.server import running_server
 from harness.scenario import run_scenario
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 import harness.report
-from harness.report import render_html, report_main
+from harness.cli.report import report_main
+from harness.report import render_html
 from harness.report.diff import diff_results
 from harness.report.samples import sample_baseline, sample_results
 from harness.results import Results, ResultsFileError, load_results
@@ -199,7 +200,7 @@ def test_a_render_crash_is_one_line_and_exit_3(
     def broken(*args: object, **kwargs: object) -> None:
         raise KeyError("bug")
 
-    monkeypatch.setattr("harness.report.cli.write_html", broken)
+    monkeypatch.setattr("harness.cli.report.write_html", broken)
     assert report_main([str(results_path), "-o", str(tmp_path / "r.html")]) == 3
     assert "could not be rendered" in one_line_error(capsys.readouterr().err)
 

@@ -356,7 +356,7 @@ def test_responses_api_demands_reasoning_items_back_when_include_asks():
 
 def _start_cli(scenario: Path, *extra: str) -> tuple[subprocess.Popen, str]:
     code = (
-        "import sys; from harness.llm.server import serve_main; sys.exit(serve_main(sys.argv[1:]))"
+        "import sys; from harness.cli.serve import serve_main; sys.exit(serve_main(sys.argv[1:]))"
     )
     process = subprocess.Popen(
         [sys.executable, "-c", code, str(scenario), "--port", "0", *extra],
@@ -404,7 +404,7 @@ def test_serve_command_rejects_a_bad_scenario(tmp_path):
     bad = tmp_path / "bad.scenario.yaml"
     bad.write_text("input: hi\nllm:\n  script:\n    - contnet: typo\n")
     code = (
-        "import sys; from harness.llm.server import serve_main; sys.exit(serve_main(sys.argv[1:]))"
+        "import sys; from harness.cli.serve import serve_main; sys.exit(serve_main(sys.argv[1:]))"
     )
     result = subprocess.run(
         [sys.executable, "-c", code, str(bad), "--port", "0"],

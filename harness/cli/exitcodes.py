@@ -3,9 +3,10 @@ plugin), in one table.
 
 0 all passed; 1 a scenario failed or errored; 2 bad input (a scenario file, a flag);
 3 an internal error (harness itself crashed, a report could not be written); 5 nothing
-selected. pytest's own statuses agree where they overlap (0, 1, 5).
+selected; 130 interrupted (Ctrl-C), as a shell reports SIGINT. pytest's own statuses
+agree where they overlap (0, 1, 5).
 """
 
 __all__ = ["EXIT"]
 
-EXIT = {"passed": 0, "failed": 1, "bad_input": 2, "internal": 3, "nothing": 5}
+EXIT = {"passed": 0, "failed": 1, "bad_input": 2, "internal": 3, "nothing": 5, "interrupted": 130}

@@ -4,7 +4,6 @@ The results themselves (``ScenarioResult``, ``Results``, results.json and its lo
 ``load_results``) live in ``harness.results``; this package reads them.
 """
 
-from harness.report.cli import report_main
 from harness.report.diff import (
     BaselineDiff,
     FieldChange,
@@ -29,7 +28,6 @@ __all__ = [
     "diff_results",
     "load_results",
     "render_html",
-    "report_main",
     "trajectory",
     "write_html",
 ]

@@ -31,6 +31,7 @@ __all__ = [
     "dump_cassette",
     "load_cassette_file",
     "load_cassette_text",
+    "readable_yaml",
 ]
 
 try:  # libyaml when available: cassettes of long conversations are large
@@ -81,10 +82,6 @@ class CassetteFormatError(ValueError):
         return f"{where}: {self.problem}" if where else self.problem
 
 
-class _Dumper(_BaseDumper):  # type: ignore[misc, valid-type]
-    """Multi-line strings (SSE bodies, long model text) as literal blocks."""
-
-
 def _represent_str(dumper: Any, data: str) -> Any:
     if "\n" in data:
         # PyYAML falls back to a quoted scalar by itself when a literal block cannot
@@ -93,7 +90,29 @@ def _represent_str(dumper: Any, data: str) -> Any:
     return dumper.represent_scalar("tag:yaml.org,2002:str", data)
 
 
-_Dumper.add_representer(str, _represent_str)
+def _literal_blocks(base: Any) -> Any:
+    """A dumper like ``base`` writing multi-line strings (SSE bodies, long model text)
+    as literal blocks."""
+    dumper = type(f"Readable{base.__name__}", (base,), {})
+    dumper.add_representer(str, _represent_str)
+    return dumper
+
+
+# libyaml's emitter is fast, which large cassettes need, but it escapes characters
+# outside the BMP (emoji) even with allow_unicode and wraps long quoted strings
+# differently: files people edit by hand (frozen scenarios) use PyYAML's own emitter.
+_FAST_DUMPER = _literal_blocks(_BaseDumper)
+_PLAIN_DUMPER = _literal_blocks(yaml.SafeDumper)
+
+
+def readable_yaml(data: Any, *, fast: bool = True) -> str:
+    """``data`` as block-style YAML, multi-line strings as literal blocks, keys in order.
+
+    ``fast``: libyaml's emitter (cassettes); False for PyYAML's, which writes emoji as
+    they are (scenario files).
+    """
+    dumper = _FAST_DUMPER if fast else _PLAIN_DUMPER
+    return yaml.dump(data, Dumper=dumper, sort_keys=False, allow_unicode=True, width=100)
 
 
 def _header(headers: dict[str, Any], name: str) -> list[str] | None:
@@ -184,7 +203,7 @@ def dump_cassette(data: dict[str, Any], scrubber: Scrubber | None = None) -> str
     if data.get("metadata"):
         out["metadata"] = scrubber.value(data["metadata"])
     with _no_gc():
-        return yaml.dump(out, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+        return readable_yaml(out)
 
 
 # -- reading ------------------------------------------------------------------------------

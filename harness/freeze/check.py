@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.freeze.recorded import Item, RecordedCall, conversation_items, tool_items
 from harness.hookspecs import hookimpl
-from harness.llm.freeze.recorded import Item, RecordedCall, conversation_items, tool_items
 from harness.results import ScenarioResult
 
 __all__ = ["Sent", "expectations", "first_difference", "run_offline"]

@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.llm.freeze.recorded import FreezeError, RecordedCall, Run, text_of
+from harness.freeze.recorded import FreezeError, RecordedCall, Run, text_of
 from harness.messages import ToolCall, parse_arguments
 from harness.scenario.schema import Scenario
 from harness.scenario.templates import TEMPLATE_MARKERS

@@ -1,0 +1,62 @@
+"""``harness freeze [CASSETTE] [--scenario S] [--run N] [-o SCENARIO]``: a recorded run
+as an editable scripted scenario (``harness.freeze`` makes it)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.cli.exitcodes import EXIT
+from harness.cli.parsing import Parser, parse
+
+__all__ = ["freeze_main"]
+
+
+def _parser() -> Parser:
+    parser = Parser(
+        prog="harness freeze",
+        description="Turn a recorded cassette into an editable scripted scenario.",
+    )
+    parser.add_argument(
+        "cassette", type=Path, nargs="?", help="a vcrpy cassette (default: --scenario's)"
+    )
+    parser.add_argument("-o", "--output", type=Path, help="the *.scenario.yaml file to write")
+    parser.add_argument(
+        "--scenario",
+        type=Path,
+        help="the scenario that made the recording: its agent settings and tool definitions",
+    )
+    parser.add_argument(
+        "--run", type=int, help="which recorded run to freeze (1-based; default the last)"
+    )
+    return parser
+
+
+def freeze_main(argv: Sequence[str] | None = None) -> int:
+    """``harness freeze``: the scenario on stdout, or written to ``-o``."""
+    from harness.errors import HarnessError
+    from harness.files import atomic_write
+    from harness.freeze import freeze
+
+    args = parse(_parser(), argv)
+    if isinstance(args, int):
+        return args
+    try:
+        frozen = freeze(args.cassette, scenario=args.scenario, run=args.run, output=args.output)
+    except HarnessError as exc:
+        print(f"harness freeze: {exc}", file=sys.stderr)
+        return EXIT["bad_input"]
+    for note in frozen.notes:
+        print(f"harness freeze: note: {note}", file=sys.stderr)
+    if args.output is None:
+        sys.stdout.write(frozen.text)
+        return EXIT["passed"]
+    try:
+        atomic_write(args.output, frozen.text)
+    except OSError as exc:
+        # Like harness report: an output that cannot be written is exit 3, not a bug.
+        print(f"harness freeze: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT["internal"]
+    print(f"harness freeze: wrote {args.output}", file=sys.stderr)
+    return EXIT["passed"]

@@ -1,0 +1,46 @@
+"""The argument parser of every ``harness`` command, and the error for bad input."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from harness.cli.exitcodes import EXIT
+
+__all__ = ["Parser", "UsageError", "parse"]
+
+
+class UsageError(Exception):
+    """Bad command-line input: printed as ``harness <cmd>: message``, exit status 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, exiting with the bad-input status on bad input: ``prog: error: message``.
+
+    ``usage_on_error``: print the command's usage first, as argparse does. ``harness
+    report`` turns it off: its errors are one line, whatever went wrong.
+    """
+
+    def __init__(self, *args: Any, usage_on_error: bool = True, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.usage_on_error = usage_on_error
+
+    def error(self, message: str) -> NoReturn:
+        """Report bad input and exit (argparse's own ``error``, with harness's status)."""
+        if self.usage_on_error:
+            self.print_usage(sys.stderr)
+        self.exit(EXIT["bad_input"], f"{self.prog}: error: {message}\n")
+
+
+def parse(parser: Parser, argv: Sequence[str] | None) -> argparse.Namespace | int:
+    """The parsed options, or the exit status when argparse stopped (``--help``, bad input).
+
+    Commands return their status rather than exit: ``harness.cli.main`` is called
+    in-process (tests, ``harness run``'s own callers).
+    """
+    try:
+        return parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)

@@ -1,0 +1,88 @@
+"""``harness plugins``, and the ``-p MODULE`` option of run, validate and plugins."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from harness.cli.exitcodes import EXIT
+from harness.cli.parsing import UsageError
+
+__all__ = ["PLUGIN_HELP", "add_parser", "load_plugin_options", "plugins_command"]
+
+PLUGIN_HELP = "load a harness plugin module first (repeatable), as harness run -p does"
+_KINDS = ("planners", "tools", "llms", "expectations")
+
+
+def add_parser(commands: Any) -> None:
+    """Add ``harness plugins`` to the subcommands."""
+    sub = commands.add_parser(
+        "plugins",
+        help="list plugins, their hooks and what they registered",
+        description="List the plugins harness loads here (built-ins, entry points, the "
+        "project's [tool.harness] plugins, -p), with their hooks and what they registered.",
+    )
+    sub.add_argument(
+        "-p", dest="plugins", action="append", default=[], metavar="MODULE", help=PLUGIN_HELP
+    )
+    sub.add_argument("--json", action="store_true", help="print JSON")
+
+
+def load_plugin_options(modules: list[str]) -> None:
+    """Load ``-p`` modules now, so that one that does not load is named as the user did."""
+    from harness.plugins import PluginError, get_plugins, load_plugin_modules
+
+    if not modules:
+        return
+    get_plugins()  # discovery's own errors (pyproject, entry points) are not -p's
+    for module in modules:
+        try:
+            load_plugin_modules([module])
+        except PluginError as exc:
+            # harness.plugins says where a module came from as "--harness-plugin: ";
+            # here it came from -p.
+            message = str(exc).removeprefix("--harness-plugin: ")
+            raise UsageError(f"-p {module}: {message}") from None
+
+
+def _rows() -> list[dict[str, Any]]:
+    """One row per loaded plugin: name, origin, file, hooks and what it registered."""
+    from harness.plugins import get_plugins
+
+    plugins = get_plugins()
+    for kind in _KINDS:
+        plugins.registry(kind)  # fills plugins.registered
+    rows = []
+    for name, plugin in plugins.plugins():
+        hooks = sorted(caller.name for caller in plugins.pm.get_hookcallers(plugin) or [])
+        registered = plugins.registered.get(name)
+        rows.append(
+            {
+                "name": name,
+                "origin": plugins.origin(name),
+                "file": getattr(plugin, "__file__", None),
+                "hooks": hooks,
+                "registered": {
+                    kind: list(getattr(registered, kind))
+                    for kind in _KINDS
+                    if registered is not None and getattr(registered, kind)
+                },
+            }
+        )
+    return rows
+
+
+def plugins_command(options: argparse.Namespace, extra: list[str]) -> int:
+    """``harness plugins [-p MODULE] [--json]``."""
+    load_plugin_options(options.plugins)
+    rows = _rows()
+    if options.json:
+        print(json.dumps(rows, indent=2))
+        return EXIT["passed"]
+    for row in rows:
+        print(f"{row['name']}  ({row['origin']})")
+        print(f"  hooks: {', '.join(row['hooks']) or 'none'}")
+        for kind, names in row["registered"].items():
+            print(f"  {kind}: {', '.join(names)}")
+    return EXIT["passed"]

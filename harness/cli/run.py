@@ -1,0 +1,359 @@
+"""``harness run`` and ``harness record``: scenarios through pytest, then the baseline.
+
+The command calls ``pytest.main`` in this process rather than starting a pytest
+subprocess: one interpreter start-up less per run, pytest's own output and exit status
+as they are, and the session's results at hand for the summary and the baseline (no
+re-reading of results.json). pytest-xdist's workers are separate processes anyway.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+from harness.cli.baseline import load_baseline, update_baseline
+from harness.cli.exitcodes import EXIT
+from harness.cli.parsing import UsageError
+from harness.cli.plugins import load_plugin_options
+
+if TYPE_CHECKING:
+    from harness.baseline import BaselineDiff
+    from harness.results import Results
+
+__all__ = ["add_parsers", "run_command"]
+
+REPORTS = Path("reports")
+_AUTOLOAD = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
+
+# pytest.hookimpl, without importing pytest where the command does not run it.
+_pytest_hookimpl = pluggy.HookimplMarker("pytest")
+
+
+# -- the options ---------------------------------------------------------------------------
+
+
+def _workers(value: str) -> str:
+    if value in ("auto", "logical") or (value.isdigit() and int(value) >= 0):
+        return value
+    raise argparse.ArgumentTypeError(f"expected a number of workers or 'auto', got {value!r}")
+
+
+def add_parsers(commands: Any) -> None:
+    """Add ``harness run`` and ``harness record`` (the same options) to the subcommands."""
+    for name, record in (("run", False), ("record", True)):
+        sub = commands.add_parser(
+            name,
+            help="record cassettes: run with --record-mode once"
+            if record
+            else "run scenario files through pytest and write reports/",
+            description=(
+                "Run scenarios through pytest (record mode 'once' by default). "
+                if record
+                else "Run scenarios through pytest. "
+            )
+            + "Options pytest knows but harness does not go after `--`.",
+        )
+        _add_selection(sub)
+        _add_recording(sub, record)
+        _add_outputs(sub)
+
+
+def _add_selection(sub: argparse.ArgumentParser) -> None:
+    """Which scenarios run, and how (PATHS, -k, -m, -n, -p)."""
+    sub.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATHS",
+        help="scenario files or folders (default: scenarios/ of the project)",
+    )
+    sub.add_argument("-k", dest="keyword", metavar="EXPR", help="select by name (pytest -k)")
+    sub.add_argument("-m", dest="markexpr", metavar="MARK", help="select by tag (pytest -m)")
+    sub.add_argument(
+        "-n", dest="workers", type=_workers, metavar="N", help="run in N processes (xdist)"
+    )
+    sub.add_argument(
+        "-p",
+        dest="plugins",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="load a harness plugin module (repeatable)",
+    )
+
+
+def _add_recording(sub: argparse.ArgumentParser, record: bool) -> None:
+    """--record-mode (``once`` for harness record) and --disable-recording."""
+    from harness.llm.config import RECORD_MODES
+
+    sub.add_argument(
+        "--record-mode",
+        choices=RECORD_MODES,
+        default="once" if record else None,
+        help="cassette record mode (default: "
+        + ("once: record what the cassette lacks)" if record else "none: replay only)"),
+    )
+    sub.add_argument(
+        "--disable-recording",
+        action="store_true",
+        help="run recorded scenarios live and write no cassette",
+    )
+
+
+def _add_outputs(sub: argparse.ArgumentParser) -> None:
+    """The reports, the baseline, and which pytest plugins load."""
+    sub.add_argument("--json", metavar="F", help="results file (default: reports/results.json)")
+    sub.add_argument("--html", metavar="F", help="HTML report (default: reports/report.html)")
+    sub.add_argument(
+        "--baseline",
+        metavar="F",
+        help="results to compare with (default: reports/baseline.json when it exists)",
+    )
+    sub.add_argument(
+        "--update-baseline", action="store_true", help="write this run's results as baseline"
+    )
+    sub.add_argument(
+        "--fail-on-change",
+        action="store_true",
+        help="exit 1 on any regression or change against the baseline",
+    )
+    sub.add_argument(
+        "--all-pytest-plugins",
+        action="store_true",
+        help="load every installed pytest plugin, as plain pytest does (default: only "
+        "harness's, pytest-xdist's with -n, and those given after -- with -p)",
+    )
+
+
+# -- before pytest -------------------------------------------------------------------------
+
+
+def _root_of(paths: list[str]) -> Path:
+    """The project the given paths lie in: it decides reports, baseline and ids.
+
+    Wherever the command starts: `cd /tmp && harness run ~/proj/scenarios` writes
+    ~/proj/reports and compares with ~/proj/reports/baseline.json. Paths in several
+    projects use the current directory's, and a line says so.
+    """
+    from harness.project import project_root
+    from harness.results import ScenarioId
+
+    roots = sorted({project_root(Path(ScenarioId.file_of(p)).resolve()) for p in paths})
+    if len(roots) == 1:
+        return roots[0]
+    here = project_root()
+    listed = ", ".join(str(r) for r in roots)
+    print(
+        f"harness: the paths lie in {len(roots)} projects ({listed}); reports, the baseline "
+        f"and ids use {here}, the current directory's",
+        file=sys.stderr,
+    )
+    return here
+
+
+def _scenario_paths(given: list[str]) -> tuple[Path, list[str]]:
+    """The project root and the paths pytest collects (the project's scenarios/ if none)."""
+    from harness.project import display_path, project_root
+    from harness.results import ScenarioId
+
+    # A node id (path::name) names a file too.
+    missing = [p for p in given if not Path(ScenarioId.file_of(p)).exists()]
+    if missing:
+        raise UsageError(f"no such file or folder: {', '.join(missing)}")
+    if given:
+        return _root_of(given), given
+    root = project_root()
+    default = root / "scenarios"
+    return root, [display_path(default) if default.is_dir() else "."]
+
+
+def _baseline_file(options: argparse.Namespace, root: Path) -> tuple[Path, str]:
+    """The baseline's path, and how messages name it."""
+    if options.baseline:
+        baseline = Path(options.baseline)
+        if not baseline.is_file() and not options.update_baseline:
+            raise UsageError(f"--baseline {options.baseline}: no such file")
+        return baseline, "--baseline"
+    # The user never typed --baseline: messages name the file.
+    return root / REPORTS / "baseline.json", "default baseline"
+
+
+def _comparison(
+    options: argparse.Namespace, root: Path, baseline: Path, label: str
+) -> tuple[Path, Results] | None:
+    """The baseline this run is compared with (its resolved path and results), if any."""
+    from harness.project import display_path
+
+    compare = None
+    if baseline.is_file():
+        loaded = load_baseline(display_path(baseline), label, replacing=options.update_baseline)
+        compare = (baseline.resolve(), loaded) if loaded is not None else None
+    if options.fail_on_change and compare is None:
+        raise UsageError(
+            "--fail-on-change needs a baseline: none was given and "
+            f"{display_path(root / REPORTS / 'baseline.json')} does not exist "
+            "(create it with --update-baseline)"
+        )
+    return compare
+
+
+def _plugin_autoloads() -> bool:
+    from importlib.metadata import entry_points
+
+    if os.environ.get(_AUTOLOAD):
+        return False
+    return any(ep.value == "harness.pytest_plugin" for ep in entry_points(group="pytest11"))
+
+
+def _pytest_args(
+    options: argparse.Namespace, paths: list[str], outputs: tuple[Path, Path], extra: list[str]
+) -> list[str]:
+    """pytest's command line for the options (``outputs``: the JSON and HTML files)."""
+    json_path, html_path = outputs
+    args = [*paths, "--harness-scenarios-only"]
+    args += ["--harness-json", str(json_path), "--harness-html", str(html_path)]
+    if options.keyword:
+        args += ["-k", options.keyword]
+    if options.markexpr:
+        args += ["-m", options.markexpr]
+    if options.workers is not None:
+        args += ["-n", options.workers]
+    for module in options.plugins:
+        args += ["--harness-plugin", module]
+    if options.record_mode:
+        args += ["--record-mode", options.record_mode]
+    if options.disable_recording:
+        args.append("--disable-recording")
+    lean = not options.all_pytest_plugins
+    if lean or not _plugin_autoloads():
+        # (Without autoload, or from a source tree without the entry point installed.)
+        args += ["-p", "harness.pytest_plugin"]
+    if lean and options.workers is not None:
+        args += ["-p", "xdist.plugin"]
+    if lean:
+        # pytest's unraisable-exception check runs gc.collect() five times as each
+        # process ends; over a large suite's heap that was a second per process.
+        args += ["-p", "no:unraisableexception"]
+    return args + extra
+
+
+# -- pytest --------------------------------------------------------------------------------
+
+
+class _Capture:
+    """A pytest plugin object that keeps the session's config, to read its harness state,
+    and hands the session the baseline the command loaded (so it is read once)."""
+
+    def __init__(self, baseline: tuple[Path, Any] | None = None) -> None:
+        self.config: Any = None
+        self.baseline = baseline
+
+    @_pytest_hookimpl(trylast=True)  # after harness's own pytest_configure made the state
+    def pytest_configure(self, config: Any) -> None:
+        """Keep the config; give harness's session state the loaded baseline."""
+        from harness.pytest_plugin import get_state
+
+        self.config = config
+        state = get_state(config)
+        if state is not None and self.baseline is not None:
+            state.baseline_path, state.baseline = self.baseline
+
+    def state(self) -> Any:
+        """The session's harness state (None when pytest stopped before configuring)."""
+        from harness.pytest_plugin import get_state
+
+        return get_state(self.config) if self.config is not None else None
+
+
+def _call_pytest(args: list[str], capture: _Capture, *, lean: bool) -> int:
+    """``pytest.main`` on ``args``; its status, pytest's usage error (4) made bad input."""
+    import pytest
+
+    # Scenario items need no third-party pytest plugins, and every autoloaded one is
+    # imported by the controller and by each xdist worker: on a 2-CPU machine with
+    # hypothesis, Faker, anyio and pytest-recording installed that doubled the run.
+    # The variable must be in the environment so that xdist workers see it too.
+    saved = os.environ.get(_AUTOLOAD)
+    if lean:
+        os.environ[_AUTOLOAD] = "1"
+    try:
+        code = int(pytest.main(args, plugins=[capture]))
+    finally:
+        if saved is None:
+            os.environ.pop(_AUTOLOAD, None)
+        else:
+            os.environ[_AUTOLOAD] = saved
+    # pytest's usage error (4) is bad input for harness; the rest keep pytest's meaning.
+    return {4: EXIT["bad_input"]}.get(code, code)
+
+
+# -- after pytest --------------------------------------------------------------------------
+
+
+def _write_baseline(
+    options: argparse.Namespace, baseline: Path, results: Results, old: Results | None
+) -> int | None:
+    """``--update-baseline``: None when written, else the exit status."""
+    from harness.project import display_path
+
+    try:
+        update_baseline(baseline, results, old)
+    except OSError as exc:
+        # Like a report that cannot be written: exit 3, but no harness bug.
+        print(
+            f"harness {options.command}: baseline not written: {display_path(baseline)}: "
+            f"{exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return EXIT["internal"]
+    print(f"harness: baseline updated: {display_path(baseline)}")
+    return None
+
+
+def _changed(diff: BaselineDiff) -> bool:
+    """``--fail-on-change``: whether the run regressed or changed; a line names each."""
+    regressions = [e.id for e in diff.regressions]
+    changed = [e.id for e in diff.changed]
+    if not regressions and not changed:
+        return False
+    # Named, as the summary names regressions: what to look at in the report.
+    named = [f"regression {i}" for i in regressions] + [
+        f"changed {i}" for i in changed if i not in regressions
+    ]
+    print(
+        f"harness: --fail-on-change: {len(regressions)} regression(s), {len(changed)} "
+        f"changed against the baseline: {'; '.join(named)}",
+        file=sys.stderr,
+    )
+    return True
+
+
+def run_command(options: argparse.Namespace, extra: list[str]) -> int:
+    """``harness run`` / ``harness record``; ``extra``: the pytest options after ``--``."""
+    root, paths = _scenario_paths(options.paths)
+    # Defaults live in the project's reports/ (where baseline.json is committed), so a
+    # run started from a subfolder writes the same files; given paths are cwd-relative.
+    json_path = Path(options.json) if options.json else root / REPORTS / "results.json"
+    html_path = Path(options.html) if options.html else root / REPORTS / "report.html"
+    baseline, label = _baseline_file(options, root)
+    load_plugin_options(options.plugins)
+    compare = _comparison(options, root, baseline, label)
+
+    args = _pytest_args(options, paths, (json_path, html_path), extra)
+    capture = _Capture(compare)  # the baseline, as --harness-baseline would load it
+    status = _call_pytest(args, capture, lean=not options.all_pytest_plugins)
+    state = capture.state()
+    if state is None or status not in (0, 1):
+        return status
+    if options.update_baseline and state.final is not None:
+        failed = _write_baseline(options, baseline, state.final, compare[1] if compare else None)
+        if failed is not None:
+            return failed
+    changes_fail = options.fail_on_change and status == 0 and state.diff is not None
+    if changes_fail and _changed(state.diff):
+        return EXIT["failed"]
+    return status

@@ -1,0 +1,103 @@
+"""``harness serve SCENARIO [--host H] [--port N] [--max-delay S]``: a scenario's
+``llm.script`` served as an OpenAI-compatible API (``harness.llm.server`` serves it)."""
+
+from __future__ import annotations
+
+import ipaddress
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.cli.exitcodes import EXIT
+from harness.cli.parsing import Parser, parse
+from harness.errors import HarnessError
+from harness.llm.script import ScriptStep
+from harness.llm.server import DEFAULT_MAX_DELAY, DEFAULT_PORT, serve
+
+__all__ = ["serve_main"]
+
+
+def _parser() -> Parser:
+    parser = Parser(
+        prog="harness serve",
+        description="Serve a scenario's llm.script as an OpenAI-compatible API "
+        "(POST /v1/chat/completions, POST /v1/responses, GET /v1/models, POST /v1/reset).",
+    )
+    parser.add_argument("scenario", type=Path, help="a *.scenario.yaml file with llm.script")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help=f"default {DEFAULT_PORT}; 0 picks a free one",
+    )
+    parser.add_argument(
+        "--max-delay",
+        type=float,
+        default=DEFAULT_MAX_DELAY,
+        help="longest a response is held, for `error: timeout` and latency (default 30 s)",
+    )
+    return parser
+
+
+def _script_of(path: Path) -> list[ScriptStep]:
+    """The scenario's ``llm.script``: the steps the server answers from."""
+    from harness.scenario import load_scenario
+
+    scenario = load_scenario(path)
+    return list(scenario.llm.script)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _problem(args: Any, steps: list[ScriptStep]) -> str | None:
+    """What is wrong with the options once the script is read (None when nothing)."""
+    if not steps:
+        return f"{args.scenario} has no llm.script to serve"
+    if args.max_delay < 0 or not 0 <= args.port <= 65535:
+        return "--port must be 0-65535 and --max-delay >= 0"
+    return None
+
+
+def serve_main(argv: Sequence[str] | None = None) -> int:
+    """``harness serve``: serve until SIGTERM or Ctrl-C; 0 then, 2 on bad input."""
+    args = parse(_parser(), argv)
+    if isinstance(args, int):
+        return args
+    try:
+        steps = _script_of(args.scenario)
+    except (HarnessError, OSError) as exc:
+        print(f"harness serve: {exc}", file=sys.stderr)
+        return EXIT["bad_input"]
+    problem = _problem(args, steps)
+    if problem is not None:
+        print(f"harness serve: {problem}", file=sys.stderr)
+        return EXIT["bad_input"]
+    if not _is_loopback(args.host):
+        print(
+            f"harness serve: warning: serving on {args.host}, reachable from other machines",
+            file=sys.stderr,
+        )
+
+    def started(port: int) -> None:
+        shown = f"[{args.host}]" if ":" in args.host else args.host
+        print(
+            f"harness serve: {args.scenario} at http://{shown}:{port}/v1 (Ctrl-C to stop)",
+            flush=True,
+        )
+
+    try:
+        serve(steps, args.host, args.port, args.max_delay, on_started=started)
+    except HarnessError as exc:
+        print(f"harness serve: {exc}", file=sys.stderr)
+        return EXIT["bad_input"]
+    print("harness serve: stopped", flush=True)
+    return EXIT["passed"]

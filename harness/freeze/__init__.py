@@ -1,0 +1,251 @@
+"""``harness freeze``: turn a recorded run into an editable scripted scenario.
+
+The scenario replays the recorded run with no cassette: the model's replies become
+``llm.script`` (with their call ids), the tools become stubs that return, call by call,
+what the recorded tools returned, and ``expect`` holds the outcome. The agent's settings
+(iteration limit, stagnation window, ...) are not in a cassette: they come from the
+scenario that made the recording when it is given (``--scenario``). Before writing,
+freeze runs the frozen scenario once, offline: the expectations are what that run did,
+and a run that would not send the recorded requests is refused.
+
+Modules: ``recorded`` reads the cassette (calls, replies, runs), ``build`` makes the
+scenario, ``check`` runs it and compares. The command is ``harness.cli.freeze``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.freeze.build import build_scenario, replayed_calls
+from harness.freeze.check import Sent, expectations, first_difference, run_offline
+from harness.freeze.recorded import (
+    FreezeError,
+    Run,
+    fill_client_ids,
+    read_calls,
+    split_runs,
+)
+from harness.llm.cassettes.format import (
+    CassetteFormatError,
+    LoadedInteraction,
+    load_cassette_file,
+    readable_yaml,
+)
+from harness.results import ScenarioResult
+from harness.secrets import Scrubber
+
+__all__ = ["FreezeError", "Frozen", "freeze"]
+
+
+@dataclass
+class Frozen:
+    """A frozen scenario: its YAML text, the run it replays, and notes for the user."""
+
+    text: str
+    run: int
+    runs: int
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Source:
+    """What is frozen: the cassette (as the user named it), its runs, the chosen one, and
+    the scenario that made the recording when given."""
+
+    path: Path
+    shown: str
+    runs: list[Run]
+    chosen: Run
+    scenario: str | Path | None  # as given: messages name it so
+    original: Any
+
+    def of_run(self) -> str:
+        """`` (run N of M)`` when the cassette holds several runs."""
+        if len(self.runs) > 1:
+            return f" (run {self.chosen.number} of {len(self.runs)})"
+        return ""
+
+
+def _load(path: Path, shown: str) -> list[LoadedInteraction]:
+    try:
+        interactions = load_cassette_file(path)
+    except CassetteFormatError as exc:
+        raise FreezeError(str(exc.in_file(shown))) from None
+    except OSError as exc:
+        raise FreezeError(f"cannot read cassette {shown}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise FreezeError(f"{shown}: the cassette is not UTF-8 text ({exc.reason})") from None
+    # The same masking as the cassette writer's: a cassette recorded elsewhere (or under
+    # another key) may hold the current secret values, and the scenario is written to disk.
+    scrubber = Scrubber()
+    if scrubber.values:
+        for item in interactions:
+            item.request = scrubber.value(item.request)
+            item.request_json = scrubber.value(item.request_json)
+            item.response = scrubber.value(item.response)
+    return interactions
+
+
+def _original(path: Path) -> Any:
+    from harness.scenario import load_scenario
+
+    return load_scenario(path)
+
+
+def _cassette_of(original: Any, shown: str) -> Path:
+    """The cassette the original scenario records to."""
+    from harness.llm.cassettes.paths import resolve_cassette_path
+    from harness.llm.config import LLMContext
+
+    if original.llm.provider != "openai":
+        raise FreezeError(
+            f"{shown} is not a recorded scenario (llm.provider is {original.llm.provider}): "
+            "give the cassette to freeze as well"
+        )
+    context = LLMContext(scenario_file=original.path, project_root=original.root)
+    return resolve_cassette_path(original.llm.with_context(context))
+
+
+def _recorded_runs(path: Path, shown: str) -> list[Run]:
+    """The runs the cassette recorded, all through one API."""
+    calls = read_calls(_load(path, shown), shown)
+    if not calls:
+        raise FreezeError(f"{shown} records no Chat Completions or Responses API request")
+    if len({call.api for call in calls}) > 1:
+        raise FreezeError(f"{shown} mixes Chat Completions and Responses API requests")
+    return split_runs(calls)
+
+
+def _pick(runs: list[Run], wanted: int | None, shown: str) -> Run:
+    listing = "; ".join(run.describe() for run in runs)
+    if wanted is None:
+        return runs[-1]
+    if not 1 <= wanted <= len(runs):
+        raise FreezeError(
+            f"--run {wanted}: {shown} holds {len(runs)} run(s) ({listing}); "
+            f"give --run 1 to {len(runs)}"
+        )
+    return runs[wanted - 1]
+
+
+def _source(cassette: str | Path | None, scenario: str | Path | None, run: int | None) -> _Source:
+    """The cassette to freeze (``--scenario``'s by default) and the run chosen in it."""
+    original = _original(Path(scenario)) if scenario is not None else None
+    if cassette is None:
+        if original is None:
+            raise FreezeError("give a cassette, or --scenario with a recorded scenario")
+        cassette = _cassette_of(original, str(scenario))
+    path = Path(cassette)
+    shown = str(cassette)
+    runs = _recorded_runs(path, shown)
+    chosen = _pick(runs, run, shown)
+    fill_client_ids(chosen)
+    return _Source(path, shown, runs, chosen, scenario, original)
+
+
+def _notes(source: _Source, run: int | None) -> list[str]:
+    """Which run was frozen, when the cassette holds several."""
+    runs = source.runs
+    if len(runs) <= 1:
+        return []
+    listing = "; ".join(r.describe() for r in runs)
+    which = "the last recorded" if run is None else "as asked"
+    return [
+        f"{source.shown} holds {len(runs)} runs ({listing}): froze run {source.chosen.number}, "
+        f"{which}" + ("; --run N picks another" if run is None else "")
+    ]
+
+
+def _header(source: _Source) -> str:
+    return (
+        f"# Frozen from {source.path.name}{source.of_run()} by `harness freeze`:\n"
+        "# a scripted scenario that replays the recorded run with no cassette.\n"
+        "# Edit replies and tool results to make edge cases.\n"
+    )
+
+
+def _draft(source: _Source) -> dict[str, Any]:
+    """The scenario's data, without expectations yet."""
+    made_by = f" by {Path(source.scenario).name}" if source.scenario is not None else ""
+    description = f"The run recorded{made_by} in {source.path.name}{source.of_run()}, as a script."
+    try:
+        return build_scenario(source.chosen, description=description, original=source.original)
+    except FreezeError as exc:  # about an interaction: name the file
+        raise FreezeError(f"{source.shown}: {exc}") from None
+
+
+def _hint(source: _Source, kind: str) -> str:
+    """What to do when the frozen run does not replay the recording."""
+    if source.original is not None:
+        return (
+            f"has {source.scenario} changed since it was recorded? re-record the cassette "
+            "(--record-mode rewrite)"
+        )
+    if kind == "count":
+        return (
+            "a cassette does not say how the run ended (max_iterations, the stagnation "
+            "window, ...): pass --scenario with the scenario that made the recording"
+        )
+    return "pass --scenario with the scenario that made the recording"
+
+
+def _check_replay(source: _Source, result: ScenarioResult, sent: list[Sent]) -> None:
+    """Refuse a frozen run that sends other requests than the recorded ones, or errors."""
+    difference = first_difference(replayed_calls(source.chosen), sent, result)
+    if difference is not None:
+        kind, what = difference
+        run_name = f"run {source.chosen.number} of " if len(source.runs) > 1 else ""
+        raise FreezeError(
+            f"{source.shown}: the frozen scenario would not replay {run_name}the recording: "
+            f"{what}; {_hint(source, kind)}"
+        )
+    if result.status == "error":
+        # A run ending in `error` (a scenario or harness bug) fails whatever it expects.
+        message = (result.final.error or {}).get("message") or "no message"
+        raise FreezeError(
+            f"{source.shown}: the recorded run ends in error ({message}), and a scenario whose "
+            "run ends in error cannot pass as written: fix the cause (the scenario, a plugin) "
+            "and record again"
+        )
+
+
+def _check_passes(source: _Source, text: str, target: Path) -> None:
+    """The scenario with its expectations passes (they were taken from the same run)."""
+    check, _ = run_offline(text, target)
+    if check.status != "passed":
+        unmet = ", ".join(e.path for e in check.expectations if not e.ok) or check.status
+        raise FreezeError(
+            f"{source.shown}: the frozen scenario does not pass as written ({unmet}): "
+            "a bug in harness freeze, please report it"
+        )
+
+
+def freeze(
+    cassette: str | Path | None = None,
+    *,
+    scenario: str | Path | None = None,
+    run: int | None = None,
+    output: str | Path | None = None,
+) -> Frozen:
+    """The scenario that replays a run recorded in ``cassette``.
+
+    ``scenario``: the scenario that made the recording (its agent section and tool
+    definitions are used; its cassette is the default). ``run``: which run of a cassette
+    holding several (1-based; default the last recorded). ``output``: where the scenario
+    will be written (its path names it; default ``<cassette name>.scenario.yaml`` here).
+    """
+    source = _source(cassette, scenario, run)
+    header = _header(source)
+    data = _draft(source)
+    target = Path(output) if output is not None else Path(f"{source.path.stem}.scenario.yaml")
+    target = target.resolve()
+    result, sent = run_offline(header + readable_yaml(data, fast=False), target)
+    _check_replay(source, result, sent)
+    data["expect"] = expectations(result)
+    text = header + readable_yaml(data, fast=False)
+    _check_passes(source, text, target)
+    return Frozen(
+        text=text, run=source.chosen.number, runs=len(source.runs), notes=_notes(source, run)
+    )

@@ -1,0 +1,35 @@
+"""``harness serve``: an OpenAI-compatible server answering from a script.
+
+It lets agents written in any language be tested against scripted replies, and
+lets recording be exercised with no internet. It is stateless (DESIGN section 7):
+a request whose input holds k assistant replies gets the script's reply k+1. An
+error step takes no position of its own: it fails one attempt at the next reply's
+position; attempts are counted per hash of the conversation, so a client's retry
+of the same request gets the reply. ``POST /v1/reset`` forgets those counts.
+
+The server is given its script steps; reading them from a scenario file is the
+command's job (``harness.cli.serve``). Modules: ``state`` (positions, attempts),
+``wire`` (JSON, streams, errors), ``chat`` and ``responses`` (the two APIs), ``app``
+(routes), ``running`` (uvicorn).
+"""
+
+from harness.llm.server.app import create_app
+from harness.llm.server.running import (
+    DEFAULT_PORT,
+    listening_sockets,
+    running_app,
+    running_server,
+    serve,
+)
+from harness.llm.server.state import DEFAULT_MAX_DELAY, ScriptState
+
+__all__ = [
+    "DEFAULT_MAX_DELAY",
+    "DEFAULT_PORT",
+    "ScriptState",
+    "create_app",
+    "listening_sockets",
+    "running_app",
+    "running_server",
+    "serve",
+]

@@ -1,0 +1,70 @@
+"""The Starlette application: routes, the script state, and the error handlers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.responses import Response
+from starlette.routing import Route
+
+from harness.llm.script import ScriptStep
+from harness.llm.server.chat import chat_completions
+from harness.llm.server.responses import responses
+from harness.llm.server.state import DEFAULT_MAX_DELAY, ScriptState
+from harness.llm.server.wire import MODEL_ID, ApiError, http_error, json_response
+
+__all__ = ["create_app", "find_state"]
+
+
+async def models(request: Any) -> Any:
+    """GET /v1/models."""
+    return json_response(
+        {
+            "object": "list",
+            "data": [{"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "harness"}],
+        }
+    )
+
+
+async def model(request: Any) -> Any:
+    """GET /v1/models/{id}: serve answers as any model a client names."""
+    name = request.path_params["model_id"]
+    return json_response({"id": name, "object": "model", "created": 0, "owned_by": "harness"})
+
+
+async def reset(request: Any) -> Any:
+    """POST /v1/reset: forget the attempt counts (204)."""
+    request.app.state.script.reset()
+    return Response(status_code=204)
+
+
+def create_app(steps: Sequence[ScriptStep], max_delay: float = DEFAULT_MAX_DELAY) -> Any:
+    """The Starlette application answering from ``steps``."""
+    app = Starlette(
+        routes=[
+            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+            Route("/v1/responses", responses, methods=["POST"]),
+            Route("/v1/models", models, methods=["GET"]),
+            Route("/v1/models/{model_id:path}", model, methods=["GET"]),
+            Route("/v1/reset", reset, methods=["POST"]),
+        ],
+        # Starlette looks a status up before a class: an ApiError with status 404 or
+        # 405 (an error step's) reaches the same handler, which answers it as raised.
+        exception_handlers={404: http_error, 405: http_error, ApiError: http_error},
+    )
+    app.state.script = ScriptState(steps, max_delay)
+    return app
+
+
+def find_state(app: Any) -> ScriptState | None:
+    """The ScriptState of an app made by create_app, through middleware wrappers."""
+    for _ in range(20):
+        state = getattr(getattr(app, "state", None), "script", None)
+        if isinstance(state, ScriptState):
+            return state
+        app = getattr(app, "app", None)
+        if app is None:
+            break
+    return None
