@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from harness.report import diff_results, render_html, write_html
-from harness.report.html import COMPACT_AFTER, Limits, _environment, clip
+from harness.report.html import _environment
+from harness.report.markup import clip
 from harness.report.samples import (
     HOSTILE,
     MARKUP,
@@ -23,6 +24,7 @@ from harness.report.samples import (
     sample_results,
     sample_scenarios,
 )
+from harness.report.views import COMPACT_AFTER, Limits
 from harness.results import Results
 
 
