@@ -11,11 +11,11 @@ import logging
 from html.parser import HTMLParser
 
 import pytest
+from report_samples import HOSTILE, MARKUP, sample_baseline, sample_results
 
 from harness.report import BaselineDiff, diff_results, render_html
 from harness.report.diff import ScenarioChange, TrajectoryChange, TrajectoryOp
 from harness.report.markup import word_diff
-from harness.report.samples import HOSTILE, MARKUP, sample_baseline, sample_results
 from harness.report.views import Limits
 
 # Elements that never have children or an end tag.
