@@ -106,6 +106,7 @@ class ExplodingObserver:
 
     @hookimpl
     def harness_action_executed(self, run: Any, action: Any, result: Any) -> None:
+        """Raise: the bug."""
         raise KeyError("observer expected a 'trace_id' in the tool result")
 
 

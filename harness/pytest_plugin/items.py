@@ -55,6 +55,7 @@ class ScenarioFile(pytest.File):
     """A ``*.scenario.yaml`` file: loaded (and checked) at collection, one item."""
 
     def collect(self) -> list[pytest.Item]:
+        """Load (and check) the file: its one scenario item, marked with its tags."""
         from harness.scenario import load_scenario
 
         scenario = load_scenario(self.path)
@@ -67,6 +68,7 @@ class ScenarioFile(pytest.File):
         return [item]
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
+        """A scenario file's load errors as they are, without a traceback."""
         from harness.errors import HarnessError
 
         if isinstance(excinfo.value, HarnessError):
@@ -114,6 +116,7 @@ class ScenarioItem(pytest.Item):
         return self._id
 
     def runtest(self) -> None:
+        """Run the scenario; raise ScenarioFailed unless it passed."""
         from harness.errors import HarnessError, RecordingRefused
         from harness.scenario import run_scenario
 
@@ -144,6 +147,7 @@ class ScenarioItem(pytest.Item):
             raise ScenarioFailed(result)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:  # type: ignore[override]
+        """Why the scenario failed, or whose code an escaped exception came from."""
         if isinstance(excinfo.value, ScenarioFailed):
             from harness.report.text import format_failure
 
@@ -168,6 +172,7 @@ class ScenarioItem(pytest.Item):
         return f"{error} ({verdict})\n{shown}"
 
     def reportinfo(self) -> tuple[Path, int, str]:
+        """Where the item is, for pytest's report headers."""
         # Line 0, not None: pytest's report of a skip mark needs a line. The id names the
         # file too, so failures in a large suite are told apart by their headers.
         return self.path, 0, self.scenario_id

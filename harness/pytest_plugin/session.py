@@ -140,13 +140,16 @@ class SuiteState:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """The run starts now (results.json's ``meta.started``)."""
         self.started = datetime.now(UTC)
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        """A worker keeps what it deselected, for the controller's count."""
         if self.is_worker:
             self.deselected.extend(item.nodeid for item in items)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """A worker sends what it collected to the controller."""
         if self.is_worker and (self.collected_ids or self.unloaded_files):
             # Sent to the controller when the worker finishes (pytest_testnodedown).
             self.config.workeroutput["harness"] = {  # type: ignore[attr-defined]
@@ -157,6 +160,7 @@ class SuiteState:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """The controller takes in what a finished worker collected and deselected."""
         sent = (getattr(node, "workeroutput", None) or {}).get("harness")
         if not sent:
             return
@@ -173,6 +177,7 @@ class SuiteState:
             )
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """The controller gathers each scenario's result from its test report."""
         if self.is_worker:
             return
         text = getattr(report, "harness_result", None)
@@ -187,6 +192,7 @@ class SuiteState:
             self.internal_errors.append(internal)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """Note a scenario file that did not load (once), and stop as serial pytest does."""
         if not report.failed or not report.nodeid.endswith(SUFFIX):
             return
         if report.nodeid in self.collection_errors:
@@ -203,6 +209,7 @@ class SuiteState:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """Write the reports (unless the session stopped part way) and set the exit status."""
         if self.is_worker:
             return
         status = int(session.exitstatus)
@@ -239,6 +246,7 @@ class SuiteState:
                 self.report_errors.append(f"{self.shown(self.html_path)} not written: {_why(exc)}")
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """Print the harness summary."""
         if self.is_worker or self.config.get_verbosity() < -1:
             return
         if not (

@@ -144,6 +144,7 @@ def _bars(
 
 
 def scenario_charts(scenarios: list[ScenarioResult], summary: Any) -> dict[str, Any]:
+    """Geometry of the report's charts: terminations, iterations and simulated time."""
     # In TERMINATIONS order, not by count.
     by_termination = [
         (name, summary.by_termination.get(name, 0))

@@ -73,6 +73,20 @@ class Timeline:
     approximate: bool = False
 
 
+@dataclass
+class _LLMCalls:
+    """The run's LLM calls as its events tell them."""
+
+    # (call, iteration, simulated time of the request), in order.
+    requests: list[tuple[int, int, float | None]] = field(default_factory=list)
+    # call -> simulated time of its response (answered calls only).
+    responses: dict[int, float | None] = field(default_factory=dict)
+    # call -> the iteration of its request.
+    iteration_of: dict[int, int] = field(default_factory=dict)
+    # call -> the request's tool_choice, when it set one.
+    choices: dict[int, str] = field(default_factory=dict)
+
+
 def _llm_replies(scenario: ScenarioResult, answered: int) -> list[AssistantMessage]:
     """The assistant messages that LLM calls of this run produced, in order.
 
@@ -104,20 +118,6 @@ def build_timeline(scenario: ScenarioResult) -> Timeline:
             iteration.note = _note(scenario, iteration.number == iterations[-1].number)
     total = max([scenario.sim_time, *(i.end for i in items)])
     return Timeline(iterations, total, window, size, approximate)
-
-
-@dataclass
-class _LLMCalls:
-    """The run's LLM calls as its events tell them."""
-
-    # (call, iteration, simulated time of the request), in order.
-    requests: list[tuple[int, int, float | None]] = field(default_factory=list)
-    # call -> simulated time of its response (answered calls only).
-    responses: dict[int, float | None] = field(default_factory=dict)
-    # call -> the iteration of its request.
-    iteration_of: dict[int, int] = field(default_factory=dict)
-    # call -> the request's tool_choice, when it set one.
-    choices: dict[int, str] = field(default_factory=dict)
 
 
 def _read_events(

@@ -216,6 +216,7 @@ def _search_text(scenario: ScenarioResult) -> str:
 
 
 def scenario_view(index: int, scenario: ScenarioResult, limits: Limits) -> dict[str, Any]:
+    """What the template needs to show scenario number ``index + 1``."""
     timeline = build_timeline(scenario)
     notes = _call_notes(scenario)
     rows = _rows(timeline, scenario, notes, limits)
