@@ -1,7 +1,8 @@
 """Does the HTML report scale? 1,000 scenarios of 20 iterations (issue 6).
 
-Builds N scenario results from real agent runs (react planner, two parallel tool calls
-per round, long model and tool texts so that truncation is exercised), then times:
+Builds N scenario results from generated scenarios run by the real runner (react
+planner, two parallel tool calls per round, long model and tool texts so that truncation
+is exercised; tests/report_samples.py), then times:
 
 - ``render_html`` (best of several runs, with the median and the CPU time beside it;
   target: under 5 s for 1,000 x 20);
@@ -23,20 +24,24 @@ import gc
 import logging
 import platform
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 from harness.cli.report import report_main
 from harness.report import render_html
-from harness.report.browser import find_chromium, launch_chromium
-from harness.report.samples import long_scenario, sample_results
 
 TARGET_SECONDS = 5.0
+
+# The sample scenarios and the chromium launcher are test support, not library code.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 
 def browser_figures(path: Path) -> dict[str, float] | None:
     """Open the report in headless chromium; None when chromium or playwright is missing."""
+    from chromium import find_chromium, launch_chromium
+
     executable = find_chromium()
     try:
         from playwright.sync_api import sync_playwright
@@ -80,6 +85,7 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, help="also write the report here")
     args = parser.parse_args()
     logging.getLogger("harness").setLevel(logging.ERROR)
+    from report_samples import long_scenario, sample_results
 
     started = time.perf_counter()
     scenarios = [long_scenario(i, args.iterations) for i in range(args.scenarios)]

@@ -2,8 +2,9 @@
 
     python docs/make_screenshots.py [--out docs]
 
-Renders the sample results (harness.report.samples: real agent runs, one per
-termination, plus a baseline that differs in every diff category) and saves:
+Renders the sample results (tests/report_samples.py: scenario files run by the real
+runner, one per termination, plus a baseline that differs in every diff category) and
+saves:
 
 - report-summary.png: the top of a report against a baseline: the counts (a regression
   among them) and the start of the diff, down to its regressions and fixes;
@@ -22,16 +23,20 @@ import tempfile
 from pathlib import Path
 
 from harness.report import diff_results, write_html
-from harness.report.browser import find_chromium, launch_chromium
-from harness.report.samples import sample_baseline, sample_results, sample_scenarios
 
 WIDTH = 1280
+
+# The sample scenarios and the chromium launcher are test support, not library code.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent)
     args = parser.parse_args()
+    from chromium import find_chromium, launch_chromium
+    from report_samples import sample_baseline, sample_results, sample_scenarios
+
     executable = find_chromium()
     if executable is None:
         print("chromium is not installed: apt-get install -y chromium", file=sys.stderr)

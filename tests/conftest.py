@@ -18,6 +18,10 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 # pytester: the plugin and CLI tests run real pytest sessions (tests/test_pytest_plugin.py).
 pytest_plugins = ["pytester"]
 
+# Test data, never test items: the report's sample scenarios (tests/report_samples.py)
+# fail and err on purpose.
+collect_ignore = ["fixtures"]
+
 
 # This repository's own plugins (`[tool.harness] plugins`), which its example scenarios
 # use. A test that runs those examples says so with the `repo_plugins` mark; every other

@@ -13,7 +13,7 @@ import textwrap
 import pytest
 from scenario_texts import PASSING, SESSION_TESTS
 
-from harness.pytest_plugin import format_failure, trajectory_lines
+from harness.report.text import format_failure, trajectory_lines
 from harness.results import Results
 
 pytestmark = SESSION_TESTS
@@ -1041,9 +1041,9 @@ def test_calls_run_one_after_another_are_not_called_parallel(pytester):
 
 def test_the_plugins_copies_of_shared_constants_are_current():
     """The plugin keeps its own copies so that loading it imports nothing of harness."""
-    from harness import pytest_plugin
     from harness.llm.config import RECORD_MODES
+    from harness.pytest_plugin import options
     from harness.scenario.loader import SUFFIX
 
-    assert pytest_plugin.SUFFIX == SUFFIX
-    assert tuple(pytest_plugin.RECORD_MODES) == tuple(RECORD_MODES)
+    assert options.SUFFIX == SUFFIX
+    assert tuple(options.RECORD_MODES) == tuple(RECORD_MODES)

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from chromium import find_chromium, launch_chromium
+from report_samples import HOSTILE, sample_baseline, sample_results
 
 from harness.report import diff_results, write_html
-from harness.report.browser import find_chromium, launch_chromium
-from harness.report.samples import HOSTILE, sample_baseline, sample_results
 from harness.results import Results
 
 

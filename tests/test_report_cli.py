@@ -6,12 +6,12 @@ import logging
 from pathlib import Path
 
 import pytest
+from report_samples import sample_baseline, sample_results
 
 import harness.report
 from harness.cli.report import report_main
 from harness.report import render_html
 from harness.report.diff import diff_results
-from harness.report.samples import sample_baseline, sample_results
 from harness.results import Results, ResultsFileError, load_results
 
 

@@ -6,10 +6,9 @@ import logging
 from typing import Any
 
 import pytest
+from report_samples import run_script, sample_baseline, sample_results
 
-from harness import Agent
 from harness.report import diff_results, trajectory
-from harness.report.samples import TOOLS, sample_baseline, sample_results
 from harness.results import ExpectationResult, Results, ScenarioResult, build_results
 
 
@@ -26,17 +25,16 @@ def run_scenario(
     expectations: list[ExpectationResult] | None = None,
     **agent: Any,
 ) -> ScenarioResult:
-    """One scenario from a real run of a scripted agent."""
-    result = Agent(llm=script, tools=TOOLS, **agent).run("Go.")
-    file = f"scenarios/{name}.scenario.yaml"
-    return ScenarioResult.from_run(
-        result,
-        id=f"{file}::{name}",
-        name=name,
-        file=file,
-        expectations=expectations or [],
-        status=status,  # type: ignore[arg-type]
-    )
+    """One scenario from a real run of a scripted agent, given the status and unmet
+    expectations the test compares (the run itself passes)."""
+    result = run_script(script, name, tools=TOOLS, **agent)
+    return result.model_copy(update={"status": status, "expectations": expectations or []})
+
+
+# The order service is down: looking an order up raises.
+TOOLS = {
+    "lookup_order": {"errors": [{"raise": "order service unavailable", "type": "RuntimeError"}]}
+}
 
 
 WEATHER = [

@@ -11,11 +11,12 @@ import logging
 from html.parser import HTMLParser
 
 import pytest
+from report_samples import HOSTILE, MARKUP, sample_baseline, sample_results
 
 from harness.report import BaselineDiff, diff_results, render_html
 from harness.report.diff import ScenarioChange, TrajectoryChange, TrajectoryOp
-from harness.report.html import Limits, word_diff
-from harness.report.samples import HOSTILE, MARKUP, sample_baseline, sample_results
+from harness.report.markup import word_diff
+from harness.report.views import Limits
 
 # Elements that never have children or an end tag.
 VOID = {"meta", "br", "img", "input", "hr", "link", "area", "base", "col", "embed", "source"}

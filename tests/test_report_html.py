@@ -11,10 +11,7 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
-
-from harness.report import diff_results, render_html, write_html
-from harness.report.html import COMPACT_AFTER, Limits, _environment, clip
-from harness.report.samples import (
+from report_samples import (
     HOSTILE,
     MARKUP,
     hostile_scenario,
@@ -23,6 +20,11 @@ from harness.report.samples import (
     sample_results,
     sample_scenarios,
 )
+
+from harness.report import diff_results, render_html, write_html
+from harness.report.html import _environment
+from harness.report.markup import clip
+from harness.report.views import COMPACT_AFTER, Limits
 from harness.results import Results
 
 

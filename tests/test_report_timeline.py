@@ -6,10 +6,9 @@ import logging
 from typing import Any
 
 import pytest
+from report_samples import run_script, sample_results
 
-from harness import Agent
 from harness.report import render_html
-from harness.report.samples import TOOLS, sample_results, scenario_result
 from harness.report.timeline import build_timeline
 from harness.results import ScenarioResult
 
@@ -20,8 +19,7 @@ def _quiet_loop_logs(caplog: pytest.LogCaptureFixture) -> None:
 
 
 def run(script: list[dict[str, Any]], name: str = "t", **agent: Any) -> ScenarioResult:
-    result = Agent(llm=script, tools=TOOLS, **agent).run("Go.")
-    return scenario_result(result, name, expect={"termination": result.termination.value})
+    return run_script(script, name, **agent)
 
 
 def spans(scenario: ScenarioResult) -> list[tuple[int, str, float, float]]:
@@ -48,9 +46,10 @@ def test_llm_calls_fill_the_time_between_tool_plans() -> None:
             {"content": "Done.", "latency": 0.9},
         ],
         planner="react",
+        tools={"get_weather": {"latency": 0.5}},
     )
-    # get_weather(SF) sleeps 0.5 s, find_restaurants 0.8 s and get_weather(Oakland) 0.35 s
-    # in parallel: the plan takes the longer one.
+    # get_weather takes 0.5 s; find_restaurants 0.8 s and get_weather(Oakland) 0.5 s in
+    # parallel: the plan takes the longer one.
     assert spans(scenario) == [
         (1, "llm1", 0.0, 0.6),
         (1, "plan1", 0.6, 1.1),
@@ -69,6 +68,7 @@ def test_sequential_calls_are_not_parallel() -> None:
         {"tool_calls": [{"get_weather": {"city": "A"}}, {"get_weather": {"city": "B"}}]},
         {"content": "ok"},
     ]
+    # get_weather takes 0.35 s.
     plan = build_timeline(run(script, parallel_tools=False)).iterations[1].items[0]
     assert not plan.parallel
     assert [(c.sim_start, c.sim_end) for c in plan.calls] == [(0.0, 0.35), (0.35, 0.7)]
@@ -90,7 +90,7 @@ def test_stagnation_window_and_declined_plan() -> None:
     scenario = run(
         [{"tool_calls": [{"search_docs": {"query": "x"}}], "repeat": 6}],
         planner="react",
-        stagnation_window=2,
+        stagnation={"window": 2},
     )
     timeline = build_timeline(scenario)
     assert scenario.termination.value == "stagnation"
@@ -156,11 +156,11 @@ def test_without_events_plans_still_show() -> None:
 
 
 def test_history_replies_are_not_taken_for_this_runs_replies() -> None:
-    first = Agent(llm=[{"content": "Earlier answer."}], tools=TOOLS).run("Before.")
-    second = Agent(llm=[{"content": "New answer."}], tools=TOOLS).run(
-        "Again.", conversation=first.conversation
-    )
-    scenario = scenario_result(second, "history")
+    earlier = [
+        {"role": "user", "content": "Before."},
+        {"role": "assistant", "content": "Earlier answer."},
+    ]
+    scenario = run([{"content": "New answer."}], "history", prompt="Again.", history=earlier)
     (item,) = [i for it in build_timeline(scenario).iterations for i in it.items]
     assert item.reply is not None and item.reply.content == "New answer."
 

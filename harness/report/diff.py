@@ -33,6 +33,7 @@ from harness.baseline import (
     TrajectoryOp,
 )
 from harness.canonical import canonical_json
+from harness.report.plans import plans
 from harness.results import Results, ScenarioResult
 
 __all__ = [
@@ -44,14 +45,14 @@ __all__ = [
     "TrajectoryChange",
     "TrajectoryOp",
     "diff_results",
-    "plan_signature",
+    "plan_text",
     "trajectory",
 ]
 
 # -- trajectories ------------------------------------------------------------------------
 
 
-def plan_signature(calls: list[Any]) -> str:
+def plan_text(calls: list[Any]) -> str:
     """One plan as text: ``name {args}`` per call in the model's order, ``||`` between
     parallel calls, and ``[status]`` after a call that did not run ``ok``."""
     parts = []
@@ -65,10 +66,7 @@ def plan_signature(calls: list[Any]) -> str:
 
 def trajectory(scenario: ScenarioResult) -> list[str]:
     """The scenario's tool-call trajectory: one string per plan (group), in order."""
-    groups: dict[int, list[Any]] = {}
-    for record in scenario.tool_calls:
-        groups.setdefault(record.group, []).append(record)
-    return [plan_signature(calls) for _, calls in sorted(groups.items())]
+    return [plan_text(calls) for calls in plans(scenario).values()]
 
 
 def _trajectory_change(old: ScenarioResult, new: ScenarioResult) -> TrajectoryChange | None:

@@ -11,11 +11,13 @@ usual case of one LLM call between two tool plans.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness.actions import ToolCallRecord
 from harness.messages import AssistantMessage
+from harness.report.plans import plans
 from harness.results import ScenarioResult
 
 __all__ = ["Item", "Iteration", "Timeline", "build_timeline"]
@@ -71,6 +73,20 @@ class Timeline:
     approximate: bool = False
 
 
+@dataclass
+class _LLMCalls:
+    """The run's LLM calls as its events tell them."""
+
+    # (call, iteration, simulated time of the request), in order.
+    requests: list[tuple[int, int, float | None]] = field(default_factory=list)
+    # call -> simulated time of its response (answered calls only).
+    responses: dict[int, float | None] = field(default_factory=dict)
+    # call -> the iteration of its request.
+    iteration_of: dict[int, int] = field(default_factory=dict)
+    # call -> the request's tool_choice, when it set one.
+    choices: dict[int, str] = field(default_factory=dict)
+
+
 def _llm_replies(scenario: ScenarioResult, answered: int) -> list[AssistantMessage]:
     """The assistant messages that LLM calls of this run produced, in order.
 
@@ -83,81 +99,109 @@ def _llm_replies(scenario: ScenarioResult, answered: int) -> list[AssistantMessa
 
 def build_timeline(scenario: ScenarioResult) -> Timeline:
     """Lay out one scenario's run (iterations in order, each with its items in order)."""
-    groups: dict[int, list[ToolCallRecord]] = {}
-    for record in scenario.tool_calls:
-        groups.setdefault(record.group, []).append(record)
+    groups = plans(scenario)
+    calls, order = _read_events(scenario, groups)
+    answered = [c for c, _, _ in calls.requests if c in calls.responses]
+    replies = _llm_replies(scenario, len(answered))
+    _place_unexecuted_plans(order, groups, calls, _asked_by(answered, replies))
+    unused = iter(replies)
+    items = [
+        _llm_item(key, calls, unused) if kind == "llm" else _plan_item(key, groups[key], scenario)
+        for kind, key in order
+    ]
+    approximate = _place_on_clock(items, scenario, calls.requests, calls.responses)
+    iterations = _iterations(scenario, items)
+    window, size = _stagnation_window(scenario, items)
+    for iteration in iterations:
+        iteration.in_window = iteration.number in window
+        if not iteration.items:
+            iteration.note = _note(scenario, iteration.number == iterations[-1].number)
+    total = max([scenario.sim_time, *(i.end for i in items)])
+    return Timeline(iterations, total, window, size, approximate)
 
-    requests: list[tuple[int, int, float | None]] = []  # (call, iteration, sim_time)
-    responses: dict[int, float | None] = {}
-    order: list[tuple[str, int]] = []  # ("llm", call) | ("tools", group) in event order
+
+def _read_events(
+    scenario: ScenarioResult, groups: dict[int, list[ToolCallRecord]]
+) -> tuple[_LLMCalls, list[tuple[str, int]]]:
+    """The LLM calls, and what happened in event order: ("llm", call) and ("tools", group)
+    for the plans that were executed."""
+    calls = _LLMCalls()
+    order: list[tuple[str, int]] = []
     placed: set[int] = set()
     for event in scenario.events:
         name = event.get("event")
         if name == "llm_request":
-            call = _int(event.get("call"), len(requests) + 1)
-            requests.append((call, _int(event.get("iteration"), 0), event.get("sim")))
+            call = _int(event.get("call"), len(calls.requests) + 1)
+            iteration = _int(event.get("iteration"), 0)
+            calls.requests.append((call, iteration, event.get("sim")))
+            calls.iteration_of[call] = iteration
             order.append(("llm", call))
+            if isinstance(event.get("tool_choice"), str):
+                calls.choices[_int(event.get("call"), 0)] = event["tool_choice"]
         elif name == "llm_response":
-            responses[_int(event.get("call"), 0)] = event.get("sim")
+            calls.responses[_int(event.get("call"), 0)] = event.get("sim")
         elif name == "action_executed":
             group = event.get("group")
             if isinstance(group, int) and group in groups and group not in placed:
                 placed.add(group)
                 order.append(("tools", group))
-    answered_calls = [c for c, _, _ in requests if c in responses]
-    replies_in_order = _llm_replies(scenario, len(answered_calls))
-    # Which LLM call asked for each tool call id (the latest reply holding it).
-    asked_by = {
+    return calls, order
+
+
+def _asked_by(answered: list[int], replies: list[AssistantMessage]) -> dict[str, int]:
+    """Which LLM call asked for each tool call id (the latest reply holding it)."""
+    return {
         call.id: number
-        for number, reply in zip(answered_calls, replies_in_order, strict=False)
+        for number, reply in zip(answered, replies, strict=False)
         for call in reply.tool_calls
     }
-    # Plans that never reached action_executed (stopped by validation or stagnation, left
-    # at the limit) go right after the reply that asked for them, else after what their
-    # iteration did before them: in the order things happened.
-    for group in sorted(groups):
+
+
+def _place_unexecuted_plans(
+    order: list[tuple[str, int]],
+    groups: dict[int, list[ToolCallRecord]],
+    calls: _LLMCalls,
+    asked_by: dict[str, int],
+) -> None:
+    """Put the plans that never reached action_executed (stopped by validation or
+    stagnation, left at the limit) into ``order`` right after the reply that asked for
+    them, else after what their iteration did before them: in the order things happened."""
+    placed = {key for kind, key in order if kind == "tools"}
+    for group in groups:
         if group not in placed:
-            order.insert(_slot(order, groups, group, requests, asked_by), ("tools", group))
+            order.insert(_slot(order, groups, group, calls.requests, asked_by), ("tools", group))
 
-    replies = iter(replies_in_order)
-    choices = {
-        _int(e.get("call"), 0): e["tool_choice"]
-        for e in scenario.events
-        if e.get("event") == "llm_request" and isinstance(e.get("tool_choice"), str)
-    }
-    request_iteration = {call: it for call, it, _ in requests}
-    items: list[Item] = []
-    for kind, key in order:
-        if kind == "llm":
-            answered = key in responses
-            items.append(
-                Item(
-                    kind="llm",
-                    iteration=request_iteration[key],
-                    call=key,
-                    reply=next(replies, None) if answered else None,
-                    failed=not answered,
-                    tool_choice=choices.get(key),
-                )
-            )
-        else:
-            calls = groups[key]
-            statuses = {c.status for c in calls}
-            items.append(
-                Item(
-                    kind="tools",
-                    iteration=calls[0].iteration,
-                    group=key,
-                    calls=calls,
-                    declined=statuses == {"not_run"} and scenario.termination.value == "stagnation",
-                    stopped=bool(statuses & {"invalid", "unknown_tool"})
-                    and statuses <= {"invalid", "unknown_tool", "not_run"}
-                    and scenario.termination.value == "validation_error",
-                )
-            )
 
-    approximate = _place_on_clock(items, scenario, requests, responses)
+def _llm_item(call: int, calls: _LLMCalls, replies: Iterator[AssistantMessage]) -> Item:
+    """An LLM call's item; answered calls take the next of this run's replies."""
+    answered = call in calls.responses
+    return Item(
+        kind="llm",
+        iteration=calls.iteration_of[call],
+        call=call,
+        reply=next(replies, None) if answered else None,
+        failed=not answered,
+        tool_choice=calls.choices.get(call),
+    )
 
+
+def _plan_item(group: int, calls: list[ToolCallRecord], scenario: ScenarioResult) -> Item:
+    """A tool plan's item, marked declined (stagnation) or stopped (validation)."""
+    statuses = {c.status for c in calls}
+    return Item(
+        kind="tools",
+        iteration=calls[0].iteration,
+        group=group,
+        calls=calls,
+        declined=statuses == {"not_run"} and scenario.termination.value == "stagnation",
+        stopped=bool(statuses & {"invalid", "unknown_tool"})
+        and statuses <= {"invalid", "unknown_tool", "not_run"}
+        and scenario.termination.value == "validation_error",
+    )
+
+
+def _iterations(scenario: ScenarioResult, items: list[Item]) -> list[Iteration]:
+    """Iterations 1..N (and any other an item names), each holding its items in order."""
     iterations = [Iteration(number=n) for n in range(1, max(scenario.iterations, 0) + 1)]
     by_number = {it.number: it for it in iterations}
     for item in items:
@@ -168,14 +212,7 @@ def build_timeline(scenario: ScenarioResult) -> Timeline:
     iterations.sort(key=lambda it: it.number)
     for item in items:
         by_number[item.iteration].items.append(item)
-
-    window, size = _stagnation_window(scenario, items)
-    for iteration in iterations:
-        iteration.in_window = iteration.number in window
-        if not iteration.items:
-            iteration.note = _note(scenario, iteration.number == iterations[-1].number)
-    total = max([scenario.sim_time, *(i.end for i in items)])
-    return Timeline(iterations, total, window, size, approximate)
+    return iterations
 
 
 def _slot(

@@ -1,0 +1,56 @@
+"""pytest integration: scenario files are test items, their results become results.json.
+
+Loaded through the ``pytest11`` entry point, so it is active in every pytest session of
+the environment: everything here stays inert (and cheap to import) until a
+``*.scenario.yaml`` file is collected or a ``--harness-*`` option is given.
+
+- ``options``: the command-line options and how a session reads them;
+- ``session``: the per-session state, gathering results (also from xdist workers),
+  writing results.json, the HTML report and the baseline diff, and the summary;
+- ``items``: collection of scenario files, the item that runs one, how its failure
+  reads and whose code an escaped exception came from;
+- ``fixture``: the ``harness`` fixture for hand-written tests.
+
+pytest registers this module (the entry point names it), so the hooks of all four are
+imported here: pytest finds a plugin's hooks among its module's attributes.
+"""
+
+from harness.pytest_plugin.fixture import HarnessFixture, harness
+from harness.pytest_plugin.items import (
+    ScenarioFile,
+    ScenarioItem,
+    pytest_collect_file,
+    pytest_ignore_collect,
+    pytest_itemcollected,
+    pytest_report_teststatus,
+    pytest_runtest_makereport,
+)
+from harness.pytest_plugin.options import SUFFIX, pytest_addoption
+from harness.pytest_plugin.session import (
+    SuiteState,
+    diff_against_baseline,
+    get_state,
+    pytest_configure,
+    pytest_unconfigure,
+    summary_lines,
+)
+
+__all__ = [
+    "SUFFIX",
+    "HarnessFixture",
+    "ScenarioFile",
+    "ScenarioItem",
+    "SuiteState",
+    "diff_against_baseline",
+    "get_state",
+    "harness",
+    "pytest_addoption",
+    "pytest_collect_file",
+    "pytest_configure",
+    "pytest_ignore_collect",
+    "pytest_itemcollected",
+    "pytest_report_teststatus",
+    "pytest_runtest_makereport",
+    "pytest_unconfigure",
+    "summary_lines",
+]

@@ -1,0 +1,311 @@
+"""Scenario files as pytest items: collection, running, and how a failure reads.
+
+One item per ``*.scenario.yaml`` file (other YAML is ignored); its tags become
+registered markers; a file that does not load is a collection error showing the
+``path:line: field: message`` lines, no traceback. An exception raised in a plugin (or
+other user code) during a run is that scenario's error; one raised in harness's own code
+is a harness crash (exit status 3).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from harness.pytest_plugin.options import SUFFIX
+from harness.pytest_plugin.session import get_state, state_of
+
+if TYPE_CHECKING:
+    from harness.results import ScenarioResult
+    from harness.scenario import Scenario
+
+__all__ = [
+    "ScenarioFailed",
+    "ScenarioFile",
+    "ScenarioItem",
+    "pytest_collect_file",
+    "pytest_ignore_collect",
+    "pytest_itemcollected",
+    "pytest_report_teststatus",
+    "pytest_runtest_makereport",
+]
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """With --harness-scenarios-only, ignore every file but scenario files."""
+    # `harness run DIR` runs the scenarios of DIR, not its Python tests; files named on
+    # the command line are never ignored (pytest does not ask about them).
+    if config.getoption("harness_scenarios_only", False) and not collection_path.name.endswith(
+        SUFFIX
+    ):
+        return True if collection_path.is_file() else None
+    return None
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """A ScenarioFile for each ``*.scenario.yaml`` file."""
+    if file_path.name.endswith(SUFFIX):
+        return ScenarioFile.from_parent(parent, path=file_path)
+    return None
+
+
+class ScenarioFile(pytest.File):
+    """A ``*.scenario.yaml`` file: loaded (and checked) at collection, one item."""
+
+    def collect(self) -> list[pytest.Item]:
+        """Load (and check) the file: its one scenario item, marked with its tags."""
+        from harness.scenario import load_scenario
+
+        scenario = load_scenario(self.path)
+        item = ScenarioItem.from_parent(self, name=scenario.display_name, scenario=scenario)
+        item.add_marker("scenario")
+        for tag in scenario.tags:
+            # Registered before use, so --strict-markers passes and nothing warns.
+            self.config.addinivalue_line("markers", f"{tag}: scenario tag")
+            item.add_marker(tag)
+        return [item]
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
+        """A scenario file's load errors as they are, without a traceback."""
+        from harness.errors import HarnessError
+
+        if isinstance(excinfo.value, HarnessError):
+            # The ScenarioError lines exactly: they say what, where and how to fix it.
+            # A plain string also lets xdist de-duplicate the workers' copies.
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Note each scenario the session collected (see SuiteState.not_run)."""
+    state = get_state(item.config)
+    if state is not None and isinstance(item, ScenarioItem):
+        state.collected_ids.add(item.scenario_id)
+
+
+class ScenarioFailed(Exception):
+    """A scenario ran and did not pass (its result says why)."""
+
+    def __init__(self, result: ScenarioResult) -> None:
+        super().__init__(result.id)
+        self.result = result
+
+
+class ScenarioItem(pytest.Item):
+    """One scenario: runs it, fails with its unmet expectations and trajectory."""
+
+    def __init__(self, *, scenario: Scenario, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.scenario = scenario
+        self.result: ScenarioResult | None = None
+        self.internal_error: str | None = None
+        # An exception that escaped the run, and whose code raised it (None: harness's).
+        self.escaped: BaseException | None = None
+        self.culprit: str | None = None
+        self._id: str | None = None
+
+    @property
+    def scenario_id(self) -> str:
+        """The scenario's id, ``path::name`` (the key of results.json and the baseline)."""
+        if self._id is None:
+            from harness.scenario import scenario_id
+
+            self._id = str(scenario_id(self.scenario))
+        return self._id
+
+    def runtest(self) -> None:
+        """Run the scenario; raise ScenarioFailed unless it passed."""
+        from harness.errors import HarnessError, RecordingRefused
+        from harness.scenario import run_scenario
+
+        state = state_of(self.config)
+        try:
+            result = run_scenario(
+                self.scenario, state.record_mode, disable_recording=state.disable_recording
+            )
+        except RecordingRefused as exc:
+            # The key is wrong for every scenario: stop the session in one line, exit 2.
+            pytest.exit(f"harness: {exc}", returncode=2)
+        except HarnessError as exc:
+            # Bad configuration met at run time (a provider's settings, say): the
+            # scenario errors with the message, as when a template fails.
+            self.result = _error_result(self.scenario, exc)
+            raise ScenarioFailed(self.result) from None
+        except Exception as exc:
+            # The scenario errors either way. Raised in a plugin's (or other user) code,
+            # it is that code's error; raised in harness, harness crashed: exit 3.
+            self.result = _error_result(self.scenario, exc)
+            self.escaped = exc
+            self.culprit = _culprit(exc, self.scenario.root)
+            if self.culprit is None:
+                self.internal_error = f"{self.nodeid}: {type(exc).__name__}: {exc}"
+            raise
+        self.result = result
+        if result.status != "passed":
+            raise ScenarioFailed(result)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:  # type: ignore[override]
+        """Why the scenario failed, or whose code an escaped exception came from."""
+        if isinstance(excinfo.value, ScenarioFailed):
+            from harness.report.text import format_failure
+
+            return format_failure(excinfo.value.result, verbose=self.config.get_verbosity() > 0)
+        if excinfo.value is not self.escaped or self.config.getoption("fulltrace", False):
+            return super().repr_failure(excinfo, style=style)  # not from the run (setup, say)
+        # An exception escaped the run: its traceback from runtest on, without the frames
+        # of pytest, pluggy and other libraries in between (--fulltrace shows them all).
+        tbstyle = self.config.getoption("tbstyle", "auto")
+        shown = excinfo.getrepr(
+            style=tbstyle if tbstyle in ("long", "native") else "short",
+            tbfilter=_own_frames,
+            chain=False,
+            showlocals=bool(self.config.getoption("showlocals", False)),
+        )
+        # The first line is the one pytest's short test summary shows.
+        error = f"{type(excinfo.value).__name__}: {excinfo.value}"
+        if self.culprit is not None:
+            verdict = f"raised in {self.culprit}, not in harness: the scenario ends in error"
+        else:
+            verdict = "harness crashed: a bug in harness, please report it with this traceback"
+        return f"{error} ({verdict})\n{shown}"
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        """Where the item is, for pytest's report headers."""
+        # Line 0, not None: pytest's report of a skip mark needs a line. The id names the
+        # file too, so failures in a large suite are told apart by their headers.
+        return self.path, 0, self.scenario_id
+
+
+def _is_library(path: Path) -> bool:
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        root = paths.get(key)
+        if root and path.is_relative_to(Path(root).resolve()):
+            return True
+    return False
+
+
+# harness's own code: an exception raised there is a harness crash.
+_HARNESS_DIR = Path(__file__).resolve().parents[1]
+
+
+def _culprit(exc: BaseException, root: Path) -> str | None:
+    """Whose code raised ``exc``: ``plugin NAME (file:line)`` or ``file:line`` for other
+    code outside harness, or None when it was harness itself. ``root`` is the scenario's
+    project, whose plugins ran.
+
+    The innermost frame in harness, in a harness plugin or in other code of the project
+    decides; frames of the standard library and installed packages are passed over (the
+    code that called them decides), so a plugin whose library call raises is to blame.
+    """
+    import sys
+    import traceback
+    import types
+
+    from harness.plugins import get_plugins
+    from harness.project import display_path
+
+    plugin_files: dict[Path, str] = {}
+    try:
+        plugins = get_plugins(root).plugins()
+    except Exception:  # never hide the exception being explained behind another one
+        plugins = []
+    for name, plugin in plugins:
+        module = (
+            plugin
+            if isinstance(plugin, types.ModuleType)
+            else sys.modules.get(type(plugin).__module__)
+        )
+        file = getattr(module, "__file__", None)
+        if file:
+            path = Path(file).resolve()
+            # A package's plugin owns the package's modules; a module, only itself.
+            plugin_files[path.parent if path.name == "__init__.py" else path] = name
+    for frame, lineno in reversed(list(traceback.walk_tb(exc.__traceback__))):
+        filename = frame.f_code.co_filename
+        if filename.startswith("<"):
+            continue  # generated code (templates, frozen modules): its caller decides
+        path = Path(filename).resolve()
+        if path.is_relative_to(_HARNESS_DIR):
+            return None
+        where = f"{display_path(path)}:{lineno}"
+        for owned, name in plugin_files.items():
+            if path == owned or (owned.is_dir() and path.is_relative_to(owned)):
+                return f"plugin {name} ({where})"
+        if not _is_library(path):
+            return where
+    return None
+
+
+def _own_frames(excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
+    """The frames worth reading: from ScenarioItem.runtest on, in harness or user code,
+    and the innermost frame wherever it is."""
+    frames = excinfo.traceback.cut(path=Path(__file__))
+    if not frames:
+        frames = excinfo.traceback
+    last = frames[-1] if frames else None
+
+    def keep(entry: Any) -> bool:
+        if entry is last:
+            return True
+        path = entry.path
+        if not isinstance(path, Path):
+            return False
+        path = path.resolve()
+        return path.is_relative_to(_HARNESS_DIR) or not _is_library(path)
+
+    return frames.filter(keep)
+
+
+def _error_result(scenario: Scenario, exc: BaseException) -> ScenarioResult:
+    """A result for a scenario whose run raised instead of returning one."""
+    from harness.actions import FinalResponse
+    from harness.results import ScenarioResult
+    from harness.scenario import scenario_id
+
+    sid = scenario_id(scenario)
+    return ScenarioResult(
+        id=str(sid),
+        name=sid.name,
+        file=sid.file,
+        description=scenario.description,
+        tags=list(scenario.tags),
+        status="error",
+        termination="error",
+        final=FinalResponse(
+            error={"type": "error", "exception": type(exc).__name__, "message": str(exc)}
+        ),
+    )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Carry a scenario's result on its test report (to the controller, under xdist)."""
+    report = yield
+    if isinstance(item, ScenarioItem) and call.when == "call" and item.result is not None:
+        # Plain attributes: xdist sends report.__dict__ to the controller (user_properties
+        # would work too, but would leak into --junitxml).
+        report.harness_id = item.result.id
+        report.harness_result = item.result.model_dump_json()
+        report.harness_status = item.result.status
+        if item.internal_error:
+            report.harness_internal = item.internal_error
+    return report
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    """A scenario that ended in ``error`` shows as a pytest error."""
+    # A scenario that ended in `error` (a scenario or harness bug, not an unmet
+    # expectation) shows as a pytest error: E, ERROR, counted under "errors".
+    # (Not under an xfail mark: pytest reports that one as xfailed.)
+    if (
+        report.when == "call"
+        and report.failed
+        and getattr(report, "harness_status", None) == "error"
+    ):
+        return "error", "E", "ERROR"
+    return None

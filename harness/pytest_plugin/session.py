@@ -1,0 +1,408 @@
+"""The session: what one pytest session knows about its scenarios, and what it makes of
+them at the end.
+
+Each item's ScenarioResult travels on its test report as JSON (xdist ships a report's
+``__dict__`` to the controller), so a serial run and an ``-n N`` run build results.json
+the same way, in the one process that writes files. Reports are not written when the
+session stopped part way (Ctrl-C, collection errors). Exit status: 2 when a scenario file
+failed to load (also under xdist, which otherwise runs on and exits 1), 3 when harness
+crashed or a report could not be written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from harness.cli.exitcodes import EXIT
+from harness.pytest_plugin.options import SUFFIX, session_options
+
+if TYPE_CHECKING:
+    from harness.baseline import BaselineDiff
+    from harness.results import Results
+
+__all__ = [
+    "SuiteState",
+    "diff_against_baseline",
+    "get_state",
+    "pytest_configure",
+    "pytest_unconfigure",
+    "state_of",
+    "summary_lines",
+]
+
+
+@dataclass(eq=False)  # hashable by identity: pytest keeps plugins in sets
+class SuiteState:
+    """What one pytest session knows about its scenarios (one per process).
+
+    It is registered as a pytest plugin for the session, so the hooks that gather
+    results and write reports have it at hand, workers and controller alike.
+    """
+
+    config: pytest.Config
+    record_mode: str = "none"
+    disable_recording: bool = False
+    json_path: Path | None = None
+    html_path: Path | None = None
+    baseline_path: Path | None = None
+    baseline: Results | None = None
+    started: datetime = field(default_factory=lambda: datetime.now(UTC))
+    # scenario id -> its ScenarioResult as JSON (what the test reports carry).
+    results: dict[str, str] = field(default_factory=dict)
+    # nodeid of a scenario file that did not load -> the error text (de-duplicated).
+    collection_errors: dict[str, str] = field(default_factory=dict)
+    internal_errors: list[str] = field(default_factory=list)
+    report_errors: list[str] = field(default_factory=list)
+    written: list[Path] = field(default_factory=list)
+    final: Results | None = None
+    diff: BaselineDiff | None = None
+    added_plugins: list[str] = field(default_factory=list)
+    # What this run collected, deselected or not: ids and files relative to the project
+    # root (xdist workers send theirs to the controller). A baseline id the run collected
+    # but did not run is "not run", never "removed".
+    collected_ids: set[str] = field(default_factory=set)
+    unloaded_files: set[str] = field(default_factory=set)
+    # Node ids deselected in a worker, for the controller's "N deselected".
+    deselected: list[str] = field(default_factory=list)
+    # Scenarios skipped (by a skip or skipif mark, say): not run, so not in results.json.
+    skipped: set[str] = field(default_factory=set)
+    interrupted: bool = False
+
+    @property
+    def collected_files(self) -> set[str]:
+        """The files of the collected scenarios (an id is ``path::name``)."""
+        from harness.results import ScenarioId
+
+        return {ScenarioId.parse(scenario_id).file for scenario_id in self.collected_ids}
+
+    @property
+    def is_worker(self) -> bool:
+        """True in an xdist worker (which runs items but writes nothing)."""
+        return hasattr(self.config, "workerinput")
+
+    def shown(self, path: Path) -> str:
+        """A path as the user gave it: relative to where pytest started when below it."""
+        return _shown(path, Path(self.config.invocation_params.dir))
+
+    def build(self) -> Results:
+        """results.json for the scenarios seen so far (sorted by id; baseline diff added)."""
+        from harness.results import ScenarioResult, build_results
+
+        scenarios = [ScenarioResult.model_validate_json(text) for text in self.results.values()]
+        results = build_results(scenarios, started=self.started)
+        if self.baseline is not None:
+            self.diff = diff_against_baseline(
+                self.baseline, results, self.baseline_path, not_run=self.not_run(results)
+            )
+            results.baseline = self.diff
+        return results
+
+    def not_run(self, results: Results) -> set[str]:
+        """Baseline ids this run did not run and that are not gone: deselected, skipped,
+        outside the given paths, or in a file that did not load."""
+        from harness.project import project_root
+
+        assert self.baseline is not None
+        ran = {s.id for s in results.scenarios}
+        root = project_root(self.config.invocation_params.dir)
+        collected_files = self.collected_files
+        not_run = set()
+        for old in self.baseline.scenarios:
+            if old.id in ran:
+                continue
+            if old.id in self.collected_ids or old.file in self.unloaded_files:
+                not_run.add(old.id)  # collected, then deselected, skipped or not reached
+            elif old.file in collected_files:
+                continue  # its file was collected and no longer holds it: removed
+            elif (root / old.file).exists() or not self._within_paths(root / old.file):
+                not_run.add(old.id)  # a file this run did not look at
+            # else: the file is gone from where this run looked: removed
+        return not_run
+
+    def _within_paths(self, path: Path) -> bool:
+        """Whether ``path`` lies under one of the paths this session collects from."""
+        from harness.results import ScenarioId
+
+        here = Path(self.config.invocation_params.dir)
+        target = path.resolve()
+        for arg in self.config.args:
+            given = (here / ScenarioId.file_of(str(arg))).resolve()
+            if target == given or given in target.parents:
+                return True
+        return False
+
+    # pytest hooks of the session -------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """The run starts now (results.json's ``meta.started``)."""
+        self.started = datetime.now(UTC)
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        """A worker keeps what it deselected, for the controller's count."""
+        if self.is_worker:
+            self.deselected.extend(item.nodeid for item in items)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """A worker sends what it collected to the controller."""
+        if self.is_worker and (self.collected_ids or self.unloaded_files):
+            # Sent to the controller when the worker finishes (pytest_testnodedown).
+            self.config.workeroutput["harness"] = {  # type: ignore[attr-defined]
+                "collected_ids": sorted(self.collected_ids),
+                "unloaded_files": sorted(self.unloaded_files),
+                "deselected": self.deselected,
+            }
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """The controller takes in what a finished worker collected and deselected."""
+        sent = (getattr(node, "workeroutput", None) or {}).get("harness")
+        if not sent:
+            return
+        self.collected_ids.update(sent["collected_ids"])
+        self.unloaded_files.update(sent["unloaded_files"])
+        # Workers deselect and the controller never hears of it: count them as a serial
+        # run does (each worker deselects the same items, so the set is taken once).
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None and sent["deselected"]:
+            shown = reporter.stats.setdefault("deselected", [])
+            known = {getattr(entry, "nodeid", None) for entry in shown}
+            shown.extend(
+                _Deselected(nodeid) for nodeid in sent["deselected"] if nodeid not in known
+            )
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """The controller gathers each scenario's result from its test report."""
+        if self.is_worker:
+            return
+        text = getattr(report, "harness_result", None)
+        if text is None:
+            if report.skipped and SUFFIX + "::" in report.nodeid:
+                self.skipped.add(report.nodeid)
+            return
+        # Keyed by id: a rerun of the same scenario replaces its earlier result.
+        self.results[report.harness_id] = text  # type: ignore[attr-defined]
+        internal = getattr(report, "harness_internal", None)
+        if internal:
+            self.internal_errors.append(internal)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """Note a scenario file that did not load (once), and stop as serial pytest does."""
+        if not report.failed or not report.nodeid.endswith(SUFFIX):
+            return
+        if report.nodeid in self.collection_errors:
+            return  # the same file, reported again by another xdist worker
+        self.collection_errors[report.nodeid] = str(report.longrepr)
+        self.unloaded_files.add(_project_file(Path(self.config.rootpath, report.nodeid)))
+        if self.is_worker or self.config.getoption("continue_on_collection_errors", False):
+            return
+        # Serial pytest stops after collection errors and runs nothing; under xdist the
+        # workers would run on and exit 1. Stop there too, so both end the same way.
+        dsession = self.config.pluginmanager.get_plugin("dsession")
+        if dsession is not None and getattr(dsession, "shouldstop", None) is False:
+            dsession.shouldstop = f"{len(self.collection_errors)} scenario file(s) did not load"
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """Write the reports (unless the session stopped part way) and set the exit status."""
+        if self.is_worker:
+            return
+        status = int(session.exitstatus)
+        # Ctrl-C, collection errors and pytest's own crashes stop a session part way: its
+        # results would overwrite good reports with partial ones. Nothing selected: none.
+        self.interrupted = status in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
+        if (self.json_path or self.html_path) and status != 5 and not self.interrupted:
+            self._write_reports()
+        if self.collection_errors and status in (0, 1, 5):
+            status = EXIT["bad_input"]
+        if self.report_errors or self.internal_errors:
+            status = EXIT["internal"]
+        session.exitstatus = status
+
+    def _write_reports(self) -> None:
+        try:
+            self.final = self.build()
+        except Exception as exc:  # a bug between results and reports must still show
+            self.report_errors.append(f"results not built: {type(exc).__name__}: {exc}")
+            return
+        if self.json_path is not None:
+            try:
+                self.final.write(self.json_path)
+                self.written.append(self.json_path)
+            except Exception as exc:
+                self.report_errors.append(f"{self.shown(self.json_path)} not written: {_why(exc)}")
+        if self.html_path is not None:
+            try:
+                from harness.report import write_html
+
+                write_html(self.html_path, self.final)  # the diff is in self.final.baseline
+                self.written.append(self.html_path)
+            except Exception as exc:
+                self.report_errors.append(f"{self.shown(self.html_path)} not written: {_why(exc)}")
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """Print the harness summary."""
+        if self.is_worker or self.config.get_verbosity() < -1:
+            return
+        if not (
+            self.results
+            or self.written
+            or self.report_errors
+            or self.collection_errors
+            or self.skipped
+            or (self.interrupted and (self.json_path or self.html_path))
+        ):
+            return
+        terminalreporter.write_sep("=", "harness summary")
+        for line in summary_lines(self, cwd=Path(self.config.invocation_params.dir)):
+            alarm = any(w in line for w in ("did not load", "report error", "harness crashed"))
+            terminalreporter.write_line(line, red=alarm, bold=alarm)
+
+
+class _Deselected:
+    """An item an xdist worker deselected, as the controller's terminal stats count it
+    (the controller has no items; plugins that read the stats find a node id)."""
+
+    def __init__(self, nodeid: str) -> None:
+        self.nodeid = nodeid
+
+
+_STATE = pytest.StashKey[SuiteState]()
+
+
+def get_state(config: pytest.Config) -> SuiteState | None:
+    """The harness state of a pytest session (None before it is configured)."""
+    return config.stash.get(_STATE, None)
+
+
+def state_of(config: pytest.Config) -> SuiteState:
+    """The harness state of a pytest session, made now if harness came in late."""
+    state = get_state(config)
+    if state is None:  # only when harness was registered after pytest_configure
+        state = config.stash[_STATE] = SuiteState(config)
+    return state
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Make the session's state, register it, and load --harness-plugin and the baseline."""
+    config.addinivalue_line("markers", "scenario: a harness scenario (*.scenario.yaml) item")
+    state = SuiteState(config, **session_options(config))
+    config.stash[_STATE] = state
+    config.pluginmanager.register(state, "harness-suite")
+    modules = config.getoption("harness_plugin") or []
+    if modules:
+        _load_harness_plugins(modules, state)
+    if state.baseline_path is not None and not state.is_worker:
+        state.baseline = _load_baseline(config.getoption("harness_baseline"))
+
+
+def _load_harness_plugins(modules: list[str], state: SuiteState) -> None:
+    from harness.errors import HarnessError
+    from harness.plugins import load_plugin_modules
+
+    # Recorded first: pytest_unconfigure forgets them even when one fails to load.
+    state.added_plugins.extend(modules)
+    try:
+        load_plugin_modules(modules)
+    except HarnessError as exc:
+        # The message names --harness-plugin already (harness.plugins says where).
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _load_baseline(given: str) -> Results:
+    from harness.results import ResultsFileError, load_results
+
+    # The loader of `harness report --baseline`: the same checks, the same one-line errors.
+    # (The path as given, relative to the current directory, which is pytest's start.)
+    try:
+        return load_results(given, what="--harness-baseline")
+    except ResultsFileError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Unregister the session's state and forget the plugins it added."""
+    state = get_state(config)
+    if state is None:
+        return
+    if config.pluginmanager.is_registered(state):
+        config.pluginmanager.unregister(state)
+    if state.added_plugins:
+        # Plugins added for this session must not leak into the next one in the same
+        # process (pytester's in-process runs, `harness run` called from Python).
+        from harness.plugins import reset
+
+        reset()
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return f"{type(exc).__name__}: {exc}"
+
+
+def summary_lines(state: SuiteState, *, cwd: Path, slowest: int = 5) -> list[str]:
+    """The end-of-run summary: counts, slowest scenarios, baseline diff, report paths."""
+    from harness.report.text import baseline_lines, results_lines
+
+    results = state.final
+    if results is None and state.results:
+        results = state.build()
+    lines: list[str] = []
+    if results is not None and results.scenarios:
+        lines.extend(results_lines(results, slowest=slowest))
+    if state.skipped:
+        lines.append(f"skipped: {len(state.skipped)} (not run, so not in results.json)")
+    if state.diff is not None:
+        shown = _shown(state.baseline_path, cwd) if state.baseline_path else "baseline"
+        lines.extend(baseline_lines(state.diff, shown))
+    if state.collection_errors:
+        count = len(state.collection_errors)
+        lines.append(
+            f"{count} scenario file(s) did not load"
+            + ("" if state.written else "; reports not written")
+        )
+    elif state.interrupted:
+        lines.append("interrupted: nothing was written (reports and baseline left as they were)")
+    lines.extend(f"harness crashed: {error}" for error in state.internal_errors)
+    lines.extend(f"report error: {error}" for error in state.report_errors)
+    if state.written:
+        lines.append("results: " + ", ".join(_shown(p, cwd) for p in state.written))
+    return lines
+
+
+def _project_file(path: Path) -> str:
+    """A file as scenario ids name it: its POSIX path relative to its project root."""
+    from harness.project import project_relative, project_root
+
+    return project_relative(path, project_root(path.parent))
+
+
+def _shown(path: Path, cwd: Path) -> str:
+    try:
+        return path.resolve().relative_to(cwd.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def diff_against_baseline(
+    old: Results, new: Results, source: Path | None, *, not_run: set[str] | None = None
+) -> BaselineDiff:
+    """The ``baseline`` section of results.json (harness.report's diff); ``not_run`` ids
+    are listed as not run instead of removed."""
+    from harness.project import project_relative
+    from harness.report import diff_results
+
+    name = None
+    if source is not None:
+        # Relative to the project root: results must not depend on the checkout's location.
+        # Outside the project it stays as given (project_relative would resolve it).
+        name = project_relative(source)
+        if Path(name).is_absolute():
+            name = str(source)
+    return diff_results(old, new, source=name, not_run=not_run or ())

@@ -1,0 +1,306 @@
+"""How a run reads as text, for the terminal and the HTML report alike.
+
+- ``format_failure``: why a scenario did not pass, with a compact trajectory (one line
+  per iteration, ``trajectory_lines``), what pytest prints for a failed scenario item;
+- ``ending_sentence``: the one sentence on how a run ended that the report shows;
+- ``results_lines`` / ``baseline_lines``: the counts and the baseline diff of the
+  end-of-run summary.
+
+The trajectory is built on the run's plans (``harness.report.plans``), as the timeline
+and the baseline diff are.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from harness.baseline import BaselineDiff
+from harness.report.plans import plans
+from harness.results import Results, ScenarioResult
+from harness.secrets import scrub_model
+
+__all__ = [
+    "baseline_lines",
+    "ending_sentence",
+    "format_failure",
+    "results_lines",
+    "trajectory_lines",
+]
+
+# The longest error message a failure shows whole (-v shows any).
+_MESSAGE_LINES = 100
+
+# Values in a trajectory line are cut at this many characters (-v: never).
+_TRAJECTORY_LIMIT = 60
+
+# The summary's "slowest" list leaves out what would print as 0.00s.
+_SHOWN_WALL_TIME = 0.005
+
+
+# -- failure text --------------------------------------------------------------------------
+
+
+def _value(value: Any, limit: int | None) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str, sort_keys=True)
+    if limit is not None and len(text) > limit:
+        return f"{text[:limit]}… ({len(text) - limit} more characters; -v shows all)"
+    return text
+
+
+def format_failure(result: ScenarioResult, *, verbose: bool = False) -> str:
+    """Why a scenario did not pass: each unmet expectation, then a compact trajectory."""
+    result = scrub_model(result)  # before long values are shortened
+    limit = None if verbose else 300
+    message = _error_message(result)
+    lines = _error_header(result, message)
+    lines.extend(_unmet_expectations(result, limit))
+    lines.append(
+        f"trajectory ({result.planner or 'planner'}, {result.iterations} iteration(s), "
+        f"{result.llm_calls} LLM call(s)):"
+    )
+    lines.extend("  " + line for line in trajectory_lines(result, verbose=verbose))
+    if message and _shown_below(result, message, None if verbose else _TRAJECTORY_LIMIT):
+        # A cassette miss's diff, a traceback-like text: readable only as its own lines.
+        lines.append(f"{result.termination.value} message:")
+        shown = message.splitlines()
+        if not verbose and len(shown) > _MESSAGE_LINES:
+            hidden = len(shown) - _MESSAGE_LINES
+            shown = [*shown[:_MESSAGE_LINES], f"... {hidden} more line(s); -v shows all"]
+        lines.extend("  " + line for line in shown)
+    return "\n".join(lines)
+
+
+def _error_header(result: ScenarioResult, message: str) -> list[str]:
+    """The first lines of a scenario that ended in error: what was raised."""
+    if result.status != "error":
+        return []
+    error = result.final.error or {}
+    kind = error.get("exception") or error.get("type") or "error"
+    return [
+        f"scenario {result.name!r} ended in error (a scenario or harness bug)",
+        f"  {kind}: {message.splitlines()[0] if message else ''}",
+    ]
+
+
+def _unmet_expectations(result: ScenarioResult, limit: int | None) -> list[str]:
+    """Each unmet expectation with its expected and actual values."""
+    failed = result.failed_expectations
+    if not failed:
+        return []
+    lines = [
+        f"scenario {result.name!r}: {len(failed)} of {len(result.expectations)} "
+        "expectation(s) not met"
+    ]
+    for e in failed:
+        lines.append(f"  expect.{e.path}")
+        lines.append(f"    expected: {_value(e.expected, limit)}")
+        lines.append(f"    actual:   {_value(e.actual, limit)}")
+    return lines
+
+
+def _shown_below(result: ScenarioResult, message: str, limit: int | None) -> bool:
+    """Whether an error message gets lines of its own below the trajectory: when it has
+    several, or is too long for the trajectory's last line (and not already whole in the
+    header of a scenario that ended in error)."""
+    if "\n" in message:
+        return True
+    return result.status != "error" and limit is not None and len(_value(message, None)) > limit
+
+
+def _error_message(result: ScenarioResult) -> str:
+    """final.error's message, whatever ended the run ('' without one).
+
+    The trajectory's last line says "(message below)" for any long one: a validation
+    error listing several calls, say, as much as an LLM error's diff.
+    """
+    error = result.final.error
+    if not error:
+        return ""
+    message = error.get("message")
+    return message if isinstance(message, str) else ""
+
+
+# -- the compact trajectory ----------------------------------------------------------------
+
+
+def trajectory_lines(result: ScenarioResult, *, verbose: bool = False) -> list[str]:
+    """One line per iteration: ``N  llm#k -> tools asked; ran: calls`` and the ending."""
+    limit = None if verbose else _TRAJECTORY_LIMIT
+    rows = _llm_parts(result)
+    for iteration, calls in _calls_by_iteration(result).items():
+        rows.setdefault(iteration, []).append(_plan_part(result, calls, limit))
+    lines = []
+    last = max(result.iterations, max(rows, default=0))
+    for it in range(1, last + 1):
+        parts = rows.get(it)
+        if parts:
+            lines.append(f"{it:>3}  " + "; ".join(parts))
+        elif it < last:
+            lines.append(f"{it:>3}  (planner step, no LLM call or tool)")
+    lines.append(f"  => {_trajectory_ending(result, limit)}")
+    if not verbose and len(lines) > 24:
+        hidden = len(lines) - 20
+        lines = [*lines[:10], f"  ... {hidden} more iteration(s); -v shows all ...", *lines[-10:]]
+    return lines
+
+
+def _llm_parts(result: ScenarioResult) -> dict[int, list[str]]:
+    """Per iteration, its LLM calls: ``llm#k -> tools asked`` (or ``text``, ``failed``)."""
+    rows: dict[int, list[str]] = {}
+    for event in result.events:
+        kind, it = event.get("event"), int(event.get("iteration") or 0)
+        if kind == "llm_response":
+            names = event.get("tool_calls") or []
+            text = f"llm#{event.get('call')} -> " + (", ".join(names) if names else "text")
+            if event.get("finish_reason") == "length":
+                text += " (truncated)"
+            rows.setdefault(it, []).append(text)
+        elif kind == "llm_request":
+            rows.setdefault(it, []).append(f"llm#{event.get('call')} -> ?")
+    for it, parts in rows.items():
+        # A request without a response failed: the run's ending says how.
+        rows[it] = [p.replace(" -> ?", " -> failed") for p in parts if not _superseded(p, parts)]
+    return rows
+
+
+def _calls_by_iteration(result: ScenarioResult) -> dict[int, list[Any]]:
+    """The calls of the plans of each iteration, in order."""
+    by_iteration: dict[int, list[Any]] = {}
+    for calls in plans(result).values():
+        by_iteration.setdefault(calls[0].iteration, []).extend(calls)
+    return by_iteration
+
+
+def _plan_part(result: ScenarioResult, calls: list[Any], limit: int | None) -> str:
+    """``ran in parallel: name(args), ...`` (or how else the calls ran, or not)."""
+    ran = [c for c in calls if c.status in ("ok", "error")]
+    together = result.parallel_tools and _parallel(ran)
+    if not ran:  # declined by stagnation, stopped by validation, left at the limit
+        label = "not run"
+    elif together:
+        label = "ran in parallel"
+    else:
+        label = "ran one after another" if len(ran) > 1 else "ran"
+    return f"{label}: " + ", ".join(_call_text(c, limit) for c in calls)
+
+
+def _call_text(call: Any, limit: int | None) -> str:
+    args = ", ".join(
+        f"{k}={json.dumps(v, ensure_ascii=False, default=str)}" for k, v in call.arguments.items()
+    )
+    if limit is not None and len(args) > limit:
+        args = args[:limit] + "…"
+    status = "" if call.status == "ok" else f" [{call.status}]"
+    return f"{call.name}({args}){status}"
+
+
+def _superseded(part: str, parts: list[str]) -> bool:
+    # "llm#2 -> ?" is dropped when "llm#2 -> <reply>" is in the same iteration.
+    if not part.endswith(" -> ?"):
+        return False
+    head = part[: -len("?")]
+    return any(p.startswith(head) and p != part for p in parts)
+
+
+def _parallel(calls: list[Any]) -> bool:
+    return len({c.group for c in calls}) == 1 and len(calls) > 1
+
+
+def _trajectory_ending(result: ScenarioResult, limit: int | None) -> str:
+    """The trajectory's last line: the termination and what the run ended with."""
+    final = result.final
+    text = result.termination.value
+    if final.error:
+        error = final.error
+        message = error.get("message") or error.get("type") or ""
+        if isinstance(message, str) and _shown_below(result, message, limit):
+            # The start of it: format_failure prints the whole text below the trajectory.
+            first = message.splitlines()[0]
+            if limit is not None and len(first) > limit:
+                first = first[:limit] + "…"
+            return f"{text}: {_value(first, None)} (message below)"
+        return f"{text}: {_value(message, limit)}"
+    if final.content:
+        return f"{text}: {_value(final.content, limit)}"
+    if final.data:
+        return f"{text}: data {_value(final.data, limit)}"
+    return text
+
+
+# -- the report's ending sentence ----------------------------------------------------------
+
+
+def ending_sentence(scenario: ScenarioResult) -> str:
+    """One sentence on how the run ended, as the report says it."""
+    final = scenario.final
+    kind = scenario.termination.value
+    if kind == "completed":
+        return "Completed with a final response" + (
+            " (truncated: finish_reason length)" if final.data.get("truncated") else ""
+        )
+    if kind == "empty":
+        return "Nothing to do: the planner returned an empty action"
+    if kind == "stagnation":
+        window = final.data.get("window", scenario.stagnation_window)
+        return (
+            f"Stagnation: the plan repeated the previous {window} identical plans and was declined"
+        )
+    if kind == "max_iterations":
+        limit = (final.error or {}).get("max_iterations", scenario.iterations)
+        return f"Max iterations reached ({limit})" + (
+            ", with a final answer" if final.content is not None else ""
+        )
+    if kind == "validation_error":
+        return "Stopped: a tool call had invalid arguments, so no call of the plan ran"
+    if kind == "llm_error":
+        error = final.error or {}
+        status = error.get("status")
+        return (
+            "LLM call failed"
+            + (f" (HTTP {status})" if status else "")
+            + ": "
+            + str(error.get("message", ""))
+        )
+    if kind == "error":
+        error = final.error or {}
+        return f"Error: {error.get('exception', 'exception')}: {error.get('message', '')}"
+    return kind
+
+
+# -- the end-of-run summary ----------------------------------------------------------------
+
+
+def results_lines(results: Results, *, slowest: int = 5) -> list[str]:
+    """The summary's counts by status and termination, and the slowest scenarios."""
+    s = results.summary
+    lines = [
+        f"scenarios: {s.total} ("
+        + ", ".join(f"{n} {k}" for k, n in s.by_status.items())
+        + f"), simulated time {s.sim_time:.2f}s",
+        "terminations: " + ", ".join(f"{k} {n}" for k, n in s.by_termination.items()),
+    ]
+    # Entries that would print as 0.00s say nothing: a quick suite gets no list.
+    slow = [r for r in results.scenarios if r.wall_time >= _SHOWN_WALL_TIME]
+    slow = sorted(slow, key=lambda r: (-r.wall_time, r.id))[:slowest]
+    if slow:
+        lines.append("slowest:")
+        lines.extend(f"  {r.wall_time:7.2f}s  {r.id}" for r in slow)
+    return lines
+
+
+def baseline_lines(diff: BaselineDiff, shown: str) -> list[str]:
+    """The summary's baseline diff: counts, then each regression and change by id."""
+    counts = ", ".join(_counted(n, k) for k, n in diff.counts().items())
+    not_run = len(diff.not_run)
+    lines = [f"baseline {shown}: {counts}" + (f", {not_run} not run" if not_run else "")]
+    for entry in diff.regressions:
+        lines.append(f"  regression: {entry.id} ({entry.old_status} -> {entry.new_status})")
+    for change in diff.changed:
+        lines.append(f"  changed: {change.id} ({', '.join(change.fields) or 'details'})")
+    return lines
+
+
+def _counted(count: int, key: str) -> str:
+    """``1 regression``, ``2 regressions``, ``0 fixed``."""
+    return f"{count} {key[:-1] if key == 'regressions' and count == 1 else key}"
