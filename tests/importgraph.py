@@ -1,0 +1,132 @@
+"""The import graph of the harness package, read from its source (no module is imported).
+
+Edges are runtime imports: module-level and inside functions, but not those under
+``if TYPE_CHECKING:`` (annotations only). ``from harness import simclock`` is an edge to
+``harness.simclock``; the package's own ``__init__`` (the public facade, which re-exports
+from every layer) is left out of the graph.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "harness"
+
+
+@dataclass(frozen=True)
+class Edge:
+    """``source`` imports ``target`` at ``file:line``."""
+
+    source: str
+    target: str
+    file: str
+    line: int
+
+
+def modules(package: Path = PACKAGE) -> dict[str, Path]:
+    """Dotted module name -> file, for every module of the package."""
+    found = {}
+    for path in sorted(package.rglob("*.py")):
+        parts = path.relative_to(package.parent).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    out: list[ast.Import | ast.ImportFrom] = []
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child):
+                for sub in child.orelse:
+                    visit(sub)
+                continue
+            if isinstance(child, ast.Import | ast.ImportFrom):
+                out.append(child)
+            visit(child)
+
+    visit(tree)
+    return out
+
+
+def edges(package: Path = PACKAGE) -> list[Edge]:
+    """Every runtime import of one harness module by another (the facade left out)."""
+    known = modules(package)
+    root = package.name
+    result = []
+    for name, path in known.items():
+        if name == root:
+            continue
+        is_package = path.name == "__init__.py"
+        shown = path.relative_to(package.parent).as_posix()
+        for node in _imports(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                base = node.module or ""
+                if node.level:
+                    parts = name.split(".")
+                    parts = parts[: len(parts) - node.level + (1 if is_package else 0)]
+                    base = ".".join([*parts, *([node.module] if node.module else [])])
+                targets = [
+                    f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
+                    for alias in node.names
+                ]
+            for target in targets:
+                while target and target not in known:
+                    target = target.rpartition(".")[0]
+                if target and target != name and target != root:
+                    result.append(Edge(name, target, shown, node.lineno))
+    return result
+
+
+def cycles(all_edges: list[Edge]) -> list[list[str]]:
+    """The import circles: strongly connected components of two or more modules."""
+    graph: dict[str, set[str]] = {}
+    for edge in all_edges:
+        graph.setdefault(edge.source, set()).add(edge.target)
+        graph.setdefault(edge.target, set())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = [0]
+
+    def connect(node: str) -> None:
+        index[node] = low[node] = counter[0]
+        counter[0] += 1
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                connect(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            connect(node)
+    return found

@@ -1,0 +1,138 @@
+"""The structure ARCHITECTURE.md describes, checked: layers import only downward, no
+import circles, no module or function too long to read, and a scripted Agent run loads
+no scenario code."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import importgraph
+
+ROOT = Path(__file__).resolve().parents[1]
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 70
+
+
+def _layers() -> list[tuple[str, list[str]]]:
+    """(layer name, module prefixes) from ARCHITECTURE.md's table, lowest layer first."""
+    layers = []
+    for line in (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8").splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and cells[0].isdigit():
+            layers.append((cells[1], re.findall(r"`(harness[\w.]*)`", cells[2])))
+    assert layers, "ARCHITECTURE.md has no layer table"
+    return layers
+
+
+def _rank(module: str, layers: list[tuple[str, list[str]]]) -> int | None:
+    best: tuple[int, int] | None = None
+    for rank, (_, prefixes) in enumerate(layers):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and (
+                best is None or len(prefix) > best[1]
+            ):
+                best = (rank, len(prefix))
+    return best[0] if best else None
+
+
+def test_every_module_is_in_a_layer():
+    layers = _layers()
+    unplaced = [m for m in importgraph.modules() if m != "harness" and _rank(m, layers) is None]
+    assert unplaced == [], "add these modules to a layer in ARCHITECTURE.md"
+
+
+def test_no_layer_imports_a_layer_above_it():
+    layers = _layers()
+    upward = []
+    for edge in importgraph.edges():
+        source, target = _rank(edge.source, layers), _rank(edge.target, layers)
+        if source is not None and target is not None and target > source:
+            upward.append(
+                f"{edge.file}:{edge.line}: {edge.source} ({layers[source][0]}) imports "
+                f"{edge.target} ({layers[target][0]})"
+            )
+    assert upward == []
+
+
+def test_the_checker_sees_an_upward_import(tmp_path):
+    # The check itself can fail: a base module importing the scenario layer is caught.
+    package = tmp_path / "harness"
+    (package / "scenario").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "scenario" / "__init__.py").write_text("")
+    (package / "errors.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import harness.scenario\n"
+        "def f():\n    from harness.scenario import x\n"
+    )
+    found = importgraph.edges(package)
+    assert [(e.source, e.target, e.line) for e in found] == [
+        ("harness.errors", "harness.scenario", 5)
+    ]
+    layers = _layers()
+    assert _rank("harness.errors", layers) < _rank("harness.scenario", layers)
+
+
+def test_no_import_circles():
+    assert importgraph.cycles(importgraph.edges()) == []
+
+
+def test_the_circle_finder_finds_a_circle():
+    edge = importgraph.Edge
+    found = importgraph.cycles(
+        [edge("a", "b", "a.py", 1), edge("b", "c", "b.py", 1), edge("c", "a", "c.py", 1)]
+    )
+    assert found == [["a", "b", "c"]]
+
+
+def test_no_module_is_too_long():
+    long = {}
+    for path in sorted((ROOT / "harness").rglob("*.py")):
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > MAX_MODULE_LINES:
+            long[path.relative_to(ROOT).as_posix()] = lines
+    assert long == {}, f"split these modules by responsibility (at most {MAX_MODULE_LINES} lines)"
+
+
+def test_no_function_is_too_long():
+    long = {}
+    for path in sorted((ROOT / "harness").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long[f"{path.relative_to(ROOT).as_posix()}:{node.lineno} {node.name}"] = lines
+    assert long == {}, f"cut these into named steps (at most {MAX_FUNCTION_LINES} lines)"
+
+
+SCRIPTED_RUN = """
+import sys
+from harness import Agent, tool
+from harness.llm import ScriptedLLM
+
+@tool
+def get_weather(city: str) -> str:
+    return f"72F in {city}"
+
+llm = ScriptedLLM([{"tool_calls": [{"get_weather": {"city": "SF"}}]}, {"content": "Sunny."}])
+result = Agent(llm=llm, tools=[get_weather]).run("weather?")
+assert result.termination == "completed", result.final
+heavy = ("yaml", "jinja2", "jsonschema", "harness.scenario")
+print(sorted(m for m in sys.modules if m in heavy or m.startswith("harness.scenario.")))
+"""
+
+
+def test_a_scripted_agent_run_loads_no_scenario_code():
+    # Run in a fresh interpreter: this test process has long imported everything.
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPTED_RUN],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert out.stdout.strip() == "[]", out.stderr
