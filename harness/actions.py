@@ -16,6 +16,7 @@ __all__ = [
     "ExecuteToolsAction",
     "FinalResponse",
     "MakeLLMRequestAction",
+    "RunData",
     "RunResult",
     "Termination",
     "ToolAction",
@@ -108,21 +109,30 @@ class ToolCallRecord(BaseModel):
     sim_end: float = 0.0
 
 
-class RunResult(BaseModel):
-    """Everything a run produced."""
+class RunData(BaseModel):
+    """What a run produced, as results keep it: everything but the live conversation.
+
+    ``RunResult`` adds the conversation; a scenario's result (harness.results) adds its
+    identity, the checked expectations and the transcript. Defined once, here.
+    """
 
     model_config = ConfigDict(extra="forbid")
     termination: Termination
-    final: FinalResponse
-    iterations: int
-    llm_calls: int
+    iterations: int = 0
+    llm_calls: int = 0
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     # The executed plans of two or more calls, in order, each with its calls' tool names
     # in the model's order (plans stopped by stagnation or validation are not included).
     parallel_groups: list[list[str]] = Field(default_factory=list)
-    conversation: Conversation = Field(default_factory=Conversation)
+    final: FinalResponse = Field(default_factory=FinalResponse)
     events: list[dict[str, Any]] = Field(default_factory=list)
     memory: list[dict[str, Any]] = Field(default_factory=list)
     usage: dict[str, int] = Field(default_factory=dict)
     sim_time: float = 0.0
     wall_time: float = 0.0
+
+
+class RunResult(RunData):
+    """Everything a run produced: its data and the conversation it ended with."""
+
+    conversation: Conversation = Field(default_factory=Conversation)

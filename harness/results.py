@@ -15,10 +15,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from harness.actions import FinalResponse, RunResult, Termination, ToolCallRecord
+from harness.actions import RunData, RunResult
 from harness.baseline import BaselineDiff
+from harness.config import AgentConfig
 from harness.errors import HarnessError
 from harness.files import atomic_write
 from harness.messages import Message
@@ -40,7 +41,10 @@ __all__ = [
 
 # The results.json format this harness writes. It reads every version from 1 up to this
 # one; bump it when a change would make an older harness misread a file.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Version 1 kept these agent settings flat in each scenario entry; 2 keeps the whole
+# AgentConfig under ``agent``. Version 1 files are read as version 2.
+_V1_SETTINGS = frozenset({"stagnation_window", "planner", "parallel_tools"})
 
 Status = Literal["passed", "failed", "error"]
 
@@ -81,35 +85,47 @@ class ExpectationResult(BaseModel):
     ok: bool
 
 
-class ScenarioResult(BaseModel):
-    """One scenario's outcome: the scenario entry of results.json (flat)."""
+class _Identity(BaseModel):
+    """Which scenario a result is of, and how it came out (first in its JSON entry)."""
 
     model_config = ConfigDict(extra="forbid")
-
     id: str
     name: str
     file: str
     description: str | None = None
     tags: list[str] = Field(default_factory=list)
     status: Status
-    termination: Termination
-    iterations: int = 0
-    llm_calls: int = 0
-    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
-    parallel_groups: list[list[str]] = Field(default_factory=list)
-    final: FinalResponse = Field(default_factory=FinalResponse)
+
+
+class ScenarioResult(RunData, _Identity):
+    """One scenario's outcome: the scenario entry of results.json (flat).
+
+    Its identity, the run's data (RunData's fields, defined once in harness.actions), the
+    checked expectations, the transcript, and the agent settings the run used.
+    """
+
+    model_config = ConfigDict(extra="forbid")
     expectations: list[ExpectationResult] = Field(default_factory=list)
     transcript: list[Message] = Field(default_factory=list)
-    events: list[dict[str, Any]] = Field(default_factory=list)
-    memory: list[dict[str, Any]] = Field(default_factory=list)
-    usage: dict[str, int] = Field(default_factory=dict)
-    sim_time: float = 0.0
-    wall_time: float = 0.0
-    # Stagnation window (for marking it in reports) and the planner used.
-    stagnation_window: int | None = None
-    planner: str | None = None
-    # False when the calls of a plan ran one after another (agent.parallel_tools: false).
-    parallel_tools: bool = True
+    # None when the scenario never got as far as a run (it crashed before).
+    agent: AgentConfig | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_version_1(cls, data: Any) -> Any:
+        """results.json version 1 kept three settings flat; read them into ``agent``."""
+        if not isinstance(data, dict) or not _V1_SETTINGS & data.keys():
+            return data
+        data = dict(data)
+        flat = {key: data.pop(key) for key in _V1_SETTINGS if key in data}
+        if flat.get("planner") is None:
+            return data  # a scenario that crashed before its run: no settings were kept
+        settings = {k: v for k, v in flat.items() if v is not None}
+        error = (data.get("final") or {}).get("error") or {}
+        if isinstance(error.get("max_iterations"), int):
+            settings["max_iterations"] = error["max_iterations"]
+        data.setdefault("agent", settings)
+        return data
 
     @classmethod
     def from_run(
@@ -123,25 +139,17 @@ class ScenarioResult(BaseModel):
         status: Status,
         **extra: Any,
     ) -> ScenarioResult:
-        """Flatten a RunResult with the scenario's identity and checked expectations."""
+        """The run's data (not a copy: RunData's fields are shared) with the scenario's
+        identity and checked expectations; ``extra`` sets the other fields."""
+        data = {field: getattr(run, field) for field in RunData.model_fields}
         return cls(
+            **data,
             id=id,
             name=name,
             file=file,
             status=status,
-            termination=run.termination,
-            iterations=run.iterations,
-            llm_calls=run.llm_calls,
-            tool_calls=run.tool_calls,
-            parallel_groups=run.parallel_groups,
-            final=run.final,
             expectations=expectations,
             transcript=run.conversation.messages,
-            events=run.events,
-            memory=run.memory,
-            usage=run.usage,
-            sim_time=run.sim_time,
-            wall_time=run.wall_time,
             **extra,
         )
 

@@ -26,3 +26,21 @@ def test_committed_baseline_matches_the_example_suite():
         f"{diff.counts()}: after an intended change run "
         "`harness run scenarios/ --update-baseline` and commit reports/baseline.json"
     )
+
+
+def test_a_version_1_results_file_still_loads_with_its_agent_settings():
+    # Version 1 kept planner, stagnation_window and parallel_tools flat in each entry (this
+    # repository's baseline was such a file): they are read into `agent`, the limit of a
+    # run that reached it from its error, and the rest of the run's settings default.
+    old = load_results(ROOT / "tests" / "fixtures" / "results-v1.json")
+    by_name = {s.name: s for s in old.scenarios}
+    assert by_name["max-iterations"].agent.planner == "react"
+    assert by_name["max-iterations"].agent.max_iterations == 3
+    assert by_name["sequential-tools"].agent.parallel_tools is False
+    assert by_name["stagnation-same-call"].agent.stagnation_window == 3
+    assert by_name["stagnation-same-call"].agent.planner == "agentbuilder"
+    # Compared with today's run of the same files: nothing changed.
+    new = build_results([run_scenario(ROOT / s.file) for s in old.scenarios])
+    diff = diff_results(old, new)
+    assert diff.is_empty and diff.compared == 3
+    assert [s.agent for s in old.scenarios] == [s.agent for s in new.scenarios]

@@ -257,8 +257,8 @@ def test_bad_flags_exit_2_with_a_message(project, run, args, message):
     [
         ("{not json", "is not valid JSON: Expecting property name enclosed in double quotes"),
         (
-            '{"schema_version": 2, "scenarios": []}',
-            "has schema_version 2; this harness reads schema_version 1: upgrade harness to read it",
+            '{"schema_version": 3, "scenarios": []}',
+            "has schema_version 3; this harness reads schema_version 1 to 2: upgrade harness to read it",
         ),
         (
             '{"schema_version": 1, "scenarios": [{"id": 3}]}',

@@ -534,8 +534,8 @@ def test_baseline_diff_goes_into_the_results(pytester):
         (None, "--harness-baseline 'base.json' does not exist"),
         ("{not json", "--harness-baseline 'base.json' is not valid JSON: Expecting property name*"),
         (
-            '{"schema_version": 2, "scenarios": []}',
-            "--harness-baseline 'base.json' has schema_version 2; this harness reads schema_version 1: upgrade harness*",
+            '{"schema_version": 3, "scenarios": []}',
+            "--harness-baseline 'base.json' has schema_version 3; this harness reads schema_version 1 to 2: upgrade harness*",
         ),
     ],
     ids=["missing", "not-json", "newer"],

@@ -97,7 +97,7 @@ def test_bad_results_exit_2_with_one_line(
     assert not (tmp_path / "r.html").exists()
 
 
-SUPPORTED = "this harness reads schema_version 1"
+SUPPORTED = "this harness reads schema_version 1 to 2"
 
 
 @pytest.mark.parametrize(
@@ -118,10 +118,10 @@ def test_unsupported_schema_versions_exit_2_naming_found_and_supported(
 ) -> None:
     data = sample_results([]).to_json()
     if version is None:
-        data = data.replace('"schema_version": 1,', "", 1)
+        data = data.replace('"schema_version": 2,', "", 1)
         assert "schema_version" not in data
     else:
-        data = data.replace('"schema_version": 1,', f'"schema_version": {version},', 1)
+        data = data.replace('"schema_version": 2,', f'"schema_version": {version},', 1)
     path = tmp_path / "results.json"
     path.write_text(data, encoding="utf-8")
     assert report_main([str(path), "-o", str(tmp_path / "r.html")]) == 2
@@ -138,7 +138,7 @@ def test_the_loader_is_one_function_with_one_error_type(tmp_path: Path) -> None:
     # results through harness.results.load_results, which raises only ResultsFileError.
     assert harness.report.load_results is load_results
     path = tmp_path / "baseline.json"
-    problems = ["{", "[]", '{"schema_version": 2, "scenarios": []}', '{"scenarios": [1]}']
+    problems = ["{", "[]", '{"schema_version": 3, "scenarios": []}', '{"scenarios": [1]}']
     for text in problems:
         path.write_text(text, encoding="utf-8")
         with pytest.raises(ResultsFileError) as caught:

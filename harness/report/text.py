@@ -56,7 +56,8 @@ def format_failure(result: ScenarioResult, *, verbose: bool = False) -> str:
     lines = _error_header(result, message)
     lines.extend(_unmet_expectations(result, limit))
     lines.append(
-        f"trajectory ({result.planner or 'planner'}, {result.iterations} iteration(s), "
+        f"trajectory ({result.agent.planner if result.agent else 'planner'}, "
+        f"{result.iterations} iteration(s), "
         f"{result.llm_calls} LLM call(s)):"
     )
     lines.extend("  " + line for line in trajectory_lines(result, verbose=verbose))
@@ -175,7 +176,7 @@ def _calls_by_iteration(result: ScenarioResult) -> dict[int, list[Any]]:
 def _plan_part(result: ScenarioResult, calls: list[Any], limit: int | None) -> str:
     """``ran in parallel: name(args), ...`` (or how else the calls ran, or not)."""
     ran = [c for c in calls if c.status in ("ok", "error")]
-    together = result.parallel_tools and _parallel(ran)
+    together = (result.agent is None or result.agent.parallel_tools) and _parallel(ran)
     if not ran:  # declined by stagnation, stopped by validation, left at the limit
         label = "not run"
     elif together:
@@ -242,12 +243,12 @@ def ending_sentence(scenario: ScenarioResult) -> str:
     if kind == "empty":
         return "Nothing to do: the planner returned an empty action"
     if kind == "stagnation":
-        window = final.data.get("window", scenario.stagnation_window)
+        window = scenario.agent.stagnation_window if scenario.agent else final.data.get("window")
         return (
             f"Stagnation: the plan repeated the previous {window} identical plans and was declined"
         )
     if kind == "max_iterations":
-        limit = (final.error or {}).get("max_iterations", scenario.iterations)
+        limit = scenario.agent.max_iterations if scenario.agent else scenario.iterations
         return f"Max iterations reached ({limit})" + (
             ", with a final answer" if final.content is not None else ""
         )

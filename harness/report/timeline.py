@@ -315,9 +315,7 @@ def _stagnation_window(scenario: ScenarioResult, items: list[Item]) -> tuple[lis
     """The iterations of the W identical plans before the declined one, and W."""
     if scenario.termination.value != "stagnation":
         return [], 0
-    size = scenario.final.data.get("window") if isinstance(scenario.final.data, dict) else None
-    if not isinstance(size, int):
-        size = scenario.stagnation_window or 0
+    size = scenario.agent.stagnation_window if scenario.agent else 0
     plans = [i for i in items if i.kind == "tools"]
     if plans and plans[-1].declined:
         plans = plans[:-1]

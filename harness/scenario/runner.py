@@ -84,9 +84,7 @@ async def arun_scenario(
         status=_status(result, expectations),
         description=scenario.description,
         tags=list(scenario.tags),
-        stagnation_window=agent_config.stagnation_window,
-        planner=agent_config.planner,
-        parallel_tools=agent_config.parallel_tools,
+        agent=agent_config,
     )
 
 
