@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from harness.actions import RunResult
 from harness.config import AgentConfig
-from harness.errors import HarnessError, describe
+from harness.errors import HarnessError, describe, format_errors
 from harness.llm.base import close_llm
 from harness.llm.scripted import ScriptedLLM
 from harness.loop import execute
@@ -24,7 +24,7 @@ from harness.messages import (
 from harness.plugins import get_plugins
 from harness.run import Run, answer_unanswered
 from harness.sync import run_sync
-from harness.tools import Tool, format_errors, toolset
+from harness.tools import Tool, toolset
 
 __all__ = ["Agent"]
 

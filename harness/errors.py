@@ -11,7 +11,6 @@ __all__ = [
     "HarnessError",
     "LLMError",
     "ScenarioError",
-    "class_path",
     "describe",
     "format_errors",
     "where_defined",
@@ -87,17 +86,13 @@ class ScenarioError(HarnessError):
         return cls([(path, line, field, message)])
 
 
-def class_path(cls: type) -> str:
-    """``module.Qualified.Name`` of a class (``<locals>`` dropped), for messages."""
-    return f"{cls.__module__}.{cls.__qualname__}".replace(".<locals>", "")
-
-
 def where_defined(obj: Any) -> str:
     """``module.qualname`` of a function or class (of its class for other objects), for
     messages: never a repr, which may hold a memory address."""
     if not isinstance(getattr(obj, "__qualname__", None), str):
         obj = type(obj)
-    return f"{getattr(obj, '__module__', '?')}.{obj.__qualname__}"
+    # `<locals>` says only that it was defined inside a function: left out.
+    return f"{getattr(obj, '__module__', '?')}.{obj.__qualname__}".replace(".<locals>", "")
 
 
 def describe(value: Any) -> str:
@@ -112,7 +107,7 @@ def describe(value: Any) -> str:
     if " at 0x" in text:  # a default repr: the address says nothing to a reader
         if isinstance(getattr(value, "__qualname__", None), str):
             return f"{cls.__name__} {where_defined(value)}"
-        return f"a {class_path(cls)} object"
+        return f"a {where_defined(cls)} object"
     if len(text) > 60:
         text = text[:57] + "..."
     return f"{cls.__name__} {text}"

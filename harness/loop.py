@@ -10,7 +10,6 @@ from __future__ import annotations
 import inspect
 import logging
 import time
-from collections.abc import Callable
 from typing import Any
 
 from pydantic_core import to_jsonable_python
@@ -25,7 +24,6 @@ from harness.actions import (
     Termination,
     ToolAction,
 )
-from harness.config import AgentConfig
 from harness.errors import AbortRun, HarnessError, LLMError, describe, raised_at
 from harness.messages import (
     AssistantMessage,
@@ -33,6 +31,7 @@ from harness.messages import (
     SystemMessage,
     clean_text,
 )
+from harness.planners import Planner, PlannerFactory
 from harness.run import Run, RunStopped
 from harness.stagnation import StagnationDetector
 from harness.toolplan import run_plan
@@ -51,7 +50,7 @@ def _last_turn(conversation: Conversation) -> Any:
 
 
 async def _iterate(
-    run: Run, planner: Any, detector: StagnationDetector
+    run: Run, planner: Planner, detector: StagnationDetector
 ) -> tuple[Termination, FinalResponse]:
     config = run.config
     hook = run.hook
@@ -174,7 +173,7 @@ def _error_final(exc: BaseException) -> FinalResponse:
     )
 
 
-async def execute(run: Run, planner_factory: Callable[[AgentConfig], Any]) -> RunResult:
+async def execute(run: Run, planner_factory: PlannerFactory) -> RunResult:
     """Run the loop to its end and return the RunResult.
 
     The planner is built here, inside the run, so that a factory that rejects its

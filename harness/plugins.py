@@ -28,7 +28,7 @@ from typing import Any
 import pluggy
 
 from harness import hookspecs
-from harness.errors import HarnessError, class_path
+from harness.errors import HarnessError, where_defined
 from harness.project import ProjectConfigError, project_config, project_root
 
 __all__ = [
@@ -127,7 +127,7 @@ class Plugins:
         name = getattr(plugin, "__name__", None)
         if isinstance(name, str):
             return name
-        base = class_path(type(plugin))
+        base = where_defined(type(plugin))
         name, n = base, 1
         while self.pm.get_plugin(name) is not None:
             n += 1

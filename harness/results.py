@@ -34,7 +34,6 @@ __all__ = [
     "ScenarioResult",
     "Status",
     "Summary",
-    "atomic_write",
     "build_results",
     "load_results",
 ]

@@ -16,7 +16,7 @@ from harness.canonical import canonical_json
 from harness.hookspecs import hookimpl
 from harness.messages import ToolCall
 
-__all__ = ["StagnationDetector", "canonical_json", "plan_signature"]
+__all__ = ["StagnationDetector", "plan_signature"]
 
 
 def plan_signature(tool_calls: Iterable[ToolCall]) -> tuple[tuple[str, str], ...]:

@@ -18,10 +18,10 @@ from pydantic_core import to_jsonable_python
 
 from harness import simclock
 from harness.actions import FinalResponse, Termination, ToolAction, ToolCallRecord
-from harness.errors import AbortRun
+from harness.errors import AbortRun, format_errors
 from harness.messages import ToolCall, ToolMessage, clean_data, clean_text
 from harness.run import Run, RunStopped
-from harness.tools import Tool, ToolArgumentsError, format_errors
+from harness.tools import Tool, ToolArgumentsError
 
 __all__ = ["Outcome", "Prepared", "run_plan"]
 

@@ -19,7 +19,6 @@ __all__ = [
     "ToolArgumentsError",
     "arguments_model",
     "as_tool",
-    "format_errors",
     "schema_of",
     "tool",
     "toolset",

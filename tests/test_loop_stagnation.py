@@ -8,8 +8,9 @@ from hypothesis import strategies as st
 
 import harness.plugins
 from harness import Agent, Termination, hookimpl, tool
+from harness.canonical import canonical_json
 from harness.messages import ToolCall
-from harness.stagnation import StagnationDetector, canonical_json, plan_signature
+from harness.stagnation import StagnationDetector, plan_signature
 
 SF = [{"get_weather": {"city": "SF"}}]
 

@@ -22,7 +22,7 @@ from harness.freeze.build import build_scenario, replayed_calls
 from harness.freeze.check import Sent, expectations, first_difference, run_offline
 from harness.freeze.recorded import (
     FreezeError,
-    Run,
+    RecordedRun,
     fill_client_ids,
     read_calls,
     split_runs,
@@ -56,8 +56,8 @@ class _Source:
 
     path: Path
     shown: str
-    runs: list[Run]
-    chosen: Run
+    runs: list[RecordedRun]
+    chosen: RecordedRun
     scenario: str | Path | None  # as given: messages name it so
     original: Any
 
@@ -108,7 +108,7 @@ def _cassette_of(original: Any, shown: str) -> Path:
     return resolve_cassette_path(original.llm.with_context(context))
 
 
-def _recorded_runs(path: Path, shown: str) -> list[Run]:
+def _recorded_runs(path: Path, shown: str) -> list[RecordedRun]:
     """The runs the cassette recorded, all through one API."""
     calls = read_calls(_load(path, shown), shown)
     if not calls:
@@ -118,7 +118,7 @@ def _recorded_runs(path: Path, shown: str) -> list[Run]:
     return split_runs(calls)
 
 
-def _pick(runs: list[Run], wanted: int | None, shown: str) -> Run:
+def _pick(runs: list[RecordedRun], wanted: int | None, shown: str) -> RecordedRun:
     listing = "; ".join(run.describe() for run in runs)
     if wanted is None:
         return runs[-1]

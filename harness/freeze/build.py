@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.freeze.recorded import FreezeError, RecordedCall, Run, text_of
+from harness.freeze.recorded import FreezeError, RecordedCall, RecordedRun, text_of
 from harness.messages import ToolCall, parse_arguments
 from harness.scenario.schema import Scenario
 from harness.scenario.templates import TEMPLATE_MARKERS
@@ -23,7 +23,7 @@ _DEFAULT_MAX_ITERATIONS = 80
 _TOOL_DEFINITION = {"description", "parameters", "schema_", "strict", "latency"}
 
 
-def replayed_calls(run: Run) -> list[RecordedCall]:
+def replayed_calls(run: RecordedRun) -> list[RecordedCall]:
     """The run's calls without the failed attempts its client retried.
 
     A script has no retries (harness itself sends none under a cassette): an error
@@ -215,7 +215,7 @@ def _results(
 
 
 def build_scenario(
-    run: Run, *, description: str, original: Scenario | None = None
+    run: RecordedRun, *, description: str, original: Scenario | None = None
 ) -> dict[str, Any]:
     """The scenario (without ``expect``) whose script and stubs replay ``run``."""
     calls = replayed_calls(run)

@@ -26,8 +26,8 @@ from harness.messages import parse_arguments
 __all__ = [
     "FreezeError",
     "RecordedCall",
+    "RecordedRun",
     "Reply",
-    "Run",
     "conversation_items",
     "read_calls",
     "split_runs",
@@ -65,7 +65,7 @@ class RecordedCall:
 
 
 @dataclass
-class Run:
+class RecordedRun:
     """The requests of one run of an agent, in order (number: 1-based, by recording order)."""
 
     number: int
@@ -344,7 +344,7 @@ def _continues(before: RecordedCall, call: RecordedCall) -> bool:
     return len(a) < len(b) or before.error is not None
 
 
-def fill_client_ids(run: Run) -> None:
+def fill_client_ids(run: RecordedRun) -> None:
     """Give the reply's calls that came without an id the id the client sent back.
 
     Some OpenAI-compatible servers answer tool calls without ids; the client makes one
@@ -365,7 +365,7 @@ def fill_client_ids(run: Run) -> None:
         ]
 
 
-def split_runs(calls: list[RecordedCall]) -> list[Run]:
+def split_runs(calls: list[RecordedCall]) -> list[RecordedRun]:
     """The runs recorded in a cassette, in the order their last requests were recorded.
 
     A request belongs to the run of the latest earlier request whose conversation it
@@ -385,5 +385,5 @@ def split_runs(calls: list[RecordedCall]) -> list[Run]:
         while at is not None:
             chain.append(calls[at])
             at = parent[at]
-        runs.append(Run(len(runs) + 1, chain[::-1]))
+        runs.append(RecordedRun(len(runs) + 1, chain[::-1]))
     return runs

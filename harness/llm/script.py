@@ -7,8 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from harness.errors import HarnessError
-from harness.tools import format_errors
+from harness.errors import HarnessError, format_errors
 
 __all__ = ["ScriptError", "ScriptStep", "ScriptToolCall", "Usage", "parse_step"]
 

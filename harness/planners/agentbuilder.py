@@ -10,6 +10,7 @@ from typing import Any
 from harness.actions import CompleteAction, EmptyAction, ExecuteToolsAction, MakeLLMRequestAction
 from harness.hookspecs import hookimpl
 from harness.messages import AssistantMessage, SystemMessage
+from harness.run import Run
 
 __all__ = ["AgentBuilderPlanner"]
 
@@ -23,7 +24,7 @@ class AgentBuilderPlanner:
     def __init__(self, config: Any = None) -> None:
         self.config = config
 
-    def step(self, run: Any) -> Any:
+    def step(self, run: Run) -> Any:
         """The next action, from the last non-system message alone."""
         for message in reversed(run.conversation.messages):
             if isinstance(message, SystemMessage):

@@ -7,6 +7,7 @@ from typing import Any
 from harness.actions import EmptyAction, FinalResponse, ToolAction
 from harness.hookspecs import hookimpl
 from harness.messages import SystemMessage
+from harness.run import Run
 
 __all__ = ["ReactPlanner"]
 
@@ -17,7 +18,7 @@ class ReactPlanner:
     def __init__(self, config: Any = None) -> None:
         self.config = config
 
-    async def step(self, run: Any) -> Any:
+    async def step(self, run: Run) -> Any:
         """Ask the model; tool calls -> a list of ToolAction, text -> FinalResponse."""
         # Stops at the first non-system message from the end: constant work per round.
         if all(isinstance(m, SystemMessage) for m in reversed(run.conversation.messages)):

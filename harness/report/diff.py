@@ -165,5 +165,5 @@ def diff_results(
 
 
 def _started(results: Results) -> str | None:
-    started = results.meta.get("started") if isinstance(results.meta, dict) else None
+    started = results.meta.get("started")
     return started if isinstance(started, str) else None

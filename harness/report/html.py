@@ -134,7 +134,7 @@ def _render(results: Results, baseline: BaselineDiff | None, title: str) -> str:
     terminations = [(name, count) for name, count in summary.by_termination.items() if count]
     order = {name: i for i, name in enumerate(TERMINATIONS)}
     terminations.sort(key=lambda item: (order.get(item[0], len(order)), item[0]))
-    versions = results.meta.get("versions") if isinstance(results.meta, dict) else None
+    versions = results.meta.get("versions")
     template = _environment().get_template("report.html.j2")
     return template.render(
         title=title,
@@ -142,7 +142,7 @@ def _render(results: Results, baseline: BaselineDiff | None, title: str) -> str:
         summary=summary,
         statuses=statuses,
         terminations=terminations,
-        started=results.meta.get("started") if isinstance(results.meta, dict) else None,
+        started=results.meta.get("started"),
         versions=versions if isinstance(versions, dict) else {},
         charts=scenario_charts(scenarios, summary),
         scenarios=views,

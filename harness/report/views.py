@@ -9,6 +9,7 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from harness.actions import ToolCallRecord
+from harness.errors import format_errors
 from harness.messages import AssistantMessage
 from harness.report.charts import track_svg
 from harness.report.folds import fold_marks
@@ -16,7 +17,6 @@ from harness.report.markup import clip, compact, seconds, to_text
 from harness.report.text import ending_sentence
 from harness.report.timeline import Item, Timeline, build_timeline
 from harness.results import Results, ScenarioResult
-from harness.tools import format_errors
 
 __all__ = ["COMPACT_AFTER", "SEARCH_DESCRIPTION", "Limits", "scenario_view"]
 

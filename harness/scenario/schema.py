@@ -39,7 +39,7 @@ __all__ = [
 
 # Unknown keys are errors, and numbers are finite: an infinite latency or bound would
 # reach results.json as Infinity (not JSON) or a clock that never stops.
-_STRICT = ConfigDict(extra="forbid", allow_inf_nan=False)
+_CLOSED = ConfigDict(extra="forbid", allow_inf_nan=False)
 # What the OpenAI API accepts as a function name (Chat Completions and Responses).
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -47,7 +47,7 @@ TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 class Range(BaseModel):
     """A number, exactly (``1.5``) or within bounds (``{min: 1, max: 2.5}``); never negative."""
 
-    model_config = _STRICT
+    model_config = _CLOSED
     min: float | None = Field(default=None, json_schema_extra={"minimum": 0})
     max: float | None = Field(default=None, json_schema_extra={"minimum": 0})
 
@@ -129,14 +129,14 @@ _WINDOW = AgentConfig.model_fields["stagnation_window"]
 class StagnationSection(BaseModel):
     """Stagnation detection settings."""
 
-    model_config = _STRICT
+    model_config = _CLOSED
     window: int = Field(default=_WINDOW.default, ge=0, description=_WINDOW.description)
 
 
 class _AgentSectionBase(BaseModel):
     """How the agent loop runs."""
 
-    model_config = _STRICT
+    model_config = _CLOSED
 
     def to_config(self) -> AgentConfig:
         """The loop's AgentConfig."""
@@ -167,7 +167,7 @@ AgentSection = create_model(
 class ParamSpec(BaseModel):
     """A short-form parameter with details: ``{type: int, default: 3, description: ...}``."""
 
-    model_config = _STRICT
+    model_config = _CLOSED
     type: str = "str"
     default: Any = None
     description: str | None = None
@@ -181,7 +181,7 @@ class ParamSpec(BaseModel):
 class ToolResultSpec(BaseModel):
     """What the Nth call of a stub returns (``results:``)."""
 
-    model_config = _STRICT
+    model_config = _CLOSED
     on_call: int = Field(ge=1)
     returns: Any = None
 
@@ -304,7 +304,7 @@ class ToolCallsExpect(_Ordered):
 class IncludeCall(BaseModel):
     """A call that must have been made; ``args`` match partially."""
 
-    model_config = _STRICT
+    model_config = _CLOSED
     name: str
     args: dict[str, Any] = Field(default_factory=dict)
 
@@ -316,7 +316,7 @@ def _as_list(value: Any) -> Any:
 class FinalExpect(_Ordered):
     """Expectations on the final response."""
 
-    model_config = _STRICT
+    model_config = _CLOSED
     contains: (
         Annotated[
             list[str],
@@ -345,7 +345,7 @@ class FinalExpect(_Ordered):
 class RequestExpect(BaseModel):
     """What was sent to the model on LLM call ``call`` (1-based)."""
 
-    model_config = _STRICT
+    model_config = _CLOSED
     call: int = Field(ge=1)
     tool_results_include: list[str] | None = None
     messages_include: list[str] | None = None
@@ -425,7 +425,7 @@ def _check_tool_name(name: str) -> str:
 class Scenario(BaseModel):
     """One ``*.scenario.yaml`` file."""
 
-    model_config = _STRICT
+    model_config = _CLOSED
 
     name: str | None = Field(
         default=None, description="default: the file name without .scenario.yaml"
