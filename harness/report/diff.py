@@ -1,19 +1,9 @@
 """The baseline diff: what changed between a saved run (the baseline) and this one.
 
-Scenarios are matched by id. The categories, as results.json's ``baseline`` holds them:
-
-- ``regressions``: passed in the baseline, failed or errored now;
-- ``fixed``: failed or errored in the baseline, passed now;
-- ``changed``: in both runs with different behaviour (status, termination, iterations,
-  LLM calls, tool-call trajectory or final response), old and new side by side; a
-  regression or fix whose behaviour changed is listed here too, with the details;
-- ``added`` / ``removed``: ids only in this run / only in the baseline;
-- ``not_run``: baseline ids the caller says this run did not run although they still
-  exist (a run narrowed by -k, -m or paths, a skipped scenario): neither compared nor
-  removed.
-
-Only fields that are identical across runs of the same inputs are compared
-(``wall_time`` and ``meta`` never are), so an unchanged suite diffs empty.
+Scenarios are matched by id; the categories (regressions, fixed, changed, added, removed,
+not run) are the fields of ``harness.baseline.BaselineDiff``. Only fields that are
+identical across runs of the same inputs are compared (``wall_time`` and ``meta`` never
+are), so an unchanged suite diffs empty.
 """
 
 from __future__ import annotations
