@@ -9,6 +9,7 @@ parent run. The sub-run's data stays on the call's record (``ToolCallRecord.sub_
 from __future__ import annotations
 
 import asyncio
+
 from pydantic import Field
 
 from harness import simclock
@@ -75,9 +76,7 @@ class AgentTool(Tool):
         max_depth: int = DEFAULT_MAX_DEPTH,
     ) -> None:
         if not isinstance(agent, Agent):
-            raise HarnessError(
-                f"AgentTool(agent=...) takes a harness.Agent, got {describe(agent)}"
-            )
+            raise HarnessError(f"AgentTool(agent=...) takes a harness.Agent, got {describe(agent)}")
         if not isinstance(name, str) or not name:
             raise HarnessError(f"AgentTool(name=...) takes the tool's name, got {describe(name)}")
         if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 1:
