@@ -283,7 +283,7 @@ class ToolSpec(BaseModel):
                 names = ", ".join(k.rstrip("_") for k in extra)
                 what = "runs a sub-agent" if kinds[0] == "agent" else "runs the model's code"
                 raise ValueError(
-                    f"an `{kinds[0]}:` tool {what}, its arguments are fixed: remove {names}"
+                    f"a tool with `{kinds[0]}:` {what}, with fixed arguments: remove {names}"
                 )
         if self.use is not None:
             extra = [
