@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -272,3 +273,21 @@ def test_a_backend_that_cannot_run_here_is_a_load_error(tmp_path):
     with pytest.raises(ScenarioError) as info:
         load_scenario(path)
     assert f"{path.as_posix()}:3: tools.python.code.sandbox: {reason}" in str(info.value)
+
+
+def _blocks(path: Path, language: str, after: str = "") -> list[str]:
+    text = path.read_text(encoding="utf-8")
+    return re.findall(rf"```{language}\n(.*?)```", text[text.index(after) :], re.S)
+
+
+def test_the_docs_examples_run_as_they_say(tmp_path):
+    (python,) = _blocks(REPO / "docs/agents.md", "python")
+    exec(compile(python, "docs/agents.md", "exec"), {})
+    scenarios = [
+        *_blocks(REPO / "docs/agents.md", "yaml"),
+        _blocks(REPO / "README.md", "yaml", after="## Agents made of agents")[0],
+    ]
+    for i, text in enumerate(scenarios):
+        result = run_scenario(write(tmp_path, text, f"doc{i}.scenario.yaml"))
+        assert result.status == "passed", (i, result.expectations)
+        assert result.tool_calls[0].sub_run.termination == "completed"
