@@ -10,6 +10,7 @@ from harness.actions import (
     FinalResponse,
     MakeLLMRequestAction,
     RunResult,
+    SubRun,
     Termination,
     ToolAction,
     ToolCallRecord,
@@ -28,7 +29,8 @@ from harness.messages import (
 )
 from harness.run import Run
 from harness.secrets import ScrubbingFilter
-from harness.tools import Tool, tool
+from harness.subagents import AgentTool
+from harness.tools import Tool, ToolResult, tool
 
 __version__ = "0.1.0"
 
@@ -59,6 +61,7 @@ __all__ = [
     "AbortRun",
     "Agent",
     "AgentConfig",
+    "AgentTool",
     "AssistantMessage",
     "CodeExecutionTool",
     "CompleteAction",
@@ -71,6 +74,7 @@ __all__ = [
     "MakeLLMRequestAction",
     "Run",
     "RunResult",
+    "SubRun",
     "SystemMessage",
     "Termination",
     "Tool",
@@ -78,6 +82,7 @@ __all__ = [
     "ToolCall",
     "ToolCallRecord",
     "ToolMessage",
+    "ToolResult",
     "UserMessage",
     "__version__",
     "arun_scenario",

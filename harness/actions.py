@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.messages import Conversation, ToolCall
+from harness.messages import Conversation, Message, ToolCall
 
 __all__ = [
     "Action",
@@ -18,6 +18,7 @@ __all__ = [
     "MakeLLMRequestAction",
     "RunData",
     "RunResult",
+    "SubRun",
     "Termination",
     "ToolAction",
     "ToolCallRecord",
@@ -107,6 +108,36 @@ class ToolCallRecord(BaseModel):
     group: int
     sim_start: float = 0.0
     sim_end: float = 0.0
+    # The run a sub-agent tool (harness.AgentTool) made for this call; absent from the
+    # JSON of every other call, so results without sub-agents read as before.
+    sub_run: SubRun | None = Field(default=None, exclude_if=lambda value: value is None)
+
+
+class SubRun(BaseModel):
+    """A sub-agent's run, kept on the tool call that made it (``ToolCallRecord.sub_run``).
+
+    The run's data as results keep it, without wall-clock time (results stay
+    reproducible), with the sub-run's conversation (``transcript``) for the report's
+    nested timeline. Its own tool calls may hold sub-runs in turn.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    agent: str  # the name of the tool that ran it
+    depth: int = 1  # 1 for a sub-run of a top-level run, 2 below that, ...
+    termination: Termination
+    iterations: int = 0
+    llm_calls: int = 0
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    parallel_groups: list[list[str]] = Field(default_factory=list)
+    final: FinalResponse = Field(default_factory=FinalResponse)
+    events: list[dict[str, Any]] = Field(default_factory=list)
+    memory: list[dict[str, Any]] = Field(default_factory=list)
+    usage: dict[str, int] = Field(default_factory=dict)
+    sim_time: float = 0.0
+    transcript: list[Message] = Field(default_factory=list)
+
+
+ToolCallRecord.model_rebuild()
 
 
 class RunData(BaseModel):

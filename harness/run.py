@@ -7,7 +7,10 @@ clock. Per-round work is constant in the length of the run.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,9 +23,25 @@ if TYPE_CHECKING:
     from harness.plugins import Plugins
     from harness.tools import Tool
 
-__all__ = ["Run", "RunStopped", "answer_calls", "answer_unanswered", "pending_calls"]
+__all__ = [
+    "Run",
+    "RunStopped",
+    "answer_calls",
+    "answer_unanswered",
+    "calling_run",
+    "pending_calls",
+]
 
 log = logging.getLogger("harness")
+
+# The run whose tool call is executing in this context (set around each call by
+# harness.toolplan): a run started inside a tool call, a sub-agent's, is its child.
+_caller: ContextVar[Run | None] = ContextVar("harness_calling_run", default=None)
+
+
+def calling_run() -> Run | None:
+    """The run whose tool call is executing here (None outside tool calls)."""
+    return _caller.get()
 
 
 @dataclass(frozen=True)
@@ -70,6 +89,9 @@ class Run:
         self.conversation = conversation
         self.tools = tools
         self.config = config
+        # A run started inside another run's tool call (a sub-agent) is its child.
+        self.parent: Run | None = _caller.get()
+        self.depth = 0 if self.parent is None else self.parent.depth + 1
         self.llm = llm
         self.plugins = plugins
         self.hook = plugins.hook
@@ -107,6 +129,15 @@ class Run:
     def planner_name(self) -> str:
         """The name the planner was selected by (``config.planner``)."""
         return self.config.planner
+
+    @contextlib.contextmanager
+    def calling(self) -> Iterator[None]:
+        """Mark this run as the caller while one of its tool calls executes."""
+        token = _caller.set(self)
+        try:
+            yield
+        finally:
+            _caller.reset(token)
 
     # -- helpers for planners and plugins ---------------------------------------------
 

@@ -17,11 +17,11 @@ from typing import Any
 from pydantic_core import to_jsonable_python
 
 from harness import simclock
-from harness.actions import FinalResponse, Termination, ToolAction, ToolCallRecord
+from harness.actions import FinalResponse, SubRun, Termination, ToolAction, ToolCallRecord
 from harness.errors import AbortRun, format_errors
 from harness.messages import ToolCall, ToolMessage, clean_data, clean_text
 from harness.run import Run, RunStopped
-from harness.tools import Tool, ToolArgumentsError
+from harness.tools import Tool, ToolArgumentsError, ToolResult
 
 __all__ = ["Outcome", "Prepared", "run_plan"]
 
@@ -48,6 +48,8 @@ class Outcome:
     seconds: float = 0.0  # simulated seconds the call took
     # Set when the call raised AbortRun: the run ends in `error` once the plan is recorded.
     abort: AbortRun | None = None
+    # The run a sub-agent tool made for the call (harness.AgentTool), kept on its record.
+    sub_run: SubRun | None = None
 
     @classmethod
     def failed(cls, text: str, status: str = "error", seconds: float = 0.0) -> Outcome:
@@ -159,14 +161,15 @@ async def _call(run: Run, p: Prepared, *, parallel: bool) -> Outcome:
         return Outcome.failed(f"Invalid arguments for {call.name}: {args}", "invalid")
     clock = simclock.start_call(parallel=parallel)
     try:
-        if tool.is_async:
-            value = await tool.fn(**args)
-        elif parallel:
-            # A sync tool may block (requests, subprocess): a thread lets the
-            # calls of a parallel plan overlap as they would in production.
-            value = await asyncio.to_thread(tool.fn, **args)
-        else:
-            value = tool.fn(**args)
+        with run.calling():
+            if tool.is_async:
+                value = await tool.fn(**args)
+            elif parallel:
+                # A sync tool may block (requests, subprocess): a thread lets the
+                # calls of a parallel plan overlap as they would in production.
+                value = await asyncio.to_thread(tool.fn, **args)
+            else:
+                value = tool.fn(**args)
     except AbortRun as exc:
         # Its message is written for people (file, line, field): no internal class name.
         outcome = Outcome.failed(clean_text(str(exc)))
@@ -185,6 +188,12 @@ async def _call(run: Run, p: Prepared, *, parallel: bool) -> Outcome:
 
 def _returned(value: Any, seconds: float) -> Outcome:
     """A tool's return value as the model sees it and as results keep it."""
+    if isinstance(value, ToolResult):
+        outcome = _returned(value.content, seconds)
+        if value.is_error:
+            outcome.status = "error"
+        outcome.sub_run = value.sub_run
+        return outcome
     if isinstance(value, str):
         value = clean_text(value)
         return Outcome(value, value, "ok", seconds)
@@ -237,6 +246,7 @@ def _record(
                 result=outcome.result,
                 sim_start=sim_start,
                 sim_end=sim_end,
+                sub_run=outcome.sub_run,
             )
         )
     abort = next((o.abort for o in outcomes if o.abort is not None), None)

@@ -11,12 +11,14 @@ from typing import Annotated, Any, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
+from harness.actions import SubRun
 from harness.errors import HarnessError, describe, format_errors, where_defined
 from harness.messages import ToolCall
 
 __all__ = [
     "Tool",
     "ToolArgumentsError",
+    "ToolResult",
     "arguments_model",
     "as_tool",
     "schema_of",
@@ -31,6 +33,22 @@ class ToolArgumentsError(Exception):
     def __init__(self, errors: list[dict[str, Any]]):
         super().__init__(format_errors(errors))
         self.errors = errors
+
+
+class ToolResult:
+    """What a tool may return instead of a plain value: the value, whether it is an error
+    result (the model sees it as one, the record's status is ``error``) and, for a
+    sub-agent tool, the run it made. Raising is the other way to give an error result."""
+
+    __slots__ = ("content", "is_error", "sub_run")
+
+    def __init__(self, content: Any, *, is_error: bool = False, sub_run: SubRun | None = None):
+        self.content = content
+        self.is_error = is_error
+        self.sub_run = sub_run
+
+    def __repr__(self) -> str:
+        return f"ToolResult({self.content!r}, is_error={self.is_error})"
 
 
 def _pydantic_errors(exc: ValidationError) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from harness.actions import ToolCallRecord
+from harness.actions import SubRun, ToolCallRecord
 from harness.errors import format_errors
 from harness.messages import AssistantMessage
 from harness.report.charts import track_svg
@@ -18,7 +18,7 @@ from harness.report.text import ending_sentence
 from harness.report.timeline import Item, Timeline, build_timeline
 from harness.results import Results, ScenarioResult
 
-__all__ = ["COMPACT_AFTER", "SEARCH_DESCRIPTION", "Limits", "scenario_view"]
+__all__ = ["COMPACT_AFTER", "SEARCH_DESCRIPTION", "Limits", "scenario_view", "sub_run_view"]
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,7 @@ def _call_notes(scenario: ScenarioResult) -> dict[str, dict[str, str]]:
 class _Call:
     """One tool call as the timeline shows it, its texts escaped and cut already."""
 
-    __slots__ = ("args", "head", "invalid", "is_error", "name", "raw", "result", "status")
+    __slots__ = ("args", "head", "invalid", "is_error", "name", "raw", "result", "status", "sub")
 
     def __init__(self, record: ToolCallRecord, note: dict[str, str], limits: Limits) -> None:
         self.name = record.name
@@ -136,6 +136,8 @@ class _Call:
         self.invalid = clip(invalid, limits.result) if invalid else None
         ran = record.status != "not_run" and record.result is not None
         self.result = clip(compact(record.result), limits.result) if ran else None
+        # A sub-agent's run: its own timeline, nested (and collapsed) under the call.
+        self.sub = sub_run_view(record.sub_run, limits) if record.sub_run is not None else None
 
 
 class _Row:
@@ -156,6 +158,7 @@ class _Row:
         "lanes",
         "parallel",
         "stopped",
+        "subs",
         "track",
         "when",
     )
@@ -188,10 +191,21 @@ class _Row:
         count = len(item.calls)
         self.label = f"{'tools' if count > 1 else 'tool'} \u00d7{count}"
         self.calls = [_Call(c, notes.get(c.id, {}), limits) for c in item.calls]
+        # Calls that ran a sub-agent: each gets a full-width row with its run below.
+        self.subs = [c for c in self.calls if c.sub is not None]
         self.track = track_svg(item, total)
         # The lanes of a parallel plan, top to bottom, by tool name (the bars are in order).
         self.lanes = [clip(c.name, limits.call) for c in item.calls] if count > 1 else []
         self.when = f"{seconds(item.start)} → {seconds(item.end)}" + ("" if item.exact else "*")
+
+
+def _spans(rows: dict[int, list[_Row]]) -> dict[int, int]:
+    """Table rows of the iterations that hold sub-runs (one more row per sub-run)."""
+    return {
+        number: len(items) + sum(len(r.subs) for r in items)
+        for number, items in rows.items()
+        if any(r.subs for r in items)
+    }
 
 
 def _rows(
@@ -213,6 +227,59 @@ def _search_text(scenario: ScenarioResult) -> str:
     """What the page's text filter matches: id, name, description and tags, lower case."""
     description = (scenario.description or "")[:SEARCH_DESCRIPTION]
     return " ".join([scenario.id, scenario.name, description, *scenario.tags]).lower()
+
+
+def _as_result(sub: SubRun) -> ScenarioResult:
+    """A sub-run in the shape the timeline is built from (it is a run like any other)."""
+    return ScenarioResult.model_construct(
+        id=sub.agent,
+        name=sub.agent,
+        file="",
+        description=None,
+        tags=[],
+        status="passed" if sub.termination.value == "completed" else "failed",
+        expectations=[],
+        agent=None,
+        wall_time=0.0,
+        **{field: getattr(sub, field) for field in _SUB_FIELDS},
+    )
+
+
+_SUB_FIELDS = (
+    "termination",
+    "iterations",
+    "llm_calls",
+    "tool_calls",
+    "parallel_groups",
+    "final",
+    "events",
+    "memory",
+    "usage",
+    "sim_time",
+    "transcript",
+)
+
+
+def sub_run_view(sub: SubRun, limits: Limits) -> dict[str, Any]:
+    """What the template needs to show a sub-agent's run inside its tool call."""
+    run = _as_result(sub)
+    timeline = build_timeline(run)
+    rows = _rows(timeline, run, _call_notes(run), limits)
+    ran = sum(1 for c in sub.tool_calls if c.status != "not_run")
+    errors = sum(1 for c in sub.tool_calls if c.is_error)
+    return {
+        "agent": sub.agent,
+        "depth": sub.depth,
+        "termination": sub.termination.value,
+        "facts": f"{sub.iterations} it · {sub.llm_calls} LLM · {ran} tool"
+        + (f" ({errors} err)" if errors else "")
+        + f" · {seconds(sub.sim_time)}",
+        "timeline": timeline,
+        "rows": rows,
+        "spans": _spans(rows),
+        "folds": fold_marks(timeline, rows),
+        "ending": ending_sentence(run),
+    }
 
 
 def scenario_view(index: int, scenario: ScenarioResult, limits: Limits) -> dict[str, Any]:
@@ -244,5 +311,6 @@ def scenario_view(index: int, scenario: ScenarioResult, limits: Limits) -> dict[
         "tools_not_run": sum(1 for c in scenario.tool_calls if c.status == "not_run"),
         "usage": scenario.usage,
         "rows": rows,
+        "spans": _spans(rows),
         "folds": fold_marks(timeline, rows),
     }

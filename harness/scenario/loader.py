@@ -22,10 +22,11 @@ from harness.llm.script import ScriptToolCall
 from harness.messages import Conversation, MessageItemError, messages_from_openai
 from harness.plugins import PluginError, Plugins, get_plugins
 from harness.project import display_path, project_root
+from harness.scenario.agents import SubAgents, agent_cycles
 from harness.scenario.dotted import DottedKeyError, expand_dotted, split_dotted
 from harness.scenario.hints import dedent_hint
 from harness.scenario.params import SpecError
-from harness.scenario.schema import ExpectSection, Scenario, scenario_name
+from harness.scenario.schema import ExpectSection, Scenario, SubAgentSpec, scenario_name
 from harness.scenario.stubs import build_tool
 from harness.scenario.yamlsource import Located, dotted, load_yaml
 from harness.tools import Tool
@@ -235,21 +236,53 @@ def _validation_issues(exc: ValidationError, located: Located) -> list[Issue]:
 # -- checks beyond the schema -----------------------------------------------------------------
 
 
-def build_tools(scenario: Scenario, located: Located | None = None) -> dict[str, Tool]:
-    """The scenario's tools (stubs and real ones); ScenarioError on problems.
+def build_tools(
+    scenario: Scenario,
+    located: Located | None = None,
+    *,
+    llm_source: Callable[[str, Any], Any] | None = None,
+    agents: SubAgents | None = None,
+) -> dict[str, Tool]:
+    """The scenario's tools (stubs, real ones, sub-agents); ScenarioError on problems.
 
     ``located`` (default: the YAML the scenario was loaded from) gives errors their lines.
+    ``llm_source(name, llm_config)`` makes a sub-agent's LLM source (default: its
+    provider's factory, with no run context); pass ``agents`` to see the sub-agents built.
     """
     issues: list[Issue] = []
     located = located or scenario.source
-    tools = _build_tools(scenario, located, get_plugins(scenario.root), issues)
+    plugins = get_plugins(scenario.root)
+
+    def build(name: str, spec: SubAgentSpec, agents: SubAgents) -> dict[str, Tool]:
+        tools = _build_tools(
+            scenario, located, plugins, issues, at=("agents", name), specs=spec.tools, agents=agents
+        )
+        if issues:
+            raise ScenarioError(issues)
+        return tools
+
+    def default_source(name: str, config: Any) -> Any:
+        return plugins.llm_factory(config.provider)(config)
+
+    if agents is None:
+        agents = SubAgents(scenario)
+    agents.build_tools = build
+    agents.llm_source = llm_source or default_source
+    tools = _build_tools(scenario, located, plugins, issues, agents=agents)
     if issues:
         raise ScenarioError(issues)
     return tools
 
 
 def _build_tools(
-    scenario: Scenario, located: Located | None, plugins: Plugins, issues: list[Issue]
+    scenario: Scenario,
+    located: Located | None,
+    plugins: Plugins,
+    issues: list[Issue],
+    *,
+    at: tuple[str | int, ...] = (),
+    specs: dict[str, Any] | None = None,
+    agents: SubAgents | None = None,
 ) -> dict[str, Tool]:
     file = located.file if located else "<scenario>"
     # Render-time errors end up in results: they name the file as scenario ids do
@@ -260,20 +293,27 @@ def _build_tools(
 
     def where_for(name: str) -> Any:
         def where(field: tuple[Any, ...], line_in_text: int | None = None) -> str:
-            path = ("tools", name, *field)
+            path = (*at, "tools", name, *field)
             line = _line(located, path, line_in_text)
             return ScenarioError.format_issue(run_file, line, dotted(path), "").rstrip(": ")
 
         return where
 
     tools: dict[str, Tool] = {}
-    for name, spec in scenario.tools.items():
+    agents = agents or SubAgents(scenario)
+    for name, spec in (scenario.tools if specs is None else specs).items():
         try:
             tools[name] = build_tool(
-                name, spec, seed=seed, root=root, registered=plugins.tool, where=where_for(name)
+                name,
+                spec,
+                seed=seed,
+                root=root,
+                registered=plugins.tool,
+                where=where_for(name),
+                agents=agents,
             )
         except SpecError as exc:
-            path = ("tools", name, *exc.field)
+            path = (*at, "tools", name, *exc.field)
             issues.append((file, _line(located, path, exc.line_in_text), dotted(path), exc.message))
     return tools
 
@@ -343,36 +383,19 @@ def _check(scenario: Scenario, located: Located) -> list[Issue]:
         plugins = get_plugins(scenario.root)
     except PluginError as exc:  # the scenario's project lists a plugin that does not load
         return [(file, None, "", str(exc))]
-    try:
-        plugins.planner_factory(scenario.agent.planner)
-    except PluginError as exc:
-        issue(("agent", "planner"), str(exc))
-    try:
-        factory = plugins.llm_factory(scenario.llm.provider)
-    except PluginError as exc:
-        issue(("llm", "provider"), str(exc))
-    else:
-        # Build the source once now, so that a config it rejects (say, openai without a
-        # model) is a load error with a line, not a failure at run time. Factories do no
-        # I/O: sessions and clients open at the first request.
-        try:
-            factory(scenario.llm)
-        except HarnessError as exc:
-            issue(("llm",), str(exc))
-        except Exception:  # a plugin's own bug surfaces when the scenario runs (exit 3)
-            pass
-    if scenario.llm.provider == "scripted":
-        for key in ("cassette", "model"):
-            if getattr(scenario.llm, key) is not None:
-                issue(("llm", key), f"{key} is for recorded models: add `provider: openai`")
-    elif scenario.llm.script:
-        issue(("llm", "script"), f"provider {scenario.llm.provider!r} does not use a script")
+    _check_agent(scenario, plugins, issue)
 
     # Built to check them (templates, types, use: targets); each run builds its own, since
     # stubs count their calls.
     _build_tools(scenario, located, plugins, issues)
 
     _check_script(scenario, issue)
+    for name, spec in scenario.agents.items():
+        _check_agent(spec, plugins, issue, at=("agents", name))
+        _build_tools(scenario, located, plugins, issues, at=("agents", name), specs=spec.tools)
+        _check_script(spec, issue, at=("agents", name))
+    for path, message in agent_cycles(scenario):
+        issue(path, message)
     if scenario.expect is not None:
         _check_expected_tools(scenario, issue)
 
@@ -388,11 +411,58 @@ def _check(scenario: Scenario, located: Located) -> list[Issue]:
     return issues
 
 
-def _check_script(scenario: Scenario, issue: Callable[[tuple, str], None]) -> None:
-    """Script steps: tools the scenario defines, unique call ids, real finish reasons."""
+def _check_agent(
+    scenario: Scenario | SubAgentSpec,
+    plugins: Plugins,
+    issue: Callable[[tuple, str], None],
+    at: tuple[str | int, ...] = (),
+) -> None:
+    """The planner and the LLM source of the scenario's agent or of a sub-agent (``at``)."""
+    try:
+        plugins.planner_factory(scenario.agent.planner)
+    except PluginError as exc:
+        issue((*at, "agent", "planner"), str(exc))
+    llm = scenario.llm
+    try:
+        factory = plugins.llm_factory(llm.provider)
+    except PluginError as exc:
+        issue((*at, "llm", "provider"), str(exc))
+    else:
+        # Build the source once now, so that a config it rejects (say, openai without a
+        # model) is a load error with a line, not a failure at run time. Factories do no
+        # I/O: sessions and clients open at the first request.
+        try:
+            factory(llm)
+        except HarnessError as exc:
+            issue((*at, "llm"), str(exc))
+        except Exception:  # a plugin's own bug surfaces when the scenario runs (exit 3)
+            pass
+    if llm.provider == "scripted":
+        for key in ("cassette", "model"):
+            if getattr(llm, key) is not None:
+                issue((*at, "llm", key), f"{key} is for recorded models: add `provider: openai`")
+    elif llm.script:
+        issue((*at, "llm", "script"), f"provider {llm.provider!r} does not use a script")
+    elif at and llm.provider == "openai" and llm.cassette is None:
+        issue(
+            (*at, "llm"),
+            "a recorded sub-agent needs a cassette of its own: give it `cassette:` (the "
+            "default one is the scenario's)",
+        )
+
+
+def _check_script(
+    scenario: Scenario | SubAgentSpec,
+    issue: Callable[[tuple, str], None],
+    at: tuple[str | int, ...] = (),
+) -> None:
+    """Script steps: tools the agent (``at``: a sub-agent) has, unique call ids, real
+    finish reasons."""
     known = sorted(scenario.tools)
+    prefix = at
+    owner = f"agent {at[1]!r} does not have" if at else "the scenario does not define"
     for i, step in enumerate(scenario.llm.script):
-        at = ("llm", "script", i)
+        at = (*prefix, "llm", "script", i)
         if step.finish_reason is not None and step.finish_reason not in FINISH_REASONS:
             issue(
                 (*at, "finish_reason"),
@@ -414,7 +484,7 @@ def _check_script(scenario: Scenario, issue: Callable[[tuple, str], None]) -> No
             hint = difflib.get_close_matches(call.name, known, n=1)
             issue(
                 (*at, "tool_calls", j),
-                f"calls tool {call.name!r}, which the scenario does not define"
+                f"calls tool {call.name!r}, which {owner}"
                 + (f" (did you mean {hint[0]!r}?)" if hint else "")
                 + f"; tools: {', '.join(known) or 'none'}. Add it under tools:, fix the "
                 "name, or set `unknown_tools: true` on the step if the model should "

@@ -10,10 +10,11 @@ from harness.actions import RunResult
 from harness.agent import Agent
 from harness.checks import CheckContext
 from harness.errors import HarnessError, RecordingRefused
-from harness.llm.base import LLM
-from harness.llm.config import RECORD_MODES, LLMContext
+from harness.llm.base import LLM, close_llm
+from harness.llm.config import RECORD_MODES, LLMConfig, LLMContext
 from harness.plugins import Plugins, get_plugins, project_plugins
 from harness.results import ExpectationResult, ScenarioId, ScenarioResult, Status
+from harness.scenario.agents import KeptOpen, SubAgents
 from harness.scenario.expectations import RequestCapture, evaluate
 from harness.scenario.loader import build_tools, load_scenario, starting_conversation
 from harness.scenario.schema import Scenario
@@ -53,16 +54,26 @@ async def arun_scenario(
     wanted = {r.call for r in (scenario.expect.requests or [])} if scenario.expect else set()
     capture = RequestCapture(wanted) if wanted else None
     agent_config = scenario.agent.to_config()
+    sub_agents = SubAgents(scenario)
+
+    def sub_llm(name: str, config: LLMConfig) -> KeptOpen:
+        source = _llm_source(scenario, project, sid, record_mode, disable_recording, config)
+        return KeptOpen(source)
+
     with project_plugins(scenario.root):
         agent = Agent(
             llm,
             # Fresh for every run: stubs count their calls (`errors`, `results` by on_call).
-            list(build_tools(scenario).values()),
+            list(build_tools(scenario, llm_source=sub_llm, agents=sub_agents).values()),
             config=agent_config,
             plugins=[*plugins, *([capture] if capture else [])],
         )
     # Agent.arun closes the LLM source (a recording is saved) when the run ends.
-    result = await agent.arun(scenario.input, starting_conversation(scenario))
+    try:
+        result = await agent.arun(scenario.input, starting_conversation(scenario))
+    finally:
+        for kept in sub_agents.llms:
+            await close_llm(kept.source)
     refused = getattr(llm, "refused", None)
     if refused:
         # Not a result: a recording that cannot go on, with nothing written.
@@ -94,8 +105,11 @@ def _llm_source(
     sid: ScenarioId,
     record_mode: str,
     disable_recording: bool,
+    config: LLMConfig | None = None,
 ) -> LLM:
-    """The scenario's LLM source, told which scenario and record mode it serves."""
+    """The scenario's LLM source (or a sub-agent's, ``config``), told which scenario and
+    record mode it serves."""
+    config = config or scenario.llm
     context = LLMContext(
         scenario_id=str(sid),
         scenario_file=scenario.path,
@@ -103,7 +117,7 @@ def _llm_source(
         record_mode=record_mode,
         disable_recording=disable_recording,
     )
-    return plugins.llm_factory(scenario.llm.provider)(scenario.llm.with_context(context))
+    return plugins.llm_factory(config.provider)(config.with_context(context))
 
 
 def _status(result: RunResult, expectations: list[ExpectationResult]) -> Status:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
@@ -27,10 +27,12 @@ from harness.scenario.dotted import DottedKeyError, expand_dotted
 __all__ = [
     "TOOL_NAME",
     "AgentSection",
+    "CodeSpec",
     "Count",
     "ExpectSection",
     "Range",
     "Scenario",
+    "SubAgentSpec",
     "ToolErrorSpec",
     "ToolResultSpec",
     "ToolSpec",
@@ -203,8 +205,27 @@ class ToolErrorSpec(BaseModel):
         return self
 
 
+class CodeSpec(BaseModel):
+    """A code-execution tool (``harness.CodeExecutionTool``): Python the model writes, run
+    in a sandbox; its arguments are ``{code: str}``."""
+
+    model_config = _CLOSED
+    sandbox: Literal["auto", "process", "bubblewrap", "docker"] = Field(
+        default="auto",
+        description="the sandbox backend; auto: the strongest that works here (pin one for "
+        "results that must not depend on the machine)",
+    )
+    timeout: float = Field(
+        default=10.0, gt=0, description="wall seconds before the code is stopped"
+    )
+    memory_mb: int = Field(default=512, ge=16, description="address space of the code, in MB")
+    output_bytes: int = Field(default=64_000, ge=1, description="stdout and stderr kept, each")
+    processes: int = Field(default=32, ge=1, description="processes and threads at once")
+
+
 class ToolSpec(BaseModel):
-    """A tool stub (scripted results) or a real tool (``use:``)."""
+    """A tool stub (scripted results), a real tool (``use:``), a sub-agent (``agent:``) or
+    a code-execution tool (``code:``)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
@@ -235,6 +256,13 @@ class ToolSpec(BaseModel):
         default=None, description="a real tool: 'module:function' or a registered tool name"
     )
     strict: bool = Field(default=False, description="send strict: true to the API")
+    agent: str | None = Field(
+        default=None, description="a sub-agent of the agents: section, called with {task}"
+    )
+    code: CodeSpec | None = Field(
+        default=None,
+        description="a code-execution tool, called with {code}: Python run in a sandbox",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> ToolSpec:
@@ -242,6 +270,21 @@ class ToolSpec(BaseModel):
             raise ValueError(
                 "give either parameters (short form) or schema (JSON Schema), not both"
             )
+        kinds = [k for k in ("use", "agent", "code") if getattr(self, k) is not None]
+        if len(kinds) > 1:
+            raise ValueError(f"a tool is one thing: give one of {', '.join(kinds)}")
+        if kinds and kinds[0] != "use":
+            extra = [
+                k
+                for k in ("parameters", "schema_", "returns", "results")
+                if getattr(self, k) is not None
+            ]
+            if extra:
+                names = ", ".join(k.rstrip("_") for k in extra)
+                what = "runs a sub-agent" if kinds[0] == "agent" else "runs the model's code"
+                raise ValueError(
+                    f"a tool with `{kinds[0]}:` {what}, with fixed arguments: remove {names}"
+                )
         if self.use is not None:
             extra = [
                 k
@@ -422,6 +465,28 @@ def _check_tool_name(name: str) -> str:
     return name
 
 
+class SubAgentSpec(BaseModel):
+    """A named sub-agent (the ``agents:`` section): its own loop settings, tools and
+    model. A tool entry ``{agent: NAME}`` exposes it to the agent that has the tool."""
+
+    model_config = _CLOSED
+    description: str | None = Field(
+        default=None, description="what the agent does: the description of tools exposing it"
+    )
+    agent: AgentSection = Field(default_factory=AgentSection)
+    tools: dict[Annotated[str, AfterValidator(_check_tool_name)], ToolSpec] = Field(
+        default_factory=dict,
+        json_schema_extra={"propertyNames": {"pattern": TOOL_NAME.pattern}},
+    )
+    llm: LLMConfig = Field(default_factory=LLMConfig)
+
+
+def _check_agent_name(name: str) -> str:
+    if not TOOL_NAME.match(name):
+        raise ValueError(f"agent name {name!r}: use 1 to 64 letters, digits, '_' or '-'")
+    return name
+
+
 class Scenario(BaseModel):
     """One ``*.scenario.yaml`` file."""
 
@@ -444,6 +509,11 @@ class Scenario(BaseModel):
         default_factory=dict, json_schema_extra={"propertyNames": {"pattern": TOOL_NAME.pattern}}
     )
     llm: LLMConfig = Field(default_factory=LLMConfig)
+    agents: dict[Annotated[str, AfterValidator(_check_agent_name)], SubAgentSpec] = Field(
+        default_factory=dict,
+        description="named sub-agents; a tool entry {agent: NAME} exposes one",
+        json_schema_extra={"propertyNames": {"pattern": TOOL_NAME.pattern}},
+    )
     expect: ExpectSection | None = None
 
     # Set by the loader: where the file is (tools and history are built from it per run).

@@ -18,7 +18,7 @@ import jsonschema
 from jinja2 import TemplateError
 
 from harness import simclock
-from harness.errors import AbortRun
+from harness.errors import AbortRun, HarnessError
 from harness.scenario.params import SchemaTool, SpecError, short_form_tool_schema
 from harness.scenario.schema import ToolSpec
 from harness.scenario.targets import real_tool
@@ -160,6 +160,32 @@ def _exception_type(name: str) -> type[Exception]:
     return _EXCEPTIONS[name]
 
 
+def _built_in(name: str, spec: ToolSpec, agents: Callable[[str], Any] | None) -> Tool:
+    """The tool of an ``agent:`` or ``code:`` entry (the sub-agent comes from ``agents``)."""
+    if spec.agent is not None:
+        from harness.subagents import AgentTool
+
+        if agents is None:
+            raise SpecError(("agent",), "sub-agents need the scenario's agents: section")
+        agent, description = agents(spec.agent)
+        return AgentTool(agent, name, spec.description or description)
+    from harness.sandbox.tool import CodeExecutionTool
+
+    code = spec.code
+    assert code is not None
+    try:
+        return CodeExecutionTool(
+            sandbox=code.sandbox,
+            timeout=code.timeout,
+            name=name,
+            memory_mb=code.memory_mb,
+            output_bytes=code.output_bytes,
+            processes=code.processes,
+        )
+    except HarnessError as exc:  # the backend cannot run on this machine
+        raise SpecError(("code", "sandbox"), str(exc)) from None
+
+
 def build_tool(
     name: str,
     spec: ToolSpec,
@@ -168,10 +194,18 @@ def build_tool(
     root: Path,
     registered: Callable[[str], Tool],
     where: Callable[..., str],
+    agents: Callable[[str], Any] | None = None,
 ) -> Tool:
-    """The Tool for one ``tools:`` entry; SpecError for anything that cannot work."""
-    if spec.use is not None:
-        real = real_tool(spec.use, root, registered)
+    """The Tool for one ``tools:`` entry; SpecError for anything that cannot work.
+
+    ``agents`` gives the Agent and description of a name of the scenario's ``agents:``
+    section (SpecError for an unknown one).
+    """
+    if spec.use is not None or spec.agent is not None or spec.code is not None:
+        if spec.use is not None:
+            real = real_tool(spec.use, root, registered)
+        else:
+            real = _built_in(name, spec, agents)
         faulty = bool(spec.latency or spec.errors or spec.timeout)
         if real.name == name and spec.description is None and not spec.strict and not faulty:
             return real

@@ -86,7 +86,8 @@
     var button = event.target.closest ? event.target.closest("button.unfold") : null;
     if (!button) { return; }
     var table = button.closest("table");
-    var parts = table.querySelectorAll('tbody[data-fold="' + button.dataset.fold + '"]');
+    // :scope >: a sub-run's timeline nested in this one has folds of its own.
+    var parts = table.querySelectorAll(':scope > tbody[data-fold="' + button.dataset.fold + '"]');
     Array.prototype.forEach.call(parts, function (part) {
       if (part.classList.contains("fold")) { part.hidden = true; }
       part.classList.remove("folded");
