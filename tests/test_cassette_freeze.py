@@ -126,14 +126,6 @@ def test_reasoning_items_sent_back_do_not_stop_a_responses_run_from_freezing(tmp
     assert result.final.content == "Oslo 4000."
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in FOREIGN.glob("*.yaml")))
-def test_foreign_cassettes_freeze_into_passing_scenarios(tmp_path, name):
-    scenario, result = frozen(tmp_path, FOREIGN / name)
-    assert result.status == "passed", [e for e in result.expectations if not e.ok]
-    assert result.final.content == scenario["expect"]["final"]["equals"]
-    assert result.tool_calls  # each of them calls a tool before answering
-
-
 def test_a_run_that_ended_in_an_http_error_freezes_with_its_error_step(tmp_path):
     cassette = tmp_path / "limited.yaml"
     steps = [
