@@ -227,13 +227,31 @@ def test_match_ignore_drops_fields_that_vary_between_runs(tmp_path):
     assert '+  "temperature": 0.9' in strict.final.error["message"]
 
 
-def test_volatile_fields_are_never_compared(tmp_path):
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_volatile_fields_are_never_compared(tmp_path, api):
+    # Every field the docs name as never compared, different on replay: still a hit.
     cassette = tmp_path / "user.yaml"
+    recorded = {
+        "user": "alice",
+        "metadata": {"trace": "1"},
+        "prompt_cache_key": "k1",
+        "safety_identifier": "s1",
+    }
+    replayed = {
+        "user": "bob",
+        "metadata": {"trace": "2"},
+        "prompt_cache_key": "k2",
+        "safety_identifier": "s2",
+    }
     _, serving = server(STEPS)
     with serving as url:
-        run(cassette, "once", url, options={"user": "alice", "metadata": {"trace": "1"}})
-    result, _ = run(cassette, "none", options={"user": "bob", "metadata": {"trace": "2"}})
+        run(cassette, "once", url, api=api, options=recorded)
+    assert interactions(cassette)[0]["request"]["parsed_body"]["user"] == "alice"
+    result, _ = run(cassette, "none", api=api, options=replayed)
     assert result.final.content == "It is warm."
+    # A field that is compared still misses.
+    missed, _ = run(cassette, "none", api=api, options={**replayed, "temperature": 0.5})
+    assert missed.final.error["type"] == "cassette_miss"
 
 
 def test_each_run_replays_the_cassette_from_its_start(recorded):

@@ -126,14 +126,6 @@ def test_reasoning_items_sent_back_do_not_stop_a_responses_run_from_freezing(tmp
     assert result.final.content == "Oslo 4000."
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in FOREIGN.glob("*.yaml")))
-def test_foreign_cassettes_freeze_into_passing_scenarios(tmp_path, name):
-    scenario, result = frozen(tmp_path, FOREIGN / name)
-    assert result.status == "passed", [e for e in result.expectations if not e.ok]
-    assert result.final.content == scenario["expect"]["final"]["equals"]
-    assert result.tool_calls  # each of them calls a tool before answering
-
-
 def test_a_run_that_ended_in_an_http_error_freezes_with_its_error_step(tmp_path):
     cassette = tmp_path / "limited.yaml"
     steps = [
@@ -298,10 +290,11 @@ def test_a_recorded_run_that_ended_in_error_is_refused_in_one_line(tmp_path, cap
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
     source = tmp_path / "scenarios" / "late.scenario.yaml"
     source.parent.mkdir()
-    # The model answers the final-answer request (tool_choice="none") with tool calls.
+    # The model answers the final-answer request (tool_choice="none") with tool calls,
+    # as some OpenAI-compatible providers do (serve does it only when told to).
     steps = [
         {"tool_calls": [{"lookup": {"city": "Oslo"}}]},
-        {"tool_calls": [{"lookup": {"city": "Rome"}}]},
+        {"tool_calls": [{"lookup": {"city": "Rome"}}], "unknown_tools": True},
     ]
     with running_server(steps) as url:
         text = RECORDED_SCENARIO.replace("URL", url).replace(

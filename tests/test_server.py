@@ -46,6 +46,7 @@ WEATHER_TOOL = {
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
     },
 }
+RESPONSES_WEATHER_TOOL = {"type": "function", **WEATHER_TOOL["function"]}
 USER = {"role": "user", "content": "Weather in SF and LA?"}
 
 PARALLEL = [
@@ -491,7 +492,7 @@ def _sse(payload: bytes) -> list[dict]:
 
 def test_a_streamed_tool_call_reply_opens_with_null_content_and_a_text_reply_with_empty():
     steps = [{"tool_calls": [{"get_weather": {"city": "SF"}}]}, {"content": "Sunny."}]
-    body = {"model": "m", "messages": [USER], "stream": True}
+    body = {"model": "m", "messages": [USER], "stream": True, "tools": [WEATHER_TOOL]}
     with running_server(steps) as url:
         first = _sse(_post(url, "/chat/completions", body)[1])[0]["choices"][0]["delta"]
         assert first == {"role": "assistant", "content": None}
@@ -516,7 +517,7 @@ def test_a_streamed_tool_call_reply_opens_with_null_content_and_a_text_reply_wit
 
 def test_a_streamed_function_call_item_is_added_in_progress():
     steps = [{"tool_calls": [{"get_weather": {"city": "SF"}}]}]
-    body = {"model": "m", "input": [USER], "stream": True}
+    body = {"model": "m", "input": [USER], "stream": True, "tools": [RESPONSES_WEATHER_TOOL]}
     with running_server(steps) as url:
         events = _sse(_post(url, "/responses", body)[1])
     added = [e["item"] for e in events if e.get("type") == "response.output_item.added"]
@@ -539,7 +540,7 @@ def test_interleaved_responses_input_counts_model_rounds_not_function_calls():
         {"content": "Both sunny."},
     ]
     with running_server(steps) as url, client(url) as sdk:
-        first = sdk.responses.create(model="m", input=[USER])
+        first = sdk.responses.create(model="m", input=[USER], tools=[RESPONSES_WEATHER_TOOL])
         calls = [item for item in first.output if item.type == "function_call"]
         assert len(calls) == 2
         interleaved: list = [USER]

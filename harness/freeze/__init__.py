@@ -14,12 +14,14 @@ scenario, ``check`` runs it and compares. The command is ``harness.cli.freeze``.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.freeze.build import build_scenario, replayed_calls
-from harness.freeze.check import Sent, expectations, first_difference, run_offline
+from harness.freeze.chains import rebuild_chains, skipped_interactions
+from harness.freeze.check import Sent, expectations, first_difference, run_offline, set_aside
 from harness.freeze.recorded import (
     FreezeError,
     RecordedRun,
@@ -60,6 +62,7 @@ class _Source:
     chosen: RecordedRun
     scenario: str | Path | None  # as given: messages name it so
     original: Any
+    notes: list[str] = field(default_factory=list)  # what was skipped or set aside
 
     def of_run(self) -> str:
         """`` (run N of M)`` when the cassette holds several runs."""
@@ -108,14 +111,28 @@ def _cassette_of(original: Any, shown: str) -> Path:
     return resolve_cassette_path(original.llm.with_context(context))
 
 
-def _recorded_runs(path: Path, shown: str) -> list[RecordedRun]:
-    """The runs the cassette recorded, all through one API."""
-    calls = read_calls(_load(path, shown), shown)
+def _recorded_runs(path: Path, shown: str) -> tuple[list[RecordedRun], list[str]]:
+    """The runs the cassette recorded, all through one API, and notes on what was left out."""
+    interactions = _load(path, shown)
+    calls = read_calls(interactions, shown)
     if not calls:
         raise FreezeError(f"{shown} records no Chat Completions or Responses API request")
     if len({call.api for call in calls}) > 1:
         raise FreezeError(f"{shown} mixes Chat Completions and Responses API requests")
-    return split_runs(calls)
+    rebuild_chains(calls, shown)
+    notes = []
+    skipped = skipped_interactions(interactions)
+    if skipped:
+        notes.append(
+            f"left out interaction{'s' if len(skipped) > 1 else ''} {', '.join(skipped)}: "
+            "not requests to the Chat Completions or Responses API"
+        )
+    if any(call.chained for call in calls):
+        notes.append(
+            "requests chained on earlier responses (previous_response_id, conversation) "
+            "were compared on the whole conversation rebuilt from the recorded responses"
+        )
+    return split_runs(calls), notes
 
 
 def _pick(runs: list[RecordedRun], wanted: int | None, shown: str) -> RecordedRun:
@@ -138,23 +155,30 @@ def _source(cassette: str | Path | None, scenario: str | Path | None, run: int |
             raise FreezeError("give a cassette, or --scenario with a recorded scenario")
         cassette = _cassette_of(original, str(scenario))
     path = Path(cassette)
-    shown = str(cassette)
-    runs = _recorded_runs(path, shown)
+    shown = os.path.normpath(str(cassette))
+    runs, notes = _recorded_runs(path, shown)
     chosen = _pick(runs, run, shown)
-    fill_client_ids(chosen)
-    return _Source(path, shown, runs, chosen, scenario, original)
+    replaced = fill_client_ids(chosen)
+    if replaced:
+        notes.append(
+            f"the recording's client sent back call ids of its own ({'; '.join(replaced)}): "
+            "the script uses the client's"
+        )
+    notes.extend(set_aside(replayed_calls(chosen)))
+    return _Source(path, shown, runs, chosen, scenario, original, notes)
 
 
 def _notes(source: _Source, run: int | None) -> list[str]:
     """Which run was frozen, when the cassette holds several."""
     runs = source.runs
     if len(runs) <= 1:
-        return []
+        return list(source.notes)
     listing = "; ".join(r.describe() for r in runs)
     which = "the last recorded" if run is None else "as asked"
     return [
         f"{source.shown} holds {len(runs)} runs ({listing}): froze run {source.chosen.number}, "
-        f"{which}" + ("; --run N picks another" if run is None else "")
+        f"{which}" + ("; --run N picks another" if run is None else ""),
+        *source.notes,
     ]
 
 
@@ -176,6 +200,12 @@ def _draft(source: _Source) -> dict[str, Any]:
         raise FreezeError(f"{source.shown}: {exc}") from None
 
 
+def _unanswered(source: _Source) -> list[str]:
+    """The tools the recording's last reply called, when no later request answers them."""
+    last = replayed_calls(source.chosen)[-1].reply
+    return [name for _, name, _ in last.tool_calls] if last is not None else []
+
+
 def _hint(source: _Source, kind: str) -> str:
     """What to do when the frozen run does not replay the recording."""
     if source.original is not None:
@@ -183,12 +213,27 @@ def _hint(source: _Source, kind: str) -> str:
             f"has {source.scenario} changed since it was recorded? re-record the cassette "
             "(--record-mode rewrite)"
         )
+    called = _unanswered(source)
+    if kind == "count" and called:
+        replies = sum(1 for call in replayed_calls(source.chosen) if call.reply is not None)
+        return (
+            f"the recording ends on a call to {', '.join(dict.fromkeys(called))} that no later "
+            "request answers: its client stopped the run there (an output tool such as "
+            "pydantic-ai's final_result, the Agents SDK's stop_on_first_tool, an iteration "
+            "limit), which a scripted run does not do by itself: pass --scenario with the "
+            "scenario that made the recording, or with any scenario file whose agent section "
+            f"says max_iterations: {2 * replies} (two iterations per recorded reply), to end "
+            "the frozen run there"
+        )
     if kind == "count":
         return (
             "a cassette does not say how the run ended (max_iterations, the stagnation "
             "window, ...): pass --scenario with the scenario that made the recording"
         )
-    return "pass --scenario with the scenario that made the recording"
+    return (
+        "the recording's client sent this and harness's loop does not (if harness made the "
+        "recording, pass --scenario with the scenario that made it)"
+    )
 
 
 def _check_replay(source: _Source, result: ScenarioResult, sent: list[Sent]) -> None:

@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.freeze.chains import history_of
 from harness.freeze.recorded import FreezeError, RecordedCall, RecordedRun, text_of
 from harness.messages import ToolCall, parse_arguments
 from harness.scenario.schema import Scenario
@@ -67,9 +68,16 @@ def _recorded_tools(tools: list[Any]) -> dict[str, dict[str, Any]]:
     return specs
 
 
-def _tool_specs(first: RecordedCall, original: Scenario | None) -> dict[str, dict[str, Any]]:
-    """Stub definitions: the original's (short forms stay short), else the recorded schema."""
-    specs = _recorded_tools(first.body.get("tools") or [])
+def _tool_specs(calls: list[RecordedCall], original: Scenario | None) -> dict[str, dict[str, Any]]:
+    """Stub definitions: the original's (short forms stay short), else the recorded schema.
+
+    Every tool the run offered, on any request: a client may offer other tools later in a
+    run (an Agents SDK handoff offers the next agent's), and a scenario offers one set.
+    """
+    specs: dict[str, dict[str, Any]] = {}
+    for call in calls:
+        for name, spec in _recorded_tools(call.body.get("tools") or []).items():
+            specs.setdefault(name, spec)
     if original is None:
         return specs
     for name in specs:
@@ -81,27 +89,36 @@ def _tool_specs(first: RecordedCall, original: Scenario | None) -> dict[str, dic
     return specs
 
 
+def _items_start(first: RecordedCall) -> tuple[str | None, str, list[Any]]:
+    """(system, input, history) from the normalized conversation of a Responses request
+    (its ``input`` items, or the whole chain it continues)."""
+    items = first.conversation
+    system = None
+    if items and items[0][:2] == ("message", "system"):
+        system, items = items[0][2], items[1:]
+    if not items or items[-1][:2] != ("message", "user"):
+        raise FreezeError(
+            f"interaction {first.number}: the run's first request does not end with a user "
+            "message: cannot freeze it"
+        )
+    try:
+        history = history_of(items[:-1])
+    except FreezeError as exc:
+        raise FreezeError(f"interaction {first.number}: {exc}") from None
+    return system, items[-1][2], history
+
+
 def _conversation_start(first: RecordedCall) -> tuple[str | None, str, list[Any]]:
     """(system, input, history) from the first request of the run."""
     body = first.body
     if first.api == "responses":
-        items = body.get("input")
-        if isinstance(items, str):
-            items = [{"role": "user", "content": items}]
-        messages = [i for i in items or [] if isinstance(i, dict) and i.get("role")]
-        if len(messages) != len(items or []):
-            raise FreezeError(
-                f"interaction {first.number}: the run's first request already holds tool "
-                "calls or results in `input`: cannot freeze it"
-            )
-        system = text_of(body.get("instructions"))
-    else:
-        messages = body.get("messages")
-        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
-            raise FreezeError(
-                f"interaction {first.number}: `messages` is not a list of message objects"
-            )
-        system = None
+        return _items_start(first)
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        raise FreezeError(
+            f"interaction {first.number}: `messages` is not a list of message objects"
+        )
+    system = None
     rest = []
     for message in messages:
         if message.get("role") in ("system", "developer") and system is None and not rest:
@@ -221,7 +238,7 @@ def build_scenario(
     calls = replayed_calls(run)
     first = calls[0]
     system, user_input, history = _conversation_start(first)
-    tools = _tool_specs(first, original)
+    tools = _tool_specs(calls, original)
     for name, outcomes in _results(calls, tools).items():
         tools[name].update(outcomes)
     script = [_step(call, tools) for call in calls]

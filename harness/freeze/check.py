@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.freeze.recorded import Item, RecordedCall, conversation_items, tool_items
+from harness.freeze.recorded import Item, RecordedCall, conversation_items, dialogue, tool_items
 from harness.hookspecs import hookimpl
 from harness.results import ScenarioResult
 
-__all__ = ["Sent", "expectations", "first_difference", "run_offline"]
+__all__ = ["Sent", "expectations", "first_difference", "run_offline", "set_aside"]
 
 _short = reprlib.Repr()
 _short.maxstring = 60
@@ -107,25 +107,62 @@ def _tools_difference(sent: tuple[Item, ...], recorded: tuple[Item, ...]) -> str
     return f"tool {mine[0]}'s {which} from the recording's"
 
 
+def _system(items: tuple[Item, ...]) -> Any:
+    return next((item[2] for item in items if item[:2] == ("message", "system")), None)
+
+
+def set_aside(recorded: list[RecordedCall]) -> list[str]:
+    """What the recording's client changed inside the run that a scenario cannot: the
+    system text (a handoff's next instructions) and the tools offered. Freeze compares
+    the rest (roles, texts, tool names, arguments, results, their order)."""
+    notes = []
+    systems = [_system(call.conversation) for call in recorded]
+    if len(set(systems)) > 1:
+        changed = next(n for n, s in enumerate(systems, 1) if s != systems[0])
+        notes.append(
+            f"the system text changes at request {changed} of the recording "
+            f"({_short.repr(systems[0])} -> {_short.repr(systems[changed - 1])}): a scenario "
+            "sends one, so the frozen run keeps the first and the system text is not compared"
+        )
+    offered = [tuple(t[0] for t in tool_items(call.body.get("tools"))) for call in recorded]
+    if len(set(offered)) > 1:
+        listing = "; ".join(
+            f"request {n}: {', '.join(names) or 'none'}" for n, names in enumerate(offered, 1)
+        )
+        notes.append(
+            f"the recording offers different tools on different requests ({listing}): a "
+            "scenario offers one set, so the frozen run offers them all and tool definitions "
+            "are not compared"
+        )
+    return notes
+
+
 def first_difference(
-    recorded: list[RecordedCall], sent: list[Sent], result: ScenarioResult
+    recorded: list[RecordedCall],
+    sent: list[Sent],
+    result: ScenarioResult,
 ) -> tuple[str, str] | None:
     """(kind, what differs) between the frozen run's requests and the recorded ones, or None.
 
     kind is ``count`` (the frozen run goes on past the recording, or stops before it
-    ends) or ``content``.
+    ends) or ``content``. When the recording's client changed the system text or the
+    tools inside the run (``set_aside``), that one is not compared.
     """
     # tool_choice set on every request (llm.options) is the recording's configuration,
     # not the agent's doing: only a change from the first request's value is compared.
     recorded_base = recorded[0].body.get("tool_choice")
     sent_base = sent[0].tool_choice if sent else None
+    system_changes = len({_system(call.conversation) for call in recorded}) > 1
+    tools_change = len({tool_items(call.body.get("tools")) for call in recorded}) > 1
     for number, (call, request) in enumerate(zip(recorded, sent, strict=False), 1):
         where = f"request {number} (interaction {call.number})"
-        if request.conversation != call.conversation:
-            difference = _conversation_difference(request.conversation, call.conversation)
-            return "content", f"{where}: {difference}"
+        mine, theirs = request.conversation, call.conversation
+        if system_changes:
+            mine, theirs = dialogue(mine), dialogue(theirs)
+        if mine != theirs:
+            return "content", f"{where}: {_conversation_difference(mine, theirs)}"
         tools = tool_items(call.body.get("tools"))
-        if request.tools != tools:
+        if not tools_change and request.tools != tools:
             return "content", f"{where}: {_tools_difference(request.tools, tools)}"
         theirs = call.body.get("tool_choice")
         theirs = None if theirs == recorded_base else _choice(theirs)

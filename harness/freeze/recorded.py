@@ -29,6 +29,7 @@ __all__ = [
     "RecordedRun",
     "Reply",
     "conversation_items",
+    "dialogue",
     "read_calls",
     "split_runs",
     "text_of",
@@ -62,6 +63,8 @@ class RecordedCall:
     reply: Reply | None  # None for an HTTP error
     error: dict[str, Any] | None  # {status, message} of an HTTP error
     conversation: tuple[Item, ...]
+    response_id: str | None = None  # the Responses API's id of the answer
+    chained: bool = False  # the conversation was rebuilt from a previous response
 
 
 @dataclass
@@ -328,41 +331,75 @@ def read_calls(interactions: list[LoadedInteraction], shown: str) -> list[Record
             conversation = conversation_items(api, body)
         except (AttributeError, TypeError):
             raise FreezeError(f"{where}: the request's conversation is malformed") from None
-        calls.append(RecordedCall(number, api, body, reply, error, conversation))
+        call = RecordedCall(number, api, body, reply, error, conversation)
+        if reply is not None and api == "responses":
+            call.response_id = _response_id(answer[0] if answer else None)
+        calls.append(call)
     return calls
+
+
+def _response_id(payload: Any) -> str | None:
+    """The id of a Responses API answer (JSON, or the events of a stream)."""
+    if isinstance(payload, list):
+        for event in payload:
+            response = event.get("response") if isinstance(event, dict) else None
+            if isinstance(response, dict) and response.get("id"):
+                return str(response["id"])
+        return None
+    return str(payload["id"]) if isinstance(payload, dict) and payload.get("id") else None
 
 
 # -- runs -------------------------------------------------------------------------------------
 
 
-def _continues(before: RecordedCall, call: RecordedCall) -> bool:
-    """Whether ``call`` comes after ``before`` in the same run."""
-    a, b = before.conversation, call.conversation
+def dialogue(items: tuple[Item, ...]) -> tuple[Item, ...]:
+    """A conversation without its system text, which a client may change inside a run
+    (an Agents SDK handoff sends the next agent's instructions)."""
+    return tuple(item for item in items if item[:2] != ("message", "system"))
+
+
+def _relation(before: RecordedCall, call: RecordedCall) -> str | None:
+    """``next`` when ``call`` goes on in ``before``'s run, ``turn`` when it starts a new
+    run after it (a new user turn after an answer), None when it does not extend it."""
+    a, b = dialogue(before.conversation), dialogue(call.conversation)
     if len(a) > len(b) or b[: len(a)] != a:
-        return False
-    # The same conversation again is a retry of a failed request, or another run.
-    return len(a) < len(b) or before.error is not None
+        return None
+    if len(a) == len(b):
+        # The same conversation again is a retry of a failed request, or another run.
+        return "next" if before.error is not None else None
+    # An answer without tool calls ends a run: what follows it is another turn.
+    if before.reply is not None and not before.reply.tool_calls:
+        return "turn"
+    return "next"
 
 
-def fill_client_ids(run: RecordedRun) -> None:
-    """Give the reply's calls that came without an id the id the client sent back.
+def fill_client_ids(run: RecordedRun) -> list[str]:
+    """Give the reply's calls the ids the client sent back; say which ids were replaced.
 
     Some OpenAI-compatible servers answer tool calls without ids; the client makes one
     up (pydantic-ai: ``pyd_ai_<hex>``) and uses it in the next request, for the call and
-    its result. That id is what the frozen scenario must send to replay the recording.
+    its result. Other clients send back an id of their own (the item id ``fc_...`` as
+    ``call_id``). The id the client sent is what the frozen scenario must send to replay
+    the recording.
     """
+    replaced: list[str] = []
     for call, following in zip(run.calls, run.calls[1:], strict=False):
         reply = call.reply
-        if reply is None or all(call_id for call_id, _, _ in reply.tool_calls):
+        if reply is None:
             continue
-        added = following.conversation[len(call.conversation) :]
+        added = dialogue(following.conversation)[len(dialogue(call.conversation)) :]
         sent = [item for item in added if item[0] == "call"]
         if len(sent) < len(reply.tool_calls):
             continue
-        reply.tool_calls = [
-            (call_id or sent[i][1], name, arguments)
-            for i, (call_id, name, arguments) in enumerate(reply.tool_calls)
-        ]
+        calls = []
+        for (call_id, name, arguments), item in zip(reply.tool_calls, sent, strict=False):
+            if item[2] == name and item[1] and item[1] != call_id:
+                if call_id:
+                    replaced.append(f"{item[1]} for {call_id}")
+                call_id = item[1]
+            calls.append((call_id, name, arguments))
+        reply.tool_calls = calls
+    return replaced
 
 
 def split_runs(calls: list[RecordedCall]) -> list[RecordedRun]:
@@ -375,8 +412,12 @@ def split_runs(calls: list[RecordedCall]) -> list[RecordedRun]:
     """
     parent: list[int | None] = []
     for i, call in enumerate(calls):
-        # The request before is the usual parent: the search stops there.
-        parent.append(next((j for j in range(i - 1, -1, -1) if _continues(calls[j], call)), None))
+        # The request before is the usual parent: the search stops at the first request
+        # this one extends (after an answer, it starts a run of its own).
+        found = next(
+            ((j, r) for j in range(i - 1, -1, -1) if (r := _relation(calls[j], call))), None
+        )
+        parent.append(found[0] if found is not None and found[1] == "next" else None)
     has_child = {p for p in parent if p is not None}
     runs = []
     for leaf in (i for i in range(len(calls)) if i not in has_child):

@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from harness.llm.server.fit import check_fits
 from harness.llm.server.state import Reply, ScriptState
 from harness.llm.server.wire import (
     MODEL_ID,
@@ -30,6 +31,7 @@ async def chat_completions(request: Any) -> Any:
     k = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
     reply = state.pick(k, messages, "chat")
     await check_reply(state, reply)
+    check_fits(reply, body)
     await state.hold(reply.step.latency if reply.step else 0)
     model = body.get("model") or MODEL_ID
     ident = f"chatcmpl-harness-{reply.n}"

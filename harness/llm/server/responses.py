@@ -3,7 +3,9 @@
 The model's earlier replies in ``input`` are counted in rounds (one per reply, however
 its function calls and their outputs interleave), and a request asking for encrypted
 reasoning must send back each earlier reply's reasoning item, as a reasoning model
-requires.
+requires. A request chained on an earlier response (``previous_response_id``) continues
+that response's conversation: serve's response ids name their reply
+(``resp_harness_3``), so the chain's length is read from the id, statelessly.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from harness.llm.server.fit import check_fits
 from harness.llm.server.state import Reply, ScriptState
 from harness.llm.server.wire import (
     MODEL_ID,
@@ -30,6 +33,7 @@ __all__ = ["responses"]
 _REASONING_INCLUDE = "reasoning.encrypted_content"
 # The ids serve gives a reply's items name its round: fc_harness_2_0, call_2_0, msg_harness_2.
 _ROUND_ID = re.compile(r"^(?:(?:fc|msg|rs)_harness_(\d+)(?:_\d+)?|call_(\d+)_\d+)$")
+_RESPONSE_ID = re.compile(r"^resp_harness_([1-9]\d*)$")
 
 
 async def responses(request: Any) -> Any:
@@ -42,13 +46,18 @@ async def responses(request: Any) -> Any:
     if not isinstance(items, list):
         raise ApiError(400, "input must be a string or a list")
     reasoning = _REASONING_INCLUDE in (body.get("include") or [])
+    previous = body.get("previous_response_id")
+    chained = _chain_length(state, previous)
     rounds = _rounds(items)
     if reasoning:
-        missing = _missing_reasoning(rounds)
+        missing = _missing_reasoning(rounds, chained)
         if missing:
             raise ApiError(400, missing)
-    reply = state.pick(len(rounds), items, "responses")
+    # A chained request is its own conversation: the same items after another response.
+    conversation = items if previous is None else {"previous": previous, "input": items}
+    reply = state.pick(chained + len(rounds), conversation, "responses")
     await check_reply(state, reply)
+    check_fits(reply, body)
     await state.hold(reply.step.latency if reply.step else 0)
     response = _response_object(body, reply, reasoning)
     if not body.get("stream"):
@@ -102,9 +111,33 @@ def _rounds(items: list[Any]) -> list[list[dict[str, Any]]]:
     return rounds
 
 
-def _missing_reasoning(rounds: list[list[dict[str, Any]]]) -> str | None:
-    """Like a reasoning model, refuse input whose earlier reasoning items were dropped."""
-    for n, items in enumerate(rounds, 1):
+def _chain_length(state: ScriptState, previous: Any) -> int:
+    """The replies a ``previous_response_id`` chain holds (0 when there is none).
+
+    Response ``resp_harness_N`` was reply N, and its conversation held the N-1 replies
+    before it: the chain is N replies long. Any other id was never given by this server,
+    and the real API's 400 says so.
+    """
+    if previous is None:
+        return 0
+    found = _RESPONSE_ID.match(str(previous))
+    if found is None or int(found.group(1)) > len(state.positions):
+        raise ApiError(
+            400,
+            f"Previous response with id '{previous}' not found.",
+            "previous_response_not_found",
+            "previous_response_id",
+        )
+    return int(found.group(1))
+
+
+def _missing_reasoning(rounds: list[list[dict[str, Any]]], chained: int = 0) -> str | None:
+    """Like a reasoning model, refuse input whose earlier reasoning items were dropped.
+
+    A chained request's earlier replies are in the chain, not in ``input``: its own
+    rounds are numbered after them.
+    """
+    for n, items in enumerate(rounds, chained + 1):
         first = items[0]
         sent_back = first.get("encrypted_content") == _opaque_reasoning(n)
         if first.get("type") != "reasoning" or not sent_back:
@@ -169,6 +202,7 @@ def _response_object(body: dict[str, Any], reply: Reply, reasoning: bool) -> dic
         "error": None,
         "instructions": body.get("instructions"),
         "model": body.get("model") or MODEL_ID,
+        "previous_response_id": body.get("previous_response_id"),
         "output": _output(reply, reasoning),
         "parallel_tool_calls": True,
         "tool_choice": body.get("tool_choice", "auto"),

@@ -24,17 +24,18 @@ class _Position:
 
     errors: list[ScriptStep]
     reply: ScriptStep | None  # None past the end of the script
+    number: int | None = None  # the reply's step in the script (1-based), as messages name it
 
 
 def _positions(steps: Sequence[ScriptStep]) -> tuple[list[_Position], list[ScriptStep]]:
     positions: list[_Position] = []
     pending: list[ScriptStep] = []
-    for step in steps:
+    for number, step in enumerate(steps, 1):
         for _ in range(step.repeat):
             if step.error is not None:
                 pending.append(step)
             else:
-                positions.append(_Position(pending, step))
+                positions.append(_Position(pending, step, number))
                 pending = []
     return positions, pending
 
@@ -42,10 +43,17 @@ def _positions(steps: Sequence[ScriptStep]) -> tuple[list[_Position], list[Scrip
 class Reply:
     """What one request gets: a scripted reply (number ``n``) or an error step."""
 
-    def __init__(self, n: int, step: ScriptStep | None, error: ScriptStep | None = None) -> None:
+    def __init__(
+        self,
+        n: int,
+        step: ScriptStep | None,
+        error: ScriptStep | None = None,
+        number: int | None = None,
+    ) -> None:
         self.n = n
         self.step = step
         self.error = error
+        self.number = number  # the step's place in the script (1-based)
 
     def tool_calls(self) -> list[dict[str, Any]]:
         """The step's calls with their ids and arguments as the model sends them."""
@@ -123,11 +131,12 @@ class ScriptState:
         digest = hashlib.sha256(key.encode()).hexdigest()
         attempt = self.attempts[digest]
         self.attempts[digest] += 1
+        number = None
         if k < len(self.positions):
             position = self.positions[k]
-            errors, step = position.errors, position.reply
+            errors, step, number = position.errors, position.reply, position.number
         else:
             errors, step = self.trailing_errors, None
         if attempt < len(errors):
             return Reply(k + 1, None, errors[attempt])
-        return Reply(k + 1, step)
+        return Reply(k + 1, step, number=number)

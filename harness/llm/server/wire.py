@@ -64,23 +64,30 @@ def _error_type(status: int) -> str:
     }.get(status, "server_error" if status >= 500 else "invalid_request_error")
 
 
-def _error_body(status: int, message: str, code: str | None = None) -> dict[str, Any]:
-    return {"error": {"message": message, "type": _error_type(status), "param": None, "code": code}}
+def _error_body(
+    status: int, message: str, code: str | None = None, param: str | None = None
+) -> dict[str, Any]:
+    return {
+        "error": {"message": message, "type": _error_type(status), "param": param, "code": code}
+    }
 
 
 class ApiError(HTTPException):
     """An error answer as the OpenAI API gives it: the status, and the body's message and
     code."""
 
-    def __init__(self, status: int, message: str, code: str | None = None) -> None:
+    def __init__(
+        self, status: int, message: str, code: str | None = None, param: str | None = None
+    ) -> None:
         super().__init__(status, message)
         self.message = message
         self.code = code
+        self.param = param
 
     def response(self) -> JSONResponse:
         """The answer: ``{"error": {message, type, param, code}}`` with the status."""
         return json_response(
-            _error_body(self.status_code, self.message, self.code), self.status_code
+            _error_body(self.status_code, self.message, self.code, self.param), self.status_code
         )
 
 

@@ -1,0 +1,114 @@
+"""Recordings made by other clients: chained Responses requests, skipped interactions.
+
+A Responses API request may carry only its new items and name the conversation it
+continues (``previous_response_id``, or a ``conversation`` object kept by the API). Every
+response of such a chain is in the cassette, so the whole conversation each request
+continued is rebuilt from it, and freeze compares and replays that conversation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlparse
+
+from harness.freeze.recorded import (
+    FreezeError,
+    Item,
+    RecordedCall,
+    Reply,
+    dialogue,
+)
+from harness.llm.cassettes.format import LoadedInteraction
+
+__all__ = ["history_of", "rebuild_chains", "skipped_interactions"]
+
+
+def _reply_items(reply: Reply) -> tuple[Item, ...]:
+    """The reply as the conversation holds it once it is sent back."""
+    from harness.freeze.recorded import conversation_items
+
+    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {"id": call_id, "function": {"name": name, "arguments": arguments}}
+            for call_id, name, arguments in reply.tool_calls
+        ]
+    return conversation_items("chat", {"messages": [message]})
+
+
+def _conversation_id(body: dict[str, Any]) -> str | None:
+    conversation = body.get("conversation")
+    if isinstance(conversation, dict):
+        conversation = conversation.get("id")
+    return str(conversation) if conversation else None
+
+
+def rebuild_chains(calls: list[RecordedCall], shown: str) -> None:
+    """Give each chained request the whole conversation it continues (in place)."""
+    by_id: dict[str, RecordedCall] = {}
+    latest: dict[str, RecordedCall] = {}  # conversation id -> its latest answered request
+    for call in calls:
+        previous = call.body.get("previous_response_id")
+        conversation = _conversation_id(call.body)
+        parent = None
+        if previous:
+            parent = by_id.get(str(previous))
+            if parent is None:
+                raise FreezeError(
+                    f"{shown}: interaction {call.number} continues response {previous} "
+                    "(previous_response_id), which the cassette does not hold: the "
+                    "conversation before it was not recorded, so no scenario can replay "
+                    "it; record the run from its first request"
+                )
+        elif conversation is not None:
+            parent = latest.get(conversation)
+        if parent is not None and parent.reply is not None:
+            own = call.conversation
+            system = own[: len(own) - len(dialogue(own))]
+            call.conversation = (
+                system + dialogue(parent.conversation) + _reply_items(parent.reply) + dialogue(own)
+            )
+            call.chained = True
+        if call.reply is not None:
+            if call.response_id:
+                by_id[call.response_id] = call
+            if conversation is not None:
+                latest[conversation] = call
+
+
+def skipped_interactions(interactions: list[LoadedInteraction]) -> list[str]:
+    """``3 (DELETE /v1/conversations/...)`` for each interaction that is not a request to
+    the Chat Completions or Responses API (other endpoints, other providers, trace
+    uploads): freeze says it left them out."""
+    skipped = []
+    for number, interaction in enumerate(interactions, 1):
+        request = interaction.request
+        url = urlparse(str(request.get("uri", "")))
+        if url.path.endswith(("/chat/completions", "/responses")):
+            continue
+        where = f"{url.netloc}{url.path}" if url.netloc != "api.openai.com" else url.path
+        skipped.append(f"{number} ({request.get('method', '?')} {where})")
+    return skipped
+
+
+def history_of(items: tuple[Item, ...]) -> list[dict[str, Any]]:
+    """Chat Completions messages that normalize to ``items`` (a scenario's ``history``)."""
+    messages: list[dict[str, Any]] = []
+    for item in items:
+        kind = item[0]
+        if kind == "message":
+            messages.append({"role": item[1], "content": item[2]})
+        elif kind == "call":
+            arguments = item[3][1] if isinstance(item[3], tuple) else item[3]
+            call = {"id": item[1], "type": "function"}
+            call["function"] = {"name": item[2], "arguments": arguments}
+            last = messages[-1] if messages else None
+            if last is None or last["role"] != "assistant":
+                last = {"role": "assistant", "content": None}
+                messages.append(last)
+            last.setdefault("tool_calls", []).append(call)
+        elif kind == "result":
+            messages.append({"role": "tool", "tool_call_id": item[1], "content": item[2]})
+        else:
+            raise FreezeError(f"the conversation holds an item a scenario cannot send: {item[-1]}")
+    return messages

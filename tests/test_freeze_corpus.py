@@ -1,0 +1,172 @@
+"""Every cassette other projects recorded (tests/fixtures/foreign-cassettes/) through
+`harness freeze`: it freezes into a scenario that passes as written, or is refused in one
+line that names the real cause and a remedy, and the remedy works.
+
+The recordings are real: simonw/llm, pydantic-ai, the Agents SDK under openllmetry and
+logfire; Chat Completions and the Responses API, streamed and not, gzip bodies, parallel
+calls, handoffs, chained responses, an output tool. README.md there names their sources.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.cli.freeze import freeze_main
+from harness.scenario import run_scenario
+
+FOREIGN = Path(__file__).parent / "fixtures" / "foreign-cassettes"
+
+# name -> the final answer and the tool calls of the frozen run, in order.
+PASSES = {
+    "llm-test_openai_responses-test_responses_tool_use.yaml": (
+        "1231 * 2331 = 2,869,461",
+        ["multiply"],
+    ),
+    "llm-test_tools-test_tool_use_basic.yaml": (
+        "The result of \\( 1231 \\times 2331 \\) is \\( 2,869,461 \\).",
+        ["multiply"],
+    ),
+    "llm-test_tools-test_tool_use_chain_of_two_calls.yaml": (
+        "YES",
+        ["lookup_population", "can_have_dragons"],
+    ),
+    "llm-test_tools_streaming-test_tools_streaming_variant_a.yaml": (
+        "The current version of *llm* is **0.fixed-version**.",
+        ["llm_version"],
+    ),
+    # Agents SDK handoffs: the next agent's instructions and (no) tools on request 2.
+    "openllmetry-test_agent_with_handoff_spans.yaml": (
+        "Task has been delegated to Agent A. Agent A will handle the request. If you have "
+        "more instructions or need an update on the task's progress, please let me know!",
+        ["transfer_to_agenta"],
+    ),
+    "logfire-test_openai_agents-test_responses.yaml": (
+        "The random number generated is 4, and it's been handed off to agent2.",
+        ["random_number", "transfer_to_agent2"],
+    ),
+    # Chained on a server-side conversation, between a create and a delete of it.
+    "pydantic-ai-test_openai_conversation_id_tool_call_continuation.yaml": (
+        "TOOL-PAI-5222",
+        ["get_conversation_code"],
+    ),
+    # Chained with previous_response_id: the second turn, with the first as history.
+    "pydantic-ai-test_openai_previous_response_id.yaml": ('The secret code is "sesame."', []),
+}
+
+# name -> (what the one-line refusal says, the remedy as a scenario's agent section or None).
+REFUSED = {
+    "pydantic-ai-test_openai_previous_response_id_auto_mode.yaml": (
+        "interaction 1 continues response resp_68b9bda81f5c8197a5a51a20a9f4150a000497db2a4c777b "
+        "(previous_response_id), which the cassette does not hold: the conversation before it "
+        "was not recorded, so no scenario can replay it; record the run from its first request",
+        None,
+    ),
+    "pydantic-ai-test_openai_responses_output_type.yaml": (
+        "the recording ends on a call to final_result that no later request answers",
+        {"max_iterations": 2},
+    ),
+}
+
+NOTES = {
+    "openllmetry-test_agent_with_handoff_spans.yaml": [
+        "the system text changes at request 2 of the recording ('You decide which agent to "
+        "handoff to.' -> 'Agent A does something.')",
+        "the recording offers different tools on different requests (request 1: "
+        "handoff_to_agent_a, handoff_to_agent_b, transfer_to_agenta, transfer_to_agentb; "
+        "request 2: none)",
+    ],
+    "pydantic-ai-test_openai_conversation_id_tool_call_continuation.yaml": [
+        "left out interactions 1 (POST /v1/conversations), 4 (DELETE /v1/conversations/conv_",
+        "compared on the whole conversation rebuilt from the recorded responses",
+    ],
+}
+
+
+def test_every_foreign_cassette_has_an_outcome():
+    names = sorted(p.name for p in FOREIGN.glob("*.yaml"))
+    assert names == sorted({*PASSES, *REFUSED})
+    projects = {name.split("-test")[0] for name in names}
+    assert len(names) >= 10 and len(projects) >= 4
+
+
+@pytest.fixture(autouse=True)
+def _no_openai_environment(monkeypatch):
+    for name in ("OPENAI_API_KEY", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.mark.parametrize("name", sorted(PASSES))
+def test_a_foreign_cassette_freezes_into_a_scenario_that_passes(tmp_path, capsys, name):
+    answer, calls = PASSES[name]
+    out = tmp_path / "frozen.scenario.yaml"
+    assert freeze_main([str(FOREIGN / name), "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    for note in NOTES.get(name, []):
+        assert note in err
+    result = run_scenario(out)
+    assert result.status == "passed", [e for e in result.expectations if not e.ok]
+    assert result.final.content == answer
+    assert [c.name for c in result.tool_calls] == calls
+    scenario = yaml.safe_load(out.read_text())
+    assert scenario["expect"]["final"]["equals"] == answer
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_a_foreign_cassette_that_cannot_be_frozen_is_refused_in_one_line(tmp_path, capsys, name):
+    says, remedy = REFUSED[name]
+    out = tmp_path / "frozen.scenario.yaml"
+    cassette = FOREIGN / name
+    assert freeze_main([str(cassette), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and says in err, err
+    assert "re-record" not in err
+    assert not out.exists()
+    if remedy is None:
+        return
+    # The remedy the line names works.
+    assert f"max_iterations: {remedy['max_iterations']}" in err
+    settings = tmp_path / "settings.scenario.yaml"
+    settings.write_text(
+        yaml.safe_dump({"input": "-", "agent": remedy, "llm": {"script": [{"content": "-"}]}})
+    )
+    assert freeze_main([str(cassette), "--scenario", str(settings), "-o", str(out)]) == 0
+    result = run_scenario(out)
+    assert result.status == "passed", [e for e in result.expectations if not e.ok]
+    assert result.llm_calls == 1
+
+
+def test_the_chained_run_is_frozen_with_the_chain_as_history(tmp_path):
+    out = tmp_path / "frozen.scenario.yaml"
+    name = "pydantic-ai-test_openai_previous_response_id.yaml"
+    assert freeze_main([str(FOREIGN / name), "-o", str(out)]) == 0
+    scenario = yaml.safe_load(out.read_text())
+    assert scenario["input"] == "What is the secret code?"
+    assert [m["role"] for m in scenario["history"]] == ["user", "assistant"]
+    assert scenario["history"][0]["content"] == "The secret key is sesame"
+    # Run 1 (the first turn) freezes too.
+    assert freeze_main([str(FOREIGN / name), "--run", "1", "-o", str(out)]) == 0
+    assert run_scenario(out).status == "passed"
+
+
+def test_a_handoff_stays_one_run_with_every_agents_tools(tmp_path):
+    out = tmp_path / "frozen.scenario.yaml"
+    name = "logfire-test_openai_agents-test_responses.yaml"
+    assert freeze_main([str(FOREIGN / name), "-o", str(out)]) == 0
+    scenario = yaml.safe_load(out.read_text())
+    assert sorted(scenario["tools"]) == ["random_number", "transfer_to_agent2"]
+    assert scenario["tools"]["transfer_to_agent2"]["results"] == [
+        {"on_call": 1, "returns": "{'assistant': 'agent2'}"}
+    ]
+    # The two calls came in one reply: the frozen run keeps them parallel.
+    assert scenario["expect"]["parallel_groups"] == [["random_number", "transfer_to_agent2"]]
+
+
+def test_paths_in_messages_are_normalized(tmp_path, capsys):
+    name = "pydantic-ai-test_openai_previous_response_id_auto_mode.yaml"
+    roundabout = FOREIGN / ".." / "foreign-cassettes" / "." / name
+    assert freeze_main([str(roundabout)]) == 2
+    err = capsys.readouterr().err
+    assert str(FOREIGN / name) in err and "/../" not in err and "/./" not in err
