@@ -18,6 +18,7 @@ from harness.agent import Agent
 from harness.config import AgentConfig
 from harness.errors import AbortRun, HarnessError, LLMError
 from harness.hookspecs import hookimpl
+from harness.llm.chunks import LLMChunk, ToolCallDelta
 from harness.messages import (
     AssistantMessage,
     Conversation,
@@ -28,6 +29,7 @@ from harness.messages import (
 )
 from harness.run import Run
 from harness.secrets import ScrubbingFilter
+from harness.streaming import StreamEvent
 from harness.tools import Tool, tool
 
 __version__ = "0.1.0"
@@ -67,15 +69,18 @@ __all__ = [
     "ExecuteToolsAction",
     "FinalResponse",
     "HarnessError",
+    "LLMChunk",
     "LLMError",
     "MakeLLMRequestAction",
     "Run",
     "RunResult",
+    "StreamEvent",
     "SystemMessage",
     "Termination",
     "Tool",
     "ToolAction",
     "ToolCall",
+    "ToolCallDelta",
     "ToolCallRecord",
     "ToolMessage",
     "UserMessage",

@@ -489,3 +489,24 @@ def test_an_unstreamed_openai_source_streams_its_whole_replies_in_pieces(tmp_pat
     assert "".join(e.text for e in events if e.kind == "llm_delta" and e.llm_call == 2) == (
         "Sunny in both."
     )
+
+
+@pytest.mark.hooks("harness_llm_chunk")
+def test_the_example_scenario_streams_its_steps_chunks():
+    from harness.plugins import get_plugins
+    from harness.scenario.loader import build_tools, load_scenario
+
+    root = Path(__file__).resolve().parent.parent
+    scenario = load_scenario(root / "scenarios" / "core" / "streamed-reply.scenario.yaml")
+    llm = get_plugins().llm_factory(scenario.llm.provider)(scenario.llm)
+    observer = ChunkLog()
+    tools = list(build_tools(scenario).values())
+    result = Agent(llm=llm, tools=tools, plugins=[observer]).run(scenario.input)
+
+    assert result.termination == "completed"
+    first = [step.as_chunk() for step in scenario.llm.script[0].chunks]
+    assert observer.chunks(1) == first
+    assert "".join(c.content or "" for c in observer.chunks(2)) == result.final.content
+    unstreamed = ScriptedLLM(scenario.llm.script)
+    tools = list(build_tools(scenario).values())
+    assert comparable(result) == comparable(Agent(llm=unstreamed, tools=tools).run(scenario.input))
