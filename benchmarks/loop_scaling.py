@@ -6,6 +6,7 @@ time per round and the ratio time(400) / time(100). Linear cost gives a ratio ne
 4; anything re-processing the whole history every round grows it towards 16.
 
     python benchmarks/loop_scaling.py [--runs 9] [--sizes 100 400] [--planner agentbuilder]
+    python benchmarks/loop_scaling.py --stream   # through Agent.astream, every event read
     python -m benchmarks loop_scaling
 
 Exits 1 when the ratio misses its target (4.5 for 100 -> 400).
@@ -16,6 +17,7 @@ Not a test: timing goals live here, not in the test suite.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import platform
 import statistics
@@ -37,14 +39,30 @@ def script(rounds: int) -> list[dict]:
     return [*steps, {"content": "done"}]
 
 
-def time_run(rounds: int, planner: str = "react") -> float:
+async def _streamed(agent: Agent, box: list) -> None:
+    """The run through ``astream``, reading every event; the result goes into ``box``.
+
+    (Not returned: asyncio.run formats repr() of a main task's result on exit, as
+    harness.sync explains, which would be timed here.)
+    """
+    async for event in agent.astream("go"):
+        if event.kind == "final":
+            box.append(event.result)
+
+
+def time_run(rounds: int, planner: str = "react", stream: bool = False) -> float:
     """Seconds for one run of ``rounds`` rounds (setup excluded)."""
     llm = ScriptedLLM(script(rounds))
     iterations = rounds + 1 if planner == "react" else 2 * rounds + 2
     agent = Agent(llm=llm, tools=[lookup], planner=planner, max_iterations=iterations)
     gc.collect()
     started = time.perf_counter()
-    result = agent.run("go")
+    if stream:
+        box: list = []
+        asyncio.run(_streamed(agent, box))
+        result = box[0]
+    else:
+        result = agent.run("go")
     elapsed = time.perf_counter() - started
     assert result.termination == "completed", result.final
     assert result.iterations == iterations and len(result.tool_calls) == rounds
@@ -56,14 +74,16 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=9, help="runs per size (median taken)")
     parser.add_argument("--planner", default="react", help="react (default) or agentbuilder")
     parser.add_argument("--sizes", type=int, nargs=2, default=[100, 400], metavar=("SMALL", "BIG"))
+    parser.add_argument("--stream", action="store_true", help="run through Agent.astream")
     args = parser.parse_args()
 
-    time_run(20, args.planner)  # warm up imports, pydantic schemas and the plugin manager
+    # Warm up imports, pydantic schemas and the plugin manager.
+    time_run(20, args.planner, args.stream)
     # Sizes take turns, so a burst of load from other processes hits both alike.
     samples: dict[int, list[float]] = {rounds: [] for rounds in args.sizes}
     for _ in range(args.runs):
         for rounds in args.sizes:
-            samples[rounds].append(time_run(rounds, args.planner))
+            samples[rounds].append(time_run(rounds, args.planner, args.stream))
     medians, minimums = {}, {}
     for rounds, times in samples.items():
         medians[rounds] = statistics.median(times)
@@ -80,7 +100,9 @@ def main() -> int:
         f"ratio time({big}) / time({small}) = {ratio:.2f} of medians, {best:.2f} of minimums "
         f"(linear: {big / small:.1f})"
     )
-    print(f"planner {args.planner}; python {platform.python_version()} on {platform.machine()}")
+    mode = "streamed (astream)" if args.stream else "run()"
+    python = f"python {platform.python_version()} on {platform.machine()}"
+    print(f"planner {args.planner}, {mode}; {python}")
     # Target: at most 4.5 at 100 -> 400 (scaled for other sizes). Both figures must miss it
     # to fail, so one burst of load from another process does not fail the benchmark.
     target = 4.5 / 4 * big / small

@@ -19,6 +19,7 @@ from harness.agent import Agent
 from harness.config import AgentConfig
 from harness.errors import AbortRun, HarnessError, LLMError
 from harness.hookspecs import hookimpl
+from harness.llm.chunks import LLMChunk, ToolCallDelta
 from harness.messages import (
     AssistantMessage,
     Conversation,
@@ -29,6 +30,7 @@ from harness.messages import (
 )
 from harness.run import Run
 from harness.secrets import ScrubbingFilter
+from harness.streaming import StreamEvent
 from harness.subagents import AgentTool
 from harness.tools import Tool, ToolResult, tool
 
@@ -70,16 +72,19 @@ __all__ = [
     "ExecuteToolsAction",
     "FinalResponse",
     "HarnessError",
+    "LLMChunk",
     "LLMError",
     "MakeLLMRequestAction",
     "Run",
     "RunResult",
+    "StreamEvent",
     "SubRun",
     "SystemMessage",
     "Termination",
     "Tool",
     "ToolAction",
     "ToolCall",
+    "ToolCallDelta",
     "ToolCallRecord",
     "ToolMessage",
     "ToolResult",

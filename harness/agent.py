@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from pydantic import ValidationError
@@ -23,6 +23,7 @@ from harness.messages import (
 )
 from harness.plugins import get_plugins
 from harness.run import Run, answer_unanswered
+from harness.streaming import EventSink, StreamEvent, stream_events
 from harness.sync import run_sync
 from harness.tools import Tool, toolset
 
@@ -101,12 +102,29 @@ class Agent:
         ``conversation`` is a Conversation or a list of messages: harness messages or
         Chat Completions message dicts (a saved OpenAI history).
         """
+        return await self._execute(self._start(input, conversation))
+
+    async def astream(
+        self, input: str | None = None, conversation: Conversation | list[Any] | None = None
+    ) -> AsyncIterator[StreamEvent]:
+        """``arun``, yielding ``StreamEvent``s as the run goes; the last is ``final``.
+
+        Replies come in pieces (``llm_delta`` events, the ``harness_llm_chunk`` hook);
+        the run's ``RunResult`` (in ``final``) is the one ``arun`` gives. Leaving the
+        loop early cancels the run.
+        """
+        start = self._start(input, conversation)
+        async for event in stream_events(lambda sink: self._execute(start, sink)):
+            yield event
+
+    async def _execute(self, start: Conversation, sink: EventSink | None = None) -> RunResult:
         run = Run(
-            conversation=self._start(input, conversation),
+            conversation=start,
             tools=self.tools,
             config=self.config,
             llm=self.llm,
             plugins=self.plugins,
+            sink=sink,
         )
         try:
             return await execute(run, self._planner_factory)

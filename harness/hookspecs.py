@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     from harness.actions import FinalResponse, ToolAction, ToolCallRecord
     from harness.llm.base import LLMRequest, LLMResponse
+    from harness.llm.chunks import LLMChunk
     from harness.messages import ToolCall
     from harness.run import Run
 
@@ -102,6 +103,17 @@ def harness_iteration_start(run: Run, iteration: int) -> None:
 @hookspec
 def harness_llm_request(run: Run, request: LLMRequest) -> None:
     """A request is about to be sent to the LLM (``request.messages``, ``request.tools``)."""
+
+
+@hookspec
+def harness_llm_chunk(run: Run, chunk: LLMChunk) -> None:
+    """A piece of a streamed reply arrived (``chunk.content``, ``chunk.tool_calls``, ...).
+
+    Called for every piece, empty ones included, in the order they arrive, after
+    ``harness_llm_request`` and before ``harness_llm_response`` of the same call; only
+    in streamed runs (``Agent.astream``, or a source that always streams: a scenario's
+    ``llm.stream: true``). ``run.llm_calls`` is the number of the call being answered.
+    """
 
 
 @hookspec

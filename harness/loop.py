@@ -63,6 +63,8 @@ async def _iterate(
         run.emit("iteration_start")
         if run.observed.iteration_start:
             hook.harness_iteration_start(run=run, iteration=run.iteration)
+        if run.sink is not None:
+            run.sink.iteration_start(run)
 
         plan = planner.step(run)
         if inspect.isawaitable(plan):

@@ -18,9 +18,11 @@ from harness.actions import FinalResponse, Termination, ToolCallRecord
 from harness.config import AgentConfig
 from harness.llm.base import LLM, LLMRequest, LLMResponse
 from harness.messages import AssistantMessage, Conversation, ToolCall, ToolMessage, clean_reply
+from harness.streaming import stream_reply
 
 if TYPE_CHECKING:
     from harness.plugins import Plugins
+    from harness.streaming import EventSink
     from harness.tools import Tool
 
 __all__ = [
@@ -85,6 +87,7 @@ class Run:
         config: AgentConfig,
         llm: LLM,
         plugins: Plugins,
+        sink: EventSink | None = None,
     ) -> None:
         self.conversation = conversation
         self.tools = tools
@@ -112,6 +115,10 @@ class Run:
         # Per-round hooks nobody implements are skipped: an empty pluggy call still costs
         # microseconds, several times a round. Decided once per run.
         self.observed = _observed_hooks(self.hook)
+        # Agent.astream's events (harness.streaming); None when nobody streams the run.
+        self.sink = sink
+        # Replies come in pieces under astream, or when the source always streams.
+        self.streams = sink is not None or bool(getattr(llm, "streams", False))
         # Why the last assistant message's calls were not run, for the error ToolMessages
         # that keep the transcript valid before any further request (set by the loop).
         self.unanswered_reason = "no result"
@@ -164,7 +171,11 @@ class Run:
         self.emit("llm_request", call=self.llm_calls, sim=self.sim_time, **choice)
         if self.observed.llm_request:
             self.hook.harness_llm_request(run=self, request=request)
-        response: LLMResponse = await self.llm.complete(request)
+        response: LLMResponse
+        if self.streams:
+            response = await stream_reply(self, request)
+        else:
+            response = await self.llm.complete(request)
         message = clean_reply(response.message)
         if message is not response.message:
             # Hooks must see the message that is in the conversation.

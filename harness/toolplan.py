@@ -65,6 +65,8 @@ async def run_plan(run: Run, calls: list[ToolCall]) -> None:
     if failures and run.config.on_validation_error == "stop":
         _stop_invalid(run, prepared, failures, group)
     log.info("Executing %d tool call(s)", len(calls))
+    if run.sink is not None:
+        run.sink.tool_calls(run, calls)
     if len(calls) > 1:
         run.parallel_groups.append([call.name for call in calls])
     outcomes, spans = await _execute(run, prepared)
@@ -133,13 +135,15 @@ async def _execute(
     After a call that aborts the run, sequential calls stop: fewer outcomes than calls.
     """
     start = run.sim_time
+    # Streamed, each call reports as it finishes; otherwise nothing is in between.
+    call = _call if run.sink is None else _reported
     if run.config.parallel_tools and len(prepared) > 1:
-        outcomes = list(await asyncio.gather(*(_call(run, p, parallel=True) for p in prepared)))
+        outcomes = list(await asyncio.gather(*(call(run, p, parallel=True) for p in prepared)))
         spans = [(start, start + o.seconds) for o in outcomes]
     else:
         outcomes, spans, clock = [], [], start
         for p in prepared:
-            outcome = await _call(run, p, parallel=False)
+            outcome = await call(run, p, parallel=False)
             outcomes.append(outcome)
             spans.append((clock, clock + outcome.seconds))
             clock += outcome.seconds
@@ -147,6 +151,13 @@ async def _execute(
                 break
     run.sim_time = max([start, *(end for _, end in spans)])
     return outcomes, spans
+
+
+async def _reported(run: Run, p: Prepared, *, parallel: bool) -> Outcome:
+    """``_call``, then the outcome to the streamed run's events."""
+    outcome = await _call(run, p, parallel=parallel)
+    run.sink.tool_result(run, p.call, outcome.content, outcome.status)  # type: ignore[union-attr]
+    return outcome
 
 
 async def _call(run: Run, p: Prepared, *, parallel: bool) -> Outcome:

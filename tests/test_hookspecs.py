@@ -68,6 +68,7 @@ def test_the_hookspecs_are_the_ones_of_the_design():
             "harness_agent_start",
             "harness_iteration_start",
             "harness_llm_request",
+            "harness_llm_chunk",
             "harness_llm_response",
             "harness_action_executed",
             "harness_agent_end",

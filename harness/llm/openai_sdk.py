@@ -10,14 +10,16 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError, LLMError, RecordingRefused
 from harness.hookspecs import hookimpl
 from harness.llm.base import LLMRequest, LLMResponse
+from harness.llm.chunks import LLMChunk, message_chunks
 from harness.llm.config import LLMConfig
+from harness.llm.openai_stream import accumulate_chat_stream, final_response, usage_dict
 from harness.messages import (
     AssistantMessage,
     SystemMessage,
@@ -187,7 +189,24 @@ class OpenAILLM:
             kwargs["http_client"] = openai.DefaultAsyncHttpxClient(verify=ssl_context)
         return openai.AsyncOpenAI(**kwargs)
 
-    async def complete(self, request: LLMRequest) -> LLMResponse:
+    @property
+    def streams(self) -> bool:
+        """``stream: true``: every reply comes as Server-Sent Events, so every run streams."""
+        return self.config.stream
+
+    async def stream(self, request: LLMRequest, emit: Callable[[LLMChunk], None]) -> LLMResponse:
+        """The reply, each piece handed to ``emit`` as it arrives (``stream: true``); an
+        unstreamed source (``stream: false``) gets its reply whole, then cut into pieces."""
+        if not self.config.stream:
+            response = await self.complete(request)
+            for chunk in message_chunks(response.message, response.usage):
+                emit(chunk)
+            return response
+        return await self.complete(request, emit)
+
+    async def complete(
+        self, request: LLMRequest, emit: Callable[[LLMChunk], None] | None = None
+    ) -> LLMResponse:
         """Send the conversation through the SDK (or the cassette) and return the reply."""
         session = self._open_session()
         if self.config.api == "responses":
@@ -209,9 +228,9 @@ class OpenAILLM:
             # outlives its loop fails later with "Event loop is closed".
             async with self._client(session) as client:
                 if self.config.api == "responses":
-                    message, usage = await self._responses(client, params, request)
+                    message, usage = await self._responses(client, params, request, emit)
                 else:
-                    message, usage = await self._chat(client, params, request)
+                    message, usage = await self._chat(client, params, request, emit)
         except LLMError:
             raise
         except Exception as exc:
@@ -281,14 +300,16 @@ class OpenAILLM:
             params["stream_options"] = {**params.get("stream_options", {}), "include_usage": True}
         return params
 
-    async def _chat(self, client: Any, params: dict[str, Any], request: LLMRequest) -> Any:
+    async def _chat(
+        self, client: Any, params: dict[str, Any], request: LLMRequest, emit: Any
+    ) -> Any:
         from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
         if params.get("stream"):
             stream = await _post(
                 client, "/chat/completions", params, ChatCompletion, ChatCompletionChunk
             )
-            return await _accumulate_chat_stream(stream, request.call)
+            return await accumulate_chat_stream(stream, request.call, emit)
         response = await _post(
             client, "/chat/completions", params, ChatCompletion, ChatCompletionChunk
         )
@@ -305,7 +326,7 @@ class OpenAILLM:
         # A refusal is the model's answer too, in its own field.
         content = message.content or getattr(message, "refusal", None) or None
         reply = AssistantMessage(content=content, tool_calls=calls, finish_reason=finish)
-        return reply, _usage(response.usage)
+        return reply, usage_dict(response.usage)
 
     # -- Responses API -------------------------------------------------------------------
 
@@ -340,13 +361,18 @@ class OpenAILLM:
             params["stream"] = True
         return params
 
-    async def _responses(self, client: Any, params: dict[str, Any], request: LLMRequest) -> Any:
+    async def _responses(
+        self, client: Any, params: dict[str, Any], request: LLMRequest, emit: Any
+    ) -> Any:
         from openai.types.responses import Response, ResponseStreamEvent
 
         response = await _post(client, "/responses", params, Response, ResponseStreamEvent)
-        if params.get("stream"):
-            response = await _final_response(response)
-        return _from_response(response, request.call)
+        if not params.get("stream"):
+            return _from_response(response, request.call)
+        message, usage = _from_response(await final_response(response, emit), request.call)
+        if emit is not None:
+            emit(LLMChunk(finish_reason=message.finish_reason, usage=usage))
+        return message, usage
 
 
 def _request_url(exc: Exception) -> str | None:
@@ -381,70 +407,6 @@ def _tool_call(
     call_id: str | None, name: str, arguments: str | None, call: int, index: int
 ) -> ToolCall:
     return ToolCall.from_text(call_id or f"call_{call}_{index}", name or "", arguments)
-
-
-def _usage(usage: Any) -> dict[str, int] | None:
-    """Token usage under Chat Completions' names (the Responses API's are mapped)."""
-    if usage is None:
-        return None
-    pairs = (
-        ("prompt_tokens", "input_tokens"),
-        ("completion_tokens", "output_tokens"),
-        ("total_tokens", "total_tokens"),
-    )
-    out: dict[str, int] = {}
-    for name, alias in pairs:
-        value = getattr(usage, name, None)
-        if value is None:
-            value = getattr(usage, alias, None)
-        if isinstance(value, int):
-            out[name] = value
-    return out or None
-
-
-async def _accumulate_chat_stream(stream: Any, call: int) -> tuple[AssistantMessage, Any]:
-    """Build the reply from chunks, accumulating tool-call deltas by index.
-
-    Some OpenAI-compatible providers resend a call's id and name in every chunk; the
-    SDK's own accumulator then doubles them. Here the first id is kept, a repeated
-    identical name is ignored, and arguments are concatenated.
-    """
-    parts: list[str] = []
-    calls: dict[int, dict[str, Any]] = {}
-    finish: str | None = None
-    usage: Any = None
-    async for chunk in stream:
-        if getattr(chunk, "usage", None) is not None:
-            usage = chunk.usage
-        for choice in chunk.choices or []:
-            if choice.index != 0:
-                continue
-            delta = choice.delta
-            if delta is not None:
-                if delta.content:
-                    parts.append(delta.content)
-                elif getattr(delta, "refusal", None):
-                    parts.append(delta.refusal)
-                for tc in delta.tool_calls or []:
-                    slot = calls.setdefault(tc.index, {"id": None, "name": "", "arguments": []})
-                    if tc.id and not slot["id"]:
-                        slot["id"] = tc.id
-                    function = tc.function
-                    if function is not None:
-                        if function.name and function.name != slot["name"]:
-                            slot["name"] += function.name
-                        if function.arguments:
-                            slot["arguments"].append(function.arguments)
-            if choice.finish_reason:
-                finish = choice.finish_reason
-    tool_calls = [
-        _tool_call(slot["id"], slot["name"], "".join(slot["arguments"]), call, i)
-        for i, (_, slot) in enumerate(sorted(calls.items()))
-    ]
-    content = "".join(parts) or None
-    finish = finish or ("tool_calls" if tool_calls else "stop")
-    message = AssistantMessage(content=content, tool_calls=tool_calls, finish_reason=finish)
-    return message, _usage(usage)
 
 
 def _input_items(message: Any) -> list[dict[str, Any]]:
@@ -491,30 +453,6 @@ def _responses_tool_choice(choice: Any) -> Any:
     return choice
 
 
-async def _final_response(stream: Any) -> Any:
-    """The completed response of a streamed Responses API call."""
-    final = None
-    items: list[Any] = []
-    async for event in stream:
-        kind = getattr(event, "type", "")
-        if kind in ("response.completed", "response.incomplete"):
-            final = event.response
-        elif kind == "response.failed":
-            error = getattr(event.response, "error", None)
-            message = getattr(error, "message", None) or "the response failed"
-            raise LLMError(message, type="http_error")
-        elif kind == "error":
-            raise LLMError(getattr(event, "message", None) or "stream error", type="http_error")
-        elif kind == "response.output_item.done":
-            items.append(event.item)
-    if final is None:
-        if not items:
-            raise LLMError("the response stream ended without a response", type="llm_error")
-        # No final event: build the reply from the items that completed.
-        final = SimpleNamespace(output=items, usage=None, status="completed")
-    return final
-
-
 def _from_response(response: Any, call: int) -> tuple[AssistantMessage, Any]:
     texts: list[str] = []
     calls: list[ToolCall] = []
@@ -544,7 +482,7 @@ def _from_response(response: Any, call: int) -> tuple[AssistantMessage, Any]:
     message = AssistantMessage(
         content="".join(texts) or None, tool_calls=calls, finish_reason=finish, reasoning=reasoning
     )
-    return message, _usage(getattr(response, "usage", None))
+    return message, usage_dict(getattr(response, "usage", None))
 
 
 # -- the plugin ----------------------------------------------------------------------------

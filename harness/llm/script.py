@@ -2,14 +2,34 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from harness.errors import HarnessError, format_errors
+from harness.llm.chunks import ChunkAccumulator, LLMChunk, ToolCallDelta, reply_chunks
+from harness.messages import parse_arguments
 
-__all__ = ["ScriptError", "ScriptStep", "ScriptToolCall", "Usage", "parse_step"]
+__all__ = [
+    "ScriptChunk",
+    "ScriptChunkCall",
+    "ScriptError",
+    "ScriptStep",
+    "ScriptToolCall",
+    "Usage",
+    "parse_step",
+    "wire_calls",
+]
 
 _LONG_KEYS = frozenset({"id", "name", "arguments", "raw_arguments"})
 
@@ -95,6 +115,37 @@ class Usage(BaseModel):
         }
 
 
+class ScriptChunkCall(BaseModel):
+    """A piece of one tool call in a streamed reply (a Chat Completions tool-call delta)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    index: int = Field(ge=0, description="which call of the reply this piece belongs to")
+    id: str | None = None
+    name: str | None = None
+    arguments: str | None = Field(default=None, description="a piece of the arguments text")
+
+
+class ScriptChunk(BaseModel):
+    """One piece of a streamed reply, exactly as the stream sends it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    content: str | None = Field(default=None, description='a piece of the text ("" is allowed)')
+    tool_calls: list[ScriptChunkCall] = Field(default_factory=list)
+    finish_reason: str | None = None
+    usage: Usage | None = Field(default=None, description="real streams send it last, alone")
+
+    def as_chunk(self) -> LLMChunk:
+        """The chunk a source emits."""
+        return LLMChunk(
+            content=self.content,
+            tool_calls=tuple(
+                ToolCallDelta(c.index, c.id, c.name, c.arguments) for c in self.tool_calls
+            ),
+            finish_reason=self.finish_reason,
+            usage=self.usage.as_dict() if self.usage is not None else None,
+        )
+
+
 class ScriptStep(BaseModel):
     """One scripted reply, or an injected failure of the LLM call."""
 
@@ -110,12 +161,145 @@ class ScriptStep(BaseModel):
     latency: float = Field(default=0.0, ge=0, description="simulated seconds for this reply")
     usage: Usage | None = None
     finish_reason: str | None = None
+    # Last: its check reads the fields above (pydantic validates in declaration order).
+    chunks: list[ScriptChunk] | None = Field(
+        default=None,
+        description="the exact pieces of this reply when it is streamed (default: cut by "
+        "words); they must add up to the step's content, tool_calls, finish_reason and usage",
+    )
 
     @model_validator(mode="after")
     def _error_alone(self) -> ScriptStep:
         if self.error is not None and (self.content is not None or self.tool_calls):
             raise ValueError("an error step has no content or tool_calls")
         return self
+
+    @field_validator("chunks")
+    @classmethod
+    def _chunks_add_up(
+        cls, chunks: list[ScriptChunk] | None, info: ValidationInfo
+    ) -> list[ScriptChunk] | None:
+        if chunks is None:
+            return chunks
+        data = info.data
+        if data.get("error") is not None:
+            raise ValueError("an error step has no chunks: it sends no reply")
+        if not {"content", "tool_calls", "usage", "finish_reason"} <= data.keys():
+            return chunks  # a field above is invalid and reported already
+        problem = _chunks_problem(
+            chunks, data["content"], data["tool_calls"], data["usage"], data["finish_reason"]
+        )
+        if problem:
+            raise ValueError(problem)
+        return chunks
+
+    def finish(self) -> str:
+        """The reply's finish_reason: the step's, else tool_calls or stop."""
+        return self.finish_reason or ("tool_calls" if self.tool_calls else "stop")
+
+    def stream(self, call: int) -> list[LLMChunk]:
+        """The reply's pieces when streamed: ``chunks`` as given, else the whole reply cut
+        as the API streams it (LLM call number ``call`` names calls without an id)."""
+        if self.chunks is not None:
+            return [chunk.as_chunk() for chunk in self.chunks]
+        usage = self.usage.as_dict() if self.usage is not None else None
+        calls = [
+            (call_id or f"call_{call}_{i}", name, arguments)
+            for i, (call_id, name, arguments) in enumerate(wire_calls(self, call))
+        ]
+        return reply_chunks(self.content, calls, self.finish(), usage)
+
+
+def wire_calls(step: ScriptStep, n: int) -> list[tuple[str | None, str, str]]:
+    """The step's calls as a model sends them: ``(id, name, arguments text)``.
+
+    Ids default to ``call_<n>_<i>``; ``id: null`` written in the step means no id at all
+    (as some OpenAI-compatible servers answer, leaving the client to make one up).
+    """
+    calls = []
+    for i, call in enumerate(step.tool_calls):
+        if call.raw_arguments is not None:
+            arguments = call.raw_arguments
+        else:
+            arguments = json.dumps(call.arguments or {}, ensure_ascii=False)
+        no_id = call.id is None and "id" in call.model_fields_set
+        calls.append((None if no_id else call.id or f"call_{n}_{i}", call.name, arguments))
+    return calls
+
+
+def _chunks_problem(
+    chunks: list[ScriptChunk],
+    content: str | None,
+    tool_calls: list[ScriptToolCall],
+    usage: Usage | None,
+    finish_reason: str | None,
+) -> str | None:
+    """Why ``chunks`` do not add up to the step's reply (None when they do)."""
+    acc = ChunkAccumulator()
+    for chunk in chunks:
+        acc.add(chunk.as_chunk())
+    if acc.text != (content or ""):
+        return (
+            f"the chunks' text is {acc.text!r} but the step's content is {content!r}: the "
+            "chunks' content pieces must add up to it"
+        )
+    made = acc.calls()
+    if len(made) != len(tool_calls):
+        return (
+            f"the chunks make {len(made)} tool call(s) but the step has {len(tool_calls)}: "
+            "give each call's pieces one `index` (0, 1, ...)"
+        )
+    for i, ((call_id, name, arguments), want) in enumerate(zip(made, tool_calls, strict=True)):
+        problem = _call_problem(call_id, name, arguments, want)
+        if problem:
+            return f"tool call {i} ({want.name}): {problem}"
+    finish = finish_reason or ("tool_calls" if tool_calls else "stop")
+    if acc.finish_reason is None and finish_reason is not None:
+        return (
+            f"the step's finish_reason {finish_reason!r} never arrives: give it in a chunk, "
+            f"like {{finish_reason: {finish_reason}}}"
+        )
+    if acc.finish_reason is not None and acc.finish_reason != finish:
+        return f"the chunks' finish_reason is {acc.finish_reason!r} but the step's is {finish!r}"
+    want_usage = usage.as_dict() if usage is not None else None
+    if acc.usage != want_usage:
+        if want_usage is None:
+            return "a chunk gives usage but the step has none: give the step the same `usage:`"
+        if acc.usage is None:
+            return (
+                "the step's usage never arrives: give it in a chunk (real streams send it "
+                "alone in the last one: {usage: {prompt_tokens: ..., completion_tokens: ...}})"
+            )
+        return f"the chunks' last usage {acc.usage} is not the step's {want_usage}"
+    return None
+
+
+def _call_problem(
+    call_id: str | None, name: str, arguments: str, want: ScriptToolCall
+) -> str | None:
+    """Why one call put together from chunks is not the step's call (None when it is)."""
+    if name != want.name:
+        return f"the chunks name it {name!r}"
+    if call_id != want.id:
+        if want.id is None:
+            return f"the chunks give it id {call_id!r}: give the step's call `id: {call_id}` too"
+        return f"the chunks give it id {call_id!r} but the step's id is {want.id!r}"
+    if want.raw_arguments is not None:
+        if arguments != want.raw_arguments:
+            return (
+                f"the chunks' arguments text is {arguments!r} but the step's raw_arguments "
+                f"is {want.raw_arguments!r}"
+            )
+        return None
+    parsed, raw = parse_arguments(arguments)
+    if raw is not None:
+        return (
+            f"the chunks' arguments text {arguments!r} is not a JSON object; to script "
+            "malformed arguments, give the step `raw_arguments` with that text"
+        )
+    if parsed != (want.arguments or {}):
+        return f"the chunks' arguments {parsed} are not the step's {want.arguments or {}}"
+    return None
 
 
 def parse_step(index: int, step: ScriptStep | dict[str, Any]) -> ScriptStep:

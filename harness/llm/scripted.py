@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from harness.errors import AbortRun, LLMError
 from harness.hookspecs import hookimpl
 from harness.llm.base import LLMRequest, LLMResponse
+from harness.llm.chunks import ChunkAccumulator, LLMChunk
 from harness.llm.script import ScriptStep, parse_step
 from harness.messages import AssistantMessage, ToolCall, parse_arguments
 
@@ -19,11 +20,17 @@ class ScriptedLLM:
 
     Scripted call ids are ``call_<llm_call>_<index>`` (the run's 1-based LLM call
     number, the call's 0-based index in the reply) unless a step gives ``id``.
+
+    Streamed (``stream()``), a reply comes as its step's ``chunks``, or cut by words;
+    ``stream=True`` makes every run of this source stream (a scenario's ``llm.stream``).
     """
 
-    def __init__(self, steps: Iterable[ScriptStep | dict[str, Any]]) -> None:
+    def __init__(
+        self, steps: Iterable[ScriptStep | dict[str, Any]], *, stream: bool = False
+    ) -> None:
         self.steps = [parse_step(index, s) for index, s in enumerate(steps)]
         self.total = sum(step.repeat for step in self.steps)
+        self.streams = stream
         self.reset()
 
     def reset(self) -> None:
@@ -50,8 +57,8 @@ class ScriptedLLM:
             self._served = 0
         return index, step
 
-    async def complete(self, request: LLMRequest) -> LLMResponse:
-        """The next scripted reply; error steps raise LLMError."""
+    def _reply_step(self, request: LLMRequest) -> ScriptStep:
+        """The step answering ``request``; error steps raise LLMError."""
         index, step = self._next_step()
         if step.error is not None:
             if step.error == "timeout":
@@ -63,6 +70,22 @@ class ScriptedLLM:
                 'tool_choice="none" (the final answer at max_iterations); give that step '
                 "content only"
             )
+        return step
+
+    async def stream(self, request: LLMRequest, emit: Callable[[LLMChunk], None]) -> LLMResponse:
+        """The next scripted reply in pieces: each is handed to ``emit``, and the reply
+        is what they add up to (a step's ``chunks`` are checked to add up to the step)."""
+        step = self._reply_step(request)
+        acc = ChunkAccumulator()
+        for chunk in step.stream(request.call):
+            emit(chunk)
+            acc.add(chunk)
+        message = acc.message(request.call, empty=step.content)
+        return LLMResponse(message=message, usage=acc.usage, latency=step.latency)
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        """The next scripted reply; error steps raise LLMError."""
+        step = self._reply_step(request)
         calls = []
         for i, call in enumerate(step.tool_calls):
             if call.raw_arguments is not None:
@@ -88,4 +111,4 @@ class ScriptedLLM:
 @hookimpl
 def harness_register_llms(register: Any) -> None:
     """``provider: scripted``: the scenario's ``llm.script``."""
-    register("scripted", lambda config: ScriptedLLM(config.script))
+    register("scripted", lambda config: ScriptedLLM(config.script, stream=config.stream))

@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from harness.llm.chunks import LLMChunk
 from harness.llm.server.fit import check_fits
 from harness.llm.server.state import Reply, ScriptState
 from harness.llm.server.wire import (
@@ -13,7 +14,6 @@ from harness.llm.server.wire import (
     ApiError,
     check_reply,
     json_response,
-    pieces,
     read_json,
     sse,
 )
@@ -73,27 +73,50 @@ def _completion(ident: str, model: str, reply: Reply) -> dict[str, Any]:
 
 
 def _chat_chunks(ident: str, model: str, reply: Reply, include_usage: bool) -> Iterator[str]:
-    """The ``chat.completion.chunk`` events of the reply, ending with ``[DONE]``."""
-    calls = reply.tool_calls()
-    content = reply.step.content if reply.step else None
+    """The ``chat.completion.chunk`` events of the reply (``Reply.chunks``), then ``[DONE]``.
+
+    The first chunk carries the role and a content key (as the API streams it: "" opens
+    a text reply, null a reply of tool calls only); usage goes out only when the request
+    asked for it, alone (``choices: []``) when its chunk has nothing else.
+    """
     base = {"id": ident, "object": "chat.completion.chunk", "created": 0, "model": model}
-
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
-        choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
-        return f"data: {json.dumps({**base, 'choices': [choice]}, ensure_ascii=False)}\n\n"
-
-    # As the API streams it: "" opens a text reply, null a reply of tool calls only.
-    yield chunk({"role": "assistant", "content": "" if content or not calls else None})
-    for piece in pieces(content or ""):
-        yield chunk({"content": piece})
-    for i, call in enumerate(calls):
-        opening = {"index": i, "id": call["id"], "type": "function"}
-        opening["function"] = {"name": call["name"], "arguments": ""}
-        yield chunk({"tool_calls": [opening]})
-        for piece in pieces(call["arguments"], 8):
-            yield chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
-    yield chunk({}, reply.finish_reason())
-    if include_usage:
-        usage = {**base, "choices": [], "usage": reply.usage()}
-        yield f"data: {json.dumps(usage)}\n\n"
+    for i, piece in enumerate(reply.chunks()):
+        delta = _delta(piece)
+        if i == 0:
+            delta = {"role": "assistant", "content": piece.content, **delta}
+        payload: dict[str, Any] = dict(base)
+        if delta or piece.finish_reason is not None or piece.usage is None:
+            choice = {"index": 0, "delta": delta, "finish_reason": piece.finish_reason}
+            payload["choices"] = [{**choice, "logprobs": None}]
+        elif not include_usage:
+            continue  # a usage chunk nobody asked for
+        else:
+            payload["choices"] = []
+        if piece.usage is not None and include_usage:
+            payload["usage"] = piece.usage
+        yield f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"
     yield "data: [DONE]\n\n"
+
+
+def _delta(piece: LLMChunk) -> dict[str, Any]:
+    """A chunk's ``delta``: its text and its tool-call pieces as the wire spells them."""
+    delta: dict[str, Any] = {}
+    if piece.content is not None:
+        delta["content"] = piece.content
+    if piece.tool_calls:
+        calls = []
+        for d in piece.tool_calls:
+            call: dict[str, Any] = {"index": d.index}
+            if d.id is not None or d.name is not None:
+                # An opening piece: the API sends the id (null from some servers) and type.
+                call.update(id=d.id, type="function")
+            function = {}
+            if d.name is not None:
+                function["name"] = d.name
+            if d.arguments is not None:
+                function["arguments"] = d.arguments
+            if function:
+                call["function"] = function
+            calls.append(call)
+        delta["tool_calls"] = calls
+    return delta

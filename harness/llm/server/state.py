@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from harness.canonical import canonical_json
-from harness.llm.script import ScriptStep
+from harness.llm.chunks import LLMChunk, reply_chunks
+from harness.llm.script import ScriptStep, wire_calls
 
 __all__ = ["DEFAULT_MAX_DELAY", "Reply", "ScriptState"]
 
@@ -57,18 +57,20 @@ class Reply:
 
     def tool_calls(self) -> list[dict[str, Any]]:
         """The step's calls with their ids and arguments as the model sends them."""
-        calls = []
-        for i, call in enumerate(self.step.tool_calls if self.step else []):
-            if call.raw_arguments is not None:
-                arguments = call.raw_arguments
-            else:
-                arguments = json.dumps(call.arguments or {}, ensure_ascii=False)
-            # `id: null` in the step: the reply carries no id, as some OpenAI-compatible
-            # servers answer; the client then makes one up.
-            no_id = call.id is None and "id" in call.model_fields_set
-            call_id = None if no_id else call.id or f"call_{self.n}_{i}"
-            calls.append({"id": call_id, "name": call.name, "arguments": arguments})
-        return calls
+        if self.step is None:
+            return []
+        return [
+            {"id": call_id, "name": name, "arguments": arguments}
+            for call_id, name, arguments in wire_calls(self.step, self.n)
+        ]
+
+    def chunks(self) -> list[LLMChunk]:
+        """The reply streamed: the step's ``chunks`` as given, else cut as the API cuts."""
+        if self.step is not None and self.step.chunks is not None:
+            return self.step.stream(self.n)
+        calls = [(c["id"], c["name"], c["arguments"]) for c in self.tool_calls()]
+        content = self.step.content if self.step else None
+        return reply_chunks(content, calls, self.finish_reason(), self.usage())
 
     def usage(self) -> dict[str, int]:
         """The step's usage (zeros when the script gives none)."""

@@ -3,13 +3,13 @@ OpenAI's ``{"error": {...}}`` format (raised as ``ApiError``, answered by ``http
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse, StreamingResponse
 
+from harness.llm.chunks import pieces
 from harness.llm.server.state import Reply, ScriptState
 
 __all__ = [
@@ -24,15 +24,6 @@ __all__ = [
 ]
 
 MODEL_ID = "harness-script"
-
-
-def pieces(text: str, size: int = 0) -> list[str]:
-    """Stream chunks: words (with their trailing space), or fixed-size slices."""
-    if not text:
-        return []
-    if size:
-        return [text[i : i + size] for i in range(0, len(text), size)]
-    return re.findall(r"\S+\s*|\s+", text)
 
 
 def json_response(body: Any, status: int = 200) -> JSONResponse:
