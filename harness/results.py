@@ -15,7 +15,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from harness.actions import RunData, RunResult
 from harness.baseline import BaselineDiff
@@ -114,10 +121,6 @@ class Repeats(BaseModel):
         return 0 < self.passed < self.runs
 
 
-def _absent(value: Any) -> bool:
-    return value is None
-
-
 class ScenarioResult(RunData, _Identity):
     """One scenario's outcome: the scenario entry of results.json (flat).
 
@@ -133,8 +136,19 @@ class ScenarioResult(RunData, _Identity):
     # Which run of a repeated scenario this is (1-based; its id ends in ``[run]``) and how
     # all its runs came out. Absent from the JSON for a scenario that ran once, so such
     # entries read as before repeats existed.
-    run: int | None = Field(default=None, ge=1, exclude_if=_absent)
-    repeats: Repeats | None = Field(default=None, exclude_if=_absent)
+    run: int | None = Field(default=None, ge=1)
+    repeats: Repeats | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_repeats(self, handler: Any) -> Any:
+        """A scenario that ran once has no ``run`` and ``repeats`` keys at all."""
+        data = handler(self)
+        if isinstance(data, dict):
+            if self.run is None:
+                data.pop("run", None)
+            if self.repeats is None:
+                data.pop("repeats", None)
+        return data
 
     @model_validator(mode="before")
     @classmethod
@@ -201,7 +215,15 @@ class Summary(BaseModel):
     by_termination: dict[str, int] = Field(default_factory=dict)
     sim_time: float = 0.0
     # Repeated scenarios whose runs disagree (ids without ``[run]``); absent when none.
-    flaky: list[str] = Field(default_factory=list, exclude_if=lambda v: not v)
+    flaky: list[str] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _omit_no_flaky(self, handler: Any) -> Any:
+        """No ``flaky`` key when no scenario is flaky (files read as before repeats)."""
+        data = handler(self)
+        if isinstance(data, dict) and not self.flaky:
+            data.pop("flaky", None)
+        return data
 
     @classmethod
     def of(cls, scenarios: list[ScenarioResult]) -> Summary:
