@@ -1,6 +1,6 @@
 """Shards of a 500-scenario suite, and merging them.
 
-Builds a throw-away project of 500 scenario files whose runs take from 2 to 800 ms of
+Builds a throw-away project of 500 scenario files whose runs take from 2 to 284 ms of
 real work each (a `use:` tool that hashes for a given time; most are short and a few
 long, as in a real suite), runs it once serially to get the durations, then runs it
 as 4 shards, one after another (one machine each in CI; here one at a time so that they
@@ -64,8 +64,8 @@ expect:
 
 
 def durations(count: int) -> list[int]:
-    """Uneven durations, as a real suite's: most scenarios short, a few long (a
-    log-normal spread, median 10 ms, seeded: the same suite every time), 2 to 800 ms."""
+    """Uneven durations, as a real suite's: most scenarios short, a few long (a log-normal
+    spread, median 10 ms, seeded: the same suite every time; 2 to 284 ms for 500)."""
     draws = random.Random(15)
     return [min(800, max(2, round(draws.lognormvariate(math.log(10), 1.2)))) for _ in range(count)]
 
