@@ -120,3 +120,15 @@ def test_a_run_that_fails_ahead_of_its_item_reports_as_its_item(project, capsys)
     results = load_results(project.path / "reports/results.json")
     assert [s.termination.value for s in results.scenarios] == ["llm_error"] * 3
     assert out.count("FAILED scenarios/weather") == 3
+
+
+def test_under_xdist_each_worker_keeps_its_own_runs_in_flight(project, capsys):
+    server = _served([{"content": "It is 72F in SF.", "latency": 0.5}])
+    with running_app(server) as url:
+        _scenarios(project, url, 8)
+        status = cli.main(["run", "--live", "--concurrency", "2", "-n", "2", "--", "-q"])
+    assert status == 0, capsys.readouterr().out
+    results = load_results(project.path / "reports/results.json")
+    assert [s.status for s in results.scenarios] == ["passed"] * 8
+    assert server.requests == 8  # each run once: none ran twice, none was lost
+    assert 2 <= server.most <= 4  # 2 workers x 2 runs at most
