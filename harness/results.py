@@ -15,7 +15,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from harness.actions import RunData, RunResult
 from harness.baseline import BaselineDiff
@@ -28,6 +35,7 @@ from harness.secrets import scrub_text
 __all__ = [
     "SCHEMA_VERSION",
     "ExpectationResult",
+    "Repeats",
     "Results",
     "ResultsFileError",
     "ScenarioId",
@@ -35,6 +43,7 @@ __all__ = [
     "Status",
     "Summary",
     "build_results",
+    "count_repeats",
     "load_results",
 ]
 
@@ -96,6 +105,22 @@ class _Identity(BaseModel):
     status: Status
 
 
+class Repeats(BaseModel):
+    """How the runs of a repeated scenario came out (every run's entry carries it)."""
+
+    model_config = ConfigDict(extra="forbid")
+    runs: int = Field(ge=1)
+    passed: int = Field(ge=0)
+    pass_rate: float = Field(ge=0, le=1)
+    # Every run passed: the pass^k of agent benchmarks.
+    pass_all: bool
+
+    @property
+    def flaky(self) -> bool:
+        """The runs disagree: some passed and some did not."""
+        return 0 < self.passed < self.runs
+
+
 class ScenarioResult(RunData, _Identity):
     """One scenario's outcome: the scenario entry of results.json (flat).
 
@@ -108,6 +133,22 @@ class ScenarioResult(RunData, _Identity):
     transcript: list[Message] = Field(default_factory=list)
     # None when the scenario never got as far as a run (it crashed before).
     agent: AgentConfig | None = None
+    # Which run of a repeated scenario this is (1-based; its id ends in ``[run]``) and how
+    # all its runs came out. Absent from the JSON for a scenario that ran once, so such
+    # entries read as before repeats existed.
+    run: int | None = Field(default=None, ge=1)
+    repeats: Repeats | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_repeats(self, handler: Any) -> Any:
+        """A scenario that ran once has no ``run`` and ``repeats`` keys at all."""
+        data = handler(self)
+        if isinstance(data, dict):
+            if self.run is None:
+                data.pop("run", None)
+            if self.repeats is None:
+                data.pop("repeats", None)
+        return data
 
     @model_validator(mode="before")
     @classmethod
@@ -153,6 +194,13 @@ class ScenarioResult(RunData, _Identity):
         )
 
     @property
+    def scenario_key(self) -> str:
+        """The id of the scenario this result is a run of (the id without ``[run]``)."""
+        if self.run is None:
+            return self.id
+        return self.id.removesuffix(f"[{self.run}]")
+
+    @property
     def failed_expectations(self) -> list[ExpectationResult]:
         """The expectations that were not met."""
         return [e for e in self.expectations if not e.ok]
@@ -166,10 +214,23 @@ class Summary(BaseModel):
     by_status: dict[str, int] = Field(default_factory=dict)
     by_termination: dict[str, int] = Field(default_factory=dict)
     sim_time: float = 0.0
+    # Repeated scenarios whose runs disagree (ids without ``[run]``); absent when none.
+    flaky: list[str] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _omit_no_flaky(self, handler: Any) -> Any:
+        """No ``flaky`` key when no scenario is flaky (files read as before repeats)."""
+        data = handler(self)
+        if isinstance(data, dict) and not self.flaky:
+            data.pop("flaky", None)
+        return data
 
     @classmethod
     def of(cls, scenarios: list[ScenarioResult]) -> Summary:
         """Summarize scenarios (keys sorted so the JSON is stable)."""
+        flaky = sorted(
+            {s.scenario_key for s in scenarios if s.repeats is not None and s.repeats.flaky}
+        )
         by_status: dict[str, int] = {}
         by_termination: dict[str, int] = {}
         for s in scenarios:
@@ -180,6 +241,7 @@ class Summary(BaseModel):
             by_status=dict(sorted(by_status.items())),
             by_termination=dict(sorted(by_termination.items())),
             sim_time=round(sum(s.sim_time for s in scenarios), 9),
+            flaky=flaky,
         )
 
 
@@ -326,11 +388,36 @@ def _versions() -> dict[str, str]:
     return out
 
 
+def count_repeats(scenarios: list[ScenarioResult]) -> None:
+    """Set ``repeats`` on every run of a repeated scenario, counted over the runs given."""
+    groups: dict[str, list[ScenarioResult]] = {}
+    for s in scenarios:
+        if s.run is not None:
+            groups.setdefault(s.scenario_key, []).append(s)
+    for runs in groups.values():
+        passed = sum(1 for s in runs if s.status == "passed")
+        repeats = Repeats(
+            runs=len(runs),
+            passed=passed,
+            pass_rate=round(passed / len(runs), 6),
+            pass_all=passed == len(runs),
+        )
+        for s in runs:
+            s.repeats = repeats
+
+
 def build_results(scenarios: list[ScenarioResult], *, started: datetime | None = None) -> Results:
-    """Results for these scenarios, sorted by id, with meta and summary filled in."""
-    ordered = sorted(scenarios, key=lambda s: s.id)
+    """Results for these scenarios, sorted by id, with meta, summary and the repeats of
+    repeated scenarios filled in."""
+    ordered = sorted(scenarios, key=_order)
+    count_repeats(ordered)
     meta = {
         "versions": _versions(),
         "started": (started or datetime.now(UTC)).isoformat(timespec="seconds"),
     }
     return Results(meta=meta, summary=Summary.of(ordered), scenarios=ordered)
+
+
+def _order(scenario: ScenarioResult) -> tuple[str, int]:
+    # By id, the runs of a repeated scenario by number: name[2] before name[10].
+    return (scenario.scenario_key, scenario.run or 0)

@@ -60,6 +60,7 @@ def add_parsers(commands: Any) -> None:
         )
         _add_selection(sub)
         _add_recording(sub, record)
+        _add_scale(sub)
         _add_outputs(sub)
 
 
@@ -101,6 +102,53 @@ def _add_recording(sub: argparse.ArgumentParser, record: bool) -> None:
         "--disable-recording",
         action="store_true",
         help="run recorded scenarios live and write no cassette",
+    )
+
+
+def _count(value: str) -> int:
+    if value.isdigit() and int(value) >= 1:
+        return int(value)
+    raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value!r}")
+
+
+def _shard(value: str) -> str:
+    from harness.shards import Shard
+
+    try:
+        return str(Shard.parse(value))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_scale(sub: argparse.ArgumentParser) -> None:
+    """Repeats, live runs, and shards (docs/running.md, "Repeats, live runs and shards")."""
+    sub.add_argument(
+        "--repeat",
+        type=_count,
+        metavar="N",
+        help="run each scenario N times: pass rates, flaky scenarios (a file's repeat: wins)",
+    )
+    sub.add_argument(
+        "--live",
+        action="store_true",
+        help="talk to the real endpoint: no cassette read or written, the SDK retries 429s",
+    )
+    sub.add_argument(
+        "--concurrency",
+        type=_count,
+        metavar="N",
+        help="scenario runs in flight at once in each process (default 1)",
+    )
+    sub.add_argument(
+        "--shard",
+        type=_shard,
+        metavar="K/N",
+        help="run shard K of N (for CI machines; join them with `harness merge`)",
+    )
+    sub.add_argument(
+        "--durations",
+        metavar="F",
+        help="with --shard: balance the shards by the wall times in this results.json",
     )
 
 
@@ -228,6 +276,16 @@ def _pytest_args(
         args += ["--record-mode", options.record_mode]
     if options.disable_recording:
         args.append("--disable-recording")
+    if options.repeat is not None:
+        args += ["--harness-repeat", str(options.repeat)]
+    if options.live:
+        args.append("--harness-live")
+    if options.concurrency is not None:
+        args += ["--harness-concurrency", str(options.concurrency)]
+    if options.shard:
+        args += ["--harness-shard", options.shard]
+    if options.durations:
+        args += ["--harness-durations", options.durations]
     lean = not options.all_pytest_plugins
     if lean or not _plugin_autoloads():
         # (Without autoload, or from a source tree without the entry point installed.)
@@ -334,6 +392,10 @@ def _changed(diff: BaselineDiff) -> bool:
 
 def run_command(options: argparse.Namespace, extra: list[str]) -> int:
     """``harness run`` / ``harness record``; ``extra``: the pytest options after ``--``."""
+    if options.durations and not options.shard:
+        raise UsageError("--durations balances shards: it needs --shard K/N")
+    if options.live and options.record_mode not in (None, "none"):
+        raise UsageError("--live records nothing: use `harness run --live` without --record-mode")
     root, paths = _scenario_paths(options.paths)
     # Defaults live in the project's reports/ (where baseline.json is committed), so a
     # run started from a subfolder writes the same files; given paths are cwd-relative.

@@ -9,10 +9,12 @@ the environment: everything here stays inert (and cheap to import) until a
   writing results.json, the HTML report and the baseline diff, and the summary;
 - ``items``: collection of scenario files, the item that runs one, how its failure
   reads and whose code an escaped exception came from;
-- ``fixture``: the ``harness`` fixture for hand-written tests.
+- ``fixture``: the ``harness`` fixture for hand-written tests;
+- ``sharding``: ``--harness-shard K/N``, one shard of the selection;
+- ``live``: ``--harness-concurrency N``, scenario runs in flight at once.
 
-pytest registers this module (the entry point names it), so the hooks of all four are
-imported here: pytest finds a plugin's hooks among its module's attributes.
+pytest registers this module (the entry point names it), so the hooks of these modules
+are imported here: pytest finds a plugin's hooks among its module's attributes.
 """
 
 from harness.pytest_plugin.fixture import HarnessFixture, harness
@@ -34,6 +36,7 @@ from harness.pytest_plugin.session import (
     pytest_unconfigure,
     summary_lines,
 )
+from harness.pytest_plugin.sharding import pytest_collection_modifyitems
 
 __all__ = [
     "SUFFIX",
@@ -46,6 +49,7 @@ __all__ = [
     "harness",
     "pytest_addoption",
     "pytest_collect_file",
+    "pytest_collection_modifyitems",
     "pytest_configure",
     "pytest_ignore_collect",
     "pytest_itemcollected",

@@ -59,13 +59,21 @@ class ScenarioFile(pytest.File):
         from harness.scenario import load_scenario
 
         scenario = load_scenario(self.path)
-        item = ScenarioItem.from_parent(self, name=scenario.display_name, scenario=scenario)
-        item.add_marker("scenario")
         for tag in scenario.tags:
             # Registered before use, so --strict-markers passes and nothing warns.
             self.config.addinivalue_line("markers", f"{tag}: scenario tag")
-            item.add_marker(tag)
-        return [item]
+        name = scenario.display_name
+        repeat = _repeat(scenario, self.config)
+        runs = [None] if repeat == 1 else range(1, repeat + 1)
+        items: list[pytest.Item] = []
+        for run in runs:
+            shown = name if run is None else f"{name}[{run}]"
+            item = ScenarioItem.from_parent(self, name=shown, scenario=scenario, run=run)
+            item.add_marker("scenario")
+            for tag in scenario.tags:
+                item.add_marker(tag)
+            items.append(item)
+        return items
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
         """A scenario file's load errors as they are, without a traceback."""
@@ -76,6 +84,14 @@ class ScenarioFile(pytest.File):
             # A plain string also lets xdist de-duplicate the workers' copies.
             return str(excinfo.value)
         return super().repr_failure(excinfo)
+
+
+def _repeat(scenario: Scenario, config: pytest.Config) -> int:
+    """How many times a scenario runs: its own ``repeat:``, else --harness-repeat, else 1."""
+    if "repeat" in scenario.model_fields_set:
+        return scenario.repeat
+    state = get_state(config)
+    return (state.repeat if state is not None else None) or 1
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
@@ -96,9 +112,11 @@ class ScenarioFailed(Exception):
 class ScenarioItem(pytest.Item):
     """One scenario: runs it, fails with its unmet expectations and trajectory."""
 
-    def __init__(self, *, scenario: Scenario, **kwargs: Any) -> None:
+    def __init__(self, *, scenario: Scenario, run: int | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.scenario = scenario
+        # Which run of a repeated scenario this item is (1-based); None: it runs once.
+        self.run = run
         self.result: ScenarioResult | None = None
         self.internal_error: str | None = None
         # An exception that escaped the run, and whose code raised it (None: harness's).
@@ -113,30 +131,57 @@ class ScenarioItem(pytest.Item):
             from harness.scenario import scenario_id
 
             self._id = str(scenario_id(self.scenario))
+            if self.run is not None:
+                self._id += f"[{self.run}]"
         return self._id
+
+    def arun(self) -> Any:
+        """The scenario's run, as a coroutine (what --harness-concurrency starts ahead)."""
+        from harness.scenario import arun_scenario
+
+        state = state_of(self.config)
+        return arun_scenario(
+            self.scenario, state.record_mode, disable_recording=state.disable_recording
+        )
+
+    def _outcome(self) -> ScenarioResult:
+        """Run the scenario here, or take the run started ahead (--harness-concurrency)."""
+        from harness.sync import run_sync
+
+        state = state_of(self.config)
+        if state.concurrency > 1:
+            from harness.pytest_plugin.live import run_ahead
+
+            run_ahead(self, state)
+            return state.runs.take(self.nodeid)  # type: ignore[union-attr]
+        return run_sync(self.arun(), name="run_scenario()", instead="arun_scenario(...)")
+
+    def own(self, result: ScenarioResult) -> ScenarioResult:
+        """The result as this item's: a repeated scenario's run gets its id and number."""
+        if self.run is None:
+            return result
+        result.id = self.scenario_id
+        result.run = self.run
+        return result
 
     def runtest(self) -> None:
         """Run the scenario; raise ScenarioFailed unless it passed."""
         from harness.errors import HarnessError, RecordingRefused
-        from harness.scenario import run_scenario
 
-        state = state_of(self.config)
         try:
-            result = run_scenario(
-                self.scenario, state.record_mode, disable_recording=state.disable_recording
-            )
+            result = self.own(self._outcome())
         except RecordingRefused as exc:
             # The key is wrong for every scenario: stop the session in one line, exit 2.
             pytest.exit(f"harness: {exc}", returncode=2)
         except HarnessError as exc:
             # Bad configuration met at run time (a provider's settings, say): the
             # scenario errors with the message, as when a template fails.
-            self.result = _error_result(self.scenario, exc)
+            self.result = self.own(_error_result(self.scenario, exc))
             raise ScenarioFailed(self.result) from None
         except Exception as exc:
             # The scenario errors either way. Raised in a plugin's (or other user) code,
             # it is that code's error; raised in harness, harness crashed: exit 3.
-            self.result = _error_result(self.scenario, exc)
+            self.result = self.own(_error_result(self.scenario, exc))
             self.escaped = exc
             self.culprit = _culprit(exc, self.scenario.root)
             if self.culprit is None:

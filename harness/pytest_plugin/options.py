@@ -7,6 +7,7 @@ way whichever plugin defined them.
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import os
 import shlex
@@ -123,6 +124,7 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         default=None,
         help="compare the results with this results.json (the diff goes into the reports)",
     )
+    _add_scale_options(group)
     group.addoption(
         "--harness-scenarios-only",
         action="store_true",
@@ -131,11 +133,81 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     )
 
 
+def _count(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value!r}")
+    return int(value)
+
+
+def _shard(value: str) -> Any:
+    from harness.shards import Shard
+
+    try:
+        return Shard.parse(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _durations(value: str) -> dict[str, float]:
+    # Read while the options are parsed: a file that cannot be used is a usage error.
+    from harness.results import ResultsFileError, load_results
+    from harness.shards import durations_of
+
+    try:
+        return durations_of(load_results(value, what="durations file"))
+    except ResultsFileError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_scale_options(group: Any) -> None:
+    """Repeats, live runs with requests in flight at once, and shards."""
+    group.addoption(
+        "--harness-repeat",
+        type=_count,
+        default=None,
+        metavar="N",
+        help="run each scenario N times (ids path::name[k]; a scenario's own repeat: wins)",
+    )
+    group.addoption(
+        "--harness-live",
+        action="store_true",
+        default=False,
+        help="run recorded scenarios live: no cassette read or written (--disable-recording)",
+    )
+    group.addoption(
+        "--harness-concurrency",
+        type=_count,
+        default=1,
+        metavar="N",
+        help="scenario runs in flight at once in each process (default 1)",
+    )
+    group.addoption(
+        "--harness-shard",
+        type=_shard,
+        default=None,
+        metavar="K/N",
+        help="run shard K of N of the selected scenarios (merge with `harness merge`)",
+    )
+    group.addoption(
+        "--harness-durations",
+        type=_durations,
+        default=None,
+        metavar="PATH",
+        help="an earlier results.json: balance the shards by its wall times",
+    )
+
+
 def session_options(config: pytest.Config) -> dict[str, Any]:
     """The session's recording settings and report paths (fields of SuiteState)."""
+    live = bool(config.getoption("harness_live", False))
     return {
         "record_mode": config.getoption("record_mode", None) or "none",
-        "disable_recording": bool(config.getoption("disable_recording", False)),
+        "disable_recording": live or bool(config.getoption("disable_recording", False)),
+        "live": live,
+        "repeat": config.getoption("harness_repeat", None),
+        "concurrency": config.getoption("harness_concurrency", 1) or 1,
+        "shard": config.getoption("harness_shard", None),
+        "durations": config.getoption("harness_durations", None),
         "json_path": _out_path(config, config.getoption("harness_json")),
         "html_path": _out_path(config, config.getoption("harness_html")),
         "baseline_path": _out_path(config, config.getoption("harness_baseline")),

@@ -23,7 +23,9 @@ from harness.pytest_plugin.options import SUFFIX, session_options
 
 if TYPE_CHECKING:
     from harness.baseline import BaselineDiff
+    from harness.pytest_plugin.live import ConcurrentRuns
     from harness.results import Results
+    from harness.shards import Shard
 
 __all__ = [
     "SuiteState",
@@ -51,6 +53,17 @@ class SuiteState:
     html_path: Path | None = None
     baseline_path: Path | None = None
     baseline: Results | None = None
+    # --harness-live, --harness-repeat, --harness-concurrency (see harness.pytest_plugin.live).
+    live: bool = False
+    repeat: int | None = None
+    concurrency: int = 1
+    runs: ConcurrentRuns | None = None
+    # --harness-shard and --harness-durations (see harness.pytest_plugin.sharding): the
+    # shard, the wall times it is planned by, its meta.shard and the ids of the plan.
+    shard: Shard | None = None
+    durations: dict[str, float] | None = None
+    shard_meta: dict[str, Any] | None = None
+    planned_ids: set[str] = field(default_factory=set)
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
     # scenario id -> its ScenarioResult as JSON (what the test reports carry).
     results: dict[str, str] = field(default_factory=dict)
@@ -95,6 +108,10 @@ class SuiteState:
 
         scenarios = [ScenarioResult.model_validate_json(text) for text in self.results.values()]
         results = build_results(scenarios, started=self.started)
+        if self.shard_meta is not None:
+            # What was collected but not selected, or skipped: a merged diff's "not run".
+            not_run = (self.collected_ids - self.planned_ids) | self.skipped
+            results.meta["shard"] = {**self.shard_meta, "not_run": sorted(not_run)}
         if self.baseline is not None:
             self.diff = diff_against_baseline(
                 self.baseline, results, self.baseline_path, not_run=self.not_run(results)
@@ -156,6 +173,8 @@ class SuiteState:
                 "collected_ids": sorted(self.collected_ids),
                 "unloaded_files": sorted(self.unloaded_files),
                 "deselected": self.deselected,
+                "shard_meta": self.shard_meta,
+                "planned_ids": sorted(self.planned_ids),
             }
 
     @pytest.hookimpl(optionalhook=True)
@@ -166,6 +185,9 @@ class SuiteState:
             return
         self.collected_ids.update(sent["collected_ids"])
         self.unloaded_files.update(sent["unloaded_files"])
+        if sent.get("shard_meta") is not None:  # every worker planned the same shard
+            self.shard_meta = sent["shard_meta"]
+            self.planned_ids.update(sent["planned_ids"])
         # Workers deselect and the controller never hears of it: count them as a serial
         # run does (each worker deselects the same items, so the set is taken once).
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -210,6 +232,8 @@ class SuiteState:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         """Write the reports (unless the session stopped part way) and set the exit status."""
+        if self.runs is not None:
+            self.runs.close()  # runs started ahead that no item took (the session stopped)
         if self.is_worker:
             return
         status = int(session.exitstatus)

@@ -3,8 +3,8 @@
 - ``format_failure``: why a scenario did not pass, with a compact trajectory (one line
   per iteration, ``trajectory_lines``), what pytest prints for a failed scenario item;
 - ``ending_sentence``: the one sentence on how a run ended that the report shows;
-- ``results_lines`` / ``baseline_lines``: the counts and the baseline diff of the
-  end-of-run summary.
+- ``results_lines`` / ``repeat_lines`` / ``baseline_lines``: the counts, the repeated
+  and flaky scenarios, and the baseline diff of the end-of-run summary.
 
 The trajectory is built on the run's plans (``harness.report.plans``), as the timeline
 and the baseline diff are.
@@ -24,6 +24,7 @@ __all__ = [
     "baseline_lines",
     "ending_sentence",
     "format_failure",
+    "repeat_lines",
     "results_lines",
     "trajectory_lines",
 ]
@@ -281,12 +282,34 @@ def results_lines(results: Results, *, slowest: int = 5) -> list[str]:
         + f"), simulated time {s.sim_time:.2f}s",
         "terminations: " + ", ".join(f"{k} {n}" for k, n in s.by_termination.items()),
     ]
+    lines.extend(repeat_lines(results))
     # Entries that would print as 0.00s say nothing: a quick suite gets no list.
     slow = [r for r in results.scenarios if r.wall_time >= _SHOWN_WALL_TIME]
     slow = sorted(slow, key=lambda r: (-r.wall_time, r.id))[:slowest]
     if slow:
         lines.append("slowest:")
         lines.extend(f"  {r.wall_time:7.2f}s  {r.id}" for r in slow)
+    return lines
+
+
+def repeat_lines(results: Results) -> list[str]:
+    """Repeated scenarios: how many passed every run, and each flaky one's pass rate."""
+    repeats: dict[str, Any] = {}
+    for s in results.scenarios:
+        if s.repeats is not None:
+            repeats.setdefault(s.scenario_key, s.repeats)
+    if not repeats:
+        return []
+    every = sum(1 for r in repeats.values() if r.pass_all)
+    flaky = [(key, r) for key, r in repeats.items() if r.flaky]
+    lines = [
+        f"repeated: {len(repeats)} scenario(s), {every} passed every run, "
+        f"{len(flaky)} flaky (runs disagree)"
+    ]
+    lines.extend(
+        f"  flaky: {key} ({r.passed}/{r.runs} runs passed, pass rate {r.pass_rate:.0%})"
+        for key, r in flaky
+    )
     return lines
 
 

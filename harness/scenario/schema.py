@@ -500,6 +500,12 @@ class Scenario(BaseModel):
         default_factory=list, description="become pytest markers"
     )
     seed: int | str | None = Field(default=None, description="seeds Faker; default: the name")
+    repeat: int = Field(
+        default=1,
+        ge=1,
+        le=10_000,
+        description="run the scenario N times (ids path::name[k]); pass rates in results.json",
+    )
     agent: AgentSection = Field(default_factory=AgentSection)
     input: str | None = None
     history: str | list[dict[str, Any]] | None = Field(

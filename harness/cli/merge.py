@@ -1,0 +1,136 @@
+"""``harness merge SHARD.json... [--json OUT] [--html OUT] [--baseline B] [--update-baseline]``:
+the results of ``harness run --shard K/N`` jobs joined into one results.json, one report
+and one baseline diff, as one serial run would have written them."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.cli.baseline import load_baseline, update_baseline
+from harness.cli.exitcodes import EXIT
+from harness.cli.parsing import Parser, UsageError, parse
+
+if TYPE_CHECKING:
+    from harness.baseline import BaselineDiff
+    from harness.results import Results
+
+__all__ = ["merge_main"]
+
+PROG = "harness merge"
+REPORTS = Path("reports")
+
+
+def _parser() -> Parser:
+    # Every refusal is one line: no usage first.
+    parser = Parser(
+        prog=PROG,
+        description="Merge the results.json files of `harness run --shard K/N` jobs into one "
+        "results.json, HTML report and baseline diff.",
+        usage_on_error=False,
+    )
+    parser.add_argument("shards", nargs="+", metavar="SHARD.json", help="every shard's results")
+    parser.add_argument(
+        "--json", metavar="OUT", help="results file (default: reports/results.json)"
+    )
+    parser.add_argument("--html", metavar="OUT", help="HTML report (default: reports/report.html)")
+    parser.add_argument(
+        "--baseline",
+        metavar="B",
+        help="results to compare with (default: reports/baseline.json when it exists)",
+    )
+    parser.add_argument(
+        "--update-baseline", action="store_true", help="write the merged results as baseline"
+    )
+    return parser
+
+
+def _error(message: str) -> int:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return EXIT["bad_input"]
+
+
+def merge_main(argv: Sequence[str] | None = None) -> int:
+    """Run ``harness merge``: 0 all passed, 1 a scenario failed, 2 refused, 3 not written."""
+    from harness.project import project_root
+    from harness.results import ResultsFileError, load_results
+    from harness.shards import MergeError, merge
+
+    args = parse(_parser(), argv)
+    if isinstance(args, int):
+        return args
+    root = project_root()
+    try:
+        merged = merge([(name, load_results(name, what="shard")) for name in args.shards])
+        baseline_path, old = _baseline(args, root)
+    except (ResultsFileError, MergeError, UsageError) as exc:
+        return _error(str(exc))
+    if old is not None:
+        merged.baseline = _diff(old, merged, baseline_path)
+    json_path = Path(args.json) if args.json else root / REPORTS / "results.json"
+    html_path = Path(args.html) if args.html else root / REPORTS / "report.html"
+    written = _write(merged, json_path, html_path)
+    if written is None:
+        return EXIT["internal"]
+    if args.update_baseline:
+        try:
+            update_baseline(baseline_path, merged, old)
+        except OSError as exc:
+            print(f"{PROG}: baseline not written: {baseline_path}: {exc.strerror or exc}")
+            return EXIT["internal"]
+        written.append(baseline_path)
+    _summary(merged, baseline_path, written)
+    return EXIT["passed"] if merged.summary.by_status.keys() <= {"passed"} else EXIT["failed"]
+
+
+def _baseline(args: argparse.Namespace, root: Path) -> tuple[Path, Results | None]:
+    """The baseline's path and its results (None when there is none to compare with)."""
+    given, replacing = args.baseline, args.update_baseline
+    path = Path(given) if given else root / REPORTS / "baseline.json"
+    if given and not path.is_file() and not replacing:
+        raise UsageError(f"--baseline {given}: no such file")
+    if not path.is_file():
+        return path, None
+    label = "--baseline" if given else "default baseline"
+    return path, load_baseline(str(path), label, replacing=replacing)
+
+
+def _diff(old: Results, merged: Results, path: Path) -> BaselineDiff:
+    """The baseline diff a serial run of the same suite would hold."""
+    from harness.project import project_relative
+    from harness.report.diff import diff_results
+
+    name = project_relative(path)
+    if Path(name).is_absolute():
+        name = str(path)
+    # Collected but not selected, or skipped, in the shards: not run, never removed.
+    not_run = set(merged.meta.get("not_run", []))
+    return diff_results(old, merged, source=name, not_run=not_run)
+
+
+def _write(merged: Results, json_path: Path, html_path: Path) -> list[Path] | None:
+    from harness.report.html import write_html
+
+    try:
+        merged.write(json_path)
+        write_html(html_path, merged)
+    except OSError as exc:
+        print(f"{PROG}: error: not written: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
+        return None
+    return [json_path, html_path]
+
+
+def _summary(merged: Results, baseline_path: Path, written: list[Path]) -> None:
+    from harness.project import display_path
+    from harness.report.text import baseline_lines, results_lines
+
+    print(f"merged {merged.meta['merged']['shards']} shard(s)")
+    for line in results_lines(merged):
+        print(line)
+    if merged.baseline is not None:
+        for line in baseline_lines(merged.baseline, display_path(baseline_path)):
+            print(line)
+    print("results: " + ", ".join(display_path(p) for p in written))

@@ -1,0 +1,351 @@
+"""Shards: `harness run --shard K/N [--durations F]` and `harness merge` (DESIGN.md 13).
+
+The acceptance test splits a suite into 3 shards, runs each, merges them, and compares
+the merged results.json, report and baseline diff with those of a serial run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from scenario_texts import PASSING, SESSION_TESTS
+
+from harness import cli
+from harness.results import Results, ScenarioResult, build_results, load_results
+from harness.shards import MergeError, Shard, merge, plan, plan_digest
+
+pytestmark = SESSION_TESTS
+
+FAILING = PASSING.replace("contains: 72F", "contains: rain")
+ERRORING = PASSING.replace("args.city", "args.cty.x")
+# Several rounds: a scenario that takes longer than the others.
+LONG = PASSING.replace(
+    "    - content: It is 72F in SF.",
+    "    - tool_calls: [{get_weather: {city: SF}}]\n      repeat: 6\n"
+    "    - content: It is 72F in SF.",
+)
+
+
+# -- the plan -----------------------------------------------------------------------------
+
+
+def test_without_durations_shards_are_dealt_by_count_in_id_order():
+    ids = [f"s{i:02}" for i in range(10)]
+    shards = plan(list(reversed(ids)), 3)
+    assert shards == [ids[0::3], ids[1::3], ids[2::3]]
+    assert sorted(i for shard in shards for i in shard) == ids
+
+
+def test_with_durations_the_longest_go_first_each_to_the_least_loaded_shard():
+    durations = {"a": 9.0, "b": 5.0, "c": 4.0, "d": 3.0, "e": 2.0, "f": 1.0}
+    shards = plan(list(durations), 2, durations)
+    # a -> 1; b -> 2; c -> 2 (5 < 9); d -> 1 (9 = 9: the lower shard); e -> 2 (9 < 12);
+    # f -> 2 (11 < 12)
+    assert shards == [["a", "d"], ["b", "c", "e", "f"]]
+    loads = [sum(durations[i] for i in shard) for shard in shards]
+    assert loads == [12.0, 12.0]
+
+
+def test_an_id_without_a_duration_weighs_the_mean_of_the_known_ones():
+    durations = {"a": 4.0, "b": 2.0}
+    # new weighs 3.0: a -> 1, new -> 2, b -> 2 (3 < 4)
+    assert plan(["b", "new", "a"], 2, durations) == [["a"], ["b", "new"]]
+
+
+def test_the_plan_and_its_fingerprint_do_not_depend_on_the_order_ids_come_in():
+    ids = [f"scenarios/s{i}.scenario.yaml::s{i}" for i in range(50)]
+    durations = {i: (hash(i) % 7) / 10 for i in ids[::2]}
+    assert plan(ids, 4, durations) == plan(list(reversed(ids)), 4, durations)
+    assert plan_digest(ids, 4, durations) == plan_digest(list(reversed(ids)), 4, durations)
+    assert plan_digest(ids, 4, durations) != plan_digest(ids, 4, None)
+    assert plan_digest(ids, 4, None) != plan_digest(ids[1:], 4, None)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("1/0", "between 1 and N"),
+        ("0/3", "between 1 and N"),
+        ("4/3", "between 1 and N"),
+        ("2", "expected K/N"),
+        ("a/b", "expected K/N"),
+    ],
+)
+def test_a_bad_shard_is_refused(text, message):
+    with pytest.raises(ValueError, match=message):
+        Shard.parse(text)
+
+
+# -- merging: what is refused -------------------------------------------------------------
+
+
+def _shard_results(
+    index: int, total: int, ids: list[str], *, plan_id: str = "p1", version: str = "1.0"
+) -> Results:
+    scenarios = [
+        ScenarioResult(
+            id=i,
+            name=i.partition("::")[2],
+            file=i.partition("::")[0],
+            status="passed",
+            termination="completed",
+        )
+        for i in ids
+    ]
+    results = build_results(scenarios)
+    results.meta = {
+        "versions": {"harness": version},
+        "started": f"2025-01-0{index}T00:00:00+00:00",
+        "shard": {
+            "index": index,
+            "total": total,
+            "plan": plan_id,
+            "by": "count",
+            "selected": 3,
+            "not_run": [],
+        },
+    }
+    return results
+
+
+def test_merge_joins_shards_sorted_with_the_earliest_start():
+    merged = merge(
+        [
+            ("b.json", _shard_results(2, 2, ["f::b"])),
+            ("a.json", _shard_results(1, 2, ["f::a", "f::c"])),
+        ]
+    )
+    assert [s.id for s in merged.scenarios] == ["f::a", "f::b", "f::c"]
+    assert merged.meta["started"] == "2025-01-01T00:00:00+00:00"
+    assert merged.meta["merged"] == {"shards": 2}
+    assert merged.summary.total == 3
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        (
+            [
+                ("a.json", _shard_results(1, 2, ["f::a"])),
+                ("b.json", _shard_results(2, 2, ["f::a"])),
+            ],
+            "scenario f::a is in both a.json and b.json",
+        ),
+        (
+            [
+                ("a.json", _shard_results(1, 3, ["f::a"])),
+                ("c.json", _shard_results(3, 3, ["f::c"])),
+            ],
+            "missing shard(s) 2/3: merge needs all 3",
+        ),
+        (
+            [
+                ("a.json", _shard_results(1, 2, ["f::a"])),
+                ("b.json", _shard_results(1, 2, ["f::b"])),
+            ],
+            "shard 1/2 given twice: a.json and b.json",
+        ),
+        (
+            [
+                ("a.json", _shard_results(1, 2, ["f::a"])),
+                ("b.json", _shard_results(2, 2, ["f::b"], version="2.0")),
+            ],
+            "shards written by different harness versions (a.json: harness 1.0, b.json: harness 2.0)",
+        ),
+        (
+            [
+                ("a.json", _shard_results(1, 2, ["f::a"])),
+                ("b.json", _shard_results(2, 2, ["f::b"], plan_id="p2")),
+            ],
+            "are shards of different plans",
+        ),
+        (
+            [
+                ("a.json", _shard_results(1, 2, ["f::a"])),
+                ("b.json", _shard_results(2, 3, ["f::b"])),
+            ],
+            "are shards of different plans",
+        ),
+        ([("a.json", build_results([]))], "a.json is not a shard's results (no meta.shard)"),
+    ],
+)
+def test_merge_refuses_what_does_not_belong_together_in_one_line(files, message):
+    with pytest.raises(MergeError) as refused:
+        merge(files)
+    assert message in str(refused.value)
+    assert "\n" not in str(refused.value)
+
+
+# -- the command ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def project(pytester):
+    """An empty project: a pyproject.toml and a scenarios/ folder."""
+    (pytester.path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (pytester.path / "scenarios").mkdir()
+    return pytester
+
+
+def add(project, name: str, text: str) -> None:
+    text = text.replace("name: greet", f"name: {name}")
+    (project.path / "scenarios" / f"{name}.scenario.yaml").write_text(text, encoding="utf-8")
+
+
+@pytest.fixture
+def run(project, monkeypatch, capsys):
+    """``harness ARGS`` in this process: (exit status, stdout, stderr)."""
+    monkeypatch.chdir(project.path)
+
+    def call(*args: str) -> tuple[int, str, str]:
+        status = cli.main(list(args))
+        captured = capsys.readouterr()
+        return status, captured.out, captured.err
+
+    return call
+
+
+def _outside_meta_and_wall_times(path) -> dict:
+    data = json.loads(path.read_text())
+    data.pop("meta")
+    for entry in data["scenarios"]:
+        entry.pop("wall_time")
+    return data
+
+
+def _report(path) -> str:
+    # The header's start time is wall clock: the one line allowed to differ.
+    return re.sub(r"started [0-9T:+-]+", "started ...", path.read_text())
+
+
+def _suite(project) -> None:
+    for i in range(8):
+        add(project, f"greet{i}", PASSING)
+    add(project, "long", LONG)
+    add(project, "wrong", FAILING)
+    add(project, "broken", ERRORING)
+    add(project, "twice", PASSING.replace("name: greet", "name: greet\nrepeat: 3"))
+    add(project, "gone", PASSING)
+
+
+def test_three_shards_merged_equal_the_serial_run(project, run):
+    _suite(project)
+    # A baseline from an earlier state of the suite: then one scenario regresses, one is
+    # removed, one is added, one changes its answer.
+    assert run("run", "--json", "base.json", "--html", "base.html")[0] == 1
+    (project.path / "scenarios/gone.scenario.yaml").unlink()
+    add(project, "greet3", FAILING)
+    add(project, "added", PASSING)
+    add(project, "greet5", PASSING.replace("It is 72F in SF.", "72F in SF, sunny."))
+
+    status, out, _ = run(
+        "run", "--baseline", "base.json", "--json", "serial.json", "--html", "serial.html"
+    )
+    assert status == 1, out
+    for k in (1, 2, 3):
+        status, out, _ = run(
+            "run",
+            "--shard",
+            f"{k}/3",
+            "--durations",
+            "base.json",
+            "--baseline",
+            "base.json",
+            "--json",
+            f"shard{k}.json",
+            "--html",
+            f"shard{k}.html",
+        )
+        assert status in (0, 1), out
+    shards = [load_results(project.path / f"shard{k}.json") for k in (1, 2, 3)]
+    assert all(s.meta["shard"]["by"] == "durations" for s in shards)
+    assert len({s.meta["shard"]["plan"] for s in shards}) == 1
+    assert sum(len(s.scenarios) for s in shards) == 15
+    assert all(s.scenarios for s in shards)
+
+    status, out, err = run(
+        "merge",
+        "shard3.json",
+        "shard1.json",
+        "shard2.json",
+        "--baseline",
+        "base.json",
+        "--json",
+        "merged.json",
+        "--html",
+        "merged.html",
+    )
+    assert status == 1, err  # a scenario failed, as in the serial run
+    assert "merged 3 shard(s)" in out
+    assert "baseline base.json: 1 regression, 0 fixed, 2 changed, 1 added, 1 removed" in out
+    serial = _outside_meta_and_wall_times(project.path / "serial.json")
+    merged = _outside_meta_and_wall_times(project.path / "merged.json")
+    assert merged == serial
+    assert merged["baseline"]["regressions"][0]["id"] == "scenarios/greet3.scenario.yaml::greet3"
+    assert _report(project.path / "merged.html") == _report(project.path / "serial.html")
+
+
+def test_merge_updates_the_baseline_like_a_serial_run(project, run):
+    _suite(project)
+    assert run("run", "--update-baseline", "--json", "serial.json")[0] == 1
+    serial_baseline = (project.path / "reports/baseline.json").read_text()
+    (project.path / "reports/baseline.json").unlink()
+    for k in (1, 2):
+        assert run("run", "--shard", f"{k}/2", "--json", f"shard{k}.json")[0] in (0, 1)
+    status, out, _ = run("merge", "shard1.json", "shard2.json", "--update-baseline")
+    assert status == 1
+    assert (project.path / "reports/baseline.json").read_text() == serial_baseline
+    assert "results: reports/results.json, reports/report.html, reports/baseline.json" in out
+
+
+def test_a_shard_under_xdist_records_its_shard_like_a_serial_one(project, run):
+    _suite(project)
+    assert run("run", "--shard", "2/3", "--json", "serial.json")[0] in (0, 1)
+    assert run("run", "--shard", "2/3", "-n", "2", "--json", "xdist.json")[0] in (0, 1)
+    serial = load_results(project.path / "serial.json")
+    xdist = load_results(project.path / "xdist.json")
+    assert [s.id for s in xdist.scenarios] == [s.id for s in serial.scenarios]
+    assert xdist.meta["shard"] == serial.meta["shard"]
+
+
+def test_shards_list_what_a_narrowed_run_left_out_as_not_run(project, run):
+    _suite(project)
+    assert run("run", "--json", "base.json")[0] == 1
+    for k in (1, 2):
+        run("run", "-k", "not greet1", "--shard", f"{k}/2", "--json", f"shard{k}.json")
+    status, _, _ = run("merge", "shard1.json", "shard2.json", "--baseline", "base.json")
+    assert status == 1
+    merged = load_results(project.path / "reports/results.json")
+    assert [r.id for r in merged.baseline.not_run] == ["scenarios/greet1.scenario.yaml::greet1"]
+    assert merged.baseline.removed == []
+
+
+def test_merge_refusals_exit_2_in_one_line(project, run):
+    add(project, "greet", PASSING)
+    assert run("run", "--shard", "1/2", "--json", "one.json")[0] == 0
+    status, _, err = run("merge", "one.json")
+    assert status == 2
+    assert err == "harness merge: error: missing shard(s) 2/2: merge needs all 2\n"
+    status, _, err = run("merge", "one.json", "nowhere.json")
+    assert status == 2
+    assert err == "harness merge: error: shard 'nowhere.json' does not exist\n"
+    assert not (project.path / "reports/results.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--shard", "3/2"], "argument --shard: '3/2': K must be between 1 and N"),
+        (["--durations", "x.json"], "--durations balances shards: it needs --shard K/N"),
+        (["--shard", "1/2", "--durations", "nowhere.json"], "does not exist"),
+        (["--concurrency", "0"], "--concurrency"),
+        (["--live", "--record-mode", "once"], "--live records nothing"),
+    ],
+)
+def test_bad_scale_flags_exit_2(project, run, args, message):
+    add(project, "greet", PASSING)
+    status, out, err = run("run", *args)
+    assert status == 2
+    assert message in out + err
