@@ -8,6 +8,7 @@ clock. Per-round work is constant in the length of the run.
 from __future__ import annotations
 
 import logging
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,9 +21,37 @@ if TYPE_CHECKING:
     from harness.plugins import Plugins
     from harness.tools import Tool
 
-__all__ = ["Run", "RunStopped", "answer_calls", "answer_unanswered", "pending_calls"]
+__all__ = [
+    "Run",
+    "RunStopped",
+    "answer_calls",
+    "answer_unanswered",
+    "current_run",
+    "pending_calls",
+]
 
 log = logging.getLogger("harness")
+
+# The run whose loop is executing (set by harness.loop for the run's duration): a tool
+# that keeps state per run (a remote agent's session, say) finds its run here, since a
+# tool is called with its arguments only. Context variables follow the run into the
+# tasks and threads of a parallel plan.
+_current: ContextVar[Run | None] = ContextVar("harness_current_run", default=None)
+
+
+def current_run() -> Run | None:
+    """The run being executed in this context (None outside any run)."""
+    return _current.get()
+
+
+def enter_run(run: Run) -> Any:
+    """Make ``run`` the current run; returns the token ``leave_run`` takes."""
+    return _current.set(run)
+
+
+def leave_run(token: Any) -> None:
+    """Restore the current run that was set before ``enter_run``."""
+    _current.reset(token)
 
 
 @dataclass(frozen=True)
