@@ -12,6 +12,7 @@ import difflib
 import json
 import re
 from collections.abc import Callable
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from harness.project import display_path, project_root
 from harness.scenario.dotted import DottedKeyError, expand_dotted, split_dotted
 from harness.scenario.hints import dedent_hint
 from harness.scenario.params import SpecError
+from harness.scenario.remote import Serve, remote_tool
 from harness.scenario.schema import ExpectSection, Scenario, scenario_name
 from harness.scenario.stubs import build_tool
 from harness.scenario.yamlsource import Located, dotted, load_yaml
@@ -235,21 +237,29 @@ def _validation_issues(exc: ValidationError, located: Located) -> list[Issue]:
 # -- checks beyond the schema -----------------------------------------------------------------
 
 
-def build_tools(scenario: Scenario, located: Located | None = None) -> dict[str, Tool]:
-    """The scenario's tools (stubs and real ones); ScenarioError on problems.
+def build_tools(
+    scenario: Scenario, located: Located | None = None, *, serve: Serve | None = None
+) -> dict[str, Tool]:
+    """The scenario's tools (stubs, real ones, remote agents); ScenarioError on problems.
 
     ``located`` (default: the YAML the scenario was loaded from) gives errors their lines.
+    ``serve(path) -> URL`` serves the scenario files of ``remote: {scenario: FILE}`` tools
+    (harness.scenario.serving's; without it, calling one is an error).
     """
     issues: list[Issue] = []
     located = located or scenario.source
-    tools = _build_tools(scenario, located, get_plugins(scenario.root), issues)
+    tools = _build_tools(scenario, located, get_plugins(scenario.root), issues, serve)
     if issues:
         raise ScenarioError(issues)
     return tools
 
 
 def _build_tools(
-    scenario: Scenario, located: Located | None, plugins: Plugins, issues: list[Issue]
+    scenario: Scenario,
+    located: Located | None,
+    plugins: Plugins,
+    issues: list[Issue],
+    serve: Serve | None = None,
 ) -> dict[str, Tool]:
     file = located.file if located else "<scenario>"
     # Render-time errors end up in results: they name the file as scenario ids do
@@ -269,6 +279,9 @@ def _build_tools(
     tools: dict[str, Tool] = {}
     for name, spec in scenario.tools.items():
         try:
+            if spec.remote is not None:
+                tools[name] = remote_tool(name, spec, scenario, serve)
+                continue
             tools[name] = build_tool(
                 name, spec, seed=seed, root=root, registered=plugins.tool, where=where_for(name)
             )
@@ -371,6 +384,7 @@ def _check(scenario: Scenario, located: Located) -> list[Issue]:
     # Built to check them (templates, types, use: targets); each run builds its own, since
     # stubs count their calls.
     _build_tools(scenario, located, plugins, issues)
+    _check_served(scenario, issue)
 
     _check_script(scenario, issue)
     if scenario.expect is not None:
@@ -386,6 +400,34 @@ def _check(scenario: Scenario, located: Located) -> list[Issue]:
     except HarnessError as exc:
         issue(("history",), str(exc))
     return issues
+
+
+# The served scenario files being checked, outermost first: one that serves itself,
+# directly or through others, would be served without end.
+_serving: ContextVar[tuple[Path, ...]] = ContextVar("harness_serving", default=())
+
+
+def _check_served(scenario: Scenario, issue: Callable[[tuple, str], None]) -> None:
+    """``remote: {scenario: FILE}``: the file loads, and serves no chain back to itself."""
+    chain = (*_serving.get(), *([scenario.path.resolve()] if scenario.path else []))
+    for name, spec in scenario.tools.items():
+        remote = spec.remote_spec
+        if remote is None or remote.scenario is None:
+            continue
+        path = scenario.resolve(remote.scenario).resolve()
+        at = ("tools", name, "remote", "scenario")
+        if not path.is_file():
+            continue  # said by the tool's build
+        if path in chain:
+            issue(at, f"{remote.scenario} serves a chain of scenarios that comes back to itself")
+            continue
+        token = _serving.set(chain)
+        try:
+            load_scenario(path)
+        except ScenarioError as exc:
+            issue(at, f"{remote.scenario} cannot be served: {exc}")
+        finally:
+            _serving.reset(token)
 
 
 def _check_script(scenario: Scenario, issue: Callable[[tuple, str], None]) -> None:
