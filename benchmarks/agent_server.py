@@ -204,11 +204,7 @@ def main() -> int:
     memory = ours[2]
     # Flat: after the first round (allocator pools, caches warm), no round adds more
     # than 5% to the one before it.
-    growth = (
-        max((b - a) / a for a, b in itertools.pairwise(memory[1:]))
-        if len(memory) > 2
-        else 0.0
-    )
+    growth = max((b - a) / a for a, b in itertools.pairwise(memory[1:])) if len(memory) > 2 else 0.0
     ok_latency = ratio50 <= 2 and ratio99 <= 2
     ok_memory = growth <= 0.05
     print(
