@@ -48,6 +48,10 @@ _SCENARIO_API = ("arun_scenario", "load_scenario", "run_scenario")
 
 
 def __getattr__(name: str) -> Any:
+    if name == "RemoteAgentTool":  # a2a-sdk and httpx: loaded when used
+        from harness.a2a.remote import RemoteAgentTool
+
+        return RemoteAgentTool
     if name == "CodeExecutionTool":  # subprocess and sandbox code: loaded when used
         from harness.sandbox.tool import CodeExecutionTool
 
@@ -75,6 +79,7 @@ __all__ = [
     "LLMChunk",
     "LLMError",
     "MakeLLMRequestAction",
+    "RemoteAgentTool",
     "Run",
     "RunResult",
     "StreamEvent",

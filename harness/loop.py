@@ -32,7 +32,7 @@ from harness.messages import (
     clean_text,
 )
 from harness.planners import Planner, PlannerFactory
-from harness.run import Run, RunStopped
+from harness.run import Run, RunStopped, enter_run, leave_run
 from harness.stagnation import StagnationDetector
 from harness.toolplan import run_plan
 
@@ -184,6 +184,7 @@ async def execute(run: Run, planner_factory: PlannerFactory) -> RunResult:
     started = time.perf_counter()
     hook = run.hook
     detector = StagnationDetector(run.config.stagnation_window)
+    entered = enter_run(run)
     try:
         run.emit("agent_start")
         hook.harness_agent_start(run=run)
@@ -206,6 +207,8 @@ async def execute(run: Run, planner_factory: PlannerFactory) -> RunResult:
         termination, final = Termination.error, _error_final(exc)
         text = final.error["message"] if isinstance(exc, AbortRun) else _with_place(exc)
         run.remember("error", clean_text(text))
+    finally:
+        leave_run(entered)
     # Calls the limit, an error or the planner left behind are still requested calls.
     run.record_pending()
     run.termination = termination

@@ -7,9 +7,7 @@ clock. Per-round work is constant in the length of the run.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -30,20 +28,33 @@ __all__ = [
     "RunStopped",
     "answer_calls",
     "answer_unanswered",
-    "calling_run",
+    "current_run",
     "pending_calls",
 ]
 
 log = logging.getLogger("harness")
 
-# The run whose tool call is executing in this context (set around each call by
-# harness.toolplan): a run started inside a tool call, a sub-agent's, is its child.
-_caller: ContextVar[Run | None] = ContextVar("harness_calling_run", default=None)
+# The run whose loop is executing (set by harness.loop for the run's duration): a tool
+# that keeps state per run (a remote agent's session, say) finds its run here, since a
+# tool is called with its arguments only, and a run started inside it (a sub-agent's)
+# is its child. Context variables follow the run into the
+# tasks and threads of a parallel plan.
+_current: ContextVar[Run | None] = ContextVar("harness_current_run", default=None)
 
 
-def calling_run() -> Run | None:
-    """The run whose tool call is executing here (None outside tool calls)."""
-    return _caller.get()
+def current_run() -> Run | None:
+    """The run being executed in this context (None outside any run)."""
+    return _current.get()
+
+
+def enter_run(run: Run) -> Any:
+    """Make ``run`` the current run; returns the token ``leave_run`` takes."""
+    return _current.set(run)
+
+
+def leave_run(token: Any) -> None:
+    """Restore the current run that was set before ``enter_run``."""
+    _current.reset(token)
 
 
 @dataclass(frozen=True)
@@ -92,8 +103,8 @@ class Run:
         self.conversation = conversation
         self.tools = tools
         self.config = config
-        # A run started inside another run's tool call (a sub-agent) is its child.
-        self.parent: Run | None = _caller.get()
+        # A run started inside another run (a sub-agent's, from a tool call) is its child.
+        self.parent: Run | None = _current.get()
         self.depth = 0 if self.parent is None else self.parent.depth + 1
         self.llm = llm
         self.plugins = plugins
@@ -136,15 +147,6 @@ class Run:
     def planner_name(self) -> str:
         """The name the planner was selected by (``config.planner``)."""
         return self.config.planner
-
-    @contextlib.contextmanager
-    def calling(self) -> Iterator[None]:
-        """Mark this run as the caller while one of its tool calls executes."""
-        token = _caller.set(self)
-        try:
-            yield
-        finally:
-            _caller.reset(token)
 
     # -- helpers for planners and plugins ---------------------------------------------
 

@@ -17,7 +17,7 @@ from harness.actions import RunResult, SubRun, Termination
 from harness.agent import Agent
 from harness.errors import HarnessError, describe
 from harness.messages import clean_text
-from harness.run import calling_run
+from harness.run import current_run
 from harness.tools import Tool, ToolResult, arguments_model
 
 __all__ = ["DEFAULT_MAX_DEPTH", "AgentTool", "sub_run_of"]
@@ -96,7 +96,7 @@ class AgentTool(Tool):
         )
 
     async def _call(self, task: str) -> ToolResult:
-        parent = calling_run()
+        parent = current_run()
         depth = 1 if parent is None else parent.depth + 1
         if depth > self.max_depth:
             return ToolResult(

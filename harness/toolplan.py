@@ -172,15 +172,14 @@ async def _call(run: Run, p: Prepared, *, parallel: bool) -> Outcome:
         return Outcome.failed(f"Invalid arguments for {call.name}: {args}", "invalid")
     clock = simclock.start_call(parallel=parallel)
     try:
-        with run.calling():
-            if tool.is_async:
-                value = await tool.fn(**args)
-            elif parallel:
-                # A sync tool may block (requests, subprocess): a thread lets the
-                # calls of a parallel plan overlap as they would in production.
-                value = await asyncio.to_thread(tool.fn, **args)
-            else:
-                value = tool.fn(**args)
+        if tool.is_async:
+            value = await tool.fn(**args)
+        elif parallel:
+            # A sync tool may block (requests, subprocess): a thread lets the
+            # calls of a parallel plan overlap as they would in production.
+            value = await asyncio.to_thread(tool.fn, **args)
+        else:
+            value = tool.fn(**args)
     except AbortRun as exc:
         # Its message is written for people (file, line, field): no internal class name.
         outcome = Outcome.failed(clean_text(str(exc)))

@@ -36,7 +36,7 @@ def _synopses(path: Path) -> dict[str, set[str]]:
     for block in _blocks(path.read_text(encoding="utf-8")):
         command = None
         for line in block:
-            start = re.match(r"harness (\w+)", line)
+            start = re.match(r"harness ([a-z][\w-]*)", line)
             if start:
                 command = start.group(1)
             elif not line.startswith(" ") or command is None:
@@ -62,7 +62,9 @@ def _parser_options(command: str, capsys) -> set[str]:
 @pytest.mark.parametrize("doc", ["README.md", "docs/running.md"])
 def test_synopses_name_exactly_the_options_of_each_command(doc, capsys):
     synopses = _synopses(ROOT / doc)
-    assert {"run", "validate", "plugins", "report", "serve", "freeze"} <= set(synopses)
+    assert {"run", "validate", "plugins", "report", "serve", "freeze", "agent-serve"} <= set(
+        synopses
+    )
     for command, named in synopses.items():
         if command == "record":  # "the same options" as run
             continue

@@ -1,13 +1,13 @@
 """The ``harness`` command: every front end, one module per command.
 
 ``run`` (run and record, through pytest), ``validate`` (validate and schema),
-``plugins``, ``report``, ``serve``, ``freeze`` and ``merge``; ``parsing`` holds the one
-argument parser, ``exitcodes`` the one table of exit statuses, ``baseline`` the
-baseline's reading and writing. ``report``, ``serve``, ``freeze`` and ``merge`` parse
-their own arguments (``report_main``, ``serve_main``, ``freeze_main``, ``merge_main``):
-``main`` hands them the rest of the command line. Command modules are imported when
-their command runs, so that ``harness --version`` and the pytest plugin (which reads
-``exitcodes``) stay light.
+``plugins``, ``report``, ``serve``, ``freeze``, ``merge`` and ``agent-serve``; ``parsing``
+holds the one argument parser, ``exitcodes`` the one table of exit statuses, ``baseline``
+the baseline's reading and writing. ``report``, ``serve``, ``freeze``, ``merge`` and
+``agent-serve`` parse their own arguments (``report_main``, ``serve_main``,
+``freeze_main``, ``merge_main``, ``agent_serve_main``): ``main`` hands them the rest of
+the command line. Command modules are imported when their command runs, so that
+``harness --version`` and the pytest plugin (which reads ``exitcodes``) stay light.
 """
 
 from __future__ import annotations
@@ -28,6 +28,11 @@ _DELEGATES = {
     "serve": ("harness.cli.serve", "serve_main", "an OpenAI-compatible server for a scenario"),
     "freeze": ("harness.cli.freeze", "freeze_main", "a scenario file from a recorded cassette"),
     "merge": ("harness.cli.merge", "merge_main", "join the results of `harness run --shard` jobs"),
+    "agent-serve": (
+        "harness.cli.agent_serve",
+        "agent_serve_main",
+        "an agent served over A2A, one session per contextId",
+    ),
 }
 _Handler = Callable[[argparse.Namespace, list[str]], int]
 

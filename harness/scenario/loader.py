@@ -12,6 +12,7 @@ import difflib
 import json
 import re
 from collections.abc import Callable
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from harness.scenario.agents import SubAgents, agent_cycles
 from harness.scenario.dotted import DottedKeyError, expand_dotted, split_dotted
 from harness.scenario.hints import dedent_hint
 from harness.scenario.params import SpecError
+from harness.scenario.remote import Serve, remote_tool
 from harness.scenario.schema import ExpectSection, Scenario, SubAgentSpec, scenario_name
 from harness.scenario.stubs import build_tool
 from harness.scenario.yamlsource import Located, dotted, load_yaml
@@ -242,10 +244,14 @@ def build_tools(
     *,
     llm_source: Callable[[str, Any], Any] | None = None,
     agents: SubAgents | None = None,
+    serve: Serve | None = None,
 ) -> dict[str, Tool]:
-    """The scenario's tools (stubs, real ones, sub-agents); ScenarioError on problems.
+    """The scenario's tools (stubs, real ones, sub-agents, remote agents); ScenarioError
+    on problems.
 
     ``located`` (default: the YAML the scenario was loaded from) gives errors their lines.
+    ``serve(path) -> URL`` serves the scenario files of ``remote: {scenario: FILE}`` tools
+    (harness.scenario.serving's; without it, calling one is an error).
     ``llm_source(name, llm_config)`` makes a sub-agent's LLM source (default: its
     provider's factory, with no run context); pass ``agents`` to see the sub-agents built.
     """
@@ -255,7 +261,14 @@ def build_tools(
 
     def build(name: str, spec: SubAgentSpec, agents: SubAgents) -> dict[str, Tool]:
         tools = _build_tools(
-            scenario, located, plugins, issues, at=("agents", name), specs=spec.tools, agents=agents
+            scenario,
+            located,
+            plugins,
+            issues,
+            at=("agents", name),
+            specs=spec.tools,
+            agents=agents,
+            serve=serve,
         )
         if issues:
             raise ScenarioError(issues)
@@ -268,7 +281,7 @@ def build_tools(
         agents = SubAgents(scenario)
     agents.build_tools = build
     agents.llm_source = llm_source or default_source
-    tools = _build_tools(scenario, located, plugins, issues, agents=agents)
+    tools = _build_tools(scenario, located, plugins, issues, agents=agents, serve=serve)
     if issues:
         raise ScenarioError(issues)
     return tools
@@ -283,6 +296,7 @@ def _build_tools(
     at: tuple[str | int, ...] = (),
     specs: dict[str, Any] | None = None,
     agents: SubAgents | None = None,
+    serve: Serve | None = None,
 ) -> dict[str, Tool]:
     file = located.file if located else "<scenario>"
     # Render-time errors end up in results: they name the file as scenario ids do
@@ -303,6 +317,9 @@ def _build_tools(
     agents = agents or SubAgents(scenario)
     for name, spec in (scenario.tools if specs is None else specs).items():
         try:
+            if spec.remote is not None:
+                tools[name] = remote_tool(name, spec, scenario, serve)
+                continue
             tools[name] = build_tool(
                 name,
                 spec,
@@ -388,6 +405,7 @@ def _check(scenario: Scenario, located: Located) -> list[Issue]:
     # Built to check them (templates, types, use: targets); each run builds its own, since
     # stubs count their calls.
     _build_tools(scenario, located, plugins, issues)
+    _check_served(scenario, issue)
 
     _check_script(scenario, issue)
     for name, spec in scenario.agents.items():
@@ -409,6 +427,34 @@ def _check(scenario: Scenario, located: Located) -> list[Issue]:
     except HarnessError as exc:
         issue(("history",), str(exc))
     return issues
+
+
+# The served scenario files being checked, outermost first: one that serves itself,
+# directly or through others, would be served without end.
+_serving: ContextVar[tuple[Path, ...]] = ContextVar("harness_serving", default=())
+
+
+def _check_served(scenario: Scenario, issue: Callable[[tuple, str], None]) -> None:
+    """``remote: {scenario: FILE}``: the file loads, and serves no chain back to itself."""
+    chain = (*_serving.get(), *([scenario.path.resolve()] if scenario.path else []))
+    for name, spec in scenario.tools.items():
+        remote = spec.remote_spec
+        if remote is None or remote.scenario is None:
+            continue
+        path = scenario.resolve(remote.scenario).resolve()
+        at = ("tools", name, "remote", "scenario")
+        if not path.is_file():
+            continue  # said by the tool's build
+        if path in chain:
+            issue(at, f"{remote.scenario} serves a chain of scenarios that comes back to itself")
+            continue
+        token = _serving.set(chain)
+        try:
+            load_scenario(path)
+        except ScenarioError as exc:
+            issue(at, f"{remote.scenario} cannot be served: {exc}")
+        finally:
+            _serving.reset(token)
 
 
 def _check_agent(

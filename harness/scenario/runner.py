@@ -7,25 +7,20 @@ from pathlib import Path
 from typing import Any
 
 from harness.actions import RunResult
-from harness.agent import Agent
 from harness.checks import CheckContext
 from harness.errors import HarnessError, RecordingRefused
-from harness.llm.base import LLM, close_llm
-from harness.llm.config import RECORD_MODES, LLMConfig, LLMContext
-from harness.plugins import Plugins, get_plugins, project_plugins
-from harness.results import ExpectationResult, ScenarioId, ScenarioResult, Status
-from harness.scenario.agents import KeptOpen, SubAgents
+from harness.llm.base import close_llm
+from harness.llm.config import RECORD_MODES
+from harness.plugins import get_plugins
+from harness.results import ExpectationResult, ScenarioResult, Status
+from harness.scenario.agents import SubAgents
 from harness.scenario.expectations import RequestCapture, evaluate
-from harness.scenario.loader import build_tools, load_scenario, starting_conversation
+from harness.scenario.loader import load_scenario, starting_conversation
 from harness.scenario.schema import Scenario
+from harness.scenario.serving import scenario_agent, scenario_id
 from harness.sync import run_sync
 
 __all__ = ["arun_scenario", "run_scenario", "scenario_id"]
-
-
-def scenario_id(scenario: Scenario) -> ScenarioId:
-    """The scenario's id: its file relative to the project root, and its name."""
-    return ScenarioId(scenario.id_path or "<python>", scenario.display_name)
 
 
 async def arun_scenario(
@@ -49,25 +44,22 @@ async def arun_scenario(
     sid = scenario_id(scenario)
     # The plugins of the scenario's own project, wherever the run started.
     project = get_plugins(scenario.root)
-    llm = _llm_source(scenario, project, sid, record_mode, disable_recording)
     # Only a scenario that asks what was sent observes the requests.
     wanted = {r.call for r in (scenario.expect.requests or [])} if scenario.expect else set()
     capture = RequestCapture(wanted) if wanted else None
     agent_config = scenario.agent.to_config()
+    # The sub-agents its tools expose, built once for this run; their LLM sources stay
+    # open across their calls and are closed when the run ends.
     sub_agents = SubAgents(scenario)
-
-    def sub_llm(name: str, config: LLMConfig) -> KeptOpen:
-        source = _llm_source(scenario, project, sid, record_mode, disable_recording, config)
-        return KeptOpen(source)
-
-    with project_plugins(scenario.root):
-        agent = Agent(
-            llm,
-            # Fresh for every run: stubs count their calls (`errors`, `results` by on_call).
-            list(build_tools(scenario, llm_source=sub_llm, agents=sub_agents).values()),
-            config=agent_config,
-            plugins=[*plugins, *([capture] if capture else [])],
-        )
+    # Fresh for every run: stubs count their calls (`errors`, `results` by on_call).
+    agent = scenario_agent(
+        scenario,
+        plugins=[*plugins, *([capture] if capture else [])],
+        record_mode=record_mode,
+        disable_recording=disable_recording,
+        agents=sub_agents,
+    )
+    llm = agent.llm
     # Agent.arun closes the LLM source (a recording is saved) when the run ends.
     try:
         result = await agent.arun(scenario.input, starting_conversation(scenario))
@@ -97,27 +89,6 @@ async def arun_scenario(
         tags=list(scenario.tags),
         agent=agent_config,
     )
-
-
-def _llm_source(
-    scenario: Scenario,
-    plugins: Plugins,
-    sid: ScenarioId,
-    record_mode: str,
-    disable_recording: bool,
-    config: LLMConfig | None = None,
-) -> LLM:
-    """The scenario's LLM source (or a sub-agent's, ``config``), told which scenario and
-    record mode it serves."""
-    config = config or scenario.llm
-    context = LLMContext(
-        scenario_id=str(sid),
-        scenario_file=scenario.path,
-        project_root=scenario.root,
-        record_mode=record_mode,
-        disable_recording=disable_recording,
-    )
-    return plugins.llm_factory(config.provider)(config.with_context(context))
 
 
 def _status(result: RunResult, expectations: list[ExpectationResult]) -> Status:

@@ -31,6 +31,7 @@ __all__ = [
     "Count",
     "ExpectSection",
     "Range",
+    "RemoteSpec",
     "Scenario",
     "SubAgentSpec",
     "ToolErrorSpec",
@@ -223,9 +224,50 @@ class CodeSpec(BaseModel):
     processes: int = Field(default=32, ge=1, description="processes and threads at once")
 
 
+_URL = re.compile(r"^https?://[^\s/]+")
+
+
+class RemoteSpec(BaseModel):
+    """A remote A2A agent as a tool: at ``url``, or served by harness from ``scenario``."""
+
+    model_config = _CLOSED
+    url: str | None = Field(default=None, description="the agent's http(s):// address")
+    scenario: str | None = Field(
+        default=None,
+        description="a scenario file (relative to this one) that harness serves as an A2A "
+        "agent on 127.0.0.1 for as long as the process runs",
+    )
+    timeout: float = Field(default=60.0, gt=0, description="wall seconds for one call")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> RemoteSpec:
+        if (self.url is None) == (self.scenario is None):
+            raise ValueError("give either url (a running agent) or scenario (a file to serve)")
+        if self.url is not None:
+            _check_url(self.url)
+        return self
+
+
+def _check_url(value: str) -> str:
+    if not _URL.match(value):
+        raise ValueError(
+            f"{value!r} is not an http:// or https:// address; write remote: http://HOST:PORT, "
+            "or remote: {scenario: FILE} to serve a scenario file"
+        )
+    return value
+
+
+# ``remote: URL`` is short for ``remote: {url: URL}``.
+_RemoteURL = Annotated[
+    str,
+    AfterValidator(_check_url),
+    WithJsonSchema({"type": "string", "pattern": _URL.pattern}),
+]
+
+
 class ToolSpec(BaseModel):
-    """A tool stub (scripted results), a real tool (``use:``), a sub-agent (``agent:``) or
-    a code-execution tool (``code:``)."""
+    """A tool stub (scripted results), a real tool (``use:``), a sub-agent (``agent:``), a
+    code-execution tool (``code:``) or a remote agent (``remote:``)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
@@ -263,6 +305,18 @@ class ToolSpec(BaseModel):
         default=None,
         description="a code-execution tool, called with {code}: Python run in a sandbox",
     )
+    remote: _RemoteURL | RemoteSpec | None = Field(
+        default=None,
+        description="a remote A2A agent: its URL, or {url: URL, timeout: S}, or "
+        "{scenario: FILE} to serve another scenario file as one",
+    )
+
+    @property
+    def remote_spec(self) -> RemoteSpec | None:
+        """``remote`` in its long form (``remote: URL`` is ``{url: URL}``)."""
+        if isinstance(self.remote, str):
+            return RemoteSpec(url=self.remote)
+        return self.remote
 
     @model_validator(mode="after")
     def _consistent(self) -> ToolSpec:
@@ -270,10 +324,10 @@ class ToolSpec(BaseModel):
             raise ValueError(
                 "give either parameters (short form) or schema (JSON Schema), not both"
             )
-        kinds = [k for k in ("use", "agent", "code") if getattr(self, k) is not None]
+        kinds = [k for k in ("use", "agent", "code", "remote") if getattr(self, k) is not None]
         if len(kinds) > 1:
             raise ValueError(f"a tool is one thing: give one of {', '.join(kinds)}")
-        if kinds and kinds[0] != "use":
+        if kinds and kinds[0] in ("agent", "code"):
             extra = [
                 k
                 for k in ("parameters", "schema_", "returns", "results")
@@ -294,6 +348,19 @@ class ToolSpec(BaseModel):
             if extra:
                 names = ", ".join(k.rstrip("_") for k in extra)
                 raise ValueError(f"a `use:` tool is real Python: remove {names}")
+        if self.remote is not None:
+            extra = [
+                k
+                for k in ("parameters", "schema_", "returns", "results", "use", "timeout")
+                if getattr(self, k) is not None
+            ]
+            extra += [k for k in ("latency", "errors", "strict") if getattr(self, k)]
+            if extra:
+                names = ", ".join(k.rstrip("_") for k in extra)
+                raise ValueError(
+                    f"a `remote:` tool is another agent (its parameter is task): remove {names}"
+                    + ("; its time limit is remote.timeout" if "timeout" in extra else "")
+                )
         return self
 
 

@@ -1,0 +1,29 @@
+"""A2A: serve a harness Agent to any A2A client, and call any A2A agent as a tool.
+
+``create_app(agent_factory)`` is the server (FastAPI + a2a-sdk, one session per
+``contextId``); ``RemoteAgentTool(url)`` the client side; ``running_app(app)`` serves
+an app on a free port in a background thread. a2a-sdk and FastAPI are imported when
+one of them is first used, so ``import harness`` stays light.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["RemoteAgentTool", "create_app", "running_app", "serve_app"]
+
+_WHERE = {
+    "create_app": "harness.a2a.app",
+    "RemoteAgentTool": "harness.a2a.remote",
+    "running_app": "harness.a2a.running",
+    "serve_app": "harness.a2a.running",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'harness.a2a' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

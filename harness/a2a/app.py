@@ -1,0 +1,283 @@
+"""``create_app``: a FastAPI application that serves a harness Agent over A2A.
+
+The protocol is a2a-sdk's (its request handler, task store and JSON-RPC routes, with
+the v0.3 method names on the same endpoint); harness adds the sessions (one per
+``contextId``), ``GET /sessions/{contextId}`` and ``POST /sessions`` (a conversation
+saved and loaded in OpenAI format), a body size limit, and error objects instead of
+tracebacks for everything else that can go wrong.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from a2a.server.context import ServerCallContext
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.request_handlers.response_helpers import agent_card_to_dict, build_error_response
+from a2a.server.routes import create_jsonrpc_routes
+from a2a.server.tasks import InMemoryTaskStore
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH, PROTOCOL_VERSION_1_0
+from a2a.utils.errors import (
+    A2AError,
+    InternalError,
+    InvalidParamsError,
+    InvalidRequestError,
+    MethodNotFoundError,
+    TaskNotFoundError,
+)
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from harness.a2a.executor import HarnessExecutor
+from harness.a2a.sessions import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_TTL, Sessions
+from harness.messages import Conversation, MessageItemError, messages_from_openai
+
+__all__ = ["DEFAULT_MAX_BODY", "create_app"]
+
+log = logging.getLogger("harness")
+
+DEFAULT_MAX_BODY = 4 * 1024 * 1024
+# The card's path before A2A 0.3 named it agent-card.json; older clients still ask there.
+_OLD_CARD_PATH = "/.well-known/agent.json"
+
+
+def create_app(
+    agent_factory: Callable[[], Any],
+    *,
+    name: str = "harness-agent",
+    description: str = "A tool-using agent run by harness",
+    url: str | None = None,
+    session_ttl: float = DEFAULT_SESSION_TTL,
+    max_sessions: int = DEFAULT_MAX_SESSIONS,
+    max_body: int = DEFAULT_MAX_BODY,
+    clock: Callable[[], float] = time.monotonic,
+) -> FastAPI:
+    """The A2A application; ``agent_factory()`` makes a fresh ``Agent`` for each session.
+
+    ``url``: the address the agent card names (default: the address a request came
+    to). ``session_ttl`` seconds idle and ``max_sessions`` bound the sessions kept;
+    ``max_body`` bytes bound a request.
+    """
+    if session_ttl <= 0 or max_sessions < 1 or max_body < 1:
+        raise ValueError("session_ttl must be > 0, max_sessions and max_body >= 1")
+    card = agent_card(name, description, url or "http://127.0.0.1/")
+    executor = HarnessExecutor(
+        agent_factory, session_ttl=session_ttl, max_sessions=max_sessions, clock=clock
+    )
+    sessions = executor.sessions
+    store = InMemoryTaskStore()
+    handler = DefaultRequestHandler(agent_executor=executor, task_store=store, agent_card=card)
+
+    app = FastAPI(title=name, description=description, openapi_url=None)
+    app.state.sessions = sessions
+    app.state.task_store = store
+    for route in create_jsonrpc_routes(handler, rpc_url="/", enable_v0_3_compat=True):
+        app.router.routes.append(route)
+
+    async def card_endpoint(request: Request) -> JSONResponse:
+        """The agent card, naming the address it was asked at unless ``url`` was given."""
+        served = card if url else agent_card(name, description, str(request.base_url))
+        return JSONResponse(agent_card_to_dict(served))
+
+    app.add_api_route(AGENT_CARD_WELL_KNOWN_PATH, card_endpoint, methods=["GET"])
+    app.add_api_route(_OLD_CARD_PATH, card_endpoint, methods=["GET"])
+    _add_session_routes(app, sessions)
+    _add_error_handlers(app)
+    app.add_middleware(_Housekeeping, sessions=sessions, store=store, max_body=max_body)
+    return app
+
+
+def agent_card(name: str, description: str, url: str) -> AgentCard:
+    """The card of a harness agent served at ``url`` (JSON-RPC, streaming)."""
+    return AgentCard(
+        name=name,
+        description=description,
+        version="1.0.0",
+        supported_interfaces=[
+            AgentInterface(
+                protocol_binding="JSONRPC", url=url, protocol_version=PROTOCOL_VERSION_1_0
+            )
+        ],
+        capabilities=AgentCapabilities(streaming=True),
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+        skills=[
+            AgentSkill(
+                id="chat",
+                name=name,
+                description=description,
+                tags=["harness"],
+                examples=[],
+            )
+        ],
+    )
+
+
+# -- sessions: save and load --------------------------------------------------------------
+
+
+def _error(status: int, error: A2AError) -> JSONResponse:
+    """An A2A (JSON-RPC) error object with an HTTP status that says the same."""
+    return JSONResponse(build_error_response(None, error), status_code=status)
+
+
+def _add_session_routes(app: FastAPI, sessions: Sessions) -> None:
+    async def get_session(context_id: str) -> JSONResponse:
+        """GET /sessions/{contextId}: the conversation in OpenAI format."""
+        session = sessions.get(context_id)
+        if session is None:
+            return _error(
+                404,
+                TaskNotFoundError(
+                    f"no session {context_id!r} (never started, expired or dropped); start one "
+                    "with a message or POST /sessions"
+                ),
+            )
+        return JSONResponse({"contextId": context_id, "messages": session.openai_messages()})
+
+    async def post_session(request: Request) -> JSONResponse:
+        """POST /sessions {"messages": [...], "contextId"?}: a session from a saved one."""
+        try:
+            body = await request.json()
+        except ValueError as exc:
+            return _error(400, InvalidRequestError(f"the body is not JSON: {exc}"))
+        problem, conversation, context_id = _read_saved(body)
+        if problem is not None:
+            return _error(400, InvalidParamsError(problem))
+        if context_id in sessions:
+            return _error(
+                409,
+                InvalidParamsError(f"session {context_id!r} exists; give another contextId"),
+            )
+        try:
+            sessions.open(context_id, conversation)
+        except Exception as exc:  # the user's factory failed
+            log.warning("agent factory failed", exc_info=True)
+            return _error(500, InternalError(f"cannot start a session: {exc}"))
+        return JSONResponse(
+            {"contextId": context_id, "messages": len(conversation.messages)}, status_code=201
+        )
+
+    app.add_api_route("/sessions/{context_id}", get_session, methods=["GET"])
+    app.add_api_route("/sessions", post_session, methods=["POST"])
+
+
+def _read_saved(body: Any) -> tuple[str | None, Any, str]:
+    """(problem or None, the conversation, the context id) of a POST /sessions body."""
+    example = '{"messages": [{"role": "user", "content": "hi"}, ...]}'
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+        return f"expected {example} (GET /sessions/ID gives one)", None, ""
+    context_id = body.get("contextId") or str(uuid.uuid4())
+    if not isinstance(context_id, str):
+        return "contextId must be a string", None, ""
+    try:
+        conversation = Conversation(messages=messages_from_openai(body["messages"]))
+    except MessageItemError as exc:
+        return f"messages: {exc}", None, ""
+    return None, conversation, context_id
+
+
+# -- errors and housekeeping -------------------------------------------------------------------
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    async def not_found(request: Request, exc: Exception) -> JSONResponse:
+        return _error(
+            404,
+            MethodNotFoundError(
+                f"no such endpoint: {request.method} {request.url.path}; A2A requests go to "
+                f"POST /, the agent card is at {AGENT_CARD_WELL_KNOWN_PATH}"
+            ),
+        )
+
+    async def not_allowed(request: Request, exc: Exception) -> JSONResponse:
+        return _error(
+            405, MethodNotFoundError(f"{request.method} is not allowed on {request.url.path}")
+        )
+
+    async def internal(request: Request, exc: Exception) -> JSONResponse:
+        log.error("internal error serving %s", request.url.path, exc_info=exc)
+        return _error(500, InternalError(f"internal error: {type(exc).__name__}: {exc}"))
+
+    app.add_exception_handler(404, not_found)
+    app.add_exception_handler(405, not_allowed)
+    app.add_exception_handler(Exception, internal)
+
+
+class _Housekeeping:
+    """ASGI middleware: refuses bodies over the limit and drops expired sessions.
+
+    The body is read here up to the limit (a declared Content-Length over it is refused
+    before reading), then handed on unchanged.
+    """
+
+    def __init__(self, app: Any, *, sessions: Sessions, store: Any, max_body: int) -> None:
+        self.app = app
+        self.sessions = sessions
+        self.store = store
+        self.max_body = max_body
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        await self._drop_expired()
+        if scope["method"] not in ("POST", "PUT", "PATCH"):
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
+            await self._too_large(send, int(declared))
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body:
+                await self._too_large(send, size)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                break
+        body = b"".join(chunks)
+        sent = False
+
+        async def replay() -> Any:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _too_large(self, send: Any, size: int) -> None:
+        response = _error(
+            413,
+            InvalidRequestError(
+                f"Payload too large: {size} bytes or more, the limit is {self.max_body} bytes"
+            ),
+        )
+        await response({"type": "http"}, _no_body, send)
+
+    async def _drop_expired(self) -> None:
+        dropped = self.sessions.sweep()
+        if not dropped:
+            return
+        context = ServerCallContext()
+        for session in dropped:
+            for task_id in session.task_ids:
+                await self.store.delete(task_id, context)
+
+
+async def _no_body() -> Any:
+    return {"type": "http.request", "body": b"", "more_body": False}

@@ -1,0 +1,146 @@
+"""The A2A ``AgentExecutor`` that runs a harness Agent: one turn per A2A message.
+
+Each message becomes a task of the message's context (session): the task is
+submitted, the turn runs the session's agent on the session's conversation while its
+progress is sent as ``working`` status updates, then the final answer comes as an
+artifact and the task ends ``completed`` (``failed`` when the run ended any other way;
+the iteration limit says ``Max iterations reached``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from a2a.helpers import new_task, new_text_message, new_text_part
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.tasks import TaskUpdater
+from a2a.types import TaskState
+
+from harness.a2a.sessions import (
+    DEFAULT_MAX_SESSIONS,
+    DEFAULT_SESSION_TTL,
+    Session,
+    Sessions,
+)
+from harness.a2a.status import StatusObserver, Turn, current_turn
+from harness.errors import describe
+
+__all__ = ["HarnessExecutor", "failure_text"]
+
+log = logging.getLogger("harness")
+
+
+def failure_text(result: Any) -> str:
+    """Why a run that did not complete failed, in a sentence (the seed's words for the
+    iteration limit)."""
+    termination = str(result.termination)
+    if termination == "max_iterations":
+        return "Max iterations reached"
+    error = result.final.error or {}
+    message = error.get("message")
+    return f"{termination}: {message}" if message else f"the run ended {termination}"
+
+
+class HarnessExecutor(AgentExecutor):
+    """Runs each A2A message as a turn of its context's session."""
+
+    def __init__(
+        self,
+        agent_factory: Callable[[], Any],
+        *,
+        session_ttl: float = DEFAULT_SESSION_TTL,
+        max_sessions: int = DEFAULT_MAX_SESSIONS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.sessions = Sessions(
+            lambda: self.observed(agent_factory()),
+            ttl=session_ttl,
+            max_sessions=max_sessions,
+            clock=clock,
+        )
+        # One plugin manager with the status observer per manager the factory's agents
+        # use (usually one for all): not a new manager per session.
+        self._observed: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self._observer = StatusObserver()
+
+    def observed(self, agent: Any) -> Any:
+        """``agent`` with the status observer among its plugins (checked to be an Agent)."""
+        plugins = getattr(agent, "plugins", None)
+        if not callable(getattr(agent, "arun", None)) or plugins is None:
+            raise TypeError(
+                f"the agent factory returned {describe(agent)}; it must return a harness.Agent"
+            )
+        child = self._observed.get(plugins)
+        if child is None:
+            child = self._observed[plugins] = plugins.with_extra([self._observer])
+        agent.plugins = child
+        return agent
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Run one turn of the message's session, reporting as it goes."""
+        task_id, context_id = str(context.task_id), str(context.context_id)
+        await event_queue.enqueue_event(
+            new_task(task_id, context_id, TaskState.TASK_STATE_SUBMITTED, history=[context.message])
+        )
+        updater = TaskUpdater(event_queue, task_id, context_id)
+        text = context.get_user_input()
+        if not text.strip():
+            await updater.failed(self._message(updater, "the message has no text to answer"))
+            return
+        try:
+            session = self.sessions.open(context_id)
+        except Exception as exc:  # the user's factory failed: the task says why
+            log.warning("agent factory failed", exc_info=True)
+            await updater.failed(self._message(updater, f"cannot start a session: {exc}"))
+            return
+        session.task_ids.append(task_id)
+        async with session.lock:
+            await self._turn(session, text, updater)
+
+    async def _turn(self, session: Session, text: str, updater: TaskUpdater) -> None:
+        turn = Turn()
+
+        async def send(kind: str, piece: str) -> None:
+            await updater.update_status(
+                TaskState.TASK_STATE_WORKING,
+                message=self._message(updater, piece),
+                metadata={"kind": kind},
+            )
+
+        pump = asyncio.ensure_future(turn.pump(send))
+        token = current_turn().set(turn)
+        try:
+            result = await session.agent.arun(text, session.conversation)
+        except Exception as exc:  # bad input to the agent (a HarnessError): the task fails
+            result, failure = None, f"{type(exc).__name__}: {exc}"
+        finally:
+            current_turn().reset(token)
+            turn.close()
+            await pump
+        if result is None:
+            await updater.failed(self._message(updater, failure))
+            return
+        session.conversation = result.conversation
+        session.turns += 1
+        content = result.final.content
+        if content:
+            await updater.add_artifact([new_text_part(content)], name="answer", last_chunk=True)
+        if str(result.termination) == "completed":
+            await updater.complete()
+        else:
+            await updater.failed(self._message(updater, failure_text(result)))
+
+    @staticmethod
+    def _message(updater: TaskUpdater, text: str) -> Any:
+        return new_text_message(text, context_id=updater.context_id, task_id=updater.task_id)
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Cancelling stops the turn (a2a-sdk cancels ``execute``); the task says so."""
+        updater = TaskUpdater(event_queue, str(context.task_id), str(context.context_id))
+        await updater.cancel()

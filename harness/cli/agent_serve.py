@@ -1,0 +1,160 @@
+"""``harness agent-serve SCENARIO_OR_MODULE:ATTR [--host H] [--port N] [--session-ttl S]
+[--max-sessions N]``: an agent served over A2A (``harness.a2a.create_app``), one session
+per ``contextId``.
+
+The agent is a scenario file's (a fresh Agent, so a fresh LLM source, per session) or
+the one a factory makes: ``module:attr`` names a function (or class) that returns a new
+``harness.Agent`` each time it is called, imported from the current folder.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.cli.exitcodes import EXIT
+from harness.cli.parsing import Parser, parse
+from harness.errors import HarnessError, describe
+
+__all__ = ["agent_serve_main"]
+
+DEFAULT_PORT = 8001
+
+
+def _parser() -> Parser:
+    from harness.a2a.sessions import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_TTL
+
+    parser = Parser(
+        prog="harness agent-serve",
+        description="Serve an agent over A2A (agent card, SendMessage, SendStreamingMessage, "
+        "GetTask and the v0.3 names; GET /sessions/ID, POST /sessions).",
+    )
+    parser.add_argument(
+        "agent",
+        metavar="SCENARIO_OR_MODULE:ATTR",
+        help="a *.scenario.yaml file, or module:attr naming a function that returns a new Agent",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}; 0 picks a free one"
+    )
+    parser.add_argument(
+        "--session-ttl",
+        type=float,
+        default=DEFAULT_SESSION_TTL,
+        help=f"seconds a session may stay idle (default {DEFAULT_SESSION_TTL:g})",
+    )
+    parser.add_argument(
+        "--max-sessions",
+        type=int,
+        default=DEFAULT_MAX_SESSIONS,
+        help=f"sessions kept, least recently used dropped first (default {DEFAULT_MAX_SESSIONS})",
+    )
+    return parser
+
+
+def _is_scenario(target: str) -> bool:
+    return target.endswith((".yaml", ".yml")) or Path(target).is_file()
+
+
+def _factory(target: str) -> tuple[Callable[[], Any], str, str]:
+    """(agent factory, card name, card description) for the command line's agent."""
+    if _is_scenario(target):
+        from harness.scenario import load_scenario
+        from harness.scenario.serving import agent_factory
+
+        scenario = load_scenario(target)
+        description = scenario.description or f"the agent of scenario {scenario.display_name}"
+        return agent_factory(scenario), scenario.display_name, description
+    module_name, _, attr = target.partition(":")
+    if not module_name or not attr:
+        raise HarnessError(
+            f"{target!r} is neither a scenario file nor module:attr; write "
+            "path/to/agent.scenario.yaml or mypackage.agents:make_agent"
+        )
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except Exception as exc:
+        raise HarnessError(f"cannot import {target}: {type(exc).__name__}: {exc}") from None
+    if not isinstance(obj, type) and callable(getattr(obj, "arun", None)):
+        raise HarnessError(
+            f"{target} is an Agent; agent-serve needs a function that makes a new Agent for "
+            "each session (def make_agent(): return Agent(...)), so that sessions share no "
+            "LLM source or conversation"
+        )
+    if not callable(obj):
+        raise HarnessError(f"{target} is {describe(obj)}, not a function that returns an Agent")
+    return obj, attr.rsplit(".", 1)[-1], f"the agent made by {target}"
+
+
+def _problem(args: Any) -> str | None:
+    if not 0 <= args.port <= 65535:
+        return "--port must be 0-65535"
+    if not args.session_ttl > 0:
+        return "--session-ttl must be > 0 seconds"
+    if args.max_sessions < 1:
+        return "--max-sessions must be at least 1"
+    return None
+
+
+def agent_serve_main(argv: Sequence[str] | None = None) -> int:
+    """``harness agent-serve``: serve until SIGTERM or Ctrl-C; 0 then, 2 on bad input."""
+    args = parse(_parser(), argv)
+    if isinstance(args, int):
+        return args
+    problem = _problem(args)
+    if problem is not None:
+        print(f"harness agent-serve: {problem}", file=sys.stderr)
+        return EXIT["bad_input"]
+    try:
+        factory, name, description = _factory(args.agent)
+        # Made once now: a factory that fails says so before the server starts.
+        factory()
+    except HarnessError as exc:
+        print(f"harness agent-serve: {exc}", file=sys.stderr)
+        return EXIT["bad_input"]
+    except Exception as exc:
+        print(
+            f"harness agent-serve: {args.agent} did not make an agent: {type(exc).__name__}: {exc}",
+            file=sys.stderr,
+        )
+        return EXIT["bad_input"]
+    from harness.a2a.app import create_app
+    from harness.a2a.running import serve_app
+    from harness.cli.serve import _is_loopback
+
+    if not _is_loopback(args.host):
+        print(
+            f"harness agent-serve: warning: serving on {args.host}, reachable from other machines",
+            file=sys.stderr,
+        )
+    app = create_app(
+        factory,
+        name=name,
+        description=description,
+        session_ttl=args.session_ttl,
+        max_sessions=args.max_sessions,
+    )
+
+    def started(port: int) -> None:
+        shown = f"[{args.host}]" if ":" in args.host else args.host
+        print(
+            f"harness agent-serve: {args.agent} at http://{shown}:{port} (agent card at "
+            "/.well-known/agent-card.json; Ctrl-C to stop)",
+            flush=True,
+        )
+
+    try:
+        serve_app(app, args.host, args.port, on_started=started)
+    except HarnessError as exc:
+        print(f"harness agent-serve: {exc}", file=sys.stderr)
+        return EXIT["bad_input"]
+    print("harness agent-serve: stopped", flush=True)
+    return EXIT["passed"]
