@@ -108,6 +108,8 @@ class ScenarioResult(RunData, _Identity):
     transcript: list[Message] = Field(default_factory=list)
     # None when the scenario never got as far as a run (it crashed before).
     agent: AgentConfig | None = None
+    # The matrix combination this entry ran ({model: ..., planner: ...}); None outside one.
+    matrix: dict[str, Any] | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -59,13 +59,16 @@ class ScenarioFile(pytest.File):
         from harness.scenario import load_scenario
 
         scenario = load_scenario(self.path)
-        item = ScenarioItem.from_parent(self, name=scenario.display_name, scenario=scenario)
-        item.add_marker("scenario")
-        for tag in scenario.tags:
-            # Registered before use, so --strict-markers passes and nothing warns.
-            self.config.addinivalue_line("markers", f"{tag}: scenario tag")
-            item.add_marker(tag)
-        return [item]
+        items: list[pytest.Item] = []
+        for name, each in _expanded(scenario):
+            item = ScenarioItem.from_parent(self, name=name, scenario=each)
+            item.add_marker("scenario")
+            for tag in scenario.tags:
+                # Registered before use, so --strict-markers passes and nothing warns.
+                self.config.addinivalue_line("markers", f"{tag}: scenario tag")
+                item.add_marker(tag)
+            items.append(item)
+        return items
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
         """A scenario file's load errors as they are, without a traceback."""
@@ -76,6 +79,18 @@ class ScenarioFile(pytest.File):
             # A plain string also lets xdist de-duplicate the workers' copies.
             return str(excinfo.value)
         return super().repr_failure(excinfo)
+
+
+def _expanded(scenario: Scenario) -> list[tuple[str, Scenario]]:
+    """The items one scenario runs as, (name, scenario) pairs: one, or more after the
+    expansions, applied in order, each extending the names the one before gave
+    (``name[model=a,planner=b]``)."""
+    from harness.pytest_plugin.matrix import expand_matrix_items
+
+    pairs = [(scenario.display_name, scenario)]
+    for expand in (expand_matrix_items,):
+        pairs = expand(pairs)
+    return pairs
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
@@ -274,6 +289,7 @@ def _error_result(scenario: Scenario, exc: BaseException) -> ScenarioResult:
         file=sid.file,
         description=scenario.description,
         tags=list(scenario.tags),
+        matrix=scenario.combination,
         status="error",
         termination="error",
         final=FinalResponse(

@@ -24,6 +24,8 @@ from harness.plugins import PluginError, Plugins, get_plugins
 from harness.project import display_path, project_root
 from harness.scenario.dotted import DottedKeyError, expand_dotted, split_dotted
 from harness.scenario.hints import dedent_hint
+from harness.scenario.judging import check_judges
+from harness.scenario.matrix import check_matrix, first_llm
 from harness.scenario.params import SpecError
 from harness.scenario.schema import ExpectSection, Scenario, scenario_name
 from harness.scenario.stubs import build_tool
@@ -356,11 +358,14 @@ def _check(scenario: Scenario, located: Located) -> list[Issue]:
         # model) is a load error with a line, not a failure at run time. Factories do no
         # I/O: sessions and clients open at the first request.
         try:
-            factory(scenario.llm)
+            # A matrix may give the model: the first combination's is checked.
+            factory(first_llm(scenario))
         except HarnessError as exc:
             issue(("llm",), str(exc))
         except Exception:  # a plugin's own bug surfaces when the scenario runs (exit 3)
             pass
+    check_matrix(scenario, plugins, issue)
+    check_judges(scenario, issue)
     if scenario.llm.provider == "scripted":
         for key in ("cassette", "model"):
             if getattr(scenario.llm, key) is not None:

@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from harness.llm.base import JUDGE_ROLE, request_role
 from harness.llm.server.state import Reply, ScriptState
 from harness.llm.server.wire import (
     MODEL_ID,
@@ -27,8 +28,11 @@ async def chat_completions(request: Any) -> Any:
     messages = body.get("messages")
     if not isinstance(messages, list):
         raise ApiError(400, "messages must be a list")
-    k = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
-    reply = state.pick(k, messages, "chat")
+    if request_role(request.headers) == JUDGE_ROLE:
+        reply = state.pick_judge()
+    else:
+        k = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
+        reply = state.pick(k, messages, "chat")
     await check_reply(state, reply)
     await state.hold(reply.step.latency if reply.step else 0)
     model = body.get("model") or MODEL_ID
