@@ -35,6 +35,7 @@ __all__ = [
     "Status",
     "Summary",
     "build_results",
+    "combination_label",
     "load_results",
 ]
 
@@ -72,6 +73,19 @@ class ScenarioId(NamedTuple):
         """The path part of an id's text, or the whole text when it holds no ``::``
         (a command-line argument like ``scenarios/a.scenario.yaml::name``)."""
         return text.partition("::")[0]
+
+
+def combination_label(combination: dict[str, Any]) -> str:
+    """A matrix combination as ids show it: ``model=gpt-4o-mini,planner=react`` (keys in
+    the matrix's order; values other than text as compact JSON)."""
+    return ",".join(
+        f"{key}={value if isinstance(value, str) else _compact(value)}"
+        for key, value in combination.items()
+    )
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 class ExpectationResult(BaseModel):

@@ -36,6 +36,7 @@ from harness.report.markup import (
     value_text,
     word_diff,
 )
+from harness.report.matrix import matrix_view
 from harness.report.views import Limits, scenario_view
 from harness.results import Results, Status, Summary
 from harness.secrets import scrub_model, scrub_text
@@ -148,6 +149,7 @@ def _render(results: Results, baseline: BaselineDiff | None, title: str) -> str:
         scenarios=views,
         diff=diff,
         anchors=anchors,
+        matrix=matrix_view(scenarios, anchors),
         limits=limits,
         messages=sum(len(s.transcript) for s in scenarios),
         **_assets(),

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from harness.errors import HarnessError
 from harness.plugins import PluginError, Plugins
+from harness.results import combination_label
 from harness.scenario.schema import AgentSection, Scenario
 
 __all__ = [
@@ -53,11 +54,6 @@ def _shown(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def combination_label(combination: dict[str, Any]) -> str:
-    """The combination as its id shows it: ``model=gpt-4o-mini,planner=react``."""
-    return ",".join(f"{key}={_shown(value)}" for key, value in combination.items())
 
 
 def combinations(matrix: dict[str, list[Any]]) -> list[dict[str, Any]]:
