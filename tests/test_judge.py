@@ -409,14 +409,14 @@ def test_harness_validate_exits_2_on_a_bad_judge(tmp_path, monkeypatch, capsys):
 def test_serve_answers_marked_requests_from_the_judge_script_in_turn():
     body = {"model": "m", "messages": [{"role": "user", "content": "grade"}]}
     judge = {"x-harness-role": "judge"}
-    with running_server(AGENT_STEPS, judge_steps=JUDGE_STEPS) as url:
-        with httpx.Client(base_url=url, timeout=10) as client:
-            replies = [
-                client.post("/chat/completions", json=body, headers=judge).json() for _ in range(3)
-            ]
-            agent = client.post("/chat/completions", json=body).json()
-            assert client.post("/reset").status_code == 204
-            again = client.post("/chat/completions", json=body, headers=judge).json()
+    serving = running_server(AGENT_STEPS, judge_steps=JUDGE_STEPS)
+    with serving as url, httpx.Client(base_url=url, timeout=10) as client:
+        replies = [
+            client.post("/chat/completions", json=body, headers=judge).json() for _ in range(3)
+        ]
+        agent = client.post("/chat/completions", json=body).json()
+        assert client.post("/reset").status_code == 204
+        again = client.post("/chat/completions", json=body, headers=judge).json()
     contents = [r["choices"][0]["message"]["content"] for r in replies]
     # In turn, starting over after the last: each combination recorded against one
     # server gets the same verdicts.
@@ -431,11 +431,8 @@ def test_serve_answers_marked_requests_from_the_judge_script_in_turn():
 
 def test_serve_without_a_judge_script_refuses_a_judge_request():
     body = {"model": "m", "messages": [{"role": "user", "content": "grade"}]}
-    with running_server(AGENT_STEPS) as url:
-        with httpx.Client(base_url=url, timeout=10) as client:
-            answer = client.post(
-                "/chat/completions", json=body, headers={"x-harness-role": "judge"}
-            )
+    with running_server(AGENT_STEPS) as url, httpx.Client(base_url=url, timeout=10) as client:
+        answer = client.post("/chat/completions", json=body, headers={"x-harness-role": "judge"})
     assert answer.status_code == 400
     assert "judge_script" in answer.json()["error"]["message"]
 
