@@ -266,3 +266,34 @@ def test_a_model_matrix_on_a_scripted_scenario_is_a_load_error(tmp_path):
     text = SCRIPTED.replace("  max_iterations: [1, 5]\n", "  model: [a, b]\n")
     with pytest.raises(HarnessError, match=r":3: matrix.model: a scripted model has no name"):
         load_scenario(write(tmp_path, text))
+
+
+def test_the_matrix_view_counts_several_runs_of_one_combination():
+    from harness.actions import FinalResponse
+    from harness.report.matrix import matrix_view
+    from harness.results import ScenarioResult
+
+    def entry(suffix: str, status: str, combination: dict) -> ScenarioResult:
+        label = ",".join(f"{k}={v}" for k, v in combination.items())
+        return ScenarioResult(
+            id=f"{FILE}::lisbon[{label}]{suffix}",
+            name=f"lisbon[{label}]{suffix}",
+            file=FILE,
+            status=status,
+            termination="completed",
+            final=FinalResponse(),
+            matrix=combination,
+        )
+
+    a, b = {"planner": "react"}, {"planner": "agentbuilder"}
+    view = matrix_view(
+        [entry("[1]", "passed", a), entry("[2]", "failed", a), entry("", "passed", b)],
+        anchors={},
+    )
+    assert view["columns"] == ["planner=react", "planner=agentbuilder"]
+    (row,) = view["rows"]
+    assert row["id"] == f"{FILE}::lisbon"
+    assert [(c["status"], c["text"]) for c in row["cells"]] == [
+        ("failed", "1/2 passed"),
+        ("passed", "passed"),
+    ]
