@@ -1,11 +1,12 @@
 """The built-in ``expect:`` checks, registered like any plugin's.
 
-A check is ``check(result, expected) -> (ok, actual)``. ``result`` is a CheckContext: the
-run's RunResult (every field of it) plus what only the scenario runner knows:
-``requests`` (what was sent to the model, for the calls the scenario asks about),
-``remaining_replies`` and ``section`` (the mapping a dotted key belongs to, for modifiers
-such as ``tool_calls.exact``). ``expected`` is the scenario's value, already checked
-against its schema (a range has ``contains(value)``).
+A check is ``check(result, expected) -> (ok, actual)``, or a coroutine function returning
+that (a judge makes a request). ``result`` is a CheckContext: the run's RunResult (every
+field of it) plus what only the scenario runner knows: ``requests`` (what was sent to the
+model, for the calls the scenario asks about), ``remaining_replies``, ``section`` (the
+mapping a dotted key belongs to, for modifiers such as ``tool_calls.exact``) and ``judge``
+(the scenario's judge, for judged checks). ``expected`` is the scenario's value, already
+checked against its schema (a range has ``contains(value)``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ class CheckContext(RunResult):
     scenario: Any = None
     # The mapping a dotted key belongs to (``tool_calls`` for ``tool_calls.sequence``).
     section: dict[str, Any] = Field(default_factory=dict)
+    # The scenario's judge (harness.judge.Judge) for judged expectations; None without one.
+    judge: Any = None
 
     @classmethod
     def of(cls, run: RunResult, **extra: Any) -> CheckContext:

@@ -48,6 +48,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "harness.llm.scripted",
     "harness.llm.openai_sdk",
     "harness.checks",
+    "harness.judge.judges",
 )
 
 _HOOK_PREFIX = "harness_"

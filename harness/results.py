@@ -43,6 +43,7 @@ __all__ = [
     "Status",
     "Summary",
     "build_results",
+    "combination_label",
     "count_repeats",
     "load_results",
 ]
@@ -81,6 +82,19 @@ class ScenarioId(NamedTuple):
         """The path part of an id's text, or the whole text when it holds no ``::``
         (a command-line argument like ``scenarios/a.scenario.yaml::name``)."""
         return text.partition("::")[0]
+
+
+def combination_label(combination: dict[str, Any]) -> str:
+    """A matrix combination as ids show it: ``model=gpt-4o-mini,planner=react`` (keys in
+    the matrix's order; values other than text as compact JSON)."""
+    return ",".join(
+        f"{key}={value if isinstance(value, str) else _compact(value)}"
+        for key, value in combination.items()
+    )
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 class ExpectationResult(BaseModel):
@@ -133,6 +147,8 @@ class ScenarioResult(RunData, _Identity):
     transcript: list[Message] = Field(default_factory=list)
     # None when the scenario never got as far as a run (it crashed before).
     agent: AgentConfig | None = None
+    # The matrix combination this entry ran ({model: ..., planner: ...}); None outside one.
+    matrix: dict[str, Any] | None = None
     # Which run of a repeated scenario this is (1-based; its id ends in ``[run]``) and how
     # all its runs came out. Absent from the JSON for a scenario that ran once, so such
     # entries read as before repeats existed.
@@ -140,14 +156,14 @@ class ScenarioResult(RunData, _Identity):
     repeats: Repeats | None = None
 
     @model_serializer(mode="wrap")
-    def _omit_absent_repeats(self, handler: Any) -> Any:
-        """A scenario that ran once has no ``run`` and ``repeats`` keys at all."""
+    def _omit_absent(self, handler: Any) -> Any:
+        """A scenario that ran once, outside a matrix, has no ``run``, ``repeats`` or
+        ``matrix`` keys at all (its entry reads as before those existed)."""
         data = handler(self)
         if isinstance(data, dict):
-            if self.run is None:
-                data.pop("run", None)
-            if self.repeats is None:
-                data.pop("repeats", None)
+            for key in ("run", "repeats", "matrix"):
+                if getattr(self, key) is None:
+                    data.pop(key, None)
         return data
 
     @model_validator(mode="before")

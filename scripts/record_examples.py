@@ -6,6 +6,11 @@ points the real openai SDK at it with OPENAI_BASE_URL, records the scenario with
 `harness run --record-mode rewrite`, and stops the server. No internet is needed; the
 same commands with a real OPENAI_BASE_URL/OPENAI_API_KEY record a real model.
 
+The server plays the judge too: a model script's `judge_script` answers the requests a
+judged scenario's judges make (marked `x-harness-role: judge`), recorded into the same
+cassette (judged-weather). A matrix scenario records one cassette per combination
+against the one server (matrix-weather).
+
     python scripts/record_examples.py            # every example
     python scripts/record_examples.py weather-chat
 """

@@ -8,7 +8,7 @@ import pytest
 
 from harness.report import diff_results, load_results
 from harness.results import build_results
-from harness.scenario import run_scenario
+from harness.scenario import expand_matrix, load_scenario, run_scenario
 
 # The example suite uses this repository's own plugins.
 pytestmark = pytest.mark.repo_plugins
@@ -18,8 +18,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_committed_baseline_matches_the_example_suite():
     baseline = load_results(ROOT / "reports" / "baseline.json", what="baseline")
+    # A matrix scenario runs as its combinations, each a scenario of its own.
+    files = sorted((ROOT / "scenarios").rglob("*.scenario.yaml"))
     current = build_results(
-        [run_scenario(p) for p in sorted((ROOT / "scenarios").rglob("*.scenario.yaml"))]
+        [run_scenario(each) for path in files for each in expand_matrix(load_scenario(path))]
     )
     diff = diff_results(baseline, current)
     assert diff.is_empty, (

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from harness.errors import ScenarioError
-from harness.scenario import run_scenario
+from harness.scenario import expand_matrix, run_scenario
 from harness.scenario.loader import load_scenario_text
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -164,5 +164,7 @@ def test_mutated_valid_scenarios(document):
     if scenario is None:
         return
     # What loads must also run to a result: bugs in a scenario end a run, never crash it.
-    result = run_scenario(scenario)
-    assert result.status in ("passed", "failed", "error")
+    # (A matrix scenario runs as its combinations.)
+    for each in expand_matrix(scenario):
+        result = run_scenario(each)
+        assert result.status in ("passed", "failed", "error")

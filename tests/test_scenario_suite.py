@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.scenario import Scenario, load_scenario, run_scenario
+from harness.scenario import Scenario, expand_matrix, load_scenario, run_scenario
 from harness.scenario.schema import json_schema
 
 # The example suite uses this repository's own plugins.
@@ -32,26 +32,32 @@ def test_the_suite_is_not_empty():
     assert len(SCENARIOS) >= 15
 
 
+def runs(path: Path) -> list[Scenario]:
+    """The scenarios a file runs as: itself, or each combination of its matrix."""
+    return expand_matrix(load_scenario(path))
+
+
 @pytest.mark.parametrize("path", SCENARIOS, ids=_id)
 def test_every_example_scenario_passes(path):
-    result = run_scenario(path)
-    failed = [(e.path, e.expected, e.actual) for e in result.failed_expectations]
-    assert result.status == "passed", (result.termination, failed, result.final.error)
-    assert result.id == f"{path.relative_to(ROOT).as_posix()}::{result.name}"
+    for scenario in runs(path):
+        result = run_scenario(scenario)
+        failed = [(e.path, e.expected, e.actual) for e in result.failed_expectations]
+        assert result.status == "passed", (result.termination, failed, result.final.error)
+        assert result.id == f"{path.relative_to(ROOT).as_posix()}::{result.name}"
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=_id)
 def test_the_same_file_twice_gives_identical_results(path):
-    first, second = run_scenario(path), run_scenario(path)
-    assert stable(first) == stable(second)
+    for first, second in zip(runs(path), runs(path), strict=True):
+        assert stable(run_scenario(first)) == stable(run_scenario(second))
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=_id)
 def test_the_same_scenario_object_twice_gives_identical_results(path):
     # Stubs count their calls (errors and results by on_call): each run starts afresh.
-    scenario = load_scenario(path)
-    first, second = run_scenario(scenario), run_scenario(scenario)
-    assert stable(first) == stable(second)
+    for scenario in runs(path):
+        first, second = run_scenario(scenario), run_scenario(scenario)
+        assert stable(first) == stable(second)
 
 
 def test_the_scenario_api_is_exported_from_harness():

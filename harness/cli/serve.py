@@ -41,12 +41,13 @@ def _parser() -> Parser:
     return parser
 
 
-def _script_of(path: Path) -> list[ScriptStep]:
-    """The scenario's ``llm.script``: the steps the server answers from."""
+def _script_of(path: Path) -> tuple[list[ScriptStep], list[ScriptStep]]:
+    """The scenario's ``llm.script`` and ``llm.judge_script``: the steps the server
+    answers the agent's requests and a judge's from."""
     from harness.scenario import load_scenario
 
     scenario = load_scenario(path)
-    return list(scenario.llm.script)
+    return list(scenario.llm.script), list(scenario.llm.judge_script)
 
 
 def _is_loopback(host: str) -> bool:
@@ -73,7 +74,7 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
     if isinstance(args, int):
         return args
     try:
-        steps = _script_of(args.scenario)
+        steps, judge_steps = _script_of(args.scenario)
     except (HarnessError, OSError) as exc:
         print(f"harness serve: {exc}", file=sys.stderr)
         return EXIT["bad_input"]
@@ -95,7 +96,14 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
         )
 
     try:
-        serve(steps, args.host, args.port, args.max_delay, on_started=started)
+        serve(
+            steps,
+            args.host,
+            args.port,
+            args.max_delay,
+            on_started=started,
+            judge_steps=judge_steps,
+        )
     except HarnessError as exc:
         print(f"harness serve: {exc}", file=sys.stderr)
         return EXIT["bad_input"]

@@ -10,7 +10,32 @@ from harness.messages import AssistantMessage, Conversation
 if TYPE_CHECKING:
     from harness.tools import Tool
 
-__all__ = ["LLM", "LLMRequest", "LLMResponse", "close_llm"]
+__all__ = [
+    "AGENT_ROLE",
+    "JUDGE_ROLE",
+    "LLM",
+    "ROLE_HEADER",
+    "LLMRequest",
+    "LLMResponse",
+    "close_llm",
+    "request_role",
+]
+
+# The request marker that tells a judge's request from the agent's own: sent as an HTTP
+# header (recorded with the request in the cassette), read by cassette matching (a judge
+# request only ever plays a judge interaction, and the reverse) and by `harness serve`
+# (which answers it from the judge's script). A request without it is the agent's.
+ROLE_HEADER = "x-harness-role"
+JUDGE_ROLE = "judge"
+AGENT_ROLE = "agent"
+
+
+def request_role(headers: Any) -> str:
+    """The role a request's headers mark it with: ``judge``, else ``agent``."""
+    value = headers.get(ROLE_HEADER) if headers is not None else None
+    if isinstance(value, list):
+        value = value[0] if value else None
+    return JUDGE_ROLE if value == JUDGE_ROLE else AGENT_ROLE
 
 
 @dataclass

@@ -25,6 +25,8 @@ class LLMContext:
     record_mode: str = "none"
     # --disable-recording: talk to the endpoint live and write nothing.
     disable_recording: bool = False
+    # A matrix combination (``model=a,planner=b``): it gets a cassette of its own.
+    variant: str | None = None
 
 
 class LLMConfig(BaseModel):
@@ -36,6 +38,12 @@ class LLMConfig(BaseModel):
         default="scripted", description="scripted (default), openai, or a plugin's LLM source"
     )
     script: list[ScriptStep] = Field(default_factory=list, description="scripted replies, in order")
+    judge_script: list[ScriptStep] = Field(
+        default_factory=list,
+        description="scripted replies of the judge (JSON verdicts {pass, score, reason}), "
+        "in order, one per judged expectation; `harness serve` answers judge requests "
+        "from them",
+    )
     model: str | None = Field(default=None, description="model name for recorded/live providers")
     cassette: str | None = Field(
         default=None, description="vcrpy cassette; relative to the scenario file's folder"

@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError, LLMError, RecordingRefused
 from harness.hookspecs import hookimpl
-from harness.llm.base import LLMRequest, LLMResponse
+from harness.llm.base import JUDGE_ROLE, ROLE_HEADER, LLMRequest, LLMResponse
 from harness.llm.chunks import LLMChunk, message_chunks
 from harness.llm.config import LLMConfig
 from harness.llm.openai_stream import accumulate_chat_stream, final_response, usage_dict
 from harness.messages import (
     AssistantMessage,
+    Conversation,
     SystemMessage,
     ToolCall,
     ToolMessage,
@@ -160,17 +161,22 @@ class OpenAILLM:
 
     # -- the request ---------------------------------------------------------------------
 
-    def _client(self, session: CassetteSession | None) -> Any:
+    def _client(
+        self, session: CassetteSession | None, headers: dict[str, str] | None = None
+    ) -> Any:
         import openai
 
         httpx = _httpx()
         kwargs: dict[str, Any] = {
             "api_key": os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_API_KEY,
         }
+        default_headers = dict(headers or {})
         if session is not None and not session.replays_only:
             # Only when recording: a live run asks for what the client can decode, and a
-            # replay sends nothing (headers are not matched, so this changes no match).
-            kwargs["default_headers"] = {"Accept-Encoding": _ACCEPT_ENCODING}
+            # replay sends nothing (this header is not matched, so this changes no match).
+            default_headers["Accept-Encoding"] = _ACCEPT_ENCODING
+        if default_headers:
+            kwargs["default_headers"] = default_headers
         base_url = self.config.base_url or os.environ.get("OPENAI_BASE_URL")
         if base_url:
             kwargs["base_url"] = base_url
@@ -241,6 +247,37 @@ class OpenAILLM:
 
                 expected_key.reset(token)
         return LLMResponse(message=message, usage=usage, latency=0.0)
+
+    async def judge(self, messages: list[dict[str, Any]], model: str, call: int = 1) -> LLMResponse:
+        """One judge request (Chat Completions, JSON mode) through this source's cassette.
+
+        It carries the judge marker (``x-harness-role: judge``), so it is recorded into the
+        scenario's cassette beside the agent's requests and replayed only from the judge's
+        interactions. ``call`` numbers the scenario's judge requests (for a miss's message).
+        """
+        session = self._open_session()
+        params: dict[str, Any] = {
+            "model": model,
+            "messages": messages,
+            "response_format": {"type": "json_object"},
+        }
+        request = LLMRequest(conversation=Conversation(), tools=[], call=call)
+        try:
+            async with self._client(session, {ROLE_HEADER: JUDGE_ROLE}) as client:
+                from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+                response = await _post(
+                    client, "/chat/completions", params, ChatCompletion, ChatCompletionChunk
+                )
+        except LLMError:
+            raise
+        except Exception as exc:
+            raise self._error(exc, request, session) from None
+        if not response.choices:
+            raise LLMError("the judge model returned no choices", type="llm_error")
+        content = response.choices[0].message.content
+        message = AssistantMessage(content=content, finish_reason="stop")
+        return LLMResponse(message=message, usage=usage_dict(response.usage), latency=0.0)
 
     def _error(
         self, exc: Exception, request: LLMRequest, session: CassetteSession | None

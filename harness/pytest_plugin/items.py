@@ -62,17 +62,19 @@ class ScenarioFile(pytest.File):
         for tag in scenario.tags:
             # Registered before use, so --strict-markers passes and nothing warns.
             self.config.addinivalue_line("markers", f"{tag}: scenario tag")
-        name = scenario.display_name
         repeat = _repeat(scenario, self.config)
         runs = [None] if repeat == 1 else range(1, repeat + 1)
         items: list[pytest.Item] = []
-        for run in runs:
-            shown = name if run is None else f"{name}[{run}]"
-            item = ScenarioItem.from_parent(self, name=shown, scenario=scenario, run=run)
-            item.add_marker("scenario")
-            for tag in scenario.tags:
-                item.add_marker(tag)
-            items.append(item)
+        # A matrix's combinations first (name[model=a,planner=b]), then repeats of each
+        # (name[model=a,planner=b][k]).
+        for name, each in _expanded(scenario):
+            for run in runs:
+                shown = name if run is None else f"{name}[{run}]"
+                item = ScenarioItem.from_parent(self, name=shown, scenario=each, run=run)
+                item.add_marker("scenario")
+                for tag in scenario.tags:
+                    item.add_marker(tag)
+                items.append(item)
         return items
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
@@ -92,6 +94,18 @@ def _repeat(scenario: Scenario, config: pytest.Config) -> int:
         return scenario.repeat
     state = get_state(config)
     return (state.repeat if state is not None else None) or 1
+
+
+def _expanded(scenario: Scenario) -> list[tuple[str, Scenario]]:
+    """The items one scenario runs as, (name, scenario) pairs: one, or more after the
+    expansions, applied in order, each extending the names the one before gave
+    (``name[model=a,planner=b]``)."""
+    from harness.pytest_plugin.matrix import expand_matrix_items
+
+    pairs = [(scenario.display_name, scenario)]
+    for expand in (expand_matrix_items,):
+        pairs = expand(pairs)
+    return pairs
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
@@ -319,6 +333,7 @@ def _error_result(scenario: Scenario, exc: BaseException) -> ScenarioResult:
         file=sid.file,
         description=scenario.description,
         tags=list(scenario.tags),
+        matrix=scenario.combination,
         status="error",
         termination="error",
         final=FinalResponse(

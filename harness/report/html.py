@@ -36,6 +36,7 @@ from harness.report.markup import (
     value_text,
     word_diff,
 )
+from harness.report.matrix import matrix_view
 from harness.report.repeats import repeats_view
 from harness.report.views import Limits, scenario_view
 from harness.results import Results, Status, Summary
@@ -150,6 +151,7 @@ def _render(results: Results, baseline: BaselineDiff | None, title: str) -> str:
         diff=diff,
         anchors=anchors,
         repeats=repeats_view(scenarios, anchors),
+        matrix=matrix_view(scenarios, anchors),
         limits=limits,
         messages=sum(len(s.transcript) for s in scenarios),
         **_assets(),

@@ -2,6 +2,7 @@
 
 from harness.errors import ScenarioError
 from harness.scenario.loader import SUFFIX, build_tools, load_scenario
+from harness.scenario.matrix import expand_matrix
 from harness.scenario.runner import arun_scenario, run_scenario, scenario_id
 from harness.scenario.schema import Scenario
 
@@ -11,6 +12,7 @@ __all__ = [
     "ScenarioError",
     "arun_scenario",
     "build_tools",
+    "expand_matrix",
     "load_scenario",
     "run_scenario",
     "scenario_id",

@@ -7,6 +7,7 @@ then checked key by key.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from pydantic import BaseModel
@@ -15,7 +16,7 @@ from harness.actions import Termination
 from harness.checks import Check, CheckContext
 from harness.hookspecs import hookimpl
 from harness.results import ExpectationResult
-from harness.scenario.schema import ExpectSection, Range, _Ordered
+from harness.scenario.schema import ExpectSection, JudgeSpec, Range, _Ordered
 
 __all__ = ["RequestCapture", "evaluate"]
 
@@ -50,8 +51,8 @@ class RequestCapture:
 
 
 def _shown(value: Any) -> Any:
-    """How an expected value appears in results: plain data, ranges as given."""
-    if isinstance(value, Range):
+    """How an expected value appears in results: plain data, ranges (and judges) as given."""
+    if isinstance(value, Range | JudgeSpec):
         return value.shown()
     if isinstance(value, BaseModel):
         return {k: _shown(v) for k, v in value if v is not None}
@@ -79,10 +80,14 @@ def _entries(expect: ExpectSection) -> list[tuple[str, Any, dict[str, Any]]]:
     return out
 
 
-def evaluate(
+async def evaluate(
     expect: ExpectSection | None, context: CheckContext, registry: dict[str, Check]
 ) -> list[ExpectationResult]:
-    """Check every expectation; without any, a run passes when it ends ``completed``."""
+    """Check every expectation; without any, a run passes when it ends ``completed``.
+
+    A check may be a coroutine function (a judge makes a request): it is awaited, one
+    check after another, in file order.
+    """
     entries = _entries(expect) if expect is not None else []
     if not entries:
         # `expect: {}` (or sections with nothing in them) checks nothing: like no expect
@@ -96,7 +101,10 @@ def evaluate(
             # Only when the plugin behind a key was disabled (HARNESS_DISABLE_PLUGINS).
             ok, actual = False, "no plugin checks this key (is its plugin disabled?)"
         else:
-            ok, actual = check(context, expected)
+            outcome = check(context, expected)
+            if inspect.isawaitable(outcome):
+                outcome = await outcome
+            ok, actual = outcome
         results.append(
             ExpectationResult(
                 path=key, expected=_shown(expected), actual=_shown(actual), ok=bool(ok)

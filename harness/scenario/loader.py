@@ -26,6 +26,8 @@ from harness.project import display_path, project_root
 from harness.scenario.agents import SubAgents, agent_cycles
 from harness.scenario.dotted import DottedKeyError, expand_dotted, split_dotted
 from harness.scenario.hints import dedent_hint
+from harness.scenario.judging import check_judges
+from harness.scenario.matrix import check_matrix, first_llm
 from harness.scenario.params import SpecError
 from harness.scenario.remote import Serve, remote_tool
 from harness.scenario.schema import ExpectSection, Scenario, SubAgentSpec, scenario_name
@@ -401,6 +403,8 @@ def _check(scenario: Scenario, located: Located) -> list[Issue]:
     except PluginError as exc:  # the scenario's project lists a plugin that does not load
         return [(file, None, "", str(exc))]
     _check_agent(scenario, plugins, issue)
+    check_matrix(scenario, plugins, issue)
+    check_judges(scenario, issue)
 
     # Built to check them (templates, types, use: targets); each run builds its own, since
     # stubs count their calls.
@@ -478,7 +482,8 @@ def _check_agent(
         # model) is a load error with a line, not a failure at run time. Factories do no
         # I/O: sessions and clients open at the first request.
         try:
-            factory(llm)
+            # A matrix may give the model: the first combination's is checked.
+            factory(first_llm(scenario) if not at else llm)
         except HarnessError as exc:
             issue((*at, "llm"), str(exc))
         except Exception:  # a plugin's own bug surfaces when the scenario runs (exit 3)

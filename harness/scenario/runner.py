@@ -9,18 +9,34 @@ from typing import Any
 from harness.actions import RunResult
 from harness.checks import CheckContext
 from harness.errors import HarnessError, RecordingRefused
-from harness.llm.base import close_llm
+from harness.llm.base import LLM, close_llm
 from harness.llm.config import RECORD_MODES
 from harness.plugins import get_plugins
 from harness.results import ExpectationResult, ScenarioResult, Status
 from harness.scenario.agents import SubAgents
 from harness.scenario.expectations import RequestCapture, evaluate
+from harness.scenario.judging import build_judge
 from harness.scenario.loader import load_scenario, starting_conversation
 from harness.scenario.schema import Scenario
-from harness.scenario.serving import scenario_agent, scenario_id
+from harness.scenario.serving import llm_source, scenario_agent, scenario_id
 from harness.sync import run_sync
 
 __all__ = ["arun_scenario", "run_scenario", "scenario_id"]
+
+
+class _HeldOpen:
+    """The scenario's LLM source as the agent sees it: the run does not close it, the
+    runner does once the judges have asked (their requests go into the same cassette)."""
+
+    def __init__(self, llm: LLM) -> None:
+        self.llm = llm
+
+    async def complete(self, request: Any) -> Any:
+        """The source's reply."""
+        return await self.llm.complete(request)
+
+    async def aclose(self) -> None:
+        """Nothing yet: see ``arun_scenario``."""
 
 
 async def arun_scenario(
@@ -35,19 +51,15 @@ async def arun_scenario(
     ``plugins`` are extra plugin objects for this run only (observers, say), on top of
     those of the scenario's project.
     """
-    if record_mode not in RECORD_MODES:
-        raise HarnessError(
-            f"unknown record mode {record_mode!r}; use one of {', '.join(RECORD_MODES)}"
-        )
-    if not isinstance(scenario, Scenario):
-        scenario = load_scenario(scenario)
+    scenario = _runnable(scenario, record_mode)
     sid = scenario_id(scenario)
     # The plugins of the scenario's own project, wherever the run started.
     project = get_plugins(scenario.root)
+    llm = llm_source(scenario, project, record_mode, disable_recording)
     # Only a scenario that asks what was sent observes the requests.
     wanted = {r.call for r in (scenario.expect.requests or [])} if scenario.expect else set()
     capture = RequestCapture(wanted) if wanted else None
-    agent_config = scenario.agent.to_config()
+    judge = build_judge(scenario, llm)
     # The sub-agents its tools expose, built once for this run; their LLM sources stay
     # open across their calls and are closed when the run ends.
     sub_agents = SubAgents(scenario)
@@ -58,26 +70,32 @@ async def arun_scenario(
         record_mode=record_mode,
         disable_recording=disable_recording,
         agents=sub_agents,
+        llm=_HeldOpen(llm) if judge is not None else llm,
     )
-    llm = agent.llm
-    # Agent.arun closes the LLM source (a recording is saved) when the run ends.
+    # Agent.arun closes the LLM source (a recording is saved) when the run ends; with
+    # judges, that waits until they have asked (below).
     try:
         result = await agent.arun(scenario.input, starting_conversation(scenario))
+        refused = getattr(llm, "refused", None)
+        if refused:
+            # Not a result: a recording that cannot go on, with nothing written.
+            raise RecordingRefused(f"{sid}: {refused}")
+        check = CheckContext.of(
+            result,
+            requests=capture.seen if capture else {},
+            remaining_replies=getattr(llm, "remaining", None),
+            scenario=scenario,
+            judge=judge,
+        )
+        expectations = await evaluate(scenario.expect, check, project.registry("expectations"))
     finally:
         for kept in sub_agents.llms:
             await close_llm(kept.source)
-    refused = getattr(llm, "refused", None)
-    if refused:
-        # Not a result: a recording that cannot go on, with nothing written.
-        raise RecordingRefused(f"{sid}: {refused}")
-
-    check = CheckContext.of(
-        result,
-        requests=capture.seen if capture else {},
-        remaining_replies=getattr(llm, "remaining", None),
-        scenario=scenario,
-    )
-    expectations = evaluate(scenario.expect, check, project.registry("expectations"))
+        if judge is not None:
+            await close_llm(llm)
+    if judge is not None and judge.requests:
+        # What the judges cost, beside the agent's own usage (never added into it).
+        result = result.model_copy(update={"usage": {**result.usage, **judge.cost()}})
     return ScenarioResult.from_run(
         result,
         id=str(sid),
@@ -87,8 +105,26 @@ async def arun_scenario(
         status=_status(result, expectations),
         description=scenario.description,
         tags=list(scenario.tags),
-        agent=agent_config,
+        agent=scenario.agent.to_config(),
+        matrix=scenario.combination,
     )
+
+
+def _runnable(scenario: str | Path | Scenario, record_mode: str) -> Scenario:
+    """The scenario to run (loaded from its file); HarnessError for what cannot run."""
+    if record_mode not in RECORD_MODES:
+        raise HarnessError(
+            f"unknown record mode {record_mode!r}; use one of {', '.join(RECORD_MODES)}"
+        )
+    if not isinstance(scenario, Scenario):
+        scenario = load_scenario(scenario)
+    if scenario.matrix:
+        raise HarnessError(
+            f"{scenario_id(scenario)} has a matrix: run each combination "
+            "(harness.scenario.expand_matrix(scenario) gives them), or run the file with "
+            "`harness run`"
+        )
+    return scenario
 
 
 def _status(result: RunResult, expectations: list[ExpectationResult]) -> Status:

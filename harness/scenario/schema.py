@@ -30,6 +30,7 @@ __all__ = [
     "CodeSpec",
     "Count",
     "ExpectSection",
+    "JudgeSpec",
     "Range",
     "RemoteSpec",
     "Scenario",
@@ -441,6 +442,9 @@ class FinalExpect(_Ordered):
     equals: str | None = None
     data: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
+    judge: JudgeSpec | None = Field(
+        default=None, description="a judge model grades the final answer against criteria"
+    )
 
     @model_validator(mode="after")
     def _regex(self) -> FinalExpect:
@@ -450,6 +454,63 @@ class FinalExpect(_Ordered):
             except re.error as exc:
                 raise ValueError(f"matches is not a valid regular expression: {exc}") from None
         return self
+
+
+class JudgeSpec(BaseModel):
+    """A judged expectation: a model grades against ``criteria`` (the short form is the
+    criteria text alone)."""
+
+    model_config = _CLOSED
+    criteria: str = Field(description="what the graded text must do, in plain words")
+    model: str | None = Field(
+        default=None,
+        description="the judge model; default [tool.harness] judge_model, else llm.model",
+    )
+    threshold: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="pass when the verdict's score is at least this (0-1); default: the "
+        "verdict's own pass",
+    )
+    verdict: Literal["pass", "fail"] = Field(
+        default="pass",
+        description="the verdict wanted: fail for a calibration scenario (the judge must "
+        "reject a known-bad answer)",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _short_form(cls, value: Any) -> Any:
+        return {"criteria": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _criteria(self) -> JudgeSpec:
+        if not self.criteria.strip():
+            raise ValueError("criteria is empty: say what a good answer must do")
+        return self
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> Any:
+        # Editors must accept the short form (the criteria text) too.
+        return {"anyOf": [{"type": "string", "minLength": 1}, handler(core_schema)]}
+
+    def shown(self) -> Any:
+        """How the expectation is displayed: the criteria, or every field given."""
+        if self.model_fields_set <= {"criteria"}:
+            return self.criteria
+        return {
+            k: getattr(self, k) for k in ("criteria", *sorted(self.model_fields_set - {"criteria"}))
+        }
+
+
+class TranscriptExpect(_Ordered):
+    """Expectations on the whole transcript."""
+
+    model_config = _CLOSED
+    judge: JudgeSpec | None = Field(
+        default=None, description="a judge model grades the transcript against criteria"
+    )
 
 
 class RequestExpect(BaseModel):
@@ -485,6 +546,7 @@ class ExpectSection(_Ordered):
     tool_calls: ToolCallsExpect | None = None
     parallel_groups: list[list[str]] | None = None
     final: FinalExpect | None = None
+    transcript: TranscriptExpect | None = None
     requests: list[RequestExpect] | None = None
     script_consumed: bool | None = None
     sim_time: Range | None = None
@@ -587,12 +649,24 @@ class Scenario(BaseModel):
         description="named sub-agents; a tool entry {agent: NAME} exposes one",
         json_schema_extra={"propertyNames": {"pattern": TOOL_NAME.pattern}},
     )
+    matrix: dict[str, list[Any]] | None = Field(
+        default=None,
+        description="run the scenario once per combination: {model: [...], planner: [...], "
+        "any agent setting: [...]}",
+    )
     expect: ExpectSection | None = None
 
     # Set by the loader: where the file is (tools and history are built from it per run).
     _path: Path | None = PrivateAttr(default=None)
     _source: Any = PrivateAttr(default=None)
     _root: Path | None = PrivateAttr(default=None)
+    # A matrix combination this scenario is (harness.scenario.matrix), None otherwise.
+    _combination: dict[str, Any] | None = PrivateAttr(default=None)
+
+    @property
+    def combination(self) -> dict[str, Any] | None:
+        """The matrix combination this scenario runs (``{model: ..., planner: ...}``), if any."""
+        return self._combination
 
     def bind(self, path: Path | None, source: Any = None) -> None:
         """Remember the file this scenario came from (and its located YAML)."""

@@ -23,6 +23,7 @@ from harness.plugins import Plugins, get_plugins, project_plugins
 from harness.results import ScenarioId
 from harness.scenario.agents import KeptOpen, SubAgents
 from harness.scenario.loader import build_tools, load_scenario
+from harness.scenario.matrix import combination_label
 from harness.scenario.schema import Scenario
 
 __all__ = [
@@ -36,8 +37,12 @@ __all__ = [
 
 
 def scenario_id(scenario: Scenario) -> ScenarioId:
-    """The scenario's id: its file relative to the project root, and its name."""
-    return ScenarioId(scenario.id_path or "<python>", scenario.display_name)
+    """The scenario's id: its file relative to the project root, and its name (with its
+    matrix combination: ``name[model=a,planner=b]``)."""
+    name = scenario.display_name
+    if scenario.combination is not None:
+        name = f"{name}[{combination_label(scenario.combination)}]"
+    return ScenarioId(scenario.id_path or "<python>", name)
 
 
 def llm_source(
@@ -56,6 +61,7 @@ def llm_source(
         project_root=scenario.root,
         record_mode=record_mode,
         disable_recording=disable_recording,
+        variant=combination_label(scenario.combination) if scenario.combination else None,
     )
     return plugins.llm_factory(config.provider)(config.with_context(context))
 
@@ -67,14 +73,17 @@ def scenario_agent(
     record_mode: str = "none",
     disable_recording: bool = False,
     agents: SubAgents | None = None,
+    llm: LLM | None = None,
 ) -> Agent:
     """A fresh Agent for the scenario: its own LLM source and tools (stubs count calls).
 
     ``agents`` keeps the sub-agents built for its ``{agent: NAME}`` tools (each with an
-    LLM source left open across its calls: the caller closes ``agents.llms``).
+    LLM source left open across its calls: the caller closes ``agents.llms``). ``llm``
+    is the agent's LLM source when the caller made it (default: a new one).
     """
     project = get_plugins(scenario.root)
-    llm = llm_source(scenario, project, record_mode, disable_recording)
+    if llm is None:
+        llm = llm_source(scenario, project, record_mode, disable_recording)
 
     def sub_llm(name: str, config: LLMConfig) -> KeptOpen:
         return KeptOpen(llm_source(scenario, project, record_mode, disable_recording, config))

@@ -44,7 +44,20 @@ def default_cassette_path(scenario_file: Path, project_root: Path) -> Path:
 
 def resolve_cassette_path(config: LLMConfig) -> Path:
     """The cassette of an ``llm:`` section: ``cassette:`` (relative to the scenario's folder)
-    or the default path derived from the scenario file."""
+    or the default path derived from the scenario file.
+
+    A matrix combination has a cassette of its own: ``<that path without .yaml>/<the
+    combination, as in its id>.yaml`` (``weather/model=gpt-4o-mini,planner=react.yaml``).
+    """
+    path = _cassette_path(config)
+    variant = config.context.variant
+    if variant:
+        # A value may hold a slash (`openai/gpt-4o`): the file name must not.
+        return path.with_suffix("") / f"{variant.replace('/', '_')}.yaml"
+    return path
+
+
+def _cassette_path(config: LLMConfig) -> Path:
     context = config.context
     if config.cassette:
         path = Path(config.cassette).expanduser()

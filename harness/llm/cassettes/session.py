@@ -23,6 +23,7 @@ from vcr.record_mode import RecordMode
 from vcr.request import Request
 
 from harness.errors import LLMError, RecordingRefused
+from harness.llm.base import AGENT_ROLE, request_role
 from harness.llm.cassettes.format import (
     CassetteFormatError,
     ReadablePersister,
@@ -106,7 +107,9 @@ class IndexedCassette(Cassette):
         cached = getattr(request, "_harness_key", None)
         if cached is not None:
             return cached
-        base = (request.method.upper(), request.path)
+        # The role marker is part of every key: a judge's request only ever plays a
+        # judge's interaction, and the agent's only the agent's, under both matchings.
+        base = (request.method.upper(), request.path, request_role(request.headers))
         if self.match == "sequential":
             key: tuple[str, ...] = base
         else:
@@ -231,8 +234,18 @@ class IndexedCassette(Cassette):
 
     @property
     def unplayed(self) -> int:
-        """Loaded interactions not played yet."""
-        return sum(1 for i in range(self._loaded_count) if not self.play_counts[i])
+        """Loaded interactions of the agent not played yet (a judge's are not counted:
+        judges run after the run, and `script_consumed` is about the agent's replies)."""
+        return sum(
+            1
+            for i in range(self._loaded_count)
+            if not self.play_counts[i] and request_role(self.data[i][0].headers) == AGENT_ROLE
+        )
+
+
+def _role_matcher(r1: Request, r2: Request) -> None:
+    """vcrpy matcher: the agent's requests and a judge's never match each other."""
+    assert request_role(r1.headers) == request_role(r2.headers), "the request roles differ"
 
 
 def _body_matcher(r1: Request, r2: Request) -> None:
@@ -275,9 +288,9 @@ class CassetteSession:
         # Set when recording stopped because the API refused the key: nothing is saved.
         self.refused: str | None = None
         matchers = (
-            (match_method, match_path)
+            (match_method, match_path, _role_matcher)
             if match == "sequential"
-            else (match_method, match_path, _body_matcher)
+            else (match_method, match_path, _role_matcher, _body_matcher)
         )
         try:
             self.cassette = IndexedCassette.load(
@@ -331,10 +344,13 @@ class CassetteSession:
     def _nearest(self, request: Request, sent: Any) -> int | None:
         """The stored interaction most like ``request`` (same method and path)."""
         method, path = request.method.upper(), request.path
+        role = request_role(request.headers)
         candidates = [
             i
             for i, (stored, _) in enumerate(self.cassette.data)
-            if stored.method.upper() == method and stored.path == path
+            if stored.method.upper() == method
+            and stored.path == path
+            and request_role(stored.headers) == role
         ]
         if not candidates:
             return None
@@ -353,8 +369,10 @@ class CassetteSession:
         sent = parse_json_body(request.body)
         if sent is None:
             sent = request.body
+        judge = request_role(request.headers) != AGENT_ROLE
+        what = f"judge request {call} of the scenario" if judge else f"request {call} of the run"
         where = (
-            f"cassette miss: request {call} of the run"
+            f"cassette miss: {what}"
             + (f" (scenario {self.scenario})" if self.scenario else "")
             + f" has no unplayed match in {self.shown_path} "
             f"(match: {self.match}, record mode: {self.record_mode})."
@@ -368,7 +386,8 @@ class CassetteSession:
         nearest = self._nearest(request, sent)
         if nearest is None:
             detail = (
-                f"No recorded request is a {request.method} to {request.path}; "
+                f"No recorded {'judge ' if judge else ''}request is a {request.method} to "
+                f"{request.path}; "
                 f"the cassette holds {len(self.cassette.data)} interaction(s)."
             )
         else:

@@ -40,8 +40,13 @@ async def reset(request: Any) -> Any:
     return Response(status_code=204)
 
 
-def create_app(steps: Sequence[ScriptStep], max_delay: float = DEFAULT_MAX_DELAY) -> Any:
-    """The Starlette application answering from ``steps``."""
+def create_app(
+    steps: Sequence[ScriptStep],
+    max_delay: float = DEFAULT_MAX_DELAY,
+    judge_steps: Sequence[ScriptStep] = (),
+) -> Any:
+    """The Starlette application answering from ``steps`` (and a judge's requests from
+    ``judge_steps``)."""
     app = Starlette(
         routes=[
             Route("/v1/chat/completions", chat_completions, methods=["POST"]),
@@ -54,7 +59,7 @@ def create_app(steps: Sequence[ScriptStep], max_delay: float = DEFAULT_MAX_DELAY
         # 405 (an error step's) reaches the same handler, which answers it as raised.
         exception_handlers={404: http_error, 405: http_error, ApiError: http_error},
     )
-    app.state.script = ScriptState(steps, max_delay)
+    app.state.script = ScriptState(steps, max_delay, judge_steps)
     return app
 
 

@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from harness.llm.base import JUDGE_ROLE, request_role
 from harness.llm.chunks import LLMChunk
 from harness.llm.server.fit import check_fits
 from harness.llm.server.state import Reply, ScriptState
@@ -28,8 +29,11 @@ async def chat_completions(request: Any) -> Any:
     messages = body.get("messages")
     if not isinstance(messages, list):
         raise ApiError(400, "messages must be a list")
-    k = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
-    reply = state.pick(k, messages, "chat")
+    if request_role(request.headers) == JUDGE_ROLE:
+        reply = state.pick_judge()
+    else:
+        k = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
+        reply = state.pick(k, messages, "chat")
     await check_reply(state, reply)
     check_fits(reply, body)
     await state.hold(reply.step.latency if reply.step else 0)

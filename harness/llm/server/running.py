@@ -99,6 +99,7 @@ def serve(
     *,
     log_level: str = "info",
     on_started: Any = None,
+    judge_steps: Sequence[ScriptStep] = (),
 ) -> None:
     """Serve ``steps`` until SIGTERM or Ctrl-C (blocking; call it from the main thread).
 
@@ -109,7 +110,7 @@ def serve(
     except OSError as exc:
         shown = f"[{host}]" if ":" in host else host
         raise HarnessError(f"cannot listen on {shown}:{port}: {exc.strerror or exc}") from None
-    server = _server(create_app(steps, max_delay), host, port, log_level)
+    server = _server(create_app(steps, max_delay, judge_steps), host, port, log_level)
     server.on_started = on_started
     server.run(sockets=sockets)
 
@@ -120,10 +121,12 @@ def running_server(
     *,
     max_delay: float = DEFAULT_MAX_DELAY,
     host: str = "127.0.0.1",
+    judge_steps: Sequence[ScriptStep | dict[str, Any]] = (),
 ) -> Iterator[str]:
     """Serve ``steps`` on a free port in a background thread; yield the base URL (``.../v1``)."""
     parsed = [parse_step(index, s) for index, s in enumerate(steps)]
-    with running_app(create_app(parsed, max_delay), host=host) as url:
+    judged = [parse_step(index, s) for index, s in enumerate(judge_steps)]
+    with running_app(create_app(parsed, max_delay, judged), host=host) as url:
         yield url
 
 

@@ -49,11 +49,14 @@ class Reply:
         step: ScriptStep | None,
         error: ScriptStep | None = None,
         number: int | None = None,
+        judge: bool = False,
     ) -> None:
         self.n = n
         self.step = step
         self.error = error
         self.number = number  # the step's place in the script (1-based)
+        # A judge's verdict (from the judge script), not the agent's reply.
+        self.judge = judge
 
     def tool_calls(self) -> list[dict[str, Any]]:
         """The step's calls with their ids and arguments as the model sends them."""
@@ -88,8 +91,16 @@ class Reply:
 class ScriptState:
     """The script, the attempt counts, and what the handlers need to answer."""
 
-    def __init__(self, steps: Sequence[ScriptStep], max_delay: float = DEFAULT_MAX_DELAY) -> None:
+    def __init__(
+        self,
+        steps: Sequence[ScriptStep],
+        max_delay: float = DEFAULT_MAX_DELAY,
+        judge_steps: Sequence[ScriptStep] = (),
+    ) -> None:
         self.positions, self.trailing_errors = _positions(steps)
+        # A judge's replies (requests marked x-harness-role: judge), in turn.
+        self.judge_steps = [s for s in judge_steps for _ in range(s.repeat)]
+        self.judged = 0
         self.max_delay = max_delay
         self.attempts: Counter[str] = Counter()
         self._stop: asyncio.Event | None = None
@@ -120,8 +131,23 @@ class ScriptState:
         return loop.time() - started
 
     def reset(self) -> None:
-        """Forget the attempt counts."""
+        """Forget the attempt counts, and start the judge script again."""
         self.attempts.clear()
+        self.judged = 0
+
+    def pick_judge(self) -> Reply:
+        """The answer to a judge's request: the judge script's steps in turn, starting
+        over after the last, so that every scenario (or matrix combination) recorded
+        against one server gets the same verdicts when it asks its judges in the same
+        order. None (script exhausted) without a judge script."""
+        n = self.judged
+        self.judged += 1
+        if not self.judge_steps:
+            return Reply(1, None, judge=True)
+        step = self.judge_steps[n % len(self.judge_steps)]
+        if step.error is not None:
+            return Reply(n + 1, None, step, judge=True)
+        return Reply(n + 1, step, judge=True)
 
     def pick(self, k: int, conversation: Any, api: str) -> Reply:
         """The answer to a request of ``api`` whose input holds ``k`` replies.

@@ -120,6 +120,9 @@ async def check_reply(state: ScriptState, reply: Reply) -> None:
                 )
             raise ApiError(504, message, "timeout")
         raise ApiError(error.status, error.message)
+    if reply.step is None and reply.judge:
+        message = "a judge's request (x-harness-role: judge), and the script has no judge_script"
+        raise ApiError(400, message, "script_exhausted")
     if reply.step is None:
         message = (
             f"script exhausted: this request holds {reply.n - 1} assistant replies and the "
