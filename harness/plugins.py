@@ -48,6 +48,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "harness.llm.scripted",
     "harness.llm.openai_sdk",
     "harness.checks",
+    "harness.external.targets",
 )
 
 _HOOK_PREFIX = "harness_"
@@ -80,6 +81,7 @@ class Registered:
     tools: list[str] = field(default_factory=list)
     llms: list[str] = field(default_factory=list)
     expectations: list[str] = field(default_factory=list)
+    targets: list[str] = field(default_factory=list)
 
 
 class Plugins:
@@ -183,6 +185,7 @@ class Plugins:
             "tools": {},
             "llms": {},
             "expectations": {},
+            "targets": {},
         }
         owners: dict[tuple[str, str], str] = {}
         self.registered = {}
@@ -221,7 +224,8 @@ class Plugins:
         return registries
 
     def registry(self, kind: str) -> dict[str, Any]:
-        """``planners``, ``tools``, ``llms`` or ``expectations``: name -> registered object."""
+        """``planners``, ``tools``, ``llms``, ``expectations`` or ``targets``: name -> registered
+        object."""
         if self._registries is None:
             self._registries = self._build_registries()
         return self._registries[kind]
@@ -233,6 +237,10 @@ class Plugins:
     def llm_factory(self, name: str) -> Callable[[Any], Any]:
         """The factory of the LLM source called ``name``."""
         return self._lookup("llms", "LLM provider", name)
+
+    def target_factory(self, name: str) -> Callable[[], Any]:
+        """The factory of the target kind called ``name`` (``python``, ``command``, ...)."""
+        return self._lookup("targets", "target kind", name)
 
     def tool(self, name: str) -> Any:
         """The registered tool called ``name``."""

@@ -23,6 +23,7 @@ from harness.messages import Conversation, MessageItemError, messages_from_opena
 from harness.plugins import PluginError, Plugins, get_plugins
 from harness.project import display_path, project_root
 from harness.scenario.dotted import DottedKeyError, expand_dotted, split_dotted
+from harness.scenario.external import check_target
 from harness.scenario.hints import dedent_hint
 from harness.scenario.params import SpecError
 from harness.scenario.schema import ExpectSection, Scenario, scenario_name
@@ -354,9 +355,11 @@ def _check(scenario: Scenario, located: Located) -> list[Issue]:
     else:
         # Build the source once now, so that a config it rejects (say, openai without a
         # model) is a load error with a line, not a failure at run time. Factories do no
-        # I/O: sessions and clients open at the first request.
+        # I/O: sessions and clients open at the first request. (A target's model is
+        # served, not built: the target names its own model.)
         try:
-            factory(scenario.llm)
+            if scenario.target is None:
+                factory(scenario.llm)
         except HarnessError as exc:
             issue(("llm",), str(exc))
         except Exception:  # a plugin's own bug surfaces when the scenario runs (exit 3)
@@ -372,6 +375,8 @@ def _check(scenario: Scenario, located: Located) -> list[Issue]:
     # stubs count their calls.
     _build_tools(scenario, located, plugins, issues)
 
+    if scenario.target is not None:
+        check_target(scenario, plugins, issue)
     _check_script(scenario, issue)
     if scenario.expect is not None:
         _check_expected_tools(scenario, issue)
@@ -409,7 +414,8 @@ def _check_script(scenario: Scenario, issue: Callable[[tuple, str], None]) -> No
                         "has it too); the calls of one reply have distinct ids",
                     )
                 ids.setdefault(call.id, j)
-            if step.unknown_tools or call.name in scenario.tools:
+            # A target's tools are its own: the script names them.
+            if step.unknown_tools or call.name in scenario.tools or scenario.target:
                 continue
             hint = difflib.get_close_matches(call.name, known, n=1)
             issue(
@@ -433,6 +439,8 @@ def _check_expected_tools(scenario: Scenario, issue: Callable[[tuple, str], None
     assert expect is not None
     defined = set(scenario.tools)
     scripted = scenario.llm.provider == "scripted"
+    if scenario.target is not None and not scripted:
+        return  # a recorded target's tools are its own: any name may be called
     possible = defined | {c.name for s in scenario.llm.script for c in s.tool_calls}
     named: list[tuple[tuple[str | int, ...], str]] = []
     calls = expect.tool_calls
@@ -457,7 +465,8 @@ def _check_expected_tools(scenario: Scenario, issue: Callable[[tuple, str], None
             + (f" (did you mean {hint[0]!r}?)" if hint else "")
             + f"; tools: {', '.join(known) or 'none'}",
         )
-    for r, request in enumerate(expect.requests or []):
+    # A target declares its own tools: the scenario cannot know them.
+    for r, request in enumerate([] if scenario.target else expect.requests or []):
         for k, name in enumerate(request.tools or []):
             if name not in defined:
                 hint = difflib.get_close_matches(name, sorted(defined), n=1)

@@ -9,12 +9,13 @@ from typing import Any
 from harness.actions import RunResult
 from harness.agent import Agent
 from harness.checks import CheckContext
-from harness.errors import HarnessError, RecordingRefused
+from harness.errors import HarnessError, RecordingRefused, ScenarioSkipped
 from harness.llm.base import LLM
 from harness.llm.config import RECORD_MODES, LLMContext
 from harness.plugins import Plugins, get_plugins, project_plugins
 from harness.results import ExpectationResult, ScenarioId, ScenarioResult, Status
 from harness.scenario.expectations import RequestCapture, evaluate
+from harness.scenario.external import arun_target
 from harness.scenario.loader import build_tools, load_scenario, starting_conversation
 from harness.scenario.schema import Scenario
 from harness.sync import run_sync
@@ -48,11 +49,22 @@ async def arun_scenario(
     sid = scenario_id(scenario)
     # The plugins of the scenario's own project, wherever the run started.
     project = get_plugins(scenario.root)
-    llm = _llm_source(scenario, project, sid, record_mode, disable_recording)
+    if scenario.skip_reason is not None:
+        raise ScenarioSkipped(f"{sid}: skipped: {scenario.skip_reason}", scenario.skip_reason)
     # Only a scenario that asks what was sent observes the requests.
     wanted = {r.call for r in (scenario.expect.requests or [])} if scenario.expect else set()
     capture = RequestCapture(wanted) if wanted else None
     agent_config = scenario.agent.to_config()
+    if scenario.target is not None:
+        result, remaining, refused = await arun_target(
+            scenario,
+            project.with_extra([*plugins, *([capture] if capture else [])]),
+            str(sid),
+            record_mode,
+            disable_recording=disable_recording,
+        )
+        return _finish(scenario, sid, result, capture, remaining, refused, project, agent_config)
+    llm = _llm_source(scenario, project, sid, record_mode, disable_recording)
     with project_plugins(scenario.root):
         agent = Agent(
             llm,
@@ -64,6 +76,21 @@ async def arun_scenario(
     # Agent.arun closes the LLM source (a recording is saved) when the run ends.
     result = await agent.arun(scenario.input, starting_conversation(scenario))
     refused = getattr(llm, "refused", None)
+    remaining = getattr(llm, "remaining", None)
+    return _finish(scenario, sid, result, capture, remaining, refused, project, agent_config)
+
+
+def _finish(
+    scenario: Scenario,
+    sid: ScenarioId,
+    result: RunResult,
+    capture: RequestCapture | None,
+    remaining: int | None,
+    refused: str | None,
+    project: Plugins,
+    agent_config: Any,
+) -> ScenarioResult:
+    """Check the run's expectations: the scenario's result."""
     if refused:
         # Not a result: a recording that cannot go on, with nothing written.
         raise RecordingRefused(f"{sid}: {refused}")
@@ -71,7 +98,7 @@ async def arun_scenario(
     check = CheckContext.of(
         result,
         requests=capture.seen if capture else {},
-        remaining_replies=getattr(llm, "remaining", None),
+        remaining_replies=remaining,
         scenario=scenario,
     )
     expectations = evaluate(scenario.expect, check, project.registry("expectations"))
