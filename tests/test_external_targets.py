@@ -335,7 +335,7 @@ def validate(path: Path, capsys) -> tuple[int, str]:
         ),
         (
             "target: {python: 'MODULE:loop'}\ninput: x\ntools:\n  lookup: {returns: x}\n",
-            "t.scenario.yaml:4: tools: a target runs its own tools: the stubs under tools: are "
+            "t.scenario.yaml:3: tools: a target runs its own tools: the stubs under tools: are "
             "never used; remove tools:",
         ),
         (

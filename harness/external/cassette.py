@@ -43,8 +43,13 @@ def _httpx() -> Any:
 class CassetteApp:
     """An ASGI app answering from ``session``'s cassette (recording the misses it may)."""
 
-    def __init__(self, session: CassetteSession, upstream: str | None = None) -> None:
+    def __init__(
+        self, session: CassetteSession, upstream: str | None = None, *, repeat: bool = False
+    ) -> None:
         self.session = session
+        # Serving to anything (`harness serve --cassette`): once every matching interaction
+        # was played, the cassette starts over, as a stateless server would answer again.
+        self.repeat = repeat
         self.upstream = (upstream or os.environ.get("OPENAI_BASE_URL") or DEFAULT_UPSTREAM).rstrip(
             "/"
         )
@@ -55,6 +60,12 @@ class CassetteApp:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         """The ASGI entry point."""
         if scope["type"] != "http":
+            return
+        if scope["method"] == "POST" and scope["path"] == "/v1/reset":
+            self.session.cassette.rewind()
+            self.session.requests_sent = 0
+            await send({"type": "http.response.start", "status": 204, "headers": []})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
             return
         body = b""
         while True:
@@ -79,6 +90,10 @@ class CassetteApp:
         cassette = session.cassette
         if request in cassette:
             return _served(cassette.play_response(request))
+        if self.repeat and session.replays_only:
+            cassette.rewind()
+            if request in cassette:
+                return _served(cassette.play_response(request))
         if session.replays_only or self.refused:
             miss = session.miss_error(
                 SimpleNamespace(failed_request=request),  # type: ignore[arg-type]
