@@ -157,7 +157,10 @@ def test_stagnation_stop_refuses_the_request_after_the_repeated_plan():
 
 @pytest.mark.parametrize(
     ("name", "exception", "llm_calls"),
-    [("pydantic-ai-limit", "UsageLimitExceeded", 2), ("agents-sdk-max-turns", "MaxTurnsExceeded", 3)],
+    [
+        ("pydantic-ai-limit", "UsageLimitExceeded", 2),
+        ("agents-sdk-max-turns", "MaxTurnsExceeded", 3),
+    ],
 )
 def test_a_frameworks_own_limit_ends_the_run_at_max_iterations(name, exception, llm_calls):
     result = run_example(name)

@@ -133,7 +133,16 @@ def test_harness_serve_serves_a_cassette_to_any_client(project, monkeypatch):
         run_scenario(path, record_mode="once")
 
     server = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "serve", "--cassette", "raw-sync.yaml", "--port", "0"],
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "serve",
+            "--cassette",
+            "raw-sync.yaml",
+            "--port",
+            "0",
+        ],
         cwd=project,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -178,8 +178,7 @@ def test_a_hanging_command_is_killed_at_its_timeout(project):
     code = "import os, time; open('pid', 'w').write(str(os.getpid())); time.sleep(60)"
     path = scenario(
         folder,
-        f"target:\n  command: [{sys.executable}, -c, \"{code}\"]\n  timeout: 1\n"
-        "input: hi\n" + SCRIPT,
+        f'target:\n  command: [{sys.executable}, -c, "{code}"]\n  timeout: 1\ninput: hi\n' + SCRIPT,
     )
     result = run_scenario(path)
 
@@ -211,11 +210,16 @@ def test_the_input_can_replace_a_placeholder_in_argv(project):
     folder, _ = project
     code = "import sys; print(sys.argv[1].upper())"
     path = scenario(
-        folder, f'target:\n  command: [{sys.executable}, -c, "{code}", "{{input}}"]\ninput: hi there\n'
+        folder,
+        f'target:\n  command: [{sys.executable}, -c, "{code}", "{{input}}"]\ninput: hi there\n',
     )
     result = run_scenario(path)
 
-    assert (result.termination, result.final.content, result.llm_calls) == ("completed", "HI THERE", 0)
+    assert (result.termination, result.final.content, result.llm_calls) == (
+        "completed",
+        "HI THERE",
+        0,
+    )
 
 
 def test_the_frameworks_limit_exceptions_are_recognized_by_name_also_as_a_cause(project):

@@ -84,7 +84,9 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
     if isinstance(args, int):
         return args
     if (args.scenario is None) == (args.cassette is None):
-        print("harness serve: give a scenario file or --cassette FILE (one of them)", file=sys.stderr)
+        print(
+            "harness serve: give a scenario file or --cassette FILE (one of them)", file=sys.stderr
+        )
         return EXIT["bad_input"]
     if args.cassette is not None:
         return _serve_cassette(args)

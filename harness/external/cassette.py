@@ -19,7 +19,7 @@ from typing import Any
 from harness.llm.cassettes.session import CassetteSession
 from harness.secrets import Scrubber
 
-__all__ = ["CassetteApp", "DEFAULT_UPSTREAM"]
+__all__ = ["DEFAULT_UPSTREAM", "CassetteApp"]
 
 DEFAULT_UPSTREAM = "https://api.openai.com/v1"
 
@@ -119,7 +119,9 @@ class CassetteApp:
                 )
                 content = await answer.aread()
         except Exception as exc:
-            message = Scrubber().text(f"recording proxy: {request.uri}: {type(exc).__name__}: {exc}")
+            message = Scrubber().text(
+                f"recording proxy: {request.uri}: {type(exc).__name__}: {exc}"
+            )
             return _error(502, message, "upstream_error")
         kept = {k: [v] for k, v in answer.headers.items() if k.lower() not in _DROPPED}
         if answer.status_code in (401, 403):

@@ -25,7 +25,7 @@ from harness.llm.server import running_app
 from harness.messages import clean_text
 from harness.secrets import Scrubber
 
-__all__ = ["DUMMY_API_KEY", "DEFAULT_TIMEOUT", "TargetSpec", "run_target"]
+__all__ = ["DEFAULT_TIMEOUT", "DUMMY_API_KEY", "TargetSpec", "run_target"]
 
 log = logging.getLogger("harness")
 
@@ -75,9 +75,7 @@ async def run_target(
 ) -> RunResult:
     """Run ``spec``'s target against ``app`` (an ASGI app answering the model's API)."""
     kind = plugins.target_factory(spec.kind)()
-    observation = Observation(
-        plugins, config or AgentConfig(), on_stagnation=spec.on_stagnation
-    )
+    observation = Observation(plugins, config or AgentConfig(), on_stagnation=spec.on_stagnation)
     with running_app(ObservingApp(app, observation)) as url:
         call = TargetCall(
             input=input,

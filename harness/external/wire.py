@@ -142,7 +142,11 @@ def _chat_whole(body: dict[str, Any]) -> ObservedReply:
     choice = (body.get("choices") or [{}])[0] or {}
     message = choice.get("message") or {}
     calls = [
-        _call(c.get("id"), (c.get("function") or {}).get("name"), (c.get("function") or {}).get("arguments"))
+        _call(
+            c.get("id"),
+            (c.get("function") or {}).get("name"),
+            (c.get("function") or {}).get("arguments"),
+        )
         for c in message.get("tool_calls") or []
         if isinstance(c, dict)
     ]
@@ -232,7 +236,7 @@ def error_of(status: int, raw: bytes) -> dict[str, Any]:
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         message = body["error"].get("message")
         code = body["error"].get("code")
-    kind = {"timeout": "timeout", "script_exhausted": "script_exhausted"}.get(str(code), None)
+    kind = {"timeout": "timeout", "script_exhausted": "script_exhausted"}.get(str(code))
     if kind is None:
         kind = "cassette_miss" if code == "cassette_miss" else "http_error"
     text = message if isinstance(message, str) and message else f"HTTP {status}"
@@ -266,7 +270,9 @@ def _from_responses(body: dict[str, Any]) -> list[Message]:
             call_id = str(item.get("call_id") or "")
             output = item.get("output")
             content = output if isinstance(output, str) else text_of(output) or ""
-            messages.append(ToolMessage(tool_call_id=call_id, name=names.get(call_id, ""), content=content))
+            messages.append(
+                ToolMessage(tool_call_id=call_id, name=names.get(call_id, ""), content=content)
+            )
             previous_output = False
         elif kind == "reasoning":
             continue

@@ -17,7 +17,11 @@ MAX_ROUNDS = 10
 
 def _tool_messages(calls: list) -> list[dict]:
     return [
-        {"role": "tool", "tool_call_id": c.id, "content": run_tool(c.function.name, c.function.arguments)}
+        {
+            "role": "tool",
+            "tool_call_id": c.id,
+            "content": run_tool(c.function.name, c.function.arguments),
+        }
         for c in calls
     ]
 
