@@ -19,6 +19,7 @@ import pytest
 
 from harness import hookimpl
 from harness.cli import main
+from harness.plugins import get_plugins
 from harness.report import render_html
 from harness.results import build_results
 from harness.scenario import run_scenario
@@ -297,9 +298,13 @@ def test_a_plugin_registers_a_target_kind(tmp_path, monkeypatch, fresh_plugins):
         """,
     )
     result = run_scenario(path)
+    plugins = get_plugins(tmp_path)
+    implemented = plugins.hook.harness_register_targets.get_hookimpls()
     sys.modules.pop("kinds_plugin", None)
 
     assert result.status == "passed"
+    assert "kinds_plugin" in [impl.plugin_name for impl in implemented]
+    assert plugins.registered["kinds_plugin"].targets == ["prefixed"]
     bad = scenario(tmp_path, "target: {prefixed: [1]}\ninput: x\n", "bad")
     assert main(["validate", str(bad)]) == 2
 
@@ -392,3 +397,49 @@ def test_a_target_needing_what_is_not_installed_is_skipped_with_the_reason(proje
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "1 skipped" in ran.stdout
     assert "the target needs 'no_such_framework_xyz', which is not installed" in ran.stdout
+
+
+def test_stagnation_is_observed_without_changing_the_replies(project):
+    folder, module = project
+    path = scenario(
+        folder,
+        target(module, "loop")
+        + "llm:\n  script:\n    - tool_calls: [{lookup: {q: same}}]\n      repeat: 5\n"
+        "    - content: Done at last.\n",
+    )
+    result = run_scenario(path)
+
+    assert (result.termination, result.final.content, result.llm_calls) == (
+        "completed",
+        "Done at last.",
+        6,
+    )
+    signature = [["lookup", '{"q":"same"}']]
+    assert result.final.data == {
+        "stagnation_observed": {"iteration": 4, "signature": signature, "window": 3}
+    }
+    observed = [e for e in result.events if e["event"] == "stagnation_observed"]
+    assert [e["iteration"] for e in observed] == [4, 5]
+
+
+def _readme_block(first_line: str) -> str:
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    start = text.index(first_line)
+    return text[start : text.index("```", start)]
+
+
+def test_the_readmes_shortest_example_works(tmp_path, monkeypatch, fresh_plugins):
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "t"\n')
+    (tmp_path / "myagents").mkdir()
+    (tmp_path / "myagents" / "weather.py").write_text(_readme_block("# myagents/weather.py"))
+    path = tmp_path / "weather.scenario.yaml"
+    path.write_text(_readme_block("# scenarios/weather.scenario.yaml"))
+    monkeypatch.chdir(tmp_path)
+    try:
+        result = run_scenario(path)
+    finally:
+        for name in [m for m in sys.modules if m == "myagents" or m.startswith("myagents.")]:
+            del sys.modules[name]
+
+    assert result.status == "passed"
+    assert result.final.content == "It is 18C in Paris."
