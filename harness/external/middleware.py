@@ -14,6 +14,7 @@ from typing import Any
 
 from harness.external.observe import Observation, Refusal
 from harness.external.wire import api_of
+from harness.llm.server.wire import PARSED_BODY
 
 __all__ = ["ObservingApp"]
 
@@ -54,6 +55,9 @@ class ObservingApp:
             body = json.loads(raw) if raw else {}
         except ValueError:
             body = {}
+        if isinstance(body, dict):
+            # Parsed once: the server reads it from the scope (see PARSED_BODY).
+            scope = {**scope, PARSED_BODY: body}
         try:
             call = self.observation.request(api, body if isinstance(body, dict) else {})
         except Refusal as refusal:

@@ -25,7 +25,9 @@ from harness.config import AgentConfig
 from harness.external.wire import (
     conversation_of,
     error_of,
+    instructions_of,
     items_of,
+    messages_of,
     read_reply,
     tool_results,
 )
@@ -99,6 +101,11 @@ class Observation:
         self._last: tuple[str, dict[str, Any]] | None = None
         self._last_reply: Any = None
         self._tools_raw: Any = None
+        # What run.conversation holds: (items converted, the last of them), call id ->
+        # tool name, and the instructions it starts with.
+        self._followed: tuple[int, Any] = (0, None)
+        self._names: dict[str, str] = {}
+        self._head: list[Any] = []
         self._tools: list[ObservedTool] = []
         # {type, message, status} of the last answer when it was an error, else None.
         self.last_error: dict[str, Any] | None = None
@@ -128,7 +135,7 @@ class Observation:
             run.emit("llm_request", call=call, sim=run.sim_time)
             self._last = (api, body)
             if run.observed.llm_request:
-                run.conversation = Conversation(messages=conversation_of(api, body))
+                self._follow(api, body, items)
                 options = {k: v for k, v in body.items() if k not in ("messages", "input", "tools")}
                 request = LLMRequest(run.conversation, self._tools_of(body), options, call)
                 run.hook.harness_llm_request(run=run, request=request)
@@ -235,6 +242,19 @@ class Observation:
                 if call is not None:
                     action = ToolAction(tool_call=call)
                     run.hook.harness_action_executed(run=run, action=action, result=record)
+
+    def _follow(self, api: str, body: dict[str, Any], items: list[Any]) -> None:
+        """Bring ``run.conversation`` up to this request, converting only the new items
+        while the target extends the history it sent last time."""
+        known, last = self._followed
+        head = instructions_of(api, body)
+        extends = known and len(items) >= known and items[known - 1] == last and head == self._head
+        if not extends:
+            known, self._names = 0, {}
+            self.run.conversation = Conversation(messages=head)
+            self._head = head
+        self.run.conversation.extend(messages_of(api, items[known:], self._names))
+        self._followed = (len(items), items[-1] if items else None)
 
     def _tools_of(self, body: dict[str, Any]) -> list[ObservedTool]:
         raw = body.get("tools")

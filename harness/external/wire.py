@@ -27,6 +27,9 @@ __all__ = [
     "api_of",
     "conversation_of",
     "error_of",
+    "instructions_of",
+    "items_of",
+    "messages_of",
     "read_reply",
     "tool_results",
 ]
@@ -246,13 +249,10 @@ def error_of(status: int, raw: bytes) -> dict[str, Any]:
 # -- conversations ------------------------------------------------------------------------
 
 
-def _from_responses(body: dict[str, Any]) -> list[Message]:
+def _from_responses(items: list[Any], names: dict[str, str]) -> list[Message]:
     messages: list[Message] = []
-    if body.get("instructions"):
-        messages.append(SystemMessage(content=text_of(body["instructions"]) or ""))
-    names: dict[str, str] = {}
     previous_output = False
-    for item in items_of("responses", body):
+    for item in items:
         if not isinstance(item, dict):
             previous_output = False
             continue
@@ -288,12 +288,16 @@ def _from_responses(body: dict[str, Any]) -> list[Message]:
     return messages
 
 
-def conversation_of(api: str, body: dict[str, Any]) -> list[Message]:
-    """A request's conversation as harness messages (items harness cannot read are skipped)."""
+def messages_of(api: str, items: list[Any], names: dict[str, str] | None = None) -> list[Message]:
+    """Conversation items as harness messages (items harness cannot read are skipped).
+
+    ``names`` (call id -> tool name, for Responses API outputs) is kept across calls
+    when a conversation is read a part at a time.
+    """
     if api == "responses":
-        return _from_responses(body)
+        return _from_responses(items, {} if names is None else names)
     messages: list[Message] = []
-    for item in items_of("chat", body):
+    for item in items:
         if not isinstance(item, dict):
             continue
         try:
@@ -301,3 +305,15 @@ def conversation_of(api: str, body: dict[str, Any]) -> list[Message]:
         except (ValueError, TypeError, AttributeError):
             continue
     return messages
+
+
+def instructions_of(api: str, body: dict[str, Any]) -> list[Message]:
+    """The Responses API's ``instructions`` as a system message (none for chat)."""
+    if api == "responses" and body.get("instructions"):
+        return [SystemMessage(content=text_of(body["instructions"]) or "")]
+    return []
+
+
+def conversation_of(api: str, body: dict[str, Any]) -> list[Message]:
+    """A request's whole conversation as harness messages."""
+    return [*instructions_of(api, body), *messages_of(api, items_of(api, body))]
