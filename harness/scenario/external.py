@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.actions import RunResult
+from harness.config import AgentConfig
 from harness.errors import HarnessError
 from harness.llm.config import LLMContext
 from harness.plugins import PluginError, Plugins
@@ -133,6 +134,7 @@ async def arun_target(
     record_mode: str = "none",
     *,
     disable_recording: bool = False,
+    config: AgentConfig | None = None,
 ) -> tuple[RunResult, int | None, str | None]:
     """Run a target scenario: (the observed run, replies left unused, a refused recording)."""
     from harness.external import TargetSpec, run_target
@@ -148,7 +150,7 @@ async def arun_target(
             app,
             input=scenario.input,
             plugins=plugins,
-            config=scenario.agent.to_config(),
+            config=config or scenario.agent.to_config(),
             root=scenario.root,
         )
     finally:

@@ -56,12 +56,16 @@ async def arun_scenario(
     capture = RequestCapture(wanted) if wanted else None
     agent_config = scenario.agent.to_config()
     if scenario.target is not None:
+        # Reports show who ran the loop: the target's kind, not a planner of harness's.
+        (kind,) = scenario.target.kinds()
+        agent_config = agent_config.model_copy(update={"planner": f"target:{kind}"})
         result, remaining, refused = await arun_target(
             scenario,
             project.with_extra([*plugins, *([capture] if capture else [])]),
             str(sid),
             record_mode,
             disable_recording=disable_recording,
+            config=agent_config,
         )
         return _finish(scenario, sid, result, capture, remaining, refused, project, agent_config)
     llm = _llm_source(scenario, project, sid, record_mode, disable_recording)
