@@ -163,3 +163,22 @@ def test_harness_serve_serves_a_cassette_to_any_client(project, monkeypatch):
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_harness_record_then_harness_run_on_a_target_scenario(project, monkeypatch, capsys):
+    from harness.cli import main
+
+    path = write_scenario(project, "raw-sync", "Weather in Paris and Rome?")
+    with running_server(SCRIPT) as upstream:
+        monkeypatch.setenv("OPENAI_BASE_URL", upstream)
+        monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+        recorded = main(["record", str(path)])
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    replayed = main(["run", str(path)])
+    out = capsys.readouterr().out
+
+    assert (recorded, replayed) == (0, 0), out
+    assert (project / "raw-sync.yaml").is_file()
+    assert SECRET not in (project / "raw-sync.yaml").read_text()
+    assert SECRET not in (project / "reports" / "results.json").read_text()
