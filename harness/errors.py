@@ -11,6 +11,7 @@ __all__ = [
     "HarnessError",
     "LLMError",
     "ScenarioError",
+    "ScenarioSkipped",
     "describe",
     "format_errors",
     "where_defined",
@@ -37,6 +38,14 @@ class LLMError(Exception):
     def as_error(self) -> dict[str, Any]:
         """The ``final.error`` form."""
         return {"type": self.type, "message": self.message, "status": self.status}
+
+
+class ScenarioSkipped(HarnessError):
+    """A scenario that cannot run here (its target needs what is not installed)."""
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason or message
 
 
 class AbortRun(Exception):

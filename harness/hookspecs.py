@@ -70,6 +70,19 @@ def harness_register_expectations(
     """
 
 
+@hookspec
+def harness_register_targets(register: Callable[[str, Callable[[], Any]], None]) -> None:
+    """Add target kinds: call ``register(name, factory)``; a scenario's ``target: {name: ...}``
+    picks one.
+
+    ``factory()`` returns an object with ``check(value, root)`` (called when the file
+    loads; raise ``harness.external.TargetError`` for a target that cannot run) and
+    ``async run(value, call) -> str`` (runs the agent with the model served at
+    ``call.base_url``; returns the final answer, raises to end the run; cancelled at the
+    timeout). ``python`` and ``command`` are built-ins.
+    """
+
+
 # --------------------------------------------------------------------------------------
 # Decisions (firstresult): the first plugin that answers wins.
 # --------------------------------------------------------------------------------------
@@ -82,6 +95,19 @@ def harness_action_signature(run: Run, tool_calls: list[ToolCall]) -> Any:
     Two plans with equal signatures count as the same plan. The built-in answer is a
     tuple of sorted ``(tool_name, canonical_json(arguments))``; return your own to,
     say, ignore a timestamp argument. Must be hashable and comparable with ``==``.
+    """
+
+
+@hookspec(firstresult=True)
+def harness_classify_exception(exc: BaseException) -> str | None:
+    """Return the termination an external target's exception stands for, or None.
+
+    Called when a target (``target:`` in a scenario) raised ``exc``: answer
+    ``"max_iterations"`` when it is the framework's own turn limit, or another
+    termination name. The built-in answer recognizes pydantic-ai's
+    ``UsageLimitExceeded``, the Agents SDK's ``MaxTurnsExceeded`` and LangGraph's
+    ``GraphRecursionError`` by class name; with no answer, the run ends ``llm_error``
+    (after an error answer from the model) or ``error``.
     """
 
 

@@ -49,6 +49,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "harness.llm.openai_sdk",
     "harness.checks",
     "harness.judge.judges",
+    "harness.external.targets",
 )
 
 _HOOK_PREFIX = "harness_"
@@ -81,6 +82,7 @@ class Registered:
     tools: list[str] = field(default_factory=list)
     llms: list[str] = field(default_factory=list)
     expectations: list[str] = field(default_factory=list)
+    targets: list[str] = field(default_factory=list)
 
 
 class Plugins:
@@ -184,6 +186,7 @@ class Plugins:
             "tools": {},
             "llms": {},
             "expectations": {},
+            "targets": {},
         }
         owners: dict[tuple[str, str], str] = {}
         self.registered = {}
@@ -222,7 +225,8 @@ class Plugins:
         return registries
 
     def registry(self, kind: str) -> dict[str, Any]:
-        """``planners``, ``tools``, ``llms`` or ``expectations``: name -> registered object."""
+        """``planners``, ``tools``, ``llms``, ``expectations`` or ``targets``: name -> registered
+        object."""
         if self._registries is None:
             self._registries = self._build_registries()
         return self._registries[kind]
@@ -234,6 +238,10 @@ class Plugins:
     def llm_factory(self, name: str) -> Callable[[Any], Any]:
         """The factory of the LLM source called ``name``."""
         return self._lookup("llms", "LLM provider", name)
+
+    def target_factory(self, name: str) -> Callable[[], Any]:
+        """The factory of the target kind called ``name`` (``python``, ``command``, ...)."""
+        return self._lookup("targets", "target kind", name)
 
     def tool(self, name: str) -> Any:
         """The registered tool called ``name``."""

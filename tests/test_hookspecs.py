@@ -64,7 +64,9 @@ def test_the_hookspecs_are_the_ones_of_the_design():
             "harness_register_tools",
             "harness_register_llms",
             "harness_register_expectations",
+            "harness_register_targets",
             "harness_action_signature",
+            "harness_classify_exception",
             "harness_agent_start",
             "harness_iteration_start",
             "harness_llm_request",
@@ -84,13 +86,13 @@ def test_every_hookspec_has_a_docstring(name):
     assert len(doc.split()) >= 5, f"{name}'s docstring says too little: {doc!r}"
 
 
-def test_only_the_signature_hook_is_firstresult():
+def test_only_the_decision_hooks_are_firstresult():
     firstresult = [
         name
         for name in hookspec_names()
         if getattr(hookspecs, name).harness_spec["firstresult"]  # type: ignore[attr-defined]
     ]
-    assert firstresult == ["harness_action_signature"]
+    assert firstresult == ["harness_action_signature", "harness_classify_exception"]
 
 
 @pytest.mark.parametrize("name", hookspec_names())

@@ -1,5 +1,7 @@
 """``harness serve SCENARIO [--host H] [--port N] [--max-delay S]``: a scenario's
-``llm.script`` served as an OpenAI-compatible API (``harness.llm.server`` serves it)."""
+``llm.script`` served as an OpenAI-compatible API (``harness.llm.server`` serves it);
+``harness serve --cassette FILE``: a recorded cassette served the same way
+(``harness.external.CassetteApp``)."""
 
 from __future__ import annotations
 
@@ -24,7 +26,16 @@ def _parser() -> Parser:
         description="Serve a scenario's llm.script as an OpenAI-compatible API "
         "(POST /v1/chat/completions, POST /v1/responses, GET /v1/models, POST /v1/reset).",
     )
-    parser.add_argument("scenario", type=Path, help="a *.scenario.yaml file with llm.script")
+    parser.add_argument(
+        "scenario", type=Path, nargs="?", help="a *.scenario.yaml file with llm.script"
+    )
+    parser.add_argument(
+        "--cassette",
+        type=Path,
+        metavar="FILE",
+        help="serve a recorded cassette instead (replay, matching request bodies; a miss "
+        "is answered 400 with the nearest recorded request and a diff)",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument(
         "--port",
@@ -73,6 +84,13 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
     args = parse(_parser(), argv)
     if isinstance(args, int):
         return args
+    if (args.scenario is None) == (args.cassette is None):
+        print(
+            "harness serve: give a scenario file or --cassette FILE (one of them)", file=sys.stderr
+        )
+        return EXIT["bad_input"]
+    if args.cassette is not None:
+        return _serve_cassette(args)
     try:
         steps, judge_steps = _script_of(args.scenario)
     except (HarnessError, OSError) as exc:
@@ -104,6 +122,42 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
             on_started=started,
             judge_steps=judge_steps,
         )
+    except HarnessError as exc:
+        print(f"harness serve: {exc}", file=sys.stderr)
+        return EXIT["bad_input"]
+    print("harness serve: stopped", flush=True)
+    return EXIT["passed"]
+
+
+def _serve_cassette(args: Any) -> int:
+    """``harness serve --cassette FILE``: the cassette's interactions, to any client."""
+    from harness.errors import LLMError
+    from harness.external import CassetteApp
+    from harness.llm.cassettes import CassetteSession
+    from harness.llm.server import serve_app
+
+    path = args.cassette
+    if not path.is_file():
+        print(f"harness serve: no cassette file {path}", file=sys.stderr)
+        return EXIT["bad_input"]
+    if not 0 <= args.port <= 65535:
+        print("harness serve: --port must be 0-65535", file=sys.stderr)
+        return EXIT["bad_input"]
+    try:
+        session = CassetteSession(path, record_mode="none", shown_path=str(path))
+    except LLMError as exc:
+        print(f"harness serve: {exc}", file=sys.stderr)
+        return EXIT["bad_input"]
+
+    def started(port: int) -> None:
+        shown = f"[{args.host}]" if ":" in args.host else args.host
+        print(
+            f"harness serve: {path} at http://{shown}:{port}/v1 (Ctrl-C to stop)",
+            flush=True,
+        )
+
+    try:
+        serve_app(CassetteApp(session, repeat=True), args.host, args.port, on_started=started)
     except HarnessError as exc:
         print(f"harness serve: {exc}", file=sys.stderr)
         return EXIT["bad_input"]

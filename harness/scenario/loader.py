@@ -25,6 +25,7 @@ from harness.plugins import PluginError, Plugins, get_plugins
 from harness.project import display_path, project_root
 from harness.scenario.agents import SubAgents, agent_cycles
 from harness.scenario.dotted import DottedKeyError, expand_dotted, split_dotted
+from harness.scenario.external import check_target
 from harness.scenario.hints import dedent_hint
 from harness.scenario.judging import check_judges
 from harness.scenario.matrix import check_matrix, first_llm
@@ -411,6 +412,8 @@ def _check(scenario: Scenario, located: Located) -> list[Issue]:
     _build_tools(scenario, located, plugins, issues)
     _check_served(scenario, issue)
 
+    if scenario.target is not None:
+        check_target(scenario, plugins, issue)
     _check_script(scenario, issue)
     for name, spec in scenario.agents.items():
         _check_agent(spec, plugins, issue, at=("agents", name))
@@ -482,8 +485,10 @@ def _check_agent(
         # model) is a load error with a line, not a failure at run time. Factories do no
         # I/O: sessions and clients open at the first request.
         try:
-            # A matrix may give the model: the first combination's is checked.
-            factory(first_llm(scenario) if not at else llm)
+            # A matrix may give the model: the first combination's is checked. (A target's
+            # model is served, not built: the target names its own model.)
+            if at or getattr(scenario, "target", None) is None:
+                factory(first_llm(scenario) if not at else llm)
         except HarnessError as exc:
             issue((*at, "llm"), str(exc))
         except Exception:  # a plugin's own bug surfaces when the scenario runs (exit 3)
@@ -530,7 +535,8 @@ def _check_script(
                         "has it too); the calls of one reply have distinct ids",
                     )
                 ids.setdefault(call.id, j)
-            if step.unknown_tools or call.name in scenario.tools:
+            # A target's tools are its own: the script names them.
+            if step.unknown_tools or call.name in scenario.tools or scenario.target:
                 continue
             hint = difflib.get_close_matches(call.name, known, n=1)
             issue(
@@ -554,6 +560,8 @@ def _check_expected_tools(scenario: Scenario, issue: Callable[[tuple, str], None
     assert expect is not None
     defined = set(scenario.tools)
     scripted = scenario.llm.provider == "scripted"
+    if scenario.target is not None and not scripted:
+        return  # a recorded target's tools are its own: any name may be called
     possible = defined | {c.name for s in scenario.llm.script for c in s.tool_calls}
     named: list[tuple[tuple[str | int, ...], str]] = []
     calls = expect.tool_calls
@@ -578,7 +586,8 @@ def _check_expected_tools(scenario: Scenario, issue: Callable[[tuple, str], None
             + (f" (did you mean {hint[0]!r}?)" if hint else "")
             + f"; tools: {', '.join(known) or 'none'}",
         )
-    for r, request in enumerate(expect.requests or []):
+    # A target declares its own tools: the scenario cannot know them.
+    for r, request in enumerate([] if scenario.target else expect.requests or []):
         for k, name in enumerate(request.tools or []):
             if name not in defined:
                 hint = difflib.get_close_matches(name, sorted(defined), n=1)

@@ -1,4 +1,5 @@
-"""Running a scenario: build the agent it describes, run it, check its expectations."""
+"""Running a scenario: build the agent it describes (or start its external target), run
+it, check its expectations."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ from typing import Any
 
 from harness.actions import RunResult
 from harness.checks import CheckContext
-from harness.errors import HarnessError, RecordingRefused
+from harness.config import AgentConfig
+from harness.errors import HarnessError, RecordingRefused, ScenarioSkipped
 from harness.llm.base import LLM, close_llm
 from harness.llm.config import RECORD_MODES
-from harness.plugins import get_plugins
-from harness.results import ExpectationResult, ScenarioResult, Status
+from harness.plugins import Plugins, get_plugins
+from harness.results import ExpectationResult, ScenarioId, ScenarioResult, Status
 from harness.scenario.agents import SubAgents
 from harness.scenario.expectations import RequestCapture, evaluate
+from harness.scenario.external import arun_target
 from harness.scenario.judging import build_judge
 from harness.scenario.loader import load_scenario, starting_conversation
 from harness.scenario.schema import Scenario
@@ -53,12 +56,55 @@ async def arun_scenario(
     """
     scenario = _runnable(scenario, record_mode)
     sid = scenario_id(scenario)
+    if scenario.skip_reason is not None:
+        raise ScenarioSkipped(f"{sid}: skipped: {scenario.skip_reason}", scenario.skip_reason)
     # The plugins of the scenario's own project, wherever the run started.
     project = get_plugins(scenario.root)
-    llm = llm_source(scenario, project, record_mode, disable_recording)
     # Only a scenario that asks what was sent observes the requests.
     wanted = {r.call for r in (scenario.expect.requests or [])} if scenario.expect else set()
     capture = RequestCapture(wanted) if wanted else None
+    extra = [*plugins, *([capture] if capture else [])]
+    agent_config = scenario.agent.to_config()
+    if scenario.target is not None:
+        # Reports show who ran the loop: the target's kind, not a planner of harness's.
+        (kind,) = scenario.target.kinds()
+        agent_config = agent_config.model_copy(update={"planner": f"target:{kind}"})
+        result, remaining, refused = await arun_target(
+            scenario,
+            project.with_extra(extra),
+            str(sid),
+            record_mode,
+            disable_recording=disable_recording,
+            config=agent_config,
+        )
+        if refused:
+            # Not a result: a recording that cannot go on, with nothing written.
+            raise RecordingRefused(f"{sid}: {refused}")
+        check = CheckContext.of(
+            result,
+            requests=capture.seen if capture else {},
+            remaining_replies=remaining,
+            scenario=scenario,
+        )
+        expectations = await evaluate(scenario.expect, check, project.registry("expectations"))
+        return _result(scenario, sid, result, expectations, agent_config)
+    return await _run_own_loop(
+        scenario, sid, project, extra, capture, record_mode, disable_recording, agent_config
+    )
+
+
+async def _run_own_loop(
+    scenario: Scenario,
+    sid: ScenarioId,
+    project: Plugins,
+    plugins: list[Any],
+    capture: RequestCapture | None,
+    record_mode: str,
+    disable_recording: bool,
+    agent_config: AgentConfig,
+) -> ScenarioResult:
+    """The scenario run by harness's own loop, its judges asked, its expectations checked."""
+    llm = llm_source(scenario, project, record_mode, disable_recording)
     judge = build_judge(scenario, llm)
     # The sub-agents its tools expose, built once for this run; their LLM sources stay
     # open across their calls and are closed when the run ends.
@@ -66,7 +112,7 @@ async def arun_scenario(
     # Fresh for every run: stubs count their calls (`errors`, `results` by on_call).
     agent = scenario_agent(
         scenario,
-        plugins=[*plugins, *([capture] if capture else [])],
+        plugins=plugins,
         record_mode=record_mode,
         disable_recording=disable_recording,
         agents=sub_agents,
@@ -96,6 +142,17 @@ async def arun_scenario(
     if judge is not None and judge.requests:
         # What the judges cost, beside the agent's own usage (never added into it).
         result = result.model_copy(update={"usage": {**result.usage, **judge.cost()}})
+    return _result(scenario, sid, result, expectations, agent_config)
+
+
+def _result(
+    scenario: Scenario,
+    sid: ScenarioId,
+    result: RunResult,
+    expectations: list[ExpectationResult],
+    agent_config: AgentConfig,
+) -> ScenarioResult:
+    """The scenario's entry of results.json."""
     return ScenarioResult.from_run(
         result,
         id=str(sid),
@@ -105,7 +162,7 @@ async def arun_scenario(
         status=_status(result, expectations),
         description=scenario.description,
         tags=list(scenario.tags),
-        agent=scenario.agent.to_config(),
+        agent=agent_config,
         matrix=scenario.combination,
     )
 

@@ -35,6 +35,7 @@ __all__ = [
     "RemoteSpec",
     "Scenario",
     "SubAgentSpec",
+    "TargetSection",
     "ToolErrorSpec",
     "ToolResultSpec",
     "ToolSpec",
@@ -365,6 +366,43 @@ class ToolSpec(BaseModel):
         return self
 
 
+class TargetSection(BaseModel):
+    """An external agent run against the scenario's model (DESIGN section 10).
+
+    One kind key: ``python`` or ``command`` (built-ins), or a kind a plugin registers
+    with ``harness_register_targets`` (extra keys name it).
+    """
+
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False)
+    python: str | None = Field(
+        default=None,
+        description="module:callable, imported from the project root, called with the input",
+    )
+    command: list[str] | None = Field(
+        default=None,
+        min_length=1,
+        description="argv run in the project root; the input on stdin or as {input}",
+    )
+    timeout: float = Field(
+        default=60.0, gt=0, description="wall seconds for the whole run; then it is stopped"
+    )
+    on_stagnation: Literal["observe", "stop"] = Field(
+        default="observe",
+        description="stop: answer the request after a stagnating plan with HTTP 400",
+    )
+    requires: list[str] = Field(
+        default_factory=list,
+        description="Python modules or programs the target needs: when one is missing the "
+        "scenario is skipped (with the reason), not an error",
+    )
+
+    def kinds(self) -> dict[str, Any]:
+        """The kind keys given: ``{kind: value}`` (one, in a valid file)."""
+        given = {k: getattr(self, k) for k in ("python", "command") if getattr(self, k) is not None}
+        given.update(self.model_extra or {})
+        return given
+
+
 class _Ordered(BaseModel):
     """Remembers the order keys were written in, so results list them in file order."""
 
@@ -654,6 +692,9 @@ class Scenario(BaseModel):
         description="run the scenario once per combination: {model: [...], planner: [...], "
         "any agent setting: [...]}",
     )
+    target: TargetSection | None = Field(
+        default=None, description="an external agent to test instead of harness's own loop"
+    )
     expect: ExpectSection | None = None
 
     # Set by the loader: where the file is (tools and history are built from it per run).
@@ -668,11 +709,23 @@ class Scenario(BaseModel):
         """The matrix combination this scenario runs (``{model: ..., planner: ...}``), if any."""
         return self._combination
 
+    # Why the scenario cannot run here (its target needs what is not installed), if so.
+    _skip: str | None = PrivateAttr(default=None)
+
     def bind(self, path: Path | None, source: Any = None) -> None:
         """Remember the file this scenario came from (and its located YAML)."""
         self._path = path
         self._source = source
         self._root = None
+
+    def mark_skipped(self, reason: str) -> None:
+        """Skip this scenario when it runs, saying ``reason``."""
+        self._skip = reason
+
+    @property
+    def skip_reason(self) -> str | None:
+        """Why this scenario is skipped (None when it runs)."""
+        return self._skip
 
     @property
     def root(self) -> Path:

@@ -20,6 +20,7 @@ from harness.llm.server.running import (
     running_app,
     running_server,
     serve,
+    serve_app,
 )
 from harness.llm.server.state import DEFAULT_MAX_DELAY, ScriptState
 
@@ -32,4 +33,5 @@ __all__ = [
     "running_app",
     "running_server",
     "serve",
+    "serve_app",
 ]

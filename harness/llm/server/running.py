@@ -14,7 +14,14 @@ from harness.llm.script import ScriptStep, parse_step
 from harness.llm.server.app import create_app, find_state
 from harness.llm.server.state import DEFAULT_MAX_DELAY
 
-__all__ = ["DEFAULT_PORT", "listening_sockets", "running_app", "running_server", "serve"]
+__all__ = [
+    "DEFAULT_PORT",
+    "listening_sockets",
+    "running_app",
+    "running_server",
+    "serve",
+    "serve_app",
+]
 
 DEFAULT_PORT = 8000
 
@@ -105,12 +112,30 @@ def serve(
 
     HarnessError when ``host:port`` cannot be listened on (a busy port, an unknown host).
     """
+    serve_app(
+        create_app(steps, max_delay, judge_steps),
+        host,
+        port,
+        log_level=log_level,
+        on_started=on_started,
+    )
+
+
+def serve_app(
+    app: Any,
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    *,
+    log_level: str = "info",
+    on_started: Any = None,
+) -> None:
+    """Serve any ASGI ``app`` like ``serve`` (a cassette, say): blocking, until a signal."""
     try:
         sockets = listening_sockets(host, port)
     except OSError as exc:
         shown = f"[{host}]" if ":" in host else host
         raise HarnessError(f"cannot listen on {shown}:{port}: {exc.strerror or exc}") from None
-    server = _server(create_app(steps, max_delay, judge_steps), host, port, log_level)
+    server = _server(app, host, port, log_level)
     server.on_started = on_started
     server.run(sockets=sockets)
 

@@ -155,16 +155,19 @@ class ScriptState:
         Attempts are counted per endpoint: a 429 a chat request took does not use up the
         error step of the same conversation on /v1/responses.
         """
-        key = f"{api}:{canonical_json(conversation)}"
-        digest = hashlib.sha256(key.encode()).hexdigest()
-        attempt = self.attempts[digest]
-        self.attempts[digest] += 1
-        number = None
         if k < len(self.positions):
             position = self.positions[k]
             errors, step, number = position.errors, position.reply, position.number
         else:
-            errors, step = self.trailing_errors, None
+            errors, step, number = self.trailing_errors, None, None
+        if not errors:
+            # No error step fails this position: attempts do not matter, and hashing the
+            # whole conversation would cost every request the length of the run.
+            return Reply(k + 1, step, number=number)
+        key = f"{api}:{canonical_json(conversation)}"
+        digest = hashlib.sha256(key.encode()).hexdigest()
+        attempt = self.attempts[digest]
+        self.attempts[digest] += 1
         if attempt < len(errors):
             return Reply(k + 1, None, errors[attempt])
         return Reply(k + 1, step, number=number)

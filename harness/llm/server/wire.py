@@ -14,6 +14,7 @@ from harness.llm.server.state import Reply, ScriptState
 
 __all__ = [
     "MODEL_ID",
+    "PARSED_BODY",
     "ApiError",
     "check_reply",
     "http_error",
@@ -24,6 +25,8 @@ __all__ = [
 ]
 
 MODEL_ID = "harness-script"
+# The ASGI scope key under which a middleware hands on the request's parsed JSON body.
+PARSED_BODY = "harness.parsed_body"
 
 
 def json_response(body: Any, status: int = 200) -> JSONResponse:
@@ -94,6 +97,11 @@ async def http_error(request: Any, exc: HTTPException) -> JSONResponse:
 
 async def read_json(request: Any) -> dict[str, Any]:
     """The request's JSON object body (ApiError 400 for anything else)."""
+    # A middleware that already parsed the body (harness.external's observer) leaves it
+    # here: a long conversation's body is not parsed twice.
+    parsed = request.scope.get(PARSED_BODY)
+    if isinstance(parsed, dict):
+        return parsed
     try:
         body = await request.json()
     except (ValueError, UnicodeDecodeError):

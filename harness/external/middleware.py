@@ -1,0 +1,108 @@
+"""An ASGI middleware in front of the served application: it shows each model request and
+its answer to an ``Observation``, and answers a request itself when harness stops the run.
+
+It wraps the existing server (``harness.llm.server.create_app``) or the cassette app
+unchanged: the request body is read once and handed on, the answer's bytes are passed
+through as they are sent (streams stay streams) and read when the answer is complete, or
+when the client went away in the middle of it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from harness.external.observe import Observation, Refusal
+from harness.external.wire import api_of
+from harness.llm.server.wire import PARSED_BODY
+
+__all__ = ["ObservingApp"]
+
+
+async def _read_body(receive: Any) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            break
+    return b"".join(chunks)
+
+
+def _error_body(status: int, message: str) -> bytes:
+    error = {"message": message, "type": "invalid_request_error", "param": None, "code": None}
+    return json.dumps({"error": error}).encode()
+
+
+class ObservingApp:
+    """``app`` with every model request and answer observed by ``observation``."""
+
+    def __init__(self, app: Any, observation: Observation) -> None:
+        # `app` by that name: harness.llm.server.find_state walks wrappers through it.
+        self.app = app
+        self.observation = observation
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """The ASGI entry point."""
+        api = api_of(scope.get("path", "")) if scope.get("type") == "http" else None
+        if api is None or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        raw = await _read_body(receive)
+        try:
+            body = json.loads(raw) if raw else {}
+        except ValueError:
+            body = {}
+        if isinstance(body, dict):
+            # Parsed once: the server reads it from the scope (see PARSED_BODY).
+            scope = {**scope, PARSED_BODY: body}
+        try:
+            call = self.observation.request(api, body if isinstance(body, dict) else {})
+        except Refusal as refusal:
+            await _answer(send, refusal.status, _error_body(refusal.status, refusal.message))
+            return
+        await self._pass(scope, receive, send, raw, api, call)
+
+    async def _pass(
+        self, scope: Any, receive: Any, send: Any, raw: bytes, api: str, call: int
+    ) -> None:
+        given = False
+
+        async def replay() -> dict[str, Any]:
+            nonlocal given
+            if not given:
+                given = True
+                return {"type": "http.request", "body": raw, "more_body": False}
+            return await receive()
+
+        status = 500
+        chunks: list[bytes] = []
+        done = False
+
+        async def capture(message: dict[str, Any]) -> None:
+            nonlocal status, done
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            elif message["type"] == "http.response.body":
+                chunks.append(message.get("body", b""))
+                if not message.get("more_body") and not done:
+                    done = True
+                    self.observation.response(api, call, status, b"".join(chunks))
+            await send(message)
+
+        try:
+            await self.app(scope, replay, capture)
+        finally:
+            if not done:
+                # The client left (or the app failed) before the answer was complete:
+                # what was sent is still what the target saw.
+                done = True
+                self.observation.response(api, call, status, b"".join(chunks))
+
+
+async def _answer(send: Any, status: int, body: bytes) -> None:
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})

@@ -1,0 +1,319 @@
+"""The observed run: what the target asked the model and what it got, as a ``Run``.
+
+Each request and answer at the HTTP boundary updates a ``harness.run.Run`` the way the
+own loop would: one iteration and one LLM call per request, tool-call records from each
+reply (``not_run`` until a later request carries their results), usage, events and the
+same hooks (``harness_llm_request``, ``harness_llm_response``, ``harness_action_executed``
+...). Tool plans go through the stagnation detector and signature hook of section 3.
+
+The server calls ``request`` and ``response`` from its own thread while the target runs
+in another: a lock keeps each update whole. Per-request work is the new part of the
+conversation (the tool results after the previous request), not the whole history,
+except for a conversation the target rewrote.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from pydantic_core import to_jsonable_python
+
+from harness.actions import FinalResponse, RunResult, Termination, ToolAction, ToolCallRecord
+from harness.config import AgentConfig
+from harness.external.wire import (
+    conversation_of,
+    error_of,
+    instructions_of,
+    items_of,
+    messages_of,
+    read_reply,
+    tool_results,
+)
+from harness.llm.base import LLMRequest, LLMResponse
+from harness.messages import Conversation, clean_reply, clean_text
+from harness.run import Run
+
+__all__ = ["Observation", "ObservedTool", "Refusal"]
+
+
+class _Unreachable:
+    """The Run's LLM slot: an external target talks to the model itself."""
+
+    async def complete(self, request: Any) -> Any:
+        """Never called: harness does not ask the model on an external target's behalf."""
+        raise RuntimeError("an external target's run makes no LLM calls of its own")
+
+
+class ObservedTool:
+    """A tool the target declared in a request (what ``LLMRequest.tools`` holds)."""
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        function = schema.get("function") if isinstance(schema.get("function"), dict) else schema
+        self.schema = schema
+        self.name = str(function.get("name") or "")
+        self.description = function.get("description")
+        self.parameters = function.get("parameters") or {}
+
+    def openai_schema(self) -> dict[str, Any]:
+        """The Chat Completions form of the tool."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+class Refusal(Exception):
+    """harness answers the request itself: (status, message)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class Observation:
+    """The run rebuilt from the traffic of one target run."""
+
+    def __init__(self, plugins: Any, config: AgentConfig, *, on_stagnation: str = "observe"):
+        from harness.stagnation import StagnationDetector
+
+        self.run = Run(
+            conversation=Conversation(),
+            tools={},
+            config=config,
+            llm=_Unreachable(),
+            plugins=plugins,
+        )
+        self.on_stagnation = on_stagnation
+        self.detector = StagnationDetector(config.stagnation_window)
+        self.lock = threading.Lock()
+        self.started = time.perf_counter()
+        # The calls of the last reply, waiting for their results in the next request.
+        self._pending: list[ToolCallRecord] = []
+        self._calls: dict[str, Any] = {}
+        self._items_seen = 0
+        self._last: tuple[str, dict[str, Any]] | None = None
+        self._last_reply: Any = None
+        self._tools_raw: Any = None
+        # What run.conversation holds: (items converted, the last of them), call id ->
+        # tool name, and the instructions it starts with.
+        self._followed: tuple[int, Any] = (0, None)
+        self._names: dict[str, str] = {}
+        self._head: list[Any] = []
+        self._tools: list[ObservedTool] = []
+        # {type, message, status} of the last answer when it was an error, else None.
+        self.last_error: dict[str, Any] | None = None
+        # The first stagnating plan: {iteration, signature, window}.
+        self.stagnation: dict[str, Any] | None = None
+        self._stop = False
+
+    # -- the boundary -----------------------------------------------------------------------
+
+    def begin(self) -> None:
+        """The target is about to be called."""
+        self.run.emit("agent_start")
+        self.run.hook.harness_agent_start(run=self.run)
+
+    def request(self, api: str, body: dict[str, Any]) -> int:
+        """A request arrived; its call number. Raises Refusal when harness stopped the run."""
+        with self.lock:
+            run = self.run
+            items = items_of(api, body)
+            self._read_results(api, items)
+            run.iteration += 1
+            run.llm_calls += 1
+            call = run.llm_calls
+            run.emit("iteration_start")
+            if run.observed.iteration_start:
+                run.hook.harness_iteration_start(run=run, iteration=run.iteration)
+            run.emit("llm_request", call=call, sim=run.sim_time)
+            self._last = (api, body)
+            if run.observed.llm_request:
+                self._follow(api, body, items)
+                options = {k: v for k, v in body.items() if k not in ("messages", "input", "tools")}
+                request = LLMRequest(run.conversation, self._tools_of(body), options, call)
+                run.hook.harness_llm_request(run=run, request=request)
+            if self._stop:
+                repeats = self.detector.window + 1
+                message = (
+                    f"stopped by harness: the agent repeated the same tool calls {repeats} times"
+                )
+                self.last_error = {"type": "stagnation", "message": message, "status": 400}
+                raise Refusal(400, message)
+            return call
+
+    def response(self, api: str, call: int, status: int, raw: bytes) -> None:
+        """The answer to request ``call`` was sent (``raw``: its whole body)."""
+        with self.lock:
+            if status >= 400:
+                self.last_error = error_of(status, raw)
+                return
+            self.last_error = None
+            run = self.run
+            reply = read_reply(api, raw)
+            message = clean_reply(reply.message())
+            self._last_reply = message
+            for key, value in reply.usage.items():
+                run.usage[key] = run.usage.get(key, 0) + value
+            run.emit(
+                "llm_response",
+                call=call,
+                tool_calls=[c.name for c in message.tool_calls],
+                finish_reason=message.finish_reason,
+                sim=run.sim_time,
+            )
+            if run.observed.llm_response:
+                response = LLMResponse(message=message, usage=reply.usage or None)
+                run.hook.harness_llm_response(run=run, response=response)
+            if message.tool_calls:
+                self._plan(message.tool_calls)
+
+    # -- tool calls -------------------------------------------------------------------------
+
+    def _plan(self, calls: list[Any]) -> None:
+        run = self.run
+        run.group += 1
+        self._pending = [
+            run.record(
+                call,
+                run.group,
+                status="not_run",
+                is_error=False,
+                sim_start=run.sim_time,
+                sim_end=run.sim_time,
+            )
+            for call in calls
+        ]
+        self._calls = {call.id: call for call in calls}
+        signature = run.hook.harness_action_signature(run=run, tool_calls=calls)
+        if signature is None:
+            return
+        if self.detector.is_stagnant(signature):
+            shown = to_jsonable_python(signature, fallback=repr)
+            run.emit("stagnation_observed", signature=shown, window=self.detector.window)
+            if self.stagnation is None:
+                self.stagnation = {
+                    "iteration": run.iteration,
+                    "signature": shown,
+                    "window": self.detector.window,
+                }
+                run.remember(
+                    "error" if self.on_stagnation == "stop" else "stagnation_observed",
+                    f"Stagnation detected: the same tool plan was requested "
+                    f"{self.detector.window + 1} times in a row",
+                )
+            if self.on_stagnation == "stop":
+                self._stop = True
+        self.detector.add(signature)
+
+    def _read_results(self, api: str, items: list[Any]) -> None:
+        """Fill the pending calls' results from this request's new items."""
+        pending, self._pending = self._pending, []
+        # Items after those of the previous request are new (a client sends the whole
+        # history); a shorter or rewritten history is read whole.
+        start = self._items_seen if len(items) >= self._items_seen else 0
+        self._items_seen = len(items)
+        if not pending:
+            return
+        found = tool_results(api, items, start)
+        if start and any(r.id not in found for r in pending):
+            found = tool_results(api, items, 0)
+        run = self.run
+        for record in pending:
+            if record.id not in found:
+                continue
+            record.result = clean_text(found[record.id])
+            record.status = "ok"
+            run.emit(
+                "action_executed",
+                tool=record.name,
+                call_id=record.id,
+                status="ok",
+                group=record.group,
+            )
+            if run.observed.action_executed:
+                call = self._calls.get(record.id)
+                if call is not None:
+                    action = ToolAction(tool_call=call)
+                    run.hook.harness_action_executed(run=run, action=action, result=record)
+
+    def _follow(self, api: str, body: dict[str, Any], items: list[Any]) -> None:
+        """Bring ``run.conversation`` up to this request, converting only the new items
+        while the target extends the history it sent last time."""
+        known, last = self._followed
+        head = instructions_of(api, body)
+        extends = known and len(items) >= known and items[known - 1] == last and head == self._head
+        if not extends:
+            known, self._names = 0, {}
+            self.run.conversation = Conversation(messages=head)
+            self._head = head
+        self.run.conversation.extend(messages_of(api, items[known:], self._names))
+        self._followed = (len(items), items[-1] if items else None)
+
+    def _tools_of(self, body: dict[str, Any]) -> list[ObservedTool]:
+        raw = body.get("tools")
+        if raw != self._tools_raw:
+            self._tools_raw = raw
+            self._tools = [ObservedTool(t) for t in raw or [] if isinstance(t, dict)]
+        return self._tools
+
+    # -- the end ----------------------------------------------------------------------------
+
+    def finish(self, termination: Termination, final: FinalResponse) -> RunResult:
+        """End the run: ``agent_end`` fires and the RunResult is built."""
+        with self.lock:
+            run = self.run
+            run.conversation = self._conversation()
+            run.termination = termination
+            run.emit("agent_end", termination=termination.value)
+            try:
+                run.hook.harness_agent_end(run=run, final=final)
+            except Exception as exc:  # an observer's bug at the end makes the run `error`
+                termination = Termination.error
+                final = FinalResponse(
+                    error={
+                        "type": "error",
+                        "exception": type(exc).__name__,
+                        "message": clean_text(str(exc)),
+                        "status": None,
+                    }
+                )
+                run.termination = termination
+                run.events[-1]["termination"] = termination.value
+            groups = {}
+            for record in run.records:
+                groups.setdefault(record.group, []).append(record)
+            parallel = [
+                [r.name for r in calls]
+                for calls in groups.values()
+                if len(calls) > 1 and any(r.status != "not_run" for r in calls)
+            ]
+            return RunResult(
+                termination=termination,
+                final=final,
+                iterations=run.iteration,
+                llm_calls=run.llm_calls,
+                tool_calls=run.records,
+                parallel_groups=parallel,
+                conversation=run.conversation,
+                events=run.events,
+                memory=run.memory,
+                usage=run.usage,
+                sim_time=round(run.sim_time, 9),
+                wall_time=time.perf_counter() - self.started,
+            )
+
+    def _conversation(self) -> Conversation:
+        """The last request's messages, and the last reply when it was answered."""
+        if self._last is None:
+            return Conversation()
+        messages = conversation_of(*self._last)
+        if self.last_error is None and self._last_reply is not None:
+            messages.append(self._last_reply)
+        return Conversation(messages=messages)

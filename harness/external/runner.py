@@ -1,0 +1,149 @@
+"""Running an external target: serve the model on 127.0.0.1, call the target, observe,
+and end the run with the termination section 10 gives.
+
+The served application is given (the scripted server of ``harness.llm.server`` or a
+cassette app); this module wraps it in the observing middleware, starts it on a free
+port, calls the target with ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` set, and turns how
+the target ended into the run's termination and final response.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.actions import FinalResponse, RunResult, Termination
+from harness.config import AgentConfig
+from harness.errors import HarnessError
+from harness.external.middleware import ObservingApp
+from harness.external.observe import Observation
+from harness.external.targets import TargetCall
+from harness.llm.server import running_app
+from harness.messages import clean_text
+from harness.secrets import Scrubber
+
+__all__ = ["DEFAULT_TIMEOUT", "DUMMY_API_KEY", "TargetSpec", "run_target"]
+
+log = logging.getLogger("harness")
+
+# What the target's SDK sends as its key: harness needs none, and this is no secret.
+DUMMY_API_KEY = "sk-harness-target"
+DEFAULT_TIMEOUT = 60.0
+# The port changes from run to run: messages name the served URL this way instead.
+_SERVED = "http://127.0.0.1:<port>/v1"
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    """Which target to run and how (a scenario's ``target:`` section, as the engine sees it)."""
+
+    kind: str
+    value: Any
+    timeout: float = DEFAULT_TIMEOUT
+    on_stagnation: str = "observe"
+
+
+@dataclass
+class _Outcome:
+    answer: str | None = None
+    exc: BaseException | None = None
+    timed_out: bool = False
+
+
+async def _call(kind: Any, spec: TargetSpec, call: TargetCall) -> _Outcome:
+    try:
+        answer = await asyncio.wait_for(kind.run(spec.value, call), spec.timeout)
+    except TimeoutError:
+        return _Outcome(timed_out=True)
+    except Exception as exc:
+        log.debug("the target raised", exc_info=True)
+        return _Outcome(exc=exc)
+    return _Outcome(answer=answer)
+
+
+async def run_target(
+    spec: TargetSpec,
+    app: Any,
+    *,
+    input: str | None,
+    plugins: Any,
+    config: AgentConfig | None = None,
+    root: Path | None = None,
+) -> RunResult:
+    """Run ``spec``'s target against ``app`` (an ASGI app answering the model's API)."""
+    kind = plugins.target_factory(spec.kind)()
+    observation = Observation(plugins, config or AgentConfig(), on_stagnation=spec.on_stagnation)
+    with running_app(ObservingApp(app, observation)) as url:
+        call = TargetCall(
+            input=input,
+            base_url=url,
+            root=root or Path.cwd(),
+            timeout=spec.timeout,
+            env={"OPENAI_BASE_URL": url, "OPENAI_API_KEY": DUMMY_API_KEY},
+        )
+        observation.begin()
+        outcome = await _call(kind, spec, call)
+    termination, final = _ending(outcome, observation, spec, plugins, url)
+    return observation.finish(termination, final)
+
+
+def _text(text: str, url: str) -> str:
+    return clean_text(Scrubber().text(text.replace(url, _SERVED)))
+
+
+def _ending(
+    outcome: _Outcome, observation: Observation, spec: TargetSpec, plugins: Any, url: str
+) -> tuple[Termination, FinalResponse]:
+    """The termination and final response of a target run (DESIGN section 10)."""
+    run = observation.run
+    stagnation = observation.stagnation
+    if stagnation is not None and spec.on_stagnation == "stop":
+        data = {"stagnation": True, "signature": stagnation["signature"]}
+        data["window"] = stagnation["window"]
+        return Termination.stagnation, FinalResponse(content=outcome.answer, data=data)
+    if outcome.timed_out:
+        message = (
+            f"the target did not finish within its timeout ({spec.timeout:g} s) and was "
+            "stopped; raise target.timeout if it needs longer"
+        )
+        run.remember("error", message)
+        error = {"type": "timeout", "exception": None, "message": message, "status": None}
+        return Termination.error, FinalResponse(error=error)
+    observed = {"stagnation_observed": stagnation} if stagnation is not None else {}
+    if outcome.exc is None:
+        return Termination.completed, FinalResponse(content=outcome.answer, data=observed)
+    return _failure(outcome.exc, observation, plugins, url, observed)
+
+
+def _failure(
+    exc: BaseException, observation: Observation, plugins: Any, url: str, data: dict[str, Any]
+) -> tuple[Termination, FinalResponse]:
+    run = observation.run
+    message = _text(str(exc) or type(exc).__name__, url)
+    classified = plugins.hook.harness_classify_exception(exc=exc)
+    if classified is not None:
+        try:
+            termination = Termination(classified)
+        except ValueError:
+            names = ", ".join(t.value for t in Termination)
+            raise HarnessError(
+                f"harness_classify_exception answered {classified!r} for "
+                f"{type(exc).__name__}; answer one of {names} or None"
+            ) from None
+        run.remember("final" if termination == Termination.max_iterations else "error", message)
+        error = {"type": termination.value, "exception": type(exc).__name__, "message": message}
+        return termination, FinalResponse(data=data, error={**error, "status": None})
+    if observation.last_error is not None:
+        error = {**observation.last_error}
+        error["message"] = _text(str(error["message"]), url)
+        run.remember("error", f"LLM error: {error['message']}")
+        return Termination.llm_error, FinalResponse(data=data, error=error)
+    error = {"type": "error", "exception": type(exc).__name__, "message": message}
+    details = getattr(exc, "details", None)
+    if isinstance(details, dict):
+        error.update({k: _text(v, url) if isinstance(v, str) else v for k, v in details.items()})
+    run.remember("error", f"{type(exc).__name__}: {message}")
+    return Termination.error, FinalResponse(data=data, error={**error, "status": None})

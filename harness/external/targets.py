@@ -1,0 +1,296 @@
+"""The built-in target kinds (``python``, ``command``) and the built-in recognition of the
+frameworks' own limit exceptions. Both are an ordinary plugin (``DEFAULT_PLUGINS``).
+
+A target kind is registered as ``register(name, factory)``; ``factory()`` returns an
+object with ``check(value, root)`` (called when the scenario file
+loads: raise ``TargetError`` for a target that cannot run) and ``async run(value, call)``
+(called once per run with a ``TargetCall``: return the final answer, raise to end the run;
+it is cancelled at the timeout and must then stop what it started).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import importlib
+import inspect
+import os
+import shutil
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError, describe
+from harness.hookspecs import hookimpl
+
+__all__ = [
+    "LIMIT_EXCEPTIONS",
+    "CommandTarget",
+    "PythonTarget",
+    "TargetCall",
+    "TargetError",
+    "TargetExit",
+    "TargetStopped",
+]
+
+# The frameworks' "too many turns" exceptions, by class name (no framework is imported):
+# pydantic-ai, the OpenAI Agents SDK, LangGraph.
+LIMIT_EXCEPTIONS = frozenset({"UsageLimitExceeded", "MaxTurnsExceeded", "GraphRecursionError"})
+
+# Kept from a failing command's stderr for final.error.
+_STDERR_TAIL = 2000
+
+
+class TargetError(HarnessError):
+    """A target that cannot run (said when the scenario file loads)."""
+
+
+class TargetExit(Exception):
+    """A command target exited with a non-zero status."""
+
+    def __init__(self, status: int, stderr: str) -> None:
+        super().__init__(f"the command exited with status {status}")
+        self.status = status
+        self.stderr = stderr
+
+    @property
+    def details(self) -> dict[str, Any]:
+        """What final.error keeps beside the message."""
+        return {"exit_status": self.status, "stderr": self.stderr}
+
+
+class TargetStopped(BaseException):
+    """Raised inside a sync Python target's thread when its time ran out."""
+
+
+@dataclass
+class TargetCall:
+    """One call of a target: its input, where the model is served, and the environment."""
+
+    input: str | None
+    base_url: str
+    root: Path
+    timeout: float
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+# -- python: module:callable --------------------------------------------------------------
+
+
+def _load(value: str, root: Path) -> Any:
+    module_name, _, attr = value.partition(":")
+    if not module_name or not attr:
+        raise TargetError(f"{value!r}: write 'module:callable' (e.g. myagents.weather:answer)")
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise TargetError(
+            f"cannot import {module_name!r}: {type(exc).__name__}: {exc} (modules import "
+            "from the project root)"
+        ) from None
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise TargetError(f"module {module_name!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise TargetError(
+            f"{value!r} is {describe(obj)}, not a callable: point python: at a function "
+            "called with the input"
+        )
+    return obj
+
+
+def _is_async(fn: Any) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004 - an object whose __call__ is async
+    )
+
+
+def _wants_base_url(fn: Any) -> bool:
+    try:
+        return "base_url" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _interrupt(thread: threading.Thread) -> None:
+    """Raise TargetStopped in ``thread`` (at its next Python instruction)."""
+    if thread.ident is not None and thread.is_alive():
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(
+            ctypes.c_ulong(thread.ident), ctypes.py_object(TargetStopped)
+        )
+
+
+async def _in_thread(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` in a thread of its own, interrupted when cancelled.
+
+    Not the loop's default executor: asyncio.run waits for that one's threads, and a
+    target that never returns would hold the run forever.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    def work() -> None:
+        try:
+            result, error = fn(*args, **kwargs), None
+        except TargetStopped:
+            return
+        except BaseException as exc:
+            result, error = None, exc
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
+            loop.call_soon_threadsafe(settle, result, error)
+
+    thread = threading.Thread(target=work, name="harness-target", daemon=True)
+    thread.start()
+    try:
+        return await future
+    except asyncio.CancelledError:
+        _interrupt(thread)
+        raise
+
+
+class PythonTarget:
+    """``python: module:callable``: called with the input (and ``base_url`` if it takes one)."""
+
+    def check(self, value: Any, root: Path) -> None:
+        """Import the module and find the callable."""
+        if not isinstance(value, str):
+            raise TargetError(f"expected 'module:callable', got {describe(value)}")
+        _load(value, root)
+
+    async def run(self, value: str, call: TargetCall) -> str:
+        """Call it with the model served at ``call.base_url``; its return value is the answer."""
+        fn = _load(value, call.root)
+        kwargs = {"base_url": call.base_url} if _wants_base_url(fn) else {}
+        with _environment(call.env):
+            if _is_async(fn):
+                result = await fn(call.input, **kwargs)
+            else:
+                result = await _in_thread(fn, call.input, **kwargs)
+                if inspect.isawaitable(result):
+                    result = await result
+        return result if isinstance(result, str) else str(result)
+
+
+# -- command: [argv] --------------------------------------------------------------------------
+
+
+def _program(argv: list[str], root: Path) -> str | None:
+    """Why the program cannot run (None when it can)."""
+    program = argv[0]
+    if os.sep in program or (os.altsep and os.altsep in program):
+        path = Path(program) if Path(program).is_absolute() else root / program
+        if not path.is_file():
+            return f"command {program!r} not found (no file {path})"
+        if not os.access(path, os.X_OK):
+            return f"command {program!r} is not executable (chmod +x {program})"
+        return None
+    if shutil.which(program) is None:
+        return f"command {program!r} not found on PATH"
+    return None
+
+
+def _kill(process: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+class CommandTarget:
+    """``command: [argv]``: run in the project root; the input on stdin or as ``{input}``;
+    stdout (stripped) is the answer."""
+
+    def check(self, value: Any, root: Path) -> None:
+        """The program exists (on PATH, or as a path from the project root)."""
+        if not isinstance(value, list) or not value or not all(isinstance(a, str) for a in value):
+            raise TargetError(f"expected a non-empty list of strings (argv), got {describe(value)}")
+        problem = _program(value, root)
+        if problem is not None:
+            raise TargetError(problem)
+
+    async def run(self, value: list[str], call: TargetCall) -> str:
+        """Run it; a non-zero exit raises TargetExit; cancelled, its process group is killed."""
+        text = call.input or ""
+        placed = any("{input}" in arg for arg in value)
+        argv = [arg.replace("{input}", text) for arg in value]
+        if argv[0].startswith(("./", "../")):
+            argv[0] = str(call.root / argv[0])
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.DEVNULL if placed else asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=call.root,
+            env={**os.environ, **call.env},
+            # Its own process group: a timeout kills the program and whatever it started.
+            start_new_session=True,
+        )
+        try:
+            out, err = await process.communicate(None if placed else text.encode())
+        except asyncio.CancelledError:
+            _kill(process)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(process.wait(), 5)
+            raise
+        if process.returncode != 0:
+            tail = err.decode("utf-8", "replace")[-_STDERR_TAIL:].strip()
+            raise TargetExit(process.returncode or 0, tail)
+        return out.decode("utf-8", "replace").strip()
+
+
+# -- the plugin ---------------------------------------------------------------------------------
+
+
+@hookimpl
+def harness_register_targets(register: Any) -> None:
+    """``python: module:callable`` and ``command: [argv]``."""
+    register("python", PythonTarget)
+    register("command", CommandTarget)
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    at: BaseException | None = exc
+    while at is not None and id(at) not in seen and len(seen) < 20:
+        seen.add(id(at))
+        yield at
+        at = at.__cause__ or at.__context__
+
+
+@hookimpl(trylast=True)
+def harness_classify_exception(exc: BaseException) -> str | None:
+    """``max_iterations`` for pydantic-ai's, the Agents SDK's and LangGraph's limit
+    exceptions (by class name, also as the cause of another), else no opinion."""
+    for link in _chain(exc):
+        if any(cls.__name__ in LIMIT_EXCEPTIONS for cls in type(link).__mro__):
+            return "max_iterations"
+    return None

@@ -1,0 +1,319 @@
+"""Reading what crosses the boundary: request bodies and replies of both OpenAI APIs.
+
+Chat Completions and the Responses API, whole JSON or Server-Sent Events, are read
+into the same shapes: the tool results a request carries, the reply's text, tool calls,
+finish reason and usage (under Chat Completions' names), and the conversation as
+harness messages. Nothing here touches the network.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+    message_from_openai,
+)
+
+__all__ = [
+    "ObservedReply",
+    "api_of",
+    "conversation_of",
+    "error_of",
+    "instructions_of",
+    "items_of",
+    "messages_of",
+    "read_reply",
+    "tool_results",
+]
+
+_USAGE = (
+    ("prompt_tokens", "input_tokens"),
+    ("completion_tokens", "output_tokens"),
+    ("total_tokens", "total_tokens"),
+)
+
+
+def api_of(path: str) -> str | None:
+    """``chat`` or ``responses`` for the two model endpoints (any prefix), else None."""
+    if path.endswith("/chat/completions"):
+        return "chat"
+    if path.endswith("/responses"):
+        return "responses"
+    return None
+
+
+def items_of(api: str, body: dict[str, Any]) -> list[Any]:
+    """The conversation items of a request body (``messages`` or ``input``)."""
+    if api == "chat":
+        items = body.get("messages")
+        return items if isinstance(items, list) else []
+    items = body.get("input")
+    if isinstance(items, str):
+        return [{"role": "user", "content": items}]
+    return items if isinstance(items, list) else []
+
+
+def text_of(content: Any) -> str | None:
+    """The text of a content value: a string, or a list of text parts."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            str(part.get("text") or part.get("refusal") or "")
+            for part in content
+            if isinstance(part, dict)
+        )
+    return json.dumps(content, ensure_ascii=False)
+
+
+def tool_results(api: str, items: list[Any], start: int = 0) -> dict[str, str]:
+    """call id -> the tool result text that ``items[start:]`` carry."""
+    found: dict[str, str] = {}
+    for index in range(start, len(items)):
+        item = items[index]
+        if not isinstance(item, dict):
+            continue
+        if api == "chat":
+            if item.get("role") == "tool" and item.get("tool_call_id") is not None:
+                found[str(item["tool_call_id"])] = text_of(item.get("content")) or ""
+        elif item.get("type") == "function_call_output" and item.get("call_id") is not None:
+            output = item.get("output")
+            found[str(item["call_id"])] = (
+                output if isinstance(output, str) else text_of(output) or ""
+            )
+    return found
+
+
+@dataclass
+class ObservedReply:
+    """The model's reply as the target received it."""
+
+    content: str | None = None
+    calls: list[ToolCall] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+
+    def message(self) -> AssistantMessage:
+        """The reply as a harness AssistantMessage."""
+        return AssistantMessage(
+            content=self.content, tool_calls=self.calls, finish_reason=self.finish_reason
+        )
+
+
+def _usage(raw: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    if not isinstance(raw, dict):
+        return out
+    for name, alias in _USAGE:
+        value = raw.get(name, raw.get(alias))
+        if isinstance(value, int) and not isinstance(value, bool):
+            out[name] = value
+    return out
+
+
+def _call(call_id: Any, name: Any, arguments: Any) -> ToolCall:
+    text = arguments if isinstance(arguments, str) or arguments is None else json.dumps(arguments)
+    return ToolCall.from_text(str(call_id or ""), str(name or ""), text)
+
+
+def _sse_events(text: str) -> list[dict[str, Any]]:
+    events = []
+    for line in text.splitlines():
+        if not line.startswith("data:"):
+            continue
+        payload = line[5:].strip()
+        if not payload or payload == "[DONE]":
+            continue
+        try:
+            event = json.loads(payload)
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            events.append(event)
+    return events
+
+
+def _chat_whole(body: dict[str, Any]) -> ObservedReply:
+    choice = (body.get("choices") or [{}])[0] or {}
+    message = choice.get("message") or {}
+    calls = [
+        _call(
+            c.get("id"),
+            (c.get("function") or {}).get("name"),
+            (c.get("function") or {}).get("arguments"),
+        )
+        for c in message.get("tool_calls") or []
+        if isinstance(c, dict)
+    ]
+    content = text_of(message.get("content")) or text_of(message.get("refusal")) or None
+    return ObservedReply(content, calls, choice.get("finish_reason"), _usage(body.get("usage")))
+
+
+def _chat_stream(events: list[dict[str, Any]]) -> ObservedReply:
+    parts: list[str] = []
+    slots: dict[int, dict[str, Any]] = {}
+    reply = ObservedReply()
+    for chunk in events:
+        if chunk.get("usage"):
+            reply.usage = _usage(chunk["usage"])
+        for choice in chunk.get("choices") or []:
+            if choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            if delta.get("content"):
+                parts.append(delta["content"])
+            for tc in delta.get("tool_calls") or []:
+                slot = slots.setdefault(tc.get("index", 0), {"id": None, "name": "", "args": []})
+                slot["id"] = slot["id"] or tc.get("id")
+                function = tc.get("function") or {}
+                # Some providers resend the name in every chunk: keep it once.
+                if function.get("name") and function["name"] != slot["name"]:
+                    slot["name"] += function["name"]
+                if function.get("arguments"):
+                    slot["args"].append(function["arguments"])
+            if choice.get("finish_reason"):
+                reply.finish_reason = choice["finish_reason"]
+    reply.content = "".join(parts) or None
+    reply.calls = [_call(s["id"], s["name"], "".join(s["args"])) for _, s in sorted(slots.items())]
+    return reply
+
+
+def _responses_whole(body: dict[str, Any]) -> ObservedReply:
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for item in body.get("output") or []:
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") == "message":
+            texts.extend(text_of([p]) or "" for p in item.get("content") or [])
+        elif item.get("type") == "function_call":
+            calls.append(_call(item.get("call_id"), item.get("name"), item.get("arguments")))
+    if calls:
+        finish = "tool_calls"
+    elif body.get("status") == "incomplete":
+        finish = "length"
+    else:
+        finish = "stop"
+    return ObservedReply("".join(texts) or None, calls, finish, _usage(body.get("usage")))
+
+
+def _responses_stream(events: list[dict[str, Any]]) -> ObservedReply:
+    for event in reversed(events):
+        if event.get("type") in ("response.completed", "response.incomplete"):
+            return _responses_whole(event.get("response") or {})
+    done = [e.get("item") for e in events if e.get("type") == "response.output_item.done"]
+    return _responses_whole({"output": done})
+
+
+def read_reply(api: str, raw: bytes) -> ObservedReply:
+    """The reply in a successful answer's body (JSON, or the events of a stream)."""
+    text = raw.decode("utf-8", "replace")
+    stripped = text.lstrip()
+    if stripped.startswith(("data:", "event:")):
+        events = _sse_events(text)
+        return _chat_stream(events) if api == "chat" else _responses_stream(events)
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return ObservedReply()
+    if not isinstance(body, dict):
+        return ObservedReply()
+    return _chat_whole(body) if api == "chat" else _responses_whole(body)
+
+
+def error_of(status: int, raw: bytes) -> dict[str, Any]:
+    """``{type, message, status}`` of an error answer (OpenAI's ``{"error": {...}}`` body)."""
+    message = code = None
+    try:
+        body = json.loads(raw.decode("utf-8", "replace"))
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        message = body["error"].get("message")
+        code = body["error"].get("code")
+    kind = {"timeout": "timeout", "script_exhausted": "script_exhausted"}.get(str(code))
+    if kind is None:
+        kind = "cassette_miss" if code == "cassette_miss" else "http_error"
+    text = message if isinstance(message, str) and message else f"HTTP {status}"
+    return {"type": kind, "message": text, "status": status}
+
+
+# -- conversations ------------------------------------------------------------------------
+
+
+def _from_responses(items: list[Any], names: dict[str, str]) -> list[Message]:
+    messages: list[Message] = []
+    previous_output = False
+    for item in items:
+        if not isinstance(item, dict):
+            previous_output = False
+            continue
+        kind, role = item.get("type"), item.get("role")
+        if kind == "function_call":
+            call = _call(item.get("call_id"), item.get("name"), item.get("arguments"))
+            names[call.id] = call.name
+            last = messages[-1] if messages else None
+            if previous_output and isinstance(last, AssistantMessage):
+                messages[-1] = last.model_copy(update={"tool_calls": [*last.tool_calls, call]})
+            else:
+                messages.append(AssistantMessage(content=None, tool_calls=[call]))
+            previous_output = True
+        elif kind == "function_call_output":
+            call_id = str(item.get("call_id") or "")
+            output = item.get("output")
+            content = output if isinstance(output, str) else text_of(output) or ""
+            messages.append(
+                ToolMessage(tool_call_id=call_id, name=names.get(call_id, ""), content=content)
+            )
+            previous_output = False
+        elif kind == "reasoning":
+            continue
+        elif role == "assistant":
+            messages.append(AssistantMessage(content=text_of(item.get("content"))))
+            previous_output = True
+        elif role in ("system", "developer"):
+            messages.append(SystemMessage(content=text_of(item.get("content")) or ""))
+            previous_output = False
+        elif role == "user":
+            messages.append(UserMessage(content=text_of(item.get("content")) or ""))
+            previous_output = False
+    return messages
+
+
+def messages_of(api: str, items: list[Any], names: dict[str, str] | None = None) -> list[Message]:
+    """Conversation items as harness messages (items harness cannot read are skipped).
+
+    ``names`` (call id -> tool name, for Responses API outputs) is kept across calls
+    when a conversation is read a part at a time.
+    """
+    if api == "responses":
+        return _from_responses(items, {} if names is None else names)
+    messages: list[Message] = []
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        try:
+            messages.append(message_from_openai(item))
+        except (ValueError, TypeError, AttributeError):
+            continue
+    return messages
+
+
+def instructions_of(api: str, body: dict[str, Any]) -> list[Message]:
+    """The Responses API's ``instructions`` as a system message (none for chat)."""
+    if api == "responses" and body.get("instructions"):
+        return [SystemMessage(content=text_of(body["instructions"]) or "")]
+    return []
+
+
+def conversation_of(api: str, body: dict[str, Any]) -> list[Message]:
+    """A request's whole conversation as harness messages."""
+    return [*instructions_of(api, body), *messages_of(api, items_of(api, body))]

@@ -1,0 +1,184 @@
+"""Recording a target through the proxy, replaying it from the cassette, explained misses,
+and ``harness serve --cassette`` (DESIGN sections 7 and 10).
+
+The proxy's upstream is another harness server on 127.0.0.1 (no internet): the
+recording is real HTTP through the real clients, into a real cassette file.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import openai
+import pytest
+import yaml
+
+from harness.llm.server import running_server
+from harness.scenario import run_scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+SECRET = "sk-recording-secret-0123456789abcdef"
+
+SCRIPT = [
+    {"tool_calls": [{"get_weather": {"city": "Paris"}}]},
+    {"tool_calls": [{"get_weather": {"city": "Rome"}}, {"get_time": {"city": "Rome"}}]},
+    {
+        "content": "Paris is 18C; Rome is 24C at 14:00.",
+        "usage": {"prompt_tokens": 50, "completion_tokens": 9, "total_tokens": 59},
+    },
+]
+
+CLIENTS = {
+    "raw-sync": ("raw_sdk:answer", "openai"),
+    "raw-stream": ("raw_sdk:answer_streaming", "openai"),
+    "pydantic-ai": ("pydantic_ai_agent:answer", "pydantic_ai"),
+    "agents-sdk-responses": ("agents_sdk:answer_responses_streamed", "agents"),
+}
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch, fresh_plugins):
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "t"\n')
+    monkeypatch.chdir(tmp_path)
+    # The example agents import as `scenarios.external.agents...` from the repository.
+    monkeypatch.syspath_prepend(str(ROOT))
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    return tmp_path
+
+
+def write_scenario(folder: Path, client: str, question: str) -> Path:
+    target, _ = CLIENTS[client]
+    path = folder / f"{client}.scenario.yaml"
+    path.write_text(
+        textwrap.dedent(
+            f"""\
+            target:
+              python: scenarios.external.agents.{target}
+              timeout: 30
+            input: {question}
+            llm: {{provider: openai, model: gpt-4o-mini, cassette: {client}.yaml}}
+            expect: {{termination: completed, script_consumed: true}}
+            """
+        )
+    )
+    return path
+
+
+def observed(result):
+    return result.model_dump(mode="json", exclude={"wall_time", "expectations"})
+
+
+@pytest.mark.parametrize("client", list(CLIENTS))
+def test_a_recording_through_the_proxy_replays_the_same_run(project, monkeypatch, client):
+    pytest.importorskip(CLIENTS[client][1])
+    path = write_scenario(project, client, "Weather in Paris and Rome?")
+    with running_server(SCRIPT) as upstream:
+        monkeypatch.setenv("OPENAI_BASE_URL", upstream)
+        monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+        recorded = run_scenario(path, record_mode="once")
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    monkeypatch.delenv("OPENAI_API_KEY")
+
+    assert recorded.status == "passed", recorded.final
+    cassette = project / f"{client}.yaml"
+    text = cassette.read_text()
+    assert SECRET not in text
+    assert "parsed_body" in text
+    assert len(yaml.safe_load(text)["interactions"]) == 3
+
+    replayed = run_scenario(path)  # upstream gone: the cassette answers alone
+
+    assert replayed.status == "passed"
+    assert observed(replayed) == observed(recorded)
+    assert (replayed.termination, replayed.llm_calls, replayed.iterations) == ("completed", 3, 3)
+    assert [(c.name, c.arguments, c.result, c.group) for c in replayed.tool_calls] == [
+        ("get_weather", {"city": "Paris"}, "18C, cloudy in Paris", 1),
+        ("get_weather", {"city": "Rome"}, "24C, sunny in Rome", 2),
+        ("get_time", {"city": "Rome"}, "14:00 in Rome", 2),
+    ]
+    assert replayed.parallel_groups == [["get_weather", "get_time"]]
+    assert replayed.final.content == "Paris is 18C; Rome is 24C at 14:00."
+    assert replayed.usage == {"prompt_tokens": 50, "completion_tokens": 9, "total_tokens": 59}
+
+
+def test_a_cassette_miss_is_explained_and_ends_the_run_in_llm_error(project, monkeypatch):
+    path = write_scenario(project, "raw-sync", "Weather in Paris and Rome?")
+    with running_server(SCRIPT) as upstream:
+        monkeypatch.setenv("OPENAI_BASE_URL", upstream)
+        run_scenario(path, record_mode="once")
+    monkeypatch.delenv("OPENAI_BASE_URL")
+
+    changed = write_scenario(project, "raw-sync", "Weather in Oslo?")
+    result = run_scenario(changed)
+
+    assert result.termination == "llm_error"
+    assert result.llm_calls == 1
+    error = result.final.error
+    assert (error["type"], error["status"]) == ("cassette_miss", 400)
+    assert error["message"].startswith(
+        "cassette miss: request 1 of the run (scenario raw-sync.scenario.yaml::raw-sync) has no "
+        "unplayed match in raw-sync.yaml (match: body, record mode: none)."
+    )
+    assert '-      "content": "Weather in Paris and Rome?",' in error["message"]
+    assert '+      "content": "Weather in Oslo?",' in error["message"]
+
+
+def test_harness_serve_serves_a_cassette_to_any_client(project, monkeypatch):
+    path = write_scenario(project, "raw-sync", "Weather in Paris and Rome?")
+    with running_server(SCRIPT) as upstream:
+        monkeypatch.setenv("OPENAI_BASE_URL", upstream)
+        run_scenario(path, record_mode="once")
+
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "serve",
+            "--cassette",
+            "raw-sync.yaml",
+            "--port",
+            "0",
+        ],
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = server.stdout.readline()
+        url = line.split(" at ")[1].split(" ")[0]
+        from scenarios.external.agents.raw_sdk import answer
+
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        monkeypatch.setenv("OPENAI_API_KEY", "anything")
+        # Twice: a served cassette starts over once it was played through.
+        assert answer("Weather in Paris and Rome?") == "Paris is 18C; Rome is 24C at 14:00."
+        assert answer("Weather in Paris and Rome?") == "Paris is 18C; Rome is 24C at 14:00."
+        with pytest.raises(openai.BadRequestError, match="cassette miss"):
+            answer("Weather in Oslo?")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_harness_record_then_harness_run_on_a_target_scenario(project, monkeypatch, capsys):
+    from harness.cli import main
+
+    path = write_scenario(project, "raw-sync", "Weather in Paris and Rome?")
+    with running_server(SCRIPT) as upstream:
+        monkeypatch.setenv("OPENAI_BASE_URL", upstream)
+        monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+        recorded = main(["record", str(path)])
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    replayed = main(["run", str(path)])
+    out = capsys.readouterr().out
+
+    assert (recorded, replayed) == (0, 0), out
+    assert (project / "raw-sync.yaml").is_file()
+    assert SECRET not in (project / "raw-sync.yaml").read_text()
+    assert SECRET not in (project / "reports" / "results.json").read_text()

@@ -1,0 +1,445 @@
+"""Target kinds and how a target run ends: hangs, crashes, bad targets, skipped targets,
+plugin target kinds and plugin exception classification (DESIGN section 10).
+
+Each test writes a small project (pyproject.toml, an agent module, a scenario) and runs
+it for real: the agent talks to harness's server on 127.0.0.1 through the openai SDK.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import hookimpl
+from harness.cli import main
+from harness.plugins import get_plugins
+from harness.report import render_html
+from harness.results import build_results
+from harness.scenario import run_scenario
+
+AGENT = '''
+import asyncio, json, sys, time
+import openai
+
+TOOLS = [{"type": "function", "function": {"name": "lookup", "parameters": {
+    "type": "object", "properties": {"q": {"type": "string"}}}}}]
+
+
+def _round(client, messages):
+    reply = client.chat.completions.create(model="m", messages=messages, tools=TOOLS)
+    message = reply.choices[0].message
+    messages.append(message.model_dump(exclude_none=True))
+    for call in message.tool_calls or []:
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": "found " + call.function.arguments})
+    return message
+
+
+def loop(question):
+    client = openai.OpenAI(max_retries=0)
+    messages = [{"role": "user", "content": question}]
+    while True:
+        message = _round(client, messages)
+        if not message.tool_calls:
+            return message.content
+
+
+def crash_after_a_round(question):
+    client = openai.OpenAI(max_retries=0)
+    messages = [{"role": "user", "content": question}]
+    _round(client, messages)
+    _round(client, messages)
+    raise RuntimeError("the agent fell over")
+
+
+async def hang_async(question):
+    await asyncio.sleep(3600)
+
+
+def hang_sync(question):
+    while True:
+        time.sleep(0.02)
+
+
+def limit(question):
+    class GraphRecursionError(Exception):
+        pass
+
+    loop_once = openai.OpenAI(max_retries=0)
+    _round(loop_once, [{"role": "user", "content": question}])
+    raise RuntimeError("gave up") from GraphRecursionError("Recursion limit of 1 reached")
+
+
+class Budget(Exception):
+    pass
+
+
+def over_budget(question):
+    raise Budget("spent it all")
+
+
+def echo_command():
+    """Run as a command: one round, then print the answer or fail."""
+    question = sys.stdin.read()
+    client = openai.OpenAI(max_retries=0)
+    messages = [{"role": "user", "content": question}]
+    _round(client, messages)
+    if "fail" in question:
+        sys.stderr.write("something broke\\nexit now\\n")
+        sys.exit(3)
+    print(_round(client, messages).content)
+
+
+ANSWER = 42
+
+if __name__ == "__main__":
+    echo_command()
+'''
+
+SCRIPT = """\
+llm:
+  script:
+    - tool_calls: [{lookup: {q: one}}, {lookup: {q: two}}]
+    - content: Both found.
+"""
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch, fresh_plugins):
+    """A project folder with an agent module named after the test (imports are cached)."""
+    name = "agent_" + "".join(c if c.isalnum() else "_" for c in tmp_path.name)
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "t"\n')
+    (tmp_path / f"{name}.py").write_text(AGENT)
+    monkeypatch.chdir(tmp_path)
+    yield tmp_path, name
+    sys.modules.pop(name, None)
+
+
+def scenario(folder: Path, text: str, name: str = "t") -> Path:
+    path = folder / f"{name}.scenario.yaml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def target(module: str, fn: str, extra: str = "") -> str:
+    return f"target:\n  python: {module}:{fn}\n{extra}input: look both up\n"
+
+
+def test_a_crash_mid_run_keeps_what_was_observed(project):
+    folder, module = project
+    result = run_scenario(scenario(folder, target(module, "crash_after_a_round") + SCRIPT))
+
+    assert result.termination == "error"
+    assert result.status == "error"
+    assert result.final.error == {
+        "type": "error",
+        "exception": "RuntimeError",
+        "message": "the agent fell over",
+        "status": None,
+    }
+    assert result.llm_calls == 2
+    assert [(c.arguments, c.result, c.status) for c in result.tool_calls] == [
+        ({"q": "one"}, 'found {"q": "one"}', "ok"),
+        ({"q": "two"}, 'found {"q": "two"}', "ok"),
+    ]
+    # The report shows the calls made before the crash.
+    page = render_html(build_results([result]))
+    assert "found {&#34;q&#34;: &#34;two&#34;}" in page
+
+
+@pytest.mark.parametrize("fn", ["hang_async", "hang_sync"])
+def test_a_hanging_python_target_is_stopped_at_its_timeout(project, fn):
+    folder, module = project
+    path = scenario(folder, target(module, fn, "  timeout: 0.5\n") + SCRIPT)
+    started = time.monotonic()
+    result = run_scenario(path)
+
+    assert time.monotonic() - started < 20
+    assert result.termination == "error"
+    assert result.final.error["type"] == "timeout"
+    assert result.final.error["message"] == (
+        "the target did not finish within its timeout (0.5 s) and was stopped; raise "
+        "target.timeout if it needs longer"
+    )
+    # A sync target's thread is interrupted, not left running.
+    deadline = time.monotonic() + 10
+    while any(t.name == "harness-target" for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "the target's thread is still running"
+        time.sleep(0.05)
+
+
+def test_a_hanging_command_is_killed_at_its_timeout(project):
+    folder, _ = project
+    code = "import os, time; open('pid', 'w').write(str(os.getpid())); time.sleep(60)"
+    path = scenario(
+        folder,
+        f'target:\n  command: [{sys.executable}, -c, "{code}"]\n  timeout: 1\ninput: hi\n' + SCRIPT,
+    )
+    result = run_scenario(path)
+
+    assert result.termination == "error"
+    assert result.final.error["type"] == "timeout"
+    pid = int((folder / "pid").read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_a_command_target_answers_on_stdout_and_fails_with_its_stderr(project):
+    folder, module = project
+    command = f"target:\n  command: [{sys.executable}, {module}.py]\n"
+    done = run_scenario(scenario(folder, command + "input: look both up\n" + SCRIPT, "ok"))
+    failed = run_scenario(scenario(folder, command + "input: fail please\n" + SCRIPT, "bad"))
+
+    assert (done.termination, done.final.content, done.llm_calls) == ("completed", "Both found.", 2)
+    assert [c.status for c in done.tool_calls] == ["ok", "ok"]
+    assert failed.termination == "error"
+    assert failed.final.error["message"] == "the command exited with status 3"
+    assert failed.final.error["exit_status"] == 3
+    assert failed.final.error["stderr"] == "something broke\nexit now"
+    # What it did before failing is still observed.
+    assert failed.llm_calls == 1
+    assert [c.status for c in failed.tool_calls] == ["not_run", "not_run"]
+
+
+def test_the_input_can_replace_a_placeholder_in_argv(project):
+    folder, _ = project
+    code = "import sys; print(sys.argv[1].upper())"
+    path = scenario(
+        folder,
+        f'target:\n  command: [{sys.executable}, -c, "{code}", "{{input}}"]\ninput: hi there\n',
+    )
+    result = run_scenario(path)
+
+    assert (result.termination, result.final.content, result.llm_calls) == (
+        "completed",
+        "HI THERE",
+        0,
+    )
+
+
+def test_the_frameworks_limit_exceptions_are_recognized_by_name_also_as_a_cause(project):
+    folder, module = project
+    result = run_scenario(scenario(folder, target(module, "limit") + SCRIPT))
+
+    assert result.termination == "max_iterations"
+    assert result.final.error["type"] == "max_iterations"
+    assert result.memory[-1] == {"kind": "final", "content": "gave up"}
+
+
+class _Budget:
+    @hookimpl
+    def harness_classify_exception(self, exc):
+        return "max_iterations" if type(exc).__name__ == "Budget" else None
+
+
+@pytest.mark.hooks("harness_classify_exception")
+def test_a_plugin_classifies_its_frameworks_exception(project):
+    folder, module = project
+    path = scenario(folder, target(module, "over_budget") + SCRIPT)
+
+    assert run_scenario(path).termination == "error"
+    result = run_scenario(path, plugins=[_Budget()])
+    assert result.termination == "max_iterations"
+    assert result.final.error == {
+        "type": "max_iterations",
+        "exception": "Budget",
+        "message": "spent it all",
+        "status": None,
+    }
+
+
+PLUGIN = '''
+import openai
+from harness import hookimpl
+
+
+class Prefixed:
+    """Target kind `prefixed`: one request with the value before the input."""
+
+    def check(self, value, root):
+        from harness.external import TargetError
+
+        if not isinstance(value, str):
+            raise TargetError("prefixed: takes a string")
+
+    async def run(self, value, call):
+        async with openai.AsyncOpenAI(base_url=call.base_url, api_key="x", max_retries=0) as client:
+            reply = await client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": value + (call.input or "")}]
+            )
+        return reply.choices[0].message.content
+
+
+@hookimpl
+def harness_register_targets(register):
+    register("prefixed", Prefixed)
+'''
+
+
+@pytest.mark.hooks("harness_register_targets")
+def test_a_plugin_registers_a_target_kind(tmp_path, monkeypatch, fresh_plugins):
+    (tmp_path / "pyproject.toml").write_text('[tool.harness]\nplugins = ["kinds_plugin"]\n')
+    (tmp_path / "kinds_plugin.py").write_text(PLUGIN)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = scenario(
+        tmp_path,
+        """\
+        target: {prefixed: "Say: "}
+        input: hello
+        llm: {script: [{content: hello back}]}
+        expect: {termination: completed, final: {equals: hello back}, llm_calls: 1}
+        """,
+    )
+    result = run_scenario(path)
+    plugins = get_plugins(tmp_path)
+    implemented = plugins.hook.harness_register_targets.get_hookimpls()
+    sys.modules.pop("kinds_plugin", None)
+
+    assert result.status == "passed"
+    assert "kinds_plugin" in [impl.plugin_name for impl in implemented]
+    assert plugins.registered["kinds_plugin"].targets == ["prefixed"]
+    bad = scenario(tmp_path, "target: {prefixed: [1]}\ninput: x\n", "bad")
+    assert main(["validate", str(bad)]) == 2
+
+
+def validate(path: Path, capsys) -> tuple[int, str]:
+    status = main(["validate", str(path)])
+    return status, capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "target: {python: 'no_such_module_xyz:run'}\ninput: x\n",
+            "t.scenario.yaml:1: target.python: cannot import 'no_such_module_xyz': "
+            "ModuleNotFoundError: No module named 'no_such_module_xyz' (modules import from "
+            "the project root)",
+        ),
+        (
+            "target: {python: 'MODULE:ANSWER'}\ninput: x\n",
+            "t.scenario.yaml:1: target.python: 'MODULE:ANSWER' is int 42, not a callable: point "
+            "python: at a function called with the input",
+        ),
+        (
+            "target: {python: 'MODULE:nothing_here'}\ninput: x\n",
+            "t.scenario.yaml:1: target.python: module 'MODULE' has no attribute 'nothing_here'",
+        ),
+        (
+            "target:\n  command: [no-such-program-xyz, run]\ninput: x\n",
+            "t.scenario.yaml:2: target.command: command 'no-such-program-xyz' not found on PATH",
+        ),
+        (
+            "target: {python: 'MODULE:loop'}\nagent: {planner: react}\ninput: x\n",
+            "t.scenario.yaml:2: agent.planner: planner is a setting of harness's own loop and "
+            "cannot apply to a target, which runs its own loop: remove it (only "
+            "agent.stagnation applies)",
+        ),
+        (
+            "target: {python: 'MODULE:loop'}\ninput: x\ntools:\n  lookup: {returns: x}\n",
+            "t.scenario.yaml:3: tools: a target runs its own tools: the stubs under tools: are "
+            "never used; remove tools:",
+        ),
+        (
+            "target: {python: 'MODULE:loop', command: [ls]}\ninput: x\n",
+            "t.scenario.yaml:1: target: give exactly one target kind (command, python); given: "
+            "python, command",
+        ),
+        (
+            "target: {pyhton: 'MODULE:loop'}\ninput: x\n",
+            "t.scenario.yaml:1: target.pyhton: unknown target kind 'pyhton' (known: command, "
+            "python); did you mean 'python'?",
+        ),
+        (
+            "target: {python: 'MODULE:loop', on_stagnation: halt}\ninput: x\n",
+            "t.scenario.yaml:1: target.on_stagnation: expected 'observe' or 'stop'",
+        ),
+    ],
+)
+def test_bad_targets_are_errors_with_their_line(project, capsys, text, expected):
+    folder, module = project
+    path = scenario(folder, text.replace("MODULE", module))
+
+    status, out = validate(path, capsys)
+
+    assert status == 2
+    assert out.splitlines()[0] == expected.replace("MODULE", module)
+
+
+def test_a_target_needing_what_is_not_installed_is_skipped_with_the_reason(project):
+    folder, module = project
+    text = target(module, "loop", "  requires: [no_such_framework_xyz]\n") + SCRIPT
+    scenario(folder, text.replace("loop", "missing_function"))
+
+    checked = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "validate", "."],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    ran = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "run", ".", "--", "-rs"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "1 skipped" in ran.stdout
+    assert "the target needs 'no_such_framework_xyz', which is not installed" in ran.stdout
+
+
+def test_stagnation_is_observed_without_changing_the_replies(project):
+    folder, module = project
+    path = scenario(
+        folder,
+        target(module, "loop")
+        + "llm:\n  script:\n    - tool_calls: [{lookup: {q: same}}]\n      repeat: 5\n"
+        "    - content: Done at last.\n",
+    )
+    result = run_scenario(path)
+
+    assert (result.termination, result.final.content, result.llm_calls) == (
+        "completed",
+        "Done at last.",
+        6,
+    )
+    signature = [["lookup", '{"q":"same"}']]
+    assert result.final.data == {
+        "stagnation_observed": {"iteration": 4, "signature": signature, "window": 3}
+    }
+    observed = [e for e in result.events if e["event"] == "stagnation_observed"]
+    assert [e["iteration"] for e in observed] == [4, 5]
+
+
+def _readme_block(first_line: str) -> str:
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    start = text.index(first_line)
+    return text[start : text.index("```", start)]
+
+
+def test_the_readmes_shortest_example_works(tmp_path, monkeypatch, fresh_plugins):
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "t"\n')
+    (tmp_path / "myagents").mkdir()
+    (tmp_path / "myagents" / "weather.py").write_text(_readme_block("# myagents/weather.py"))
+    path = tmp_path / "weather.scenario.yaml"
+    path.write_text(_readme_block("# scenarios/weather.scenario.yaml"))
+    monkeypatch.chdir(tmp_path)
+    try:
+        result = run_scenario(path)
+    finally:
+        for name in [m for m in sys.modules if m == "myagents" or m.startswith("myagents.")]:
+            del sys.modules[name]
+
+    assert result.status == "passed"
+    assert result.final.content == "It is 18C in Paris."
