@@ -286,3 +286,15 @@ def _record(
             )
     if abort is not None:
         raise abort
+    _end_on_output_tool(ran, records)
+
+
+def _end_on_output_tool(ran: list[Prepared], records: list[ToolCallRecord]) -> None:
+    """A call to an output tool (``ends_run``) that ran ends the run, completed, with its
+    arguments as the output: the first such call of the plan, in the model's order."""
+    for p, record in zip(ran, records, strict=True):
+        if p.tool is not None and p.tool.ends_run and record.status == "ok":
+            raise RunStopped(
+                Termination.completed,
+                FinalResponse(data={"output_tool": p.call.name, "output": p.call.arguments}),
+            )

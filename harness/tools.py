@@ -68,8 +68,11 @@ class Tool:
         model: type[BaseModel] | None = None,
         parameters: dict[str, Any] | None = None,
         strict: bool = False,
+        ends_run: bool = False,
     ) -> None:
         self.fn = fn
+        # An output tool: a call to it that runs ends the run (harness.toolplan).
+        self.ends_run = ends_run
         self.name = name
         self.description = description
         self.model = model

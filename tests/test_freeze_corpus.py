@@ -64,10 +64,6 @@ REFUSED = {
         "was not recorded, so no scenario can replay it; record the run from its first request",
         None,
     ),
-    "pydantic-ai-test_openai_responses_output_type.yaml": (
-        "the recording ends on a call to final_result that no later request answers",
-        {"max_iterations": 2},
-    ),
 }
 
 NOTES = {
@@ -85,9 +81,17 @@ NOTES = {
 }
 
 
+# Recordings that end on a call no later request answers (an output tool): the frozen
+# scenario marks that tool ends_run, and its run ends there, completed, with the call's
+# arguments as final.data.output -> (tool, the output's keys).
+OUTPUT_TOOL = {
+    "pydantic-ai-test_openai_responses_output_type.yaml": ("final_result", ["age", "name"]),
+}
+
+
 def test_every_foreign_cassette_has_an_outcome():
     names = sorted(p.name for p in FOREIGN.glob("*.yaml"))
-    assert names == sorted({*PASSES, *REFUSED})
+    assert names == sorted({*PASSES, *REFUSED, *OUTPUT_TOOL})
     projects = {name.split("-test")[0] for name in names}
     assert len(names) >= 10 and len(projects) >= 4
 
@@ -112,6 +116,26 @@ def test_a_foreign_cassette_freezes_into_a_scenario_that_passes(tmp_path, capsys
     assert [c.name for c in result.tool_calls] == calls
     scenario = yaml.safe_load(out.read_text())
     assert scenario["expect"]["final"]["equals"] == answer
+
+
+@pytest.mark.parametrize("name", sorted(OUTPUT_TOOL))
+def test_a_recording_that_ends_on_an_output_tool_freezes_into_a_run_that_ends_there(
+    tmp_path, capsys, name
+):
+    tool, keys = OUTPUT_TOOL[name]
+    out = tmp_path / "frozen.scenario.yaml"
+    assert freeze_main([str(FOREIGN / name), "-o", str(out)]) == 0
+    assert "the frozen scenario marks it ends_run: true" in capsys.readouterr().err
+    scenario = yaml.safe_load(out.read_text())
+    assert scenario["tools"][tool]["ends_run"] is True
+    result = run_scenario(out)
+    assert result.status == "passed", [e for e in result.expectations if not e.ok]
+    assert result.termination == "completed"
+    assert result.final.data["output_tool"] == tool
+    assert sorted(result.final.data["output"]) == keys
+    assert scenario["expect"]["final"]["data"] == result.final.data
+    # The recorded reply was the last: no request after the output tool's call.
+    assert result.llm_calls == len(scenario["llm"]["script"])
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))

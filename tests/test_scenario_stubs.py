@@ -583,3 +583,57 @@ def test_two_errors_for_every_call_are_refused(tmp_path):
     )
     with pytest.raises(ScenarioError, match="every call already has an error"):
         load_scenario(path)
+
+
+def test_a_call_to_an_ends_run_tool_ends_the_run_with_its_arguments_as_the_output(tmp_path):
+    # An output tool (pydantic-ai's final_result): the run ends once its call has run,
+    # completed, with no further request; a call of the same plan before it still runs.
+    path = write(
+        tmp_path,
+        """\
+        name: output-tool
+        input: Paris as a record?
+        agent: {planner: react}
+        tools:
+          get_weather: {parameters: {city: str}, returns: "18C"}
+          final_result: {parameters: {city: str, temperature: str}, ends_run: true}
+        llm:
+          script:
+            - tool_calls: [{get_weather: {city: Paris}}]
+            - tool_calls: [{get_weather: {city: Rome}}, {final_result: {city: Paris, temperature: 18C}}]
+            - content: never asked for
+        expect:
+          termination: completed
+          final: {data: {output_tool: final_result, output: {city: Paris, temperature: 18C}}}
+        """,
+    )
+    result = run_scenario(path)
+    assert result.status == "passed", [e for e in result.expectations if not e.ok]
+    assert result.llm_calls == 2
+    assert [(c.name, c.status) for c in result.tool_calls] == [
+        ("get_weather", "ok"),
+        ("get_weather", "ok"),
+        ("final_result", "ok"),
+    ]
+    assert result.final.content is None
+
+
+def test_an_ends_run_call_with_invalid_arguments_does_not_end_the_run(tmp_path):
+    path = write(
+        tmp_path,
+        """\
+        name: output-tool-retry
+        input: Paris as a record?
+        agent: {planner: react, on_validation_error: retry}
+        tools:
+          final_result: {parameters: {city: str}, ends_run: true}
+        llm:
+          script:
+            - tool_calls: [{final_result: {town: Paris}}]
+            - tool_calls: [{final_result: {city: Paris}}]
+        """,
+    )
+    result = run_scenario(path)
+    assert result.termination == "completed" and result.llm_calls == 2
+    assert [c.status for c in result.tool_calls] == ["invalid", "ok"]
+    assert result.final.data == {"output_tool": "final_result", "output": {"city": "Paris"}}

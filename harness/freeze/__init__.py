@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.freeze.build import build_scenario, replayed_calls
+from harness.freeze.build import build_scenario, output_tools, replayed_calls
 from harness.freeze.chains import rebuild_chains, skipped_interactions
 from harness.freeze.check import Sent, expectations, first_difference, run_offline, set_aside
 from harness.freeze.recorded import (
@@ -165,7 +165,16 @@ def _source(cassette: str | Path | None, scenario: str | Path | None, run: int |
             "the script uses the client's"
         )
     notes.extend(set_aside(replayed_calls(chosen)))
-    return _Source(path, shown, runs, chosen, scenario, original, notes)
+    source = _Source(path, shown, runs, chosen, scenario, original, notes)
+    ended_by = output_tools(chosen)
+    if ended_by and original is None:
+        notes.append(
+            f"the recording ends on a call to {', '.join(ended_by)} that no later request "
+            "answers (an output tool, say): the frozen scenario marks it ends_run: true, so "
+            "its run ends there, completed; if an iteration limit stopped the recording, "
+            "pass --scenario with the scenario that made it"
+        )
+    return source
 
 
 def _notes(source: _Source, run: int | None) -> list[str]:

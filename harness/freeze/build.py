@@ -231,6 +231,22 @@ def _results(
     return results
 
 
+def output_tools(run: RecordedRun) -> list[str]:
+    """The tools whose calls end the recording like an output tool's: called by the last
+    reply, answered by no later request, and called nowhere before in the run.
+
+    A client stopped there (pydantic-ai's final_result, the Agents SDK's
+    stop_on_first_tool). A tool the run called before, and called again last, looks like
+    a loop an iteration limit or a stagnation guard stopped: that needs ``--scenario``.
+    """
+    calls = replayed_calls(run)
+    last = calls[-1].reply
+    if last is None or not last.tool_calls:
+        return []
+    earlier = {name for call in calls[:-1] if call.reply for _, name, _ in call.reply.tool_calls}
+    return [name for name in dict.fromkeys(n for _, n, _ in last.tool_calls) if name not in earlier]
+
+
 def build_scenario(
     run: RecordedRun, *, description: str, original: Scenario | None = None
 ) -> dict[str, Any]:
@@ -242,6 +258,10 @@ def build_scenario(
     for name, outcomes in _results(calls, tools).items():
         tools[name].update(outcomes)
     script = [_step(call, tools) for call in calls]
+    if original is None:
+        for name in output_tools(run):
+            if name in tools:
+                tools[name]["ends_run"] = True
 
     scenario: dict[str, Any] = {"description": description}
     agent: dict[str, Any] = {}

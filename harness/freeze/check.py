@@ -199,6 +199,9 @@ def expectations(result: ScenarioResult) -> dict[str, Any]:
         final["equals"] = result.final.content
     if result.final.data.get("truncated"):
         final["data"] = {"truncated": True}
+    if "output_tool" in result.final.data:
+        # Ended by an output tool (ends_run): its call's arguments are the run's output.
+        final["data"] = {key: result.final.data[key] for key in ("output_tool", "output")}
     error = result.final.error or {}
     if error.get("status") is not None:
         final["error"] = {"status": error["status"]}

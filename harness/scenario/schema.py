@@ -300,6 +300,12 @@ class ToolSpec(BaseModel):
         default=None, description="a real tool: 'module:function' or a registered tool name"
     )
     strict: bool = Field(default=False, description="send strict: true to the API")
+    ends_run: bool = Field(
+        default=False,
+        description="a call to this tool that runs ends the run, completed, with the call's "
+        "arguments as final.data.output: an output tool (pydantic-ai's final_result, the "
+        "Agents SDK's stop_on_first_tool)",
+    )
     agent: str | None = Field(
         default=None, description="a sub-agent of the agents: section, called with {task}"
     )

@@ -10,6 +10,7 @@ extra arguments forbidden), spends simulated latency, raises on the calls its
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -197,6 +198,31 @@ def build_tool(
     agents: Callable[[str], Any] | None = None,
 ) -> Tool:
     """The Tool for one ``tools:`` entry; SpecError for anything that cannot work.
+
+    ``agents`` gives the Agent and description of a name of the scenario's ``agents:``
+    section (SpecError for an unknown one). ``ends_run: true`` makes it an output tool.
+    """
+    tool = _build(
+        name, spec, seed=seed, root=root, registered=registered, where=where, agents=agents
+    )
+    if spec.ends_run:
+        # A copy: a registered or imported tool is shared, and only here it ends runs.
+        tool = copy.copy(tool)
+        tool.ends_run = True
+    return tool
+
+
+def _build(
+    name: str,
+    spec: ToolSpec,
+    *,
+    seed: int | str,
+    root: Path,
+    registered: Callable[[str], Tool],
+    where: Callable[..., str],
+    agents: Callable[[str], Any] | None = None,
+) -> Tool:
+    """The Tool for one ``tools:`` entry, before ``ends_run``.
 
     ``agents`` gives the Agent and description of a name of the scenario's ``agents:``
     section (SpecError for an unknown one).
