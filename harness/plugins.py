@@ -48,6 +48,8 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "harness.llm.scripted",
     "harness.llm.openai_sdk",
     "harness.checks",
+    "harness.detectors.builtin",
+    "harness.users",
 )
 
 _HOOK_PREFIX = "harness_"
@@ -80,6 +82,8 @@ class Registered:
     tools: list[str] = field(default_factory=list)
     llms: list[str] = field(default_factory=list)
     expectations: list[str] = field(default_factory=list)
+    detectors: list[str] = field(default_factory=list)
+    users: list[str] = field(default_factory=list)
 
 
 class Plugins:
@@ -183,6 +187,8 @@ class Plugins:
             "tools": {},
             "llms": {},
             "expectations": {},
+            "detectors": {},
+            "users": {},
         }
         owners: dict[tuple[str, str], str] = {}
         self.registered = {}
@@ -221,7 +227,8 @@ class Plugins:
         return registries
 
     def registry(self, kind: str) -> dict[str, Any]:
-        """``planners``, ``tools``, ``llms`` or ``expectations``: name -> registered object."""
+        """``planners``, ``tools``, ``llms``, ``expectations``, ``detectors`` or ``users``:
+        name -> registered object."""
         if self._registries is None:
             self._registries = self._build_registries()
         return self._registries[kind]
@@ -233,6 +240,14 @@ class Plugins:
     def llm_factory(self, name: str) -> Callable[[Any], Any]:
         """The factory of the LLM source called ``name``."""
         return self._lookup("llms", "LLM provider", name)
+
+    def detector_factory(self, name: str) -> Callable[..., Any]:
+        """The factory of the stuck detector called ``name``."""
+        return self._lookup("detectors", "detector", name)
+
+    def user_factory(self, name: str) -> Callable[..., Any]:
+        """The factory of the user simulator called ``name``."""
+        return self._lookup("users", "user simulator", name)
 
     def tool(self, name: str) -> Any:
         """The registered tool called ``name``."""
