@@ -17,7 +17,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from harness.actions import RunData, RunResult
+from harness.actions import FinalResponse, RunData, RunResult, Termination
 from harness.baseline import BaselineDiff
 from harness.config import AgentConfig
 from harness.errors import HarnessError
@@ -33,6 +33,7 @@ __all__ = [
     "ScenarioId",
     "ScenarioResult",
     "Status",
+    "TurnResult",
     "Summary",
     "build_results",
     "load_results",
@@ -84,6 +85,27 @@ class ExpectationResult(BaseModel):
     ok: bool
 
 
+class TurnResult(BaseModel):
+    """One turn of a ``turns:`` scenario: the user's message and how that run of the loop went.
+
+    ``first_iteration`` / ``last_iteration`` place the turn in the scenario's whole run,
+    whose iterations, LLM calls, plans and simulated clock count on across turns.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    turn: int
+    user: str | None = None
+    status: Status
+    termination: Termination
+    iterations: int = 0
+    llm_calls: int = 0
+    tool_calls: int = 0
+    first_iteration: int = 1
+    last_iteration: int = 0
+    final: FinalResponse = Field(default_factory=FinalResponse)
+    expectations: list[ExpectationResult] = Field(default_factory=list)
+
+
 class _Identity(BaseModel):
     """Which scenario a result is of, and how it came out (first in its JSON entry)."""
 
@@ -108,6 +130,8 @@ class ScenarioResult(RunData, _Identity):
     transcript: list[Message] = Field(default_factory=list)
     # None when the scenario never got as far as a run (it crashed before).
     agent: AgentConfig | None = None
+    # A `turns:` scenario's turns, in order (empty for a one-request scenario).
+    turns: list[TurnResult] = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod

@@ -13,9 +13,10 @@ from harness.errors import HarnessError, RecordingRefused
 from harness.llm.base import LLM
 from harness.llm.config import RECORD_MODES, LLMContext
 from harness.plugins import Plugins, get_plugins, project_plugins
-from harness.results import ExpectationResult, ScenarioId, ScenarioResult, Status
+from harness.results import ExpectationResult, ScenarioId, ScenarioResult, Status, TurnResult
 from harness.scenario.expectations import RequestCapture, evaluate
-from harness.scenario.loader import build_tools, load_scenario, starting_conversation
+from harness.scenario.loader import build_tools, load_scenario, starting_conversation, with_prices
+from harness.scenario.turns import run_turns, turn_capture
 from harness.scenario.schema import Scenario
 from harness.sync import run_sync
 
@@ -51,8 +52,11 @@ async def arun_scenario(
     llm = _llm_source(scenario, project, sid, record_mode, disable_recording)
     # Only a scenario that asks what was sent observes the requests.
     wanted = {r.call for r in (scenario.expect.requests or [])} if scenario.expect else set()
-    capture = RequestCapture(wanted) if wanted else None
-    agent_config = scenario.agent.to_config()
+    if scenario.turns is not None:
+        capture: RequestCapture | None = turn_capture(scenario)
+    else:
+        capture = RequestCapture(wanted) if wanted else None
+    agent_config = with_prices(scenario.agent.to_config(), scenario)
     with project_plugins(scenario.root):
         agent = Agent(
             llm,
@@ -61,30 +65,46 @@ async def arun_scenario(
             config=agent_config,
             plugins=[*plugins, *([capture] if capture else [])],
         )
-    # Agent.arun closes the LLM source (a recording is saved) when the run ends.
-    result = await agent.arun(scenario.input, starting_conversation(scenario))
-    refused = getattr(llm, "refused", None)
-    if refused:
-        # Not a result: a recording that cannot go on, with nothing written.
-        raise RecordingRefused(f"{sid}: {refused}")
+    turns: list[TurnResult] = []
+    per_turn: list[ExpectationResult] = []
+    if scenario.turns is not None:
+        try:
+            result, turns, per_turn = await run_turns(
+                scenario, agent, llm, project, capture, starting_conversation(scenario)
+            )
+        except RecordingRefused as exc:
+            raise RecordingRefused(f"{sid}: {exc}") from None
+    else:
+        # Agent.arun closes the LLM source (a recording is saved) when the run ends.
+        result = await agent.arun(scenario.input, starting_conversation(scenario))
+        refused = getattr(llm, "refused", None)
+        if refused:
+            # Not a result: a recording that cannot go on, with nothing written.
+            raise RecordingRefused(f"{sid}: {refused}")
 
     check = CheckContext.of(
         result,
         requests=capture.seen if capture else {},
         remaining_replies=getattr(llm, "remaining", None),
         scenario=scenario,
+        turns=turns,
     )
     expectations = evaluate(scenario.expect, check, project.registry("expectations"))
+    expectations += per_turn
+    status = _status(result, expectations)
+    if status == "passed" and any(t.status == "error" for t in turns):
+        status = "error"
     return ScenarioResult.from_run(
         result,
         id=str(sid),
         name=sid.name,
         file=sid.file,
         expectations=expectations,
-        status=_status(result, expectations),
+        status=status,
         description=scenario.description,
         tags=list(scenario.tags),
         agent=agent_config,
+        turns=turns,
     )
 
 

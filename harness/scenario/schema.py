@@ -19,7 +19,7 @@ from pydantic import (
 )
 
 from harness.actions import Termination
-from harness.config import AgentConfig
+from harness.config import AgentConfig, ModelPrice
 from harness.llm.config import LLMConfig
 from harness.markers import check_tag
 from harness.scenario.dotted import DottedKeyError, expand_dotted
@@ -29,11 +29,14 @@ __all__ = [
     "AgentSection",
     "Count",
     "ExpectSection",
+    "InjectSpec",
     "Range",
     "Scenario",
     "ToolErrorSpec",
     "ToolResultSpec",
     "ToolSpec",
+    "TurnSpec",
+    "UserSection",
     "json_schema",
 ]
 
@@ -148,6 +151,8 @@ def _agent_fields() -> dict[str, Any]:
     """AgentConfig's fields in their order, the window as a ``stagnation`` mapping."""
     fields: dict[str, Any] = {}
     for name, info in AgentConfig.model_fields.items():
+        if name == "prices":
+            continue  # a scenario's top-level `prices:` (with [tool.harness.prices])
         if name == "stagnation_window":
             fields["stagnation"] = (StagnationSection, Field(default_factory=StagnationSection))
         else:
@@ -203,6 +208,20 @@ class ToolErrorSpec(BaseModel):
         return self
 
 
+class InjectSpec(BaseModel):
+    """Adversarial text appended to a tool's result (``inject:``), on every call or one."""
+
+    model_config = _CLOSED
+    text: str = Field(min_length=1, description="appended to the result the model sees")
+    on_call: int | None = Field(
+        default=None, ge=1, description="the call it is appended to (1-based); omitted: every call"
+    )
+
+
+def _inject_form(value: Any) -> Any:
+    return {"text": value} if isinstance(value, str) else value
+
+
 class ToolSpec(BaseModel):
     """A tool stub (scripted results) or a real tool (``use:``)."""
 
@@ -235,6 +254,22 @@ class ToolSpec(BaseModel):
         default=None, description="a real tool: 'module:function' or a registered tool name"
     )
     strict: bool = Field(default=False, description="send strict: true to the API")
+    inject: (
+        list[Annotated[InjectSpec, BeforeValidator(_inject_form)]]
+        | Annotated[InjectSpec, BeforeValidator(_inject_form)]
+        | None
+    ) = Field(
+        default=None,
+        description="prompt injection: TEXT, {text, on_call}, or a list of them, appended "
+        "to the result",
+    )
+
+    @property
+    def injections(self) -> list[InjectSpec]:
+        """``inject`` as a list."""
+        if self.inject is None:
+            return []
+        return self.inject if isinstance(self.inject, list) else [self.inject]
 
     @model_validator(mode="after")
     def _consistent(self) -> ToolSpec:
@@ -291,6 +326,9 @@ class ToolCallsExpect(_Ordered):
     exact: bool = Field(default=False, description="the sequence must equal all calls made")
     include: list[IncludeCall] | None = None
     count: dict[str, Count] | None = None
+    forbid: list[IncludeCall] | None = Field(
+        default=None, description="calls that must not be made (arguments match partially)"
+    )
 
     @model_validator(mode="after")
     def _exact_needs_sequence(self) -> ToolCallsExpect:
@@ -378,6 +416,10 @@ class ExpectSection(_Ordered):
     requests: list[RequestExpect] | None = None
     script_consumed: bool | None = None
     sim_time: Range | None = None
+    never_called: list[str] | None = Field(
+        default=None, description="tools the run must never call"
+    )
+    turns: Count | None = Field(default=None, description="turns run (a `turns:` scenario)")
 
     @classmethod
     def sections(cls) -> frozenset[str]:
@@ -413,6 +455,24 @@ def scenario_name(path: Path) -> str:
     return path.stem
 
 
+class TurnSpec(BaseModel):
+    """One user turn of a conversation (``turns:``): the user's text and what the turn must do."""
+
+    model_config = _CLOSED
+    user: str | None = Field(
+        default=None, description="the user's message (the scripted user needs one per turn)"
+    )
+    expect: ExpectSection | None = None
+
+
+class UserSection(BaseModel):
+    """Which user simulator gives the turns' messages (``harness_register_users``)."""
+
+    model_config = _CLOSED
+    name: str = Field(default="scripted", description="scripted (default) or a plugin's user")
+    options: dict[str, Any] = Field(default_factory=dict, description="handed to the user")
+
+
 def _check_tool_name(name: str) -> str:
     if not TOOL_NAME.match(name):
         raise ValueError(
@@ -445,6 +505,26 @@ class Scenario(BaseModel):
     )
     llm: LLMConfig = Field(default_factory=LLMConfig)
     expect: ExpectSection | None = None
+    turns: list[TurnSpec] | None = Field(
+        default=None,
+        min_length=1,
+        description="a conversation: one run of the loop per turn, instead of input:",
+    )
+    user: UserSection = Field(default_factory=UserSection)
+    prices: dict[str, ModelPrice] = Field(
+        default_factory=dict,
+        description="USD per million tokens by model, for budget.cost (over the defaults and "
+        "[tool.harness.prices])",
+    )
+
+    @model_validator(mode="after")
+    def _input_or_turns(self) -> Scenario:
+        if self.turns is not None and self.input is not None:
+            raise ValueError(
+                "give input: (one request) or turns: (a conversation), not both; the "
+                "first turn's user: is the conversation's first message"
+            )
+        return self
 
     # Set by the loader: where the file is (tools and history are built from it per run).
     _path: Path | None = PrivateAttr(default=None)
