@@ -69,6 +69,12 @@ def check_guards(scenario: Scenario, plugins: Plugins, issue: Issue) -> None:
         except PluginError as exc:
             issue(("agent", "detectors", name), str(exc))
     _check_cost(scenario, issue)
+    if scenario.turns is not None and scenario.input is not None:
+        issue(
+            ("turns",),
+            "give input: (one request) or turns: (a conversation), not both; the first "
+            "turn's user: is the conversation's first message",
+        )
     if scenario.turns is None:
         if "user" in scenario.model_fields_set:
             issue(("user",), "user: chooses who speaks the turns: add turns: or remove it")

@@ -219,7 +219,14 @@ class InjectSpec(BaseModel):
 
 
 def _inject_form(value: Any) -> Any:
-    return {"text": value} if isinstance(value, str) else value
+    # TEXT, {text, on_call} or a list of them: always a list of mappings.
+    items = value if isinstance(value, list) else [value]
+    return [{"text": item} if isinstance(item, str) else item for item in items]
+
+
+_INJECT_ITEM = {
+    "anyOf": [{"type": "string", "minLength": 1}, InjectSpec.model_json_schema(mode="validation")]
+}
 
 
 class ToolSpec(BaseModel):
@@ -255,8 +262,13 @@ class ToolSpec(BaseModel):
     )
     strict: bool = Field(default=False, description="send strict: true to the API")
     inject: (
-        list[Annotated[InjectSpec, BeforeValidator(_inject_form)]]
-        | Annotated[InjectSpec, BeforeValidator(_inject_form)]
+        Annotated[
+            list[InjectSpec],
+            BeforeValidator(_inject_form),
+            WithJsonSchema(
+                {"anyOf": [*_INJECT_ITEM["anyOf"], {"type": "array", "items": _INJECT_ITEM}]}
+            ),
+        ]
         | None
     ) = Field(
         default=None,
@@ -267,9 +279,7 @@ class ToolSpec(BaseModel):
     @property
     def injections(self) -> list[InjectSpec]:
         """``inject`` as a list."""
-        if self.inject is None:
-            return []
-        return self.inject if isinstance(self.inject, list) else [self.inject]
+        return self.inject or []
 
     @model_validator(mode="after")
     def _consistent(self) -> ToolSpec:
@@ -516,15 +526,6 @@ class Scenario(BaseModel):
         description="USD per million tokens by model, for budget.cost (over the defaults and "
         "[tool.harness.prices])",
     )
-
-    @model_validator(mode="after")
-    def _input_or_turns(self) -> Scenario:
-        if self.turns is not None and self.input is not None:
-            raise ValueError(
-                "give input: (one request) or turns: (a conversation), not both; the "
-                "first turn's user: is the conversation's first message"
-            )
-        return self
 
     # Set by the loader: where the file is (tools and history are built from it per run).
     _path: Path | None = PrivateAttr(default=None)
