@@ -33,8 +33,8 @@ __all__ = [
     "ScenarioId",
     "ScenarioResult",
     "Status",
-    "TurnResult",
     "Summary",
+    "TurnResult",
     "build_results",
     "load_results",
 ]

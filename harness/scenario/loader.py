@@ -23,8 +23,8 @@ from harness.messages import Conversation, MessageItemError, messages_from_opena
 from harness.plugins import PluginError, Plugins, get_plugins
 from harness.project import display_path, project_root
 from harness.scenario.dotted import DottedKeyError, expand_dotted, split_dotted
-from harness.scenario.hints import dedent_hint
 from harness.scenario.guards import check_guards, with_prices
+from harness.scenario.hints import dedent_hint
 from harness.scenario.params import SpecError
 from harness.scenario.schema import ExpectSection, Scenario, scenario_name
 from harness.scenario.stubs import build_tool

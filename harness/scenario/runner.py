@@ -16,8 +16,8 @@ from harness.plugins import Plugins, get_plugins, project_plugins
 from harness.results import ExpectationResult, ScenarioId, ScenarioResult, Status, TurnResult
 from harness.scenario.expectations import RequestCapture, evaluate
 from harness.scenario.loader import build_tools, load_scenario, starting_conversation, with_prices
-from harness.scenario.turns import run_turns, turn_capture
 from harness.scenario.schema import Scenario
+from harness.scenario.turns import run_turns, turn_capture
 from harness.sync import run_sync
 
 __all__ = ["arun_scenario", "run_scenario", "scenario_id"]
@@ -65,23 +65,7 @@ async def arun_scenario(
             config=agent_config,
             plugins=[*plugins, *([capture] if capture else [])],
         )
-    turns: list[TurnResult] = []
-    per_turn: list[ExpectationResult] = []
-    if scenario.turns is not None:
-        try:
-            result, turns, per_turn = await run_turns(
-                scenario, agent, llm, project, capture, starting_conversation(scenario)
-            )
-        except RecordingRefused as exc:
-            raise RecordingRefused(f"{sid}: {exc}") from None
-    else:
-        # Agent.arun closes the LLM source (a recording is saved) when the run ends.
-        result = await agent.arun(scenario.input, starting_conversation(scenario))
-        refused = getattr(llm, "refused", None)
-        if refused:
-            # Not a result: a recording that cannot go on, with nothing written.
-            raise RecordingRefused(f"{sid}: {refused}")
-
+    result, turns, per_turn = await _run(scenario, agent, llm, project, capture, sid)
     check = CheckContext.of(
         result,
         requests=capture.seen if capture else {},
@@ -106,6 +90,31 @@ async def arun_scenario(
         agent=agent_config,
         turns=turns,
     )
+
+
+async def _run(
+    scenario: Scenario,
+    agent: Agent,
+    llm: LLM,
+    project: Plugins,
+    capture: Any,
+    sid: ScenarioId,
+) -> tuple[RunResult, list[TurnResult], list[ExpectationResult]]:
+    """The run (every turn of a ``turns:`` scenario), its turns and their expectations."""
+    try:
+        if scenario.turns is not None:
+            return await run_turns(
+                scenario, agent, llm, project, capture, starting_conversation(scenario)
+            )
+        # Agent.arun closes the LLM source (a recording is saved) when the run ends.
+        result = await agent.arun(scenario.input, starting_conversation(scenario))
+    except RecordingRefused as exc:
+        raise RecordingRefused(f"{sid}: {exc}") from None
+    refused = getattr(llm, "refused", None)
+    if refused:
+        # Not a result: a recording that cannot go on, with nothing written.
+        raise RecordingRefused(f"{sid}: {refused}")
+    return result, [], []
 
 
 def _llm_source(
