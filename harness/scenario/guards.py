@@ -60,8 +60,29 @@ def with_prices(config: AgentConfig, scenario: Scenario) -> AgentConfig:
     return config.model_copy(update=update) if update else config
 
 
+def check_failing(expect: Any, at: tuple[str | int, ...], issue: Issue) -> None:
+    """``failing`` names expectations given in the same ``expect``."""
+    if expect is None or not expect.failing:
+        return
+    given = set()
+    for key, value in expect.given().items():
+        given.add(key)
+        if hasattr(value, "given"):
+            given |= {f"{key}.{sub}" for sub in value.given()}
+    for k, path in enumerate(expect.failing):
+        if path not in given or path == "failing":
+            issue(
+                (*at, "failing", k),
+                f"{path!r} is not an expectation of this expect: list the dotted paths of "
+                "expectations given here (e.g. never_called, tool_calls.forbid)",
+            )
+
+
 def check_guards(scenario: Scenario, plugins: Plugins, issue: Issue) -> None:
     """Detectors, budget, turns and user: every problem as an issue."""
+    check_failing(scenario.expect, ("expect",), issue)
+    for k, turn in enumerate(scenario.turns or []):
+        check_failing(turn.expect, ("turns", k, "expect"), issue)
     detectors = scenario.agent.detectors or {}
     for name in detectors:
         try:

@@ -430,6 +430,11 @@ class ExpectSection(_Ordered):
         default=None, description="tools the run must never call"
     )
     turns: Count | None = Field(default=None, description="turns run (a `turns:` scenario)")
+    failing: list[str] | None = Field(
+        default=None,
+        description="expectations (dotted paths given here) this run is known to fail: the "
+        "scenario passes while they fail and fails once they hold",
+    )
 
     @classmethod
     def sections(cls) -> frozenset[str]:
