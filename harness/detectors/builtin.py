@@ -12,7 +12,7 @@ Every one keeps a bounded window: constant work per round, whatever the run's le
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from collections import deque
 from typing import Any
 
 from harness.canonical import canonical_json
@@ -97,30 +97,45 @@ class AlternatingDetector:
 
 
 class _PerKey:
-    """A bounded map from a key (a tool, a call) to its run of repeats."""
+    """A bounded map from a key (a tool, a call) to its run of repeats.
+
+    Runs are kept as small tuples (value, ((iteration, call id, record), ...)) and the
+    window's mappings are built only when a detector fires: this is per-round work.
+    """
 
     def __init__(self, window: int) -> None:
         self.window = window
-        self._runs: OrderedDict[Any, tuple[Any, deque[dict[str, Any]]]] = OrderedDict()
+        # A plain dict keeps insertion order: re-inserting a key makes it the newest,
+        # and the oldest is the first key (forgotten past _KEYS).
+        self._runs: dict[Any, tuple[Any, tuple[Any, ...]]] = {}
 
-    def see(self, key: Any, value: Any, entry: dict[str, Any]) -> list[dict[str, Any]] | None:
-        """Count ``value`` for ``key``; the window when it repeated ``window`` times."""
+    def see(self, key: Any, value: Any, record: Any) -> tuple[Any, ...] | None:
+        """Count ``value`` for ``key``; the records of the window once it repeated
+        ``window`` times."""
         runs = self._runs
-        found = runs.get(key)
+        found = runs.pop(key, None)
         if found is not None and found[0] == value:
-            entries = found[1]
-            runs.move_to_end(key)
+            seen = (*found[1][-(self.window - 1) :], record) if self.window > 1 else (record,)
         else:
-            entries = deque(maxlen=self.window)
-            runs[key] = (value, entries)
-            if len(runs) > _KEYS:
-                runs.popitem(last=False)
-        entries.append(entry)
-        return list(entries) if len(entries) >= self.window else None
+            seen = (record,)
+            if len(runs) >= _KEYS:
+                del runs[next(iter(runs))]
+        runs[key] = (value, seen)
+        return seen if len(seen) >= self.window else None
 
     def forget(self, key: Any) -> None:
         """``key``'s run of repeats is broken."""
         self._runs.pop(key, None)
+
+
+def _call_key(record: Any) -> Any:
+    """The same tool with the same arguments: a cheap key (its arguments' items, sorted;
+    hashed by the caller), or canonical JSON for arguments holding lists or mappings."""
+    arguments = record.arguments
+    for value in arguments.values():
+        if isinstance(value, dict | list):
+            return (record.name, canonical_json(arguments))
+    return (record.name, tuple(sorted(arguments.items())))
 
 
 class RepeatedErrorDetector(_PerKey):
@@ -134,16 +149,19 @@ class RepeatedErrorDetector(_PerKey):
             if record.status == "not_run":
                 continue
             if not record.is_error:
-                self.forget(record.name)
+                if self._runs:
+                    self.forget(record.name)
                 continue
             error = str(record.result)
-            entry = {"iteration": record.iteration, "call_id": record.id, "tool": record.name}
-            window = self.see(record.name, error, entry)
+            window = self.see(record.name, error, record)
             if window is not None:
                 return Stuck(
                     message=f"{record.name} failed with the same error {self.window} times "
                     f"running: {error}",
-                    window=[{**e, "error": error} for e in window],
+                    window=[
+                        {"iteration": r.iteration, "call_id": r.id, "tool": r.name, "error": error}
+                        for r in window
+                    ],
                 )
         return None
 
@@ -158,15 +176,21 @@ class SameResultDetector(_PerKey):
         for record in records:
             if record.status != "ok":
                 continue
-            key = (record.name, canonical_json(record.arguments))
-            entry = {"iteration": record.iteration, "call_id": record.id, "tool": record.name}
-            window = self.see(key, record.result, entry)
+            window = self.see(_call_key(record), record.result, record)
             if window is not None:
+                arguments = canonical_json(record.arguments)
                 return Stuck(
-                    message=f"{record.name} {key[1]} returned the same result {self.window} times",
+                    message=f"{record.name} {arguments} returned the same result "
+                    f"{self.window} times",
                     window=[
-                        {**e, "arguments": record.arguments, "result": record.result}
-                        for e in window
+                        {
+                            "iteration": r.iteration,
+                            "call_id": r.id,
+                            "tool": r.name,
+                            "arguments": r.arguments,
+                            "result": r.result,
+                        }
+                        for r in window
                     ],
                 )
         return None
