@@ -47,7 +47,10 @@ def diff(old, new):
 def test_another_detector_firing_is_a_detector_change(tmp_path):
     old = run(tmp_path, "{planner: react, detectors: {alternating: {window: 2}}}")
     new = run(tmp_path, "{planner: react, detectors: {same_result: {window: 2}}}", name="b")
-    assert (old.final.data["detector"], new.final.data["detector"]) == ("alternating", "same_result")
+    assert (old.final.data["detector"], new.final.data["detector"]) == (
+        "alternating",
+        "same_result",
+    )
 
     change = diff(old, new).changed[0]
 

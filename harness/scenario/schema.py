@@ -23,6 +23,7 @@ from harness.config import AgentConfig, ModelPrice
 from harness.llm.config import LLMConfig
 from harness.markers import check_tag
 from harness.scenario.dotted import DottedKeyError, expand_dotted
+from harness.scenario.injection import Inject, InjectSpec
 
 __all__ = [
     "TOOL_NAME",
@@ -208,27 +209,6 @@ class ToolErrorSpec(BaseModel):
         return self
 
 
-class InjectSpec(BaseModel):
-    """Adversarial text appended to a tool's result (``inject:``), on every call or one."""
-
-    model_config = _CLOSED
-    text: str = Field(min_length=1, description="appended to the result the model sees")
-    on_call: int | None = Field(
-        default=None, ge=1, description="the call it is appended to (1-based); omitted: every call"
-    )
-
-
-def _inject_form(value: Any) -> Any:
-    # TEXT, {text, on_call} or a list of them: always a list of mappings.
-    items = value if isinstance(value, list) else [value]
-    return [{"text": item} if isinstance(item, str) else item for item in items]
-
-
-_INJECT_ITEM = {
-    "anyOf": [{"type": "string", "minLength": 1}, InjectSpec.model_json_schema(mode="validation")]
-}
-
-
 class ToolSpec(BaseModel):
     """A tool stub (scripted results) or a real tool (``use:``)."""
 
@@ -261,16 +241,7 @@ class ToolSpec(BaseModel):
         default=None, description="a real tool: 'module:function' or a registered tool name"
     )
     strict: bool = Field(default=False, description="send strict: true to the API")
-    inject: (
-        Annotated[
-            list[InjectSpec],
-            BeforeValidator(_inject_form),
-            WithJsonSchema(
-                {"anyOf": [*_INJECT_ITEM["anyOf"], {"type": "array", "items": _INJECT_ITEM}]}
-            ),
-        ]
-        | None
-    ) = Field(
+    inject: Inject | None = Field(
         default=None,
         description="prompt injection: TEXT, {text, on_call}, or a list of them, appended "
         "to the result",
