@@ -89,6 +89,7 @@ class Termination(StrEnum):
     validation_error = "validation_error"
     llm_error = "llm_error"
     error = "error"
+    budget = "budget"
 
 
 ToolCallStatus = Literal["ok", "error", "invalid", "unknown_tool", "not_run"]

@@ -5,8 +5,9 @@ the reports show it. Categories:
 
 - ``regressions``: passed in the baseline, failed or errored now;
 - ``fixed``: failed or errored in the baseline, passed now;
-- ``changed``: in both runs with different behaviour (status, termination, iterations,
-  LLM calls, tool-call trajectory or final response), old and new side by side; a
+- ``changed``: in both runs with different behaviour (status, termination, the stuck
+  detector or budget that ended the run or their settings, iterations, LLM calls,
+  tool-call trajectory or final response), old and new side by side; a
   regression or fix whose behaviour changed is listed here too, with the details;
 - ``added`` / ``removed``: ids only in this run / only in the baseline;
 - ``not_run``: baseline ids the caller says this run did not run although they still
@@ -98,11 +99,26 @@ class ScenarioChange(BaseModel):
     llm_calls: FieldChange | None = None
     tool_calls: TrajectoryChange | None = None
     final: FieldChange | None = None
+    # The stuck detector that stopped the run, or the detector settings, changed:
+    # old and new are {fired: NAME | None, detectors, on_stuck}.
+    detector: FieldChange | None = None
+    # The budget that ended the run, or the budget settings, changed: old and new are
+    # {ended: NAME | None, used, budget}.
+    budget: FieldChange | None = None
 
     @property
     def fields(self) -> list[str]:
         """Names of the fields that changed, in a fixed order."""
-        names = ("status", "termination", "iterations", "llm_calls", "tool_calls", "final")
+        names = (
+            "status",
+            "termination",
+            "detector",
+            "budget",
+            "iterations",
+            "llm_calls",
+            "tool_calls",
+            "final",
+        )
         return [n for n in names if getattr(self, n) is not None]
 
 

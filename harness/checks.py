@@ -39,6 +39,8 @@ class CheckContext(RunResult):
     section: dict[str, Any] = Field(default_factory=dict)
     # The scenario's judge (harness.judge.Judge) for judged expectations; None without one.
     judge: Any = None
+    # The turns of a ``turns:`` scenario (one entry per turn run); empty otherwise.
+    turns: list[Any] = Field(default_factory=list)
 
     @classmethod
     def of(cls, run: RunResult, **extra: Any) -> CheckContext:
@@ -190,6 +192,27 @@ def check_requests(result: CheckContext, expected: list[Any]) -> tuple[bool, Any
     return bool(ok), actual
 
 
+def check_never_called(result: CheckContext, expected: list[str]) -> tuple[bool, Any]:
+    """``never_called``: the model never asked for these tools (run or not: it tried)."""
+    called = [r.name for r in result.tool_calls if r.name in expected]
+    return not called, {name: called.count(name) for name in expected}
+
+
+def check_forbid(result: CheckContext, expected: list[Any]) -> tuple[bool, Any]:
+    """``tool_calls.forbid``: no requested call matches one of these (arguments partially)."""
+    found = [
+        {"name": r.name, "args": r.arguments, "iteration": r.iteration}
+        for r in result.tool_calls
+        if any(r.name == item.name and partial_match(item.args, r.arguments) for item in expected)
+    ]
+    return not found, found or "no forbidden call"
+
+
+def check_turns(result: CheckContext, expected: Any) -> tuple[bool, Any]:
+    """``turns``: the turns a conversation ran, exactly or within bounds."""
+    return _range(len(result.turns), expected)
+
+
 def check_script_consumed(result: CheckContext, expected: bool) -> tuple[bool, Any]:
     """``script_consumed``: no scripted reply (or recorded interaction) was left unused."""
     remaining = result.remaining_replies
@@ -206,6 +229,9 @@ BUILTIN: dict[str, Check] = {
     "tool_calls.sequence": check_sequence,
     "tool_calls.include": check_include,
     "tool_calls.count": check_count,
+    "tool_calls.forbid": check_forbid,
+    "never_called": check_never_called,
+    "turns": check_turns,
     "parallel_groups": check_parallel_groups,
     "final.contains": check_contains,
     "final.matches": check_matches,

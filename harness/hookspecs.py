@@ -83,6 +83,29 @@ def harness_register_targets(register: Callable[[str, Callable[[], Any]], None])
     """
 
 
+@hookspec
+def harness_register_detectors(register: Callable[[str, Callable[[Any, Any], Any]], None]) -> None:
+    """Add stuck detectors: call ``register(name, factory)``; ``agent.detectors`` selects them.
+
+    ``factory(settings, config)`` gets the detector's ``DetectorSettings`` (``window``
+    None: the detector's default) and the run's ``AgentConfig``, and returns a detector
+    built fresh for each run: an object with any of ``check_plan(run, calls,
+    signature)``, ``add_plan(run, calls, signature)``, ``plan_ran(run, records)``,
+    ``check_request(run)``; the checks return a ``harness.detectors.Stuck`` or None.
+    """
+
+
+@hookspec
+def harness_register_users(register: Callable[[str, Callable[[Any], Any]], None]) -> None:
+    """Add user simulators for ``turns:`` scenarios: call ``register(name, factory)``.
+
+    ``factory(context)`` gets a ``harness.users.UserContext`` (the scenario's turn texts
+    and the ``user.options``) and returns an object with ``next_message(conversation,
+    turn)`` (sync or async; ``turn`` counts from 1) giving the next user message, or None
+    to end the conversation early. The built-in ``scripted`` replays the turns' texts.
+    """
+
+
 # --------------------------------------------------------------------------------------
 # Decisions (firstresult): the first plugin that answers wins.
 # --------------------------------------------------------------------------------------

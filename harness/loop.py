@@ -12,8 +12,6 @@ import logging
 import time
 from typing import Any
 
-from pydantic_core import to_jsonable_python
-
 from harness.actions import (
     CompleteAction,
     EmptyAction,
@@ -24,6 +22,8 @@ from harness.actions import (
     Termination,
     ToolAction,
 )
+from harness.budgets import Budget
+from harness.detectors import Detectors
 from harness.errors import AbortRun, HarnessError, LLMError, describe, raised_at
 from harness.messages import (
     AssistantMessage,
@@ -33,7 +33,6 @@ from harness.messages import (
 )
 from harness.planners import Planner, PlannerFactory
 from harness.run import Run, RunStopped, enter_run, leave_run
-from harness.stagnation import StagnationDetector
 from harness.toolplan import run_plan
 
 __all__ = ["execute"]
@@ -50,7 +49,7 @@ def _last_turn(conversation: Conversation) -> Any:
 
 
 async def _iterate(
-    run: Run, planner: Planner, detector: StagnationDetector
+    run: Run, planner: Planner, detectors: Detectors, budget: Budget | None
 ) -> tuple[Termination, FinalResponse]:
     config = run.config
     hook = run.hook
@@ -69,9 +68,14 @@ async def _iterate(
         plan = planner.step(run)
         if inspect.isawaitable(plan):
             plan = await plan
+        if budget is not None:
+            budget.after_spend(run)  # a planner that asks the model itself (react)
 
         if isinstance(plan, MakeLLMRequestAction):
+            detectors.before_request(run)
             await run.call_llm(**plan.options)
+            if budget is not None:
+                budget.after_spend(run)
             continue
         if isinstance(plan, ExecuteToolsAction):
             calls = list(plan.tool_calls)
@@ -93,28 +97,15 @@ async def _iterate(
         if not calls:  # ExecuteToolsAction(tool_calls=[]): nothing to do, like []
             return Termination.empty, FinalResponse()
 
-        signature = hook.harness_action_signature(run=run, tool_calls=calls)
-        if signature is None:
-            # Nobody answered (the built-in was disabled): no plan equals another, so
-            # detection is off instead of every plan looking the same.
-            signature = object()
-        if detector.is_stagnant(signature):
-            window = detector.window
-            run.record_not_run(calls, "the same tool calls were requested again (stagnation)")
-            run.remember(
-                "error",
-                f"Stagnation detected: the same tool plan was requested {window + 1} times "
-                "in a row",
-            )
-            return Termination.stagnation, FinalResponse(
-                data={
-                    "stagnation": True,
-                    "signature": to_jsonable_python(signature, fallback=repr),
-                    "window": window,
-                }
-            )
-        detector.add(signature)
+        if detectors.before_plan(run, calls):
+            continue  # declined with a nudge: the planner goes on
+        if budget is not None:
+            budget.before_plan(run, calls)
+        first_record = len(run.records)
         await run_plan(run, calls)
+        detectors.after_plan(run, first_record)
+        if budget is not None:
+            budget.after_plan(run, first_record)
 
 
 def _mark_truncation(run: Run, final: FinalResponse) -> FinalResponse:
@@ -183,7 +174,6 @@ async def execute(run: Run, planner_factory: PlannerFactory) -> RunResult:
     """
     started = time.perf_counter()
     hook = run.hook
-    detector = StagnationDetector(run.config.stagnation_window)
     entered = enter_run(run)
     try:
         run.emit("agent_start")
@@ -194,7 +184,9 @@ async def execute(run: Run, planner_factory: PlannerFactory) -> RunResult:
                 f"planner {run.planner_name!r}: its factory returned {describe(planner)}, which "
                 "has no step(run) method; a planner factory must return an object with step(run)"
             )
-        termination, final = await _iterate(run, planner, detector)
+        detectors = Detectors(run)
+        budget = Budget.for_run(run.config)
+        termination, final = await _iterate(run, planner, detectors, budget)
     except RunStopped as stop:
         termination, final = stop.termination, stop.final
     except LLMError as exc:

@@ -50,6 +50,8 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "harness.checks",
     "harness.judge.judges",
     "harness.external.targets",
+    "harness.detectors.builtin",
+    "harness.users",
 )
 
 _HOOK_PREFIX = "harness_"
@@ -83,6 +85,8 @@ class Registered:
     llms: list[str] = field(default_factory=list)
     expectations: list[str] = field(default_factory=list)
     targets: list[str] = field(default_factory=list)
+    detectors: list[str] = field(default_factory=list)
+    users: list[str] = field(default_factory=list)
 
 
 class Plugins:
@@ -187,6 +191,8 @@ class Plugins:
             "llms": {},
             "expectations": {},
             "targets": {},
+            "detectors": {},
+            "users": {},
         }
         owners: dict[tuple[str, str], str] = {}
         self.registered = {}
@@ -225,8 +231,8 @@ class Plugins:
         return registries
 
     def registry(self, kind: str) -> dict[str, Any]:
-        """``planners``, ``tools``, ``llms``, ``expectations`` or ``targets``: name -> registered
-        object."""
+        """``planners``, ``tools``, ``llms``, ``expectations``, ``targets``, ``detectors``
+        or ``users``: name -> registered object."""
         if self._registries is None:
             self._registries = self._build_registries()
         return self._registries[kind]
@@ -242,6 +248,14 @@ class Plugins:
     def target_factory(self, name: str) -> Callable[[], Any]:
         """The factory of the target kind called ``name`` (``python``, ``command``, ...)."""
         return self._lookup("targets", "target kind", name)
+
+    def detector_factory(self, name: str) -> Callable[..., Any]:
+        """The factory of the stuck detector called ``name``."""
+        return self._lookup("detectors", "detector", name)
+
+    def user_factory(self, name: str) -> Callable[..., Any]:
+        """The factory of the user simulator called ``name``."""
+        return self._lookup("users", "user simulator", name)
 
     def tool(self, name: str) -> Any:
         """The registered tool called ``name``."""

@@ -24,7 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from harness.actions import RunData, RunResult
+from harness.actions import FinalResponse, RunData, RunResult, Termination
 from harness.baseline import BaselineDiff
 from harness.config import AgentConfig
 from harness.errors import HarnessError
@@ -42,6 +42,7 @@ __all__ = [
     "ScenarioResult",
     "Status",
     "Summary",
+    "TurnResult",
     "build_results",
     "combination_label",
     "count_repeats",
@@ -107,6 +108,27 @@ class ExpectationResult(BaseModel):
     ok: bool
 
 
+class TurnResult(BaseModel):
+    """One turn of a ``turns:`` scenario: the user's message and how that run of the loop went.
+
+    ``first_iteration`` / ``last_iteration`` place the turn in the scenario's whole run,
+    whose iterations, LLM calls, plans and simulated clock count on across turns.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    turn: int
+    user: str | None = None
+    status: Status
+    termination: Termination
+    iterations: int = 0
+    llm_calls: int = 0
+    tool_calls: int = 0
+    first_iteration: int = 1
+    last_iteration: int = 0
+    final: FinalResponse = Field(default_factory=FinalResponse)
+    expectations: list[ExpectationResult] = Field(default_factory=list)
+
+
 class _Identity(BaseModel):
     """Which scenario a result is of, and how it came out (first in its JSON entry)."""
 
@@ -147,6 +169,8 @@ class ScenarioResult(RunData, _Identity):
     transcript: list[Message] = Field(default_factory=list)
     # None when the scenario never got as far as a run (it crashed before).
     agent: AgentConfig | None = None
+    # A `turns:` scenario's turns, in order (empty for a one-request scenario).
+    turns: list[TurnResult] = Field(default_factory=list)
     # The matrix combination this entry ran ({model: ..., planner: ...}); None outside one.
     matrix: dict[str, Any] | None = None
     # Which run of a repeated scenario this is (1-based; its id ends in ``[run]``) and how
@@ -157,13 +181,16 @@ class ScenarioResult(RunData, _Identity):
 
     @model_serializer(mode="wrap")
     def _omit_absent(self, handler: Any) -> Any:
-        """A scenario that ran once, outside a matrix, has no ``run``, ``repeats`` or
-        ``matrix`` keys at all (its entry reads as before those existed)."""
+        """A scenario that ran once, outside a matrix, in one turn, has no ``run``,
+        ``repeats``, ``matrix`` or ``turns`` keys at all (its entry reads as before those
+        existed)."""
         data = handler(self)
         if isinstance(data, dict):
             for key in ("run", "repeats", "matrix"):
                 if getattr(self, key) is None:
                     data.pop(key, None)
+            if not self.turns:
+                data.pop("turns", None)
         return data
 
     @model_validator(mode="before")

@@ -12,7 +12,7 @@ from harness.cli.parsing import UsageError
 __all__ = ["PLUGIN_HELP", "add_parser", "load_plugin_options", "plugins_command"]
 
 PLUGIN_HELP = "load a harness plugin module first (repeatable), as harness run -p does"
-_KINDS = ("planners", "tools", "llms", "expectations", "targets")
+_KINDS = ("planners", "tools", "llms", "expectations", "targets", "detectors", "users")
 
 
 def add_parser(commands: Any) -> None:

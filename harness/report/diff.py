@@ -82,12 +82,48 @@ def _count_change(old: int, new: int) -> FieldChange | None:
     return None if old == new else FieldChange(old=old, new=new, delta=new - old)
 
 
+def _detector(scenario: ScenarioResult) -> dict[str, Any]:
+    """Which detector stopped the run (the seed's repeat when final.data names none) and
+    the detector settings."""
+    fired = None
+    if scenario.termination.value == "stagnation":
+        name = scenario.final.data.get("detector")
+        fired = name if isinstance(name, str) else "repeat"
+    agent = scenario.agent
+    detectors = agent.detectors if agent is not None else None
+    return {
+        "fired": fired,
+        "detectors": None
+        if detectors is None
+        else {k: v.model_dump(mode="json") for k, v in detectors.items()},
+        "on_stuck": agent.on_stuck if agent is not None else "stop",
+    }
+
+
+def _budget(scenario: ScenarioResult) -> dict[str, Any]:
+    """Which budget ended the run, what it used, and the budget settings."""
+    ended = scenario.termination.value == "budget"
+    data = scenario.final.data
+    budget = scenario.agent.budget if scenario.agent is not None else None
+    return {
+        "ended": data.get("budget") if ended else None,
+        "used": data.get("used") if ended else None,
+        "budget": None if budget is None else budget.model_dump(mode="json", exclude_none=True),
+    }
+
+
+def _guard_change(old: dict[str, Any], new: dict[str, Any]) -> FieldChange | None:
+    return None if old == new else FieldChange(old=old, new=new)
+
+
 def _compare(old: ScenarioResult, new: ScenarioResult) -> ScenarioChange | None:
     change = ScenarioChange(id=new.id, name=new.name)
     if old.status != new.status:
         change.status = FieldChange(old=old.status, new=new.status)
     if old.termination != new.termination:
         change.termination = FieldChange(old=old.termination.value, new=new.termination.value)
+    change.detector = _guard_change(_detector(old), _detector(new))
+    change.budget = _guard_change(_budget(old), _budget(new))
     change.iterations = _count_change(old.iterations, new.iterations)
     change.llm_calls = _count_change(old.llm_calls, new.llm_calls)
     change.tool_calls = _trajectory_change(old, new)

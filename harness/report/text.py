@@ -243,6 +243,14 @@ def ending_sentence(scenario: ScenarioResult) -> str:
         )
     if kind == "empty":
         return "Nothing to do: the planner returned an empty action"
+    if kind == "stagnation" and isinstance(final.data.get("detector"), str):
+        return f"Stuck ({final.data['detector']}): the run was stopped"
+    if kind == "budget":
+        data = final.data
+        return (
+            f"Budget exceeded: {data.get('budget')} used {data.get('used')}, "
+            f"limit {data.get('limit')}"
+        )
     if kind == "stagnation":
         window = scenario.agent.stagnation_window if scenario.agent else final.data.get("window")
         return (

@@ -71,6 +71,12 @@ class Timeline:
     window: list[int] = field(default_factory=list)
     window_size: int = 0
     approximate: bool = False
+    # The detector that stopped the run ("" for the seed's repeat under its default config).
+    detector: str = ""
+    # Iteration -> the nudge added in it: {detector, content, window}.
+    nudges: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # First iteration -> the turn starting there (a `turns:` scenario): {turn, user, last}.
+    turns: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -112,12 +118,35 @@ def build_timeline(scenario: ScenarioResult) -> Timeline:
     approximate = _place_on_clock(items, scenario, calls.requests, calls.responses)
     iterations = _iterations(scenario, items)
     window, size = _stagnation_window(scenario, items)
+    nudges = _nudges(scenario)
     for iteration in iterations:
         iteration.in_window = iteration.number in window
         if not iteration.items:
             iteration.note = _note(scenario, iteration.number == iterations[-1].number)
     total = max([scenario.sim_time, *(i.end for i in items)])
-    return Timeline(iterations, total, window, size, approximate)
+    detector = scenario.final.data.get("detector")
+    return Timeline(
+        iterations,
+        total,
+        window,
+        size,
+        approximate,
+        detector=detector if isinstance(detector, str) else "",
+        nudges=nudges,
+        turns={
+            t.first_iteration: {"turn": t.turn, "user": t.user, "last": t.last_iteration}
+            for t in scenario.turns
+        },
+    )
+
+
+def _nudges(scenario: ScenarioResult) -> dict[int, dict[str, Any]]:
+    """The nudges of ``on_stuck: nudge``, by the iteration they were added in."""
+    return {
+        entry["iteration"]: entry
+        for entry in scenario.memory
+        if entry.get("kind") == "nudge" and isinstance(entry.get("iteration"), int)
+    }
 
 
 def _read_events(
@@ -315,6 +344,11 @@ def _stagnation_window(scenario: ScenarioResult, items: list[Item]) -> tuple[lis
     """The iterations of the W identical plans before the declined one, and W."""
     if scenario.termination.value != "stagnation":
         return [], 0
+    entries = scenario.final.data.get("window")
+    if isinstance(entries, list):
+        # A detector's own window (section 12): the iterations its repeats happened in.
+        marked = {e.get("iteration") for e in entries if isinstance(e, dict)}
+        return sorted(i for i in marked if isinstance(i, int)), len(entries)
     size = scenario.agent.stagnation_window if scenario.agent else 0
     plans = [i for i in items if i.kind == "tools"]
     if plans and plans[-1].declined:

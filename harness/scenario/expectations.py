@@ -67,7 +67,7 @@ def _entries(expect: ExpectSection) -> list[tuple[str, Any, dict[str, Any]]]:
     """(dotted key, expected value, its section) for every key given, in file order."""
     out = []
     for key, value in expect.given().items():
-        if value is None:
+        if value is None or key == "failing":
             continue
         if isinstance(value, _Ordered):
             section = value.given()
@@ -93,6 +93,7 @@ async def evaluate(
         # `expect: {}` (or sections with nothing in them) checks nothing: like no expect
         # at all, not a pass for any run, an llm_error included.
         entries = [("termination", Termination.completed, {})]
+    failing = set(expect.failing or []) if expect is not None else set()
     results = []
     for key, expected, section in entries:
         check = registry.get(key) or registry.get(key.split(".")[0])
@@ -105,9 +106,12 @@ async def evaluate(
             if inspect.isawaitable(outcome):
                 outcome = await outcome
             ok, actual = outcome
+        shown = _shown(expected)
+        if key in failing:
+            # A known failure (an agent that obeys an injection, say): shown as such, and
+            # met while it fails, like pytest's strict xfail.
+            shown, ok = {"failing": shown}, not ok
         results.append(
-            ExpectationResult(
-                path=key, expected=_shown(expected), actual=_shown(actual), ok=bool(ok)
-            )
+            ExpectationResult(path=key, expected=shown, actual=_shown(actual), ok=bool(ok))
         )
     return results

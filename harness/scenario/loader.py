@@ -26,6 +26,7 @@ from harness.project import display_path, project_root
 from harness.scenario.agents import SubAgents, agent_cycles
 from harness.scenario.dotted import DottedKeyError, expand_dotted, split_dotted
 from harness.scenario.external import check_target
+from harness.scenario.guards import check_guards, with_prices
 from harness.scenario.hints import dedent_hint
 from harness.scenario.judging import check_judges
 from harness.scenario.matrix import check_matrix, first_llm
@@ -42,6 +43,7 @@ __all__ = [
     "load_scenario",
     "scenario_name",
     "starting_conversation",
+    "with_prices",
 ]
 
 SUFFIX = ".scenario.yaml"
@@ -422,10 +424,19 @@ def _check(scenario: Scenario, located: Located) -> list[Issue]:
     for path, message in agent_cycles(scenario):
         issue(path, message)
     if scenario.expect is not None:
-        _check_expected_tools(scenario, issue)
+        _check_expected_tools(scenario, scenario.expect, ("expect",), issue)
 
     if scenario.expect is not None and scenario.expect.model_extra:
         _check_expectation_keys(scenario.expect.model_extra, plugins, issue)
+    for k, turn in enumerate(scenario.turns or []):
+        if turn.expect is not None:
+            at = ("turns", k, "expect")
+            _check_expected_tools(scenario, turn.expect, at, issue)
+            if turn.expect.model_extra:
+                _check_expectation_keys(
+                    turn.expect.model_extra, plugins, lambda p, m, at=at: issue((*at, *p[1:]), m)
+                )
+    check_guards(scenario, plugins, issue)
 
     try:
         starting_conversation(scenario)
@@ -549,15 +560,19 @@ def _check_script(
             )
 
 
-def _check_expected_tools(scenario: Scenario, issue: Callable[[tuple, str], None]) -> None:
-    """Tool names in ``expect`` that no call of this scenario can have.
+def _check_expected_tools(
+    scenario: Scenario,
+    expect: ExpectSection,
+    top: tuple[str | int, ...],
+    issue: Callable[[tuple, str], None],
+) -> None:
+    """Tool names in an ``expect`` (at ``top``) that no call of this scenario can have.
 
     A scripted run calls exactly the names its script gives, so any other name is a
     typo. A recorded or live model may call a tool that does not exist, so there only
-    a ``count`` that allows 0 (a guard against that) may name one.
+    a ``count`` that allows 0 (a guard against that) may name one. The guards
+    (``never_called``, ``tool_calls.forbid``) name a defined tool or one the script calls.
     """
-    expect = scenario.expect
-    assert expect is not None
     defined = set(scenario.tools)
     scripted = scenario.llm.provider == "scripted"
     if scenario.target is not None and not scripted:
@@ -565,15 +580,29 @@ def _check_expected_tools(scenario: Scenario, issue: Callable[[tuple, str], None
     possible = defined | {c.name for s in scenario.llm.script for c in s.tool_calls}
     named: list[tuple[tuple[str | int, ...], str]] = []
     calls = expect.tool_calls
+    guarded: list[tuple[tuple[str | int, ...], str]] = [
+        ((*top, "never_called", k), n) for k, n in enumerate(expect.never_called or [])
+    ]
     if calls is not None:
-        at = ("expect", "tool_calls")
+        at = (*top, "tool_calls")
+        guarded += [((*at, "forbid", k, "name"), c.name) for k, c in enumerate(calls.forbid or [])]
         named += [((*at, "sequence", k), n) for k, n in enumerate(calls.sequence or [])]
         named += [((*at, "include", k, "name"), c.name) for k, c in enumerate(calls.include or [])]
         for name, rng in (calls.count or {}).items():
             if scripted or not rng.contains(0):
                 named.append(((*at, "count", name), name))
     for g, group in enumerate(expect.parallel_groups or []):
-        named += [(("expect", "parallel_groups", g, k), n) for k, n in enumerate(group)]
+        named += [((*top, "parallel_groups", g, k), n) for k, n in enumerate(group)]
+    for path, name in guarded:
+        if name not in possible:
+            hint = difflib.get_close_matches(name, sorted(possible), n=1)
+            issue(
+                path,
+                f"{name!r} is neither a tool of the scenario nor called by its script, so "
+                "this guard can never fail"
+                + (f" (did you mean {hint[0]!r}?)" if hint else "")
+                + f"; tools: {', '.join(sorted(defined)) or 'none'}",
+            )
     known = sorted(possible if scripted else defined)
     for path, name in named:
         if name in known:
@@ -592,7 +621,7 @@ def _check_expected_tools(scenario: Scenario, issue: Callable[[tuple, str], None
             if name not in defined:
                 hint = difflib.get_close_matches(name, sorted(defined), n=1)
                 issue(
-                    ("expect", "requests", r, "tools", k),
+                    (*top, "requests", r, "tools", k),
                     f"{name!r} is not one of the scenario's tools, so it is never sent"
                     + (f" (did you mean {hint[0]!r}?)" if hint else ""),
                 )

@@ -8,20 +8,22 @@ from pathlib import Path
 from typing import Any
 
 from harness.actions import RunResult
+from harness.agent import Agent
 from harness.checks import CheckContext
 from harness.config import AgentConfig
 from harness.errors import HarnessError, RecordingRefused, ScenarioSkipped
 from harness.llm.base import LLM, close_llm
 from harness.llm.config import RECORD_MODES
 from harness.plugins import Plugins, get_plugins
-from harness.results import ExpectationResult, ScenarioId, ScenarioResult, Status
+from harness.results import ExpectationResult, ScenarioId, ScenarioResult, Status, TurnResult
 from harness.scenario.agents import SubAgents
 from harness.scenario.expectations import RequestCapture, evaluate
 from harness.scenario.external import arun_target
 from harness.scenario.judging import build_judge
-from harness.scenario.loader import load_scenario, starting_conversation
+from harness.scenario.loader import load_scenario, starting_conversation, with_prices
 from harness.scenario.schema import Scenario
 from harness.scenario.serving import llm_source, scenario_agent, scenario_id
+from harness.scenario.turns import run_turns, turn_capture
 from harness.sync import run_sync
 
 __all__ = ["arun_scenario", "run_scenario", "scenario_id"]
@@ -62,9 +64,12 @@ async def arun_scenario(
     project = get_plugins(scenario.root)
     # Only a scenario that asks what was sent observes the requests.
     wanted = {r.call for r in (scenario.expect.requests or [])} if scenario.expect else set()
-    capture = RequestCapture(wanted) if wanted else None
+    if scenario.turns is not None:
+        capture: RequestCapture | None = turn_capture(scenario)
+    else:
+        capture = RequestCapture(wanted) if wanted else None
     extra = [*plugins, *([capture] if capture else [])]
-    agent_config = scenario.agent.to_config()
+    agent_config = with_prices(scenario.agent.to_config(), scenario)
     if scenario.target is not None:
         # Reports show who ran the loop: the target's kind, not a planner of harness's.
         (kind,) = scenario.target.kinds()
@@ -121,19 +126,17 @@ async def _run_own_loop(
     # Agent.arun closes the LLM source (a recording is saved) when the run ends; with
     # judges, that waits until they have asked (below).
     try:
-        result = await agent.arun(scenario.input, starting_conversation(scenario))
-        refused = getattr(llm, "refused", None)
-        if refused:
-            # Not a result: a recording that cannot go on, with nothing written.
-            raise RecordingRefused(f"{sid}: {refused}")
+        result, turns, per_turn = await _run(scenario, agent, llm, project, capture, sid)
         check = CheckContext.of(
             result,
             requests=capture.seen if capture else {},
             remaining_replies=getattr(llm, "remaining", None),
             scenario=scenario,
             judge=judge,
+            turns=turns,
         )
         expectations = await evaluate(scenario.expect, check, project.registry("expectations"))
+        expectations += per_turn
     finally:
         for kept in sub_agents.llms:
             await close_llm(kept.source)
@@ -142,7 +145,7 @@ async def _run_own_loop(
     if judge is not None and judge.requests:
         # What the judges cost, beside the agent's own usage (never added into it).
         result = result.model_copy(update={"usage": {**result.usage, **judge.cost()}})
-    return _result(scenario, sid, result, expectations, agent_config)
+    return _result(scenario, sid, result, expectations, agent_config, turns)
 
 
 def _result(
@@ -151,19 +154,25 @@ def _result(
     result: RunResult,
     expectations: list[ExpectationResult],
     agent_config: AgentConfig,
+    turns: list[TurnResult] | None = None,
 ) -> ScenarioResult:
     """The scenario's entry of results.json."""
+    turns = turns or []
+    status = _status(result, expectations)
+    if status == "passed" and any(t.status == "error" for t in turns):
+        status = "error"
     return ScenarioResult.from_run(
         result,
         id=str(sid),
         name=sid.name,
         file=sid.file,
         expectations=expectations,
-        status=_status(result, expectations),
+        status=status,
         description=scenario.description,
         tags=list(scenario.tags),
         agent=agent_config,
         matrix=scenario.combination,
+        turns=turns,
     )
 
 
@@ -182,6 +191,31 @@ def _runnable(scenario: str | Path | Scenario, record_mode: str) -> Scenario:
             "`harness run`"
         )
     return scenario
+
+
+async def _run(
+    scenario: Scenario,
+    agent: Agent,
+    llm: LLM,
+    project: Plugins,
+    capture: Any,
+    sid: ScenarioId,
+) -> tuple[RunResult, list[TurnResult], list[ExpectationResult]]:
+    """The run (every turn of a ``turns:`` scenario), its turns and their expectations."""
+    try:
+        if scenario.turns is not None:
+            return await run_turns(
+                scenario, agent, llm, project, capture, starting_conversation(scenario)
+            )
+        # Agent.arun closes the LLM source (a recording is saved) when the run ends.
+        result = await agent.arun(scenario.input, starting_conversation(scenario))
+    except RecordingRefused as exc:
+        raise RecordingRefused(f"{sid}: {exc}") from None
+    refused = getattr(llm, "refused", None)
+    if refused:
+        # Not a result: a recording that cannot go on, with nothing written.
+        raise RecordingRefused(f"{sid}: {refused}")
+    return result, [], []
 
 
 def _status(result: RunResult, expectations: list[ExpectationResult]) -> Status:

@@ -19,10 +19,11 @@ from pydantic import (
 )
 
 from harness.actions import Termination
-from harness.config import AgentConfig
+from harness.config import AgentConfig, ModelPrice
 from harness.llm.config import LLMConfig
 from harness.markers import check_tag
 from harness.scenario.dotted import DottedKeyError, expand_dotted
+from harness.scenario.injection import Inject, InjectSpec
 
 __all__ = [
     "TOOL_NAME",
@@ -30,6 +31,7 @@ __all__ = [
     "CodeSpec",
     "Count",
     "ExpectSection",
+    "InjectSpec",
     "JudgeSpec",
     "Range",
     "RemoteSpec",
@@ -39,6 +41,8 @@ __all__ = [
     "ToolErrorSpec",
     "ToolResultSpec",
     "ToolSpec",
+    "TurnSpec",
+    "UserSection",
     "json_schema",
 ]
 
@@ -153,6 +157,8 @@ def _agent_fields() -> dict[str, Any]:
     """AgentConfig's fields in their order, the window as a ``stagnation`` mapping."""
     fields: dict[str, Any] = {}
     for name, info in AgentConfig.model_fields.items():
+        if name == "prices":
+            continue  # a scenario's top-level `prices:` (with [tool.harness.prices])
         if name == "stagnation_window":
             fields["stagnation"] = (StagnationSection, Field(default_factory=StagnationSection))
         else:
@@ -319,12 +325,23 @@ class ToolSpec(BaseModel):
         "{scenario: FILE} to serve another scenario file as one",
     )
 
+    inject: Inject | None = Field(
+        default=None,
+        description="prompt injection: TEXT, {text, on_call}, or a list of them, appended "
+        "to the result",
+    )
+
     @property
     def remote_spec(self) -> RemoteSpec | None:
         """``remote`` in its long form (``remote: URL`` is ``{url: URL}``)."""
         if isinstance(self.remote, str):
             return RemoteSpec(url=self.remote)
         return self.remote
+
+    @property
+    def injections(self) -> list[InjectSpec]:
+        """``inject`` as a list."""
+        return self.inject or []
 
     @model_validator(mode="after")
     def _consistent(self) -> ToolSpec:
@@ -446,6 +463,9 @@ class ToolCallsExpect(_Ordered):
     exact: bool = Field(default=False, description="the sequence must equal all calls made")
     include: list[IncludeCall] | None = None
     count: dict[str, Count] | None = None
+    forbid: list[IncludeCall] | None = Field(
+        default=None, description="calls that must not be made (arguments match partially)"
+    )
 
     @model_validator(mode="after")
     def _exact_needs_sequence(self) -> ToolCallsExpect:
@@ -594,6 +614,15 @@ class ExpectSection(_Ordered):
     requests: list[RequestExpect] | None = None
     script_consumed: bool | None = None
     sim_time: Range | None = None
+    never_called: list[str] | None = Field(
+        default=None, description="tools the run must never call"
+    )
+    turns: Count | None = Field(default=None, description="turns run (a `turns:` scenario)")
+    failing: list[str] | None = Field(
+        default=None,
+        description="expectations (dotted paths given here) this run is known to fail: the "
+        "scenario passes while they fail and fails once they hold",
+    )
 
     @classmethod
     def sections(cls) -> frozenset[str]:
@@ -627,6 +656,24 @@ def scenario_name(path: Path) -> str:
         if name.endswith(suffix):
             return name[: -len(suffix)]
     return path.stem
+
+
+class TurnSpec(BaseModel):
+    """One user turn of a conversation (``turns:``): the user's text and what the turn must do."""
+
+    model_config = _CLOSED
+    user: str | None = Field(
+        default=None, description="the user's message (the scripted user needs one per turn)"
+    )
+    expect: ExpectSection | None = None
+
+
+class UserSection(BaseModel):
+    """Which user simulator gives the turns' messages (``harness_register_users``)."""
+
+    model_config = _CLOSED
+    name: str = Field(default="scripted", description="scripted (default) or a plugin's user")
+    options: dict[str, Any] = Field(default_factory=dict, description="handed to the user")
 
 
 def _check_tool_name(name: str) -> str:
@@ -702,6 +749,17 @@ class Scenario(BaseModel):
         default=None, description="an external agent to test instead of harness's own loop"
     )
     expect: ExpectSection | None = None
+    turns: list[TurnSpec] | None = Field(
+        default=None,
+        min_length=1,
+        description="a conversation: one run of the loop per turn, instead of input:",
+    )
+    user: UserSection = Field(default_factory=UserSection)
+    prices: dict[str, ModelPrice] = Field(
+        default_factory=dict,
+        description="USD per million tokens by model, for budget.cost (over the defaults and "
+        "[tool.harness.prices])",
+    )
 
     # Set by the loader: where the file is (tools and history are built from it per run).
     _path: Path | None = PrivateAttr(default=None)

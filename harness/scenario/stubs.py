@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 from jinja2 import TemplateError
+from pydantic_core import to_jsonable_python
 
 from harness import simclock
 from harness.errors import AbortRun, HarnessError
@@ -56,6 +58,23 @@ class _Faults:
                     "on_call is for the calls no other entry names)",
                 )
             self.errors[error.on_call] = error
+        # Prompt injection: text appended to the results of every call (None) or of one.
+        self.injections: dict[int | None, list[str]] = {}
+        for injection in spec.injections:
+            self.injections.setdefault(injection.on_call, []).append(injection.text)
+
+    def inject(self, call: int, value: Any) -> Any:
+        """``value`` with the injected text of call ``call`` appended, if any.
+
+        A result that is not text is sent to the model as its JSON; the injection is
+        appended to that text (as a tool whose output carries a planted instruction).
+        """
+        texts = self.injections.get(None, []) + self.injections.get(call, [])
+        if not texts:
+            return value
+        if not isinstance(value, str):
+            value = json.dumps(to_jsonable_python(value, fallback=str))
+        return "\n\n".join([value, *texts])
 
     def next_call(self) -> int:
         """Count a call, spend its latency, raise its error if it has one; -> its number."""
@@ -107,7 +126,7 @@ class _Stub(_Faults):
             # `faker.unique` would depend on the calls (and runs) before this one.
             faker.unique.clear()
             context["faker"] = faker
-        return self._render(value, context)
+        return self.inject(call, self._render(value, context))
 
     def _render(self, value: Any, context: dict[str, Any]) -> Any:
         if isinstance(value, Template):
@@ -140,15 +159,15 @@ class _Faulty(_Faults):
         self.__doc__ = getattr(fn, "__doc__", None)
 
     async def __call__(self, **args: Any) -> Any:
-        self.next_call()
+        call = self.next_call()
         if self.is_async:
-            return await self.fn(**args)
+            return self.inject(call, await self.fn(**args))
         # This wrapper is async (so calls are numbered in the model's order), so it runs
         # a sync tool as the loop would: in a thread for a parallel plan, else inline (a
         # tool holding thread-bound resources, a sqlite3 connection say, keeps working).
         if simclock.in_parallel_plan():
-            return await asyncio.to_thread(self.fn, **args)
-        return self.fn(**args)
+            return self.inject(call, await asyncio.to_thread(self.fn, **args))
+        return self.inject(call, self.fn(**args))
 
 
 _EXCEPTIONS: dict[str, type[Exception]] = {}
@@ -232,7 +251,7 @@ def _build(
             real = real_tool(spec.use, root, registered)
         else:
             real = _built_in(name, spec, agents)
-        faulty = bool(spec.latency or spec.errors or spec.timeout)
+        faulty = bool(spec.latency or spec.errors or spec.timeout or spec.inject)
         if real.name == name and spec.description is None and not spec.strict and not faulty:
             return real
         return Tool(
