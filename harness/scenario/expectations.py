@@ -16,7 +16,8 @@ from harness.actions import Termination
 from harness.checks import Check, CheckContext
 from harness.hookspecs import hookimpl
 from harness.results import ExpectationResult
-from harness.scenario.schema import ExpectSection, JudgeSpec, Range, _Ordered
+from harness.scenario.expect_schema import ExpectSection, JudgeSpec, Ordered
+from harness.scenario.fields import Range
 
 __all__ = ["RequestCapture", "evaluate"]
 
@@ -69,7 +70,7 @@ def _entries(expect: ExpectSection) -> list[tuple[str, Any, dict[str, Any]]]:
     for key, value in expect.given().items():
         if value is None or key == "failing":
             continue
-        if isinstance(value, _Ordered):
+        if isinstance(value, Ordered):
             section = value.given()
             skip = _MODIFIERS.get(key, set())
             for sub, sub_value in section.items():

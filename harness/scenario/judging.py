@@ -8,7 +8,8 @@ from typing import Any
 
 from harness.judge import Judge, ScriptedJudge
 from harness.project import project_config
-from harness.scenario.schema import JudgeSpec, Scenario
+from harness.scenario.expect_schema import JudgeSpec
+from harness.scenario.schema import Scenario
 
 __all__ = ["build_judge", "check_judges", "judged"]
 

@@ -13,7 +13,7 @@ from pydantic import Field, TypeAdapter, ValidationError
 from harness.canonical import canonical_json
 from harness.errors import format_errors
 from harness.messages import ToolCall
-from harness.scenario.schema import ParamSpec
+from harness.scenario.tool_schema import ParamSpec
 from harness.tools import Tool, ToolArgumentsError, arguments_model, schema_of
 
 __all__ = ["SchemaTool", "SpecError", "parse_type", "short_form_tool_schema"]

@@ -15,7 +15,8 @@ from pathlib import Path
 from harness.a2a.remote import RemoteAgentTool
 from harness.errors import HarnessError
 from harness.scenario.params import SpecError
-from harness.scenario.schema import Scenario, ToolSpec
+from harness.scenario.schema import Scenario
+from harness.scenario.tool_schema import ToolSpec
 
 __all__ = ["Serve", "remote_tool"]
 

@@ -23,7 +23,6 @@ from pydantic_core import to_jsonable_python
 from harness import simclock
 from harness.errors import AbortRun, HarnessError
 from harness.scenario.params import SchemaTool, SpecError, short_form_tool_schema
-from harness.scenario.schema import ToolSpec
 from harness.scenario.targets import real_tool
 from harness.scenario.templates import (
     Template,
@@ -33,6 +32,7 @@ from harness.scenario.templates import (
     template_line,
     uses_faker,
 )
+from harness.scenario.tool_schema import ToolSpec
 from harness.tools import Tool
 
 __all__ = ["build_tool"]
