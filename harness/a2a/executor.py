@@ -116,7 +116,7 @@ class HarnessExecutor(AgentExecutor):
         pump = asyncio.ensure_future(turn.pump(send))
         token = current_turn().set(turn)
         try:
-            result = await session.agent.arun(text, session.conversation)
+            result = await self._streamed(session, text)
         except Exception as exc:  # bad input to the agent (a HarnessError): the task fails
             result, failure = None, f"{type(exc).__name__}: {exc}"
         finally:
@@ -135,6 +135,17 @@ class HarnessExecutor(AgentExecutor):
             await updater.complete()
         else:
             await updater.failed(self._message(updater, failure_text(result)))
+
+    @staticmethod
+    async def _streamed(session: Session, text: str) -> Any:
+        """Run the turn streamed, so that the model's replies come in pieces (the
+        observer's ``harness_llm_chunk`` sends their text as it is generated, in order
+        with the other updates); the run's result."""
+        result = None
+        async for event in session.agent.astream(text, session.conversation):
+            if event.kind == "final":
+                result = event.result
+        return result
 
     @staticmethod
     def _message(updater: TaskUpdater, text: str) -> Any:

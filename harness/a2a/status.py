@@ -120,6 +120,12 @@ class StatusObserver:
         if turn is not None:
             turn.status(f"Agentic iteration {iteration}/{run.config.max_iterations}")
 
+    def harness_llm_chunk(self, run: Any, chunk: Any) -> None:
+        """The model's text as it is generated (the turn's run streams)."""
+        turn = self._turn_of(run)
+        if turn is not None and chunk.content:
+            turn.text(chunk.content)
+
     def harness_llm_response(self, run: Any, response: Any) -> None:
         """The model's text of this reply."""
         turn = self._turn_of(run)
