@@ -21,8 +21,8 @@ from starlette.applications import Starlette
 
 from harness import Agent, RemoteAgentTool
 from harness.a2a import create_app, running_app
+from harness.asgi import listening_sockets
 from harness.errors import ScenarioError
-from harness.llm.server.running import listening_sockets
 from harness.run import current_run
 from harness.scenario import load_scenario, run_scenario
 from harness.scenario.serving import stop_served

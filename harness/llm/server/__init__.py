@@ -16,7 +16,6 @@ command's job (``harness.cli.serve``). Modules: ``state`` (positions, attempts),
 from harness.llm.server.app import create_app
 from harness.llm.server.running import (
     DEFAULT_PORT,
-    listening_sockets,
     running_app,
     running_server,
     serve,
@@ -29,7 +28,6 @@ __all__ = [
     "DEFAULT_PORT",
     "ScriptState",
     "create_app",
-    "listening_sockets",
     "running_app",
     "running_server",
     "serve",
