@@ -2,6 +2,7 @@
 unless several test modules need them)."""
 
 import os
+import sys
 import tomllib
 from pathlib import Path
 
@@ -45,6 +46,17 @@ def _repo_plugins_only_when_asked(request, monkeypatch):
     plugins.reset()
     yield
     plugins.reset()
+
+
+@pytest.fixture(autouse=True)
+def _stop_served_scenarios():
+    """Scenario files served as A2A agents (``remote: {scenario: FILE}``) live until the
+    process exits; a test that started one stops it, so that its server's loop does not
+    run on (and sleep) under the next tests."""
+    yield
+    serving = sys.modules.get("harness.scenario.serving")
+    if serving is not None:
+        serving.stop_served()
 
 
 @pytest.fixture

@@ -226,7 +226,7 @@ def test_harness_validate_reports_unknown_matrix_keys_and_values(project, capsys
         f"{FILE}:5: matrix.modle: unknown matrix key 'modle' (did you mean 'model'?); a "
         "matrix varies model (llm.model) or an agent setting: planner, max_iterations, "
         "stagnation, on_validation_error, on_max_iterations, parallel_tools, system, "
-        "planner_options"
+        "planner_options, detectors, on_stuck, budget"
     )
     assert lines[2] == f"{FILE}:6: matrix.max_iterations.1: 'zero': expected a valid integer"
     assert lines[3].startswith(

@@ -350,4 +350,5 @@ def test_a_valid_scenario_with_every_new_key_loads(tmp_path):
 
     scenario = load_scenario(path)
     assert [i.text for i in scenario.tools["t"].injections] == ["plain", "once"]
-    assert run_scenario(path).status == "passed"
+    result = run_scenario(path)
+    assert result.status == "passed", (result.final.error, result.memory)

@@ -235,7 +235,11 @@ def _limit_hit(execution: Execution, timed_out: bool, status: int | None) -> str
     last = (execution.stderr.strip().splitlines() or [""])[-1]
     if "MemoryError" in last:
         return "memory"
-    if "BlockingIOError" in last or "Resource temporarily unavailable" in last:
+    # Anywhere in stderr, not only its last line: the forked children of a fork bomb write
+    # their tracebacks into the same stream, interleaved.
+    if "BlockingIOError" in execution.stderr or "Resource temporarily unavailable" in (
+        execution.stderr
+    ):
         return "processes"
     if any(marker in execution.stderr for marker in _NETWORK):
         return "network"

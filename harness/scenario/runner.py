@@ -122,6 +122,7 @@ async def _run_own_loop(
         disable_recording=disable_recording,
         agents=sub_agents,
         llm=_HeldOpen(llm) if judge is not None else llm,
+        config=agent_config,
     )
     # Agent.arun closes the LLM source (a recording is saved) when the run ends; with
     # judges, that waits until they have asked (below).

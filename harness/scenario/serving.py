@@ -17,11 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from harness.agent import Agent
+from harness.config import AgentConfig
 from harness.llm.base import LLM
 from harness.llm.config import LLMConfig, LLMContext
 from harness.plugins import Plugins, get_plugins, project_plugins
 from harness.results import ScenarioId
 from harness.scenario.agents import KeptOpen, SubAgents
+from harness.scenario.guards import with_prices
 from harness.scenario.loader import build_tools, load_scenario
 from harness.scenario.matrix import combination_label
 from harness.scenario.schema import Scenario
@@ -74,12 +76,14 @@ def scenario_agent(
     disable_recording: bool = False,
     agents: SubAgents | None = None,
     llm: LLM | None = None,
+    config: AgentConfig | None = None,
 ) -> Agent:
     """A fresh Agent for the scenario: its own LLM source and tools (stubs count calls).
 
     ``agents`` keeps the sub-agents built for its ``{agent: NAME}`` tools (each with an
     LLM source left open across its calls: the caller closes ``agents.llms``). ``llm``
-    is the agent's LLM source when the caller made it (default: a new one).
+    is the agent's LLM source when the caller made it (default: a new one); ``config``
+    its settings (default: the scenario's, with its prices).
     """
     project = get_plugins(scenario.root)
     if llm is None:
@@ -94,7 +98,7 @@ def scenario_agent(
         return Agent(
             llm,
             list(tools.values()),
-            config=scenario.agent.to_config(),
+            config=config or with_prices(scenario.agent.to_config(), scenario),
             plugins=plugins,
         )
 
