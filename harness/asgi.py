@@ -12,7 +12,10 @@ from typing import Any
 
 from harness.errors import HarnessError
 
-__all__ = ["listening_sockets", "serve_forever", "serving_in_thread"]
+__all__ = ["SERVER_THREAD", "listening_sockets", "serve_forever", "serving_in_thread"]
+
+# The name every server thread's name starts with.
+SERVER_THREAD = "harness-server"
 
 
 def listening_sockets(host: str, port: int) -> list[socket.socket]:
@@ -123,8 +126,12 @@ def serving_in_thread(
     and stop the server on exit."""
     sockets = listening_sockets(host, 0)
     server = _server(app, host, 0, "warning", on_stopping)
+    # Named so that a server thread is told apart from the threads of a run (tests).
     thread = threading.Thread(
-        target=server.run, kwargs={"sockets": sockets}, name=name, daemon=True
+        target=server.run,
+        kwargs={"sockets": sockets},
+        name=f"{SERVER_THREAD} ({name})",
+        daemon=True,
     )
     thread.start()
     try:

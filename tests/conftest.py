@@ -102,21 +102,30 @@ def no_real_sleep(monkeypatch):
     """The list of real sleeps (seconds) taken by time.sleep and asyncio.sleep meanwhile.
 
     Simulated latency must cost no real time: a test asserts this list is empty instead
-    of timing itself, which a loaded machine would make flaky.
+    of timing itself, which a loaded machine would make flaky. The patch is process-wide:
+    the ticks of a server thread an earlier test left running (uvicorn's main loop sleeps
+    0.1 s at a time) are not the run's, and are not counted.
     """
     import asyncio
+    import threading
     import time
+
+    from harness.asgi import SERVER_THREAD
 
     slept: list[float] = []
     real_sleep, real_async_sleep = time.sleep, asyncio.sleep
 
+    def counted(seconds):
+        name = threading.current_thread().name
+        return seconds > 0.001 and not name.startswith((SERVER_THREAD, "harness-concurrency"))
+
     def sleep(seconds):
-        if seconds > 0.001:
+        if counted(seconds):
             slept.append(seconds)
         return real_sleep(seconds)
 
     async def async_sleep(seconds, result=None):
-        if seconds > 0.001:
+        if counted(seconds):
             slept.append(seconds)
         return await real_async_sleep(seconds, result)
 

@@ -424,7 +424,11 @@ def _check_script(
                     )
                 ids.setdefault(call.id, j)
             # A target's tools are its own: the script names them.
-            if step.unknown_tools or call.name in scenario.tools or getattr(scenario, "target", None):
+            if (
+                step.unknown_tools
+                or call.name in scenario.tools
+                or getattr(scenario, "target", None)
+            ):
                 continue
             hint = difflib.get_close_matches(call.name, known, n=1)
             issue(
