@@ -25,6 +25,7 @@ __all__ = [
     "clean_text",
     "messages_from_openai",
     "parse_arguments",
+    "text_of",
 ]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -422,3 +423,17 @@ def _text(content: Any) -> str | None:
     if content is None or isinstance(content, str):
         return content
     return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+
+
+def text_of(content: Any) -> str | None:
+    """The text of an OpenAI message's content: a string, or a list of text parts (other
+    values as JSON)."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            str(part.get("text") or part.get("refusal") or "")
+            for part in content
+            if isinstance(part, dict)
+        )
+    return json.dumps(content, ensure_ascii=False)

@@ -20,6 +20,7 @@ from harness.messages import (
     ToolMessage,
     UserMessage,
     message_from_openai,
+    text_of,
 )
 
 __all__ = [
@@ -59,19 +60,6 @@ def items_of(api: str, body: dict[str, Any]) -> list[Any]:
     if isinstance(items, str):
         return [{"role": "user", "content": items}]
     return items if isinstance(items, list) else []
-
-
-def text_of(content: Any) -> str | None:
-    """The text of a content value: a string, or a list of text parts."""
-    if content is None or isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            str(part.get("text") or part.get("refusal") or "")
-            for part in content
-            if isinstance(part, dict)
-        )
-    return json.dumps(content, ensure_ascii=False)
 
 
 def tool_results(api: str, items: list[Any], start: int = 0) -> dict[str, str]:

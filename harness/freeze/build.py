@@ -11,8 +11,8 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.freeze.chains import history_of
-from harness.freeze.recorded import FreezeError, RecordedCall, RecordedRun, text_of
-from harness.messages import ToolCall, parse_arguments
+from harness.freeze.recorded import FreezeError, RecordedCall, RecordedRun
+from harness.messages import ToolCall, parse_arguments, text_of
 from harness.scenario.schema import Scenario
 from harness.scenario.templates import TEMPLATE_MARKERS
 

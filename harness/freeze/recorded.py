@@ -21,7 +21,7 @@ from harness.canonical import canonical_json
 from harness.errors import HarnessError
 from harness.llm.cassettes.format import LoadedInteraction
 from harness.llm.cassettes.matching import parse_json_body
-from harness.messages import parse_arguments
+from harness.messages import parse_arguments, text_of
 
 __all__ = [
     "FreezeError",
@@ -32,7 +32,6 @@ __all__ = [
     "dialogue",
     "read_calls",
     "split_runs",
-    "text_of",
     "tool_items",
 ]
 
@@ -90,19 +89,6 @@ class RecordedRun:
 
 
 # -- normalized conversations --------------------------------------------------------------
-
-
-def text_of(content: Any) -> str | None:
-    """The text of a message's content (a string, or a list of text parts)."""
-    if content is None or isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            str(part.get("text") or part.get("refusal") or "")
-            for part in content
-            if isinstance(part, dict)
-        )
-    return str(content)
 
 
 def _arguments(text: Any) -> Any:
