@@ -17,6 +17,7 @@ __all__ = [
     "FinalResponse",
     "MakeLLMRequestAction",
     "RunData",
+    "RunFields",
     "RunResult",
     "SubRun",
     "Termination",
@@ -114,39 +115,10 @@ class ToolCallRecord(BaseModel):
     sub_run: SubRun | None = Field(default=None, exclude_if=lambda value: value is None)
 
 
-class SubRun(BaseModel):
-    """A sub-agent's run, kept on the tool call that made it (``ToolCallRecord.sub_run``).
-
-    The run's data as results keep it, without wall-clock time (results stay
-    reproducible), with the sub-run's conversation (``transcript``) for the report's
-    nested timeline. Its own tool calls may hold sub-runs in turn.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-    agent: str  # the name of the tool that ran it
-    depth: int = 1  # 1 for a sub-run of a top-level run, 2 below that, ...
-    termination: Termination
-    iterations: int = 0
-    llm_calls: int = 0
-    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
-    parallel_groups: list[list[str]] = Field(default_factory=list)
-    final: FinalResponse = Field(default_factory=FinalResponse)
-    events: list[dict[str, Any]] = Field(default_factory=list)
-    memory: list[dict[str, Any]] = Field(default_factory=list)
-    usage: dict[str, int] = Field(default_factory=dict)
-    sim_time: float = 0.0
-    transcript: list[Message] = Field(default_factory=list)
-
-
-ToolCallRecord.model_rebuild()
-
-
-class RunData(BaseModel):
-    """What a run produced, as results keep it: everything but the live conversation.
-
-    ``RunResult`` adds the conversation; a scenario's result (harness.results) adds its
-    identity, the checked expectations and the transcript. Defined once, here.
-    """
+class RunFields(BaseModel):
+    """What a run produced, as results keep it, defined once: ``RunData`` adds the wall
+    time, ``SubRun`` keeps it on the tool call of a sub-agent (without wall time, so that
+    results stay reproducible)."""
 
     model_config = ConfigDict(extra="forbid")
     termination: Termination
@@ -161,6 +133,37 @@ class RunData(BaseModel):
     memory: list[dict[str, Any]] = Field(default_factory=list)
     usage: dict[str, int] = Field(default_factory=dict)
     sim_time: float = 0.0
+
+
+class _SubAgent(BaseModel):
+    """Which sub-agent a sub-run is of (first in its JSON)."""
+
+    model_config = ConfigDict(extra="forbid")
+    agent: str  # the name of the tool that ran it
+    depth: int = 1  # 1 for a sub-run of a top-level run, 2 below that, ...
+
+
+class SubRun(RunFields, _SubAgent):
+    """A sub-agent's run, kept on the tool call that made it (``ToolCallRecord.sub_run``).
+
+    The run's data (RunFields), with the sub-run's conversation (``transcript``) for the
+    report's nested timeline. Its own tool calls may hold sub-runs in turn.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    transcript: list[Message] = Field(default_factory=list)
+
+
+ToolCallRecord.model_rebuild()
+
+
+class RunData(RunFields):
+    """What a run produced, as results keep it: everything but the live conversation.
+
+    ``RunResult`` adds the conversation; a scenario's result (harness.results) adds its
+    identity, the checked expectations and the transcript.
+    """
+
     wall_time: float = 0.0
 
 

@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from harness.project import ProjectConfigError, project_config, project_root
 
 __all__ = [
     "DEFAULT_PLUGINS",
+    "KINDS",
     "PluginError",
     "Plugins",
     "add_plugin_module",
@@ -87,6 +88,11 @@ class Registered:
     targets: list[str] = field(default_factory=list)
     detectors: list[str] = field(default_factory=list)
     users: list[str] = field(default_factory=list)
+
+
+# The kinds of named components plugins register (``harness_register_<kind>``): the
+# fields of Registered, in order.
+KINDS: tuple[str, ...] = tuple(f.name for f in fields(Registered))
 
 
 class Plugins:
@@ -185,15 +191,7 @@ class Plugins:
     def _build_registries(self) -> dict[str, dict[str, Any]]:
         from harness.tools import as_tool
 
-        registries: dict[str, dict[str, Any]] = {
-            "planners": {},
-            "tools": {},
-            "llms": {},
-            "expectations": {},
-            "targets": {},
-            "detectors": {},
-            "users": {},
-        }
+        registries: dict[str, dict[str, Any]] = {kind: {} for kind in KINDS}
         owners: dict[tuple[str, str], str] = {}
         self.registered = {}
 

@@ -13,7 +13,7 @@ import asyncio
 from pydantic import Field
 
 from harness import simclock
-from harness.actions import RunResult, SubRun, Termination
+from harness.actions import RunFields, RunResult, SubRun, Termination
 from harness.agent import Agent
 from harness.errors import HarnessError, describe
 from harness.messages import clean_text
@@ -27,21 +27,8 @@ DEFAULT_MAX_DEPTH = 5
 
 def sub_run_of(result: RunResult, agent: str, depth: int) -> SubRun:
     """What a parent keeps of a sub-agent's run (no wall-clock time)."""
-    return SubRun(
-        agent=agent,
-        depth=depth,
-        termination=result.termination,
-        iterations=result.iterations,
-        llm_calls=result.llm_calls,
-        tool_calls=result.tool_calls,
-        parallel_groups=result.parallel_groups,
-        final=result.final,
-        events=result.events,
-        memory=result.memory,
-        usage=result.usage,
-        sim_time=result.sim_time,
-        transcript=result.conversation.messages,
-    )
+    fields = {name: getattr(result, name) for name in RunFields.model_fields}
+    return SubRun(agent=agent, depth=depth, **fields, transcript=result.conversation.messages)
 
 
 def _failure_text(name: str, result: RunResult) -> str:

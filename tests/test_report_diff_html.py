@@ -13,8 +13,8 @@ from html.parser import HTMLParser
 import pytest
 from report_samples import HOSTILE, MARKUP, sample_baseline, sample_results
 
+from harness.baseline import ScenarioChange, TrajectoryChange, TrajectoryOp
 from harness.report import BaselineDiff, diff_results, render_html
-from harness.report.diff import ScenarioChange, TrajectoryChange, TrajectoryOp
 from harness.report.markup import word_diff
 from harness.report.views import Limits
 

@@ -12,7 +12,6 @@ from harness.cli.parsing import UsageError
 __all__ = ["PLUGIN_HELP", "add_parser", "load_plugin_options", "plugins_command"]
 
 PLUGIN_HELP = "load a harness plugin module first (repeatable), as harness run -p does"
-_KINDS = ("planners", "tools", "llms", "expectations", "targets", "detectors", "users")
 
 
 def add_parser(commands: Any) -> None:
@@ -48,10 +47,10 @@ def load_plugin_options(modules: list[str]) -> None:
 
 def _rows() -> list[dict[str, Any]]:
     """One row per loaded plugin: name, origin, file, hooks and what it registered."""
-    from harness.plugins import get_plugins
+    from harness.plugins import KINDS, get_plugins
 
     plugins = get_plugins()
-    for kind in _KINDS:
+    for kind in KINDS:
         plugins.registry(kind)  # fills plugins.registered
     rows = []
     for name, plugin in plugins.plugins():
@@ -65,7 +64,7 @@ def _rows() -> list[dict[str, Any]]:
                 "hooks": hooks,
                 "registered": {
                     kind: list(getattr(registered, kind))
-                    for kind in _KINDS
+                    for kind in KINDS
                     if registered is not None and getattr(registered, kind)
                 },
             }

@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.llm.chunks import sse_events
 from harness.messages import (
     AssistantMessage,
     Message,
@@ -112,23 +113,6 @@ def _call(call_id: Any, name: Any, arguments: Any) -> ToolCall:
     return ToolCall.from_text(str(call_id or ""), str(name or ""), text)
 
 
-def _sse_events(text: str) -> list[dict[str, Any]]:
-    events = []
-    for line in text.splitlines():
-        if not line.startswith("data:"):
-            continue
-        payload = line[5:].strip()
-        if not payload or payload == "[DONE]":
-            continue
-        try:
-            event = json.loads(payload)
-        except ValueError:
-            continue
-        if isinstance(event, dict):
-            events.append(event)
-    return events
-
-
 def _chat_whole(body: dict[str, Any]) -> ObservedReply:
     choice = (body.get("choices") or [{}])[0] or {}
     message = choice.get("message") or {}
@@ -206,7 +190,7 @@ def read_reply(api: str, raw: bytes) -> ObservedReply:
     text = raw.decode("utf-8", "replace")
     stripped = text.lstrip()
     if stripped.startswith(("data:", "event:")):
-        events = _sse_events(text)
+        events = sse_events(text)
         return _chat_stream(events) if api == "chat" else _responses_stream(events)
     try:
         body = json.loads(text)

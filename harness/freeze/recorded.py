@@ -21,6 +21,7 @@ from harness.canonical import canonical_json
 from harness.errors import HarnessError
 from harness.llm.cassettes.format import LoadedInteraction
 from harness.llm.cassettes.matching import parse_json_body
+from harness.llm.chunks import sse_events
 from harness.messages import parse_arguments, text_of
 
 __all__ = [
@@ -171,21 +172,6 @@ def tool_items(tools: Any) -> tuple[Item, ...]:
 # -- reading replies --------------------------------------------------------------------------
 
 
-def _sse_data(text: str) -> list[dict[str, Any]]:
-    events = []
-    for line in text.splitlines():
-        if line.startswith("data:"):
-            payload = line[5:].strip()
-            if payload and payload != "[DONE]":
-                try:
-                    event = json.loads(payload)
-                except ValueError:
-                    continue
-                if isinstance(event, dict):
-                    events.append(event)
-    return events
-
-
 def _chat_reply(body: Any, streamed: bool) -> Reply:
     if not streamed:
         choice = (body.get("choices") or [{}])[0]
@@ -267,7 +253,7 @@ def _response_body(interaction: LoadedInteraction) -> tuple[Any, bool] | None:
     text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
     stripped = text.lstrip()
     if stripped.startswith("data:") or stripped.startswith("event:"):
-        return _sse_data(text), True
+        return sse_events(text), True
     try:
         return json.loads(text), False
     except ValueError:

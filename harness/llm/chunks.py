@@ -7,8 +7,10 @@ Responses streams, ``harness serve``): a chunk is a Chat Completions delta, flat
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from harness.messages import AssistantMessage, ToolCall
 
@@ -19,6 +21,7 @@ __all__ = [
     "message_chunks",
     "pieces",
     "reply_chunks",
+    "sse_events",
 ]
 
 
@@ -174,3 +177,22 @@ def message_chunks(message: AssistantMessage, usage: dict[str, int] | None) -> l
     not stream)."""
     calls = [(c.id, c.name, c.arguments_json()) for c in message.tool_calls]
     return reply_chunks(message.content, calls, message.finish_reason, usage)
+
+
+def sse_events(text: str) -> list[dict[str, Any]]:
+    """The JSON objects of a server-sent-events body's ``data:`` lines (``[DONE]`` and
+    lines that are not JSON objects left out): a streamed reply as recorded or observed."""
+    events = []
+    for line in text.splitlines():
+        if not line.startswith("data:"):
+            continue
+        payload = line[5:].strip()
+        if not payload or payload == "[DONE]":
+            continue
+        try:
+            event = json.loads(payload)
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            events.append(event)
+    return events

@@ -4,16 +4,15 @@ The results themselves (``ScenarioResult``, ``Results``, results.json and its lo
 ``load_results``) live in ``harness.results``; this package reads them.
 """
 
-from harness.report.diff import (
+from harness.baseline import (
     BaselineDiff,
     FieldChange,
     ScenarioChange,
     ScenarioRef,
     StatusChange,
     TrajectoryChange,
-    diff_results,
-    trajectory,
 )
+from harness.report.diff import diff_results, trajectory
 from harness.report.html import render_html, write_html
 from harness.results import ResultsFileError, load_results
 

@@ -26,18 +26,7 @@ from harness.canonical import canonical_json
 from harness.report.plans import plans
 from harness.results import Results, ScenarioResult
 
-__all__ = [
-    "BaselineDiff",
-    "FieldChange",
-    "ScenarioChange",
-    "ScenarioRef",
-    "StatusChange",
-    "TrajectoryChange",
-    "TrajectoryOp",
-    "diff_results",
-    "plan_text",
-    "trajectory",
-]
+__all__ = ["diff_results", "plan_text", "trajectory"]
 
 # -- trajectories ------------------------------------------------------------------------
 
