@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from harness.external.observe import Observation, Refusal
-from harness.external.wire import api_of
+from harness.llm.replies import api_of
 from harness.llm.server.wire import PARSED_BODY
 
 __all__ = ["ObservingApp"]

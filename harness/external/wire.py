@@ -1,9 +1,9 @@
 """Reading what crosses the boundary: request bodies and replies of both OpenAI APIs.
 
-Chat Completions and the Responses API, whole JSON or Server-Sent Events, are read
-into the same shapes: the tool results a request carries, the reply's text, tool calls,
-finish reason and usage (under Chat Completions' names), and the conversation as
-harness messages. Nothing here touches the network.
+Chat Completions and the Responses API are read into the same shapes: the tool results
+a request carries, the conversation as harness messages, and the reply (read by
+harness.llm.replies, as freeze reads recorded ones) as harness tool calls. Nothing here
+touches the network.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.llm.chunks import sse_events
+from harness.llm import replies
 from harness.messages import (
     AssistantMessage,
     Message,
@@ -26,7 +26,6 @@ from harness.messages import (
 
 __all__ = [
     "ObservedReply",
-    "api_of",
     "conversation_of",
     "error_of",
     "instructions_of",
@@ -35,21 +34,6 @@ __all__ = [
     "read_reply",
     "tool_results",
 ]
-
-_USAGE = (
-    ("prompt_tokens", "input_tokens"),
-    ("completion_tokens", "output_tokens"),
-    ("total_tokens", "total_tokens"),
-)
-
-
-def api_of(path: str) -> str | None:
-    """``chat`` or ``responses`` for the two model endpoints (any prefix), else None."""
-    if path.endswith("/chat/completions"):
-        return "chat"
-    if path.endswith("/responses"):
-        return "responses"
-    return None
 
 
 def items_of(api: str, body: dict[str, Any]) -> list[Any]:
@@ -97,108 +81,19 @@ class ObservedReply:
         )
 
 
-def _usage(raw: Any) -> dict[str, int]:
-    out: dict[str, int] = {}
-    if not isinstance(raw, dict):
-        return out
-    for name, alias in _USAGE:
-        value = raw.get(name, raw.get(alias))
-        if isinstance(value, int) and not isinstance(value, bool):
-            out[name] = value
-    return out
-
-
 def _call(call_id: Any, name: Any, arguments: Any) -> ToolCall:
     text = arguments if isinstance(arguments, str) or arguments is None else json.dumps(arguments)
     return ToolCall.from_text(str(call_id or ""), str(name or ""), text)
 
 
-def _chat_whole(body: dict[str, Any]) -> ObservedReply:
-    choice = (body.get("choices") or [{}])[0] or {}
-    message = choice.get("message") or {}
-    calls = [
-        _call(
-            c.get("id"),
-            (c.get("function") or {}).get("name"),
-            (c.get("function") or {}).get("arguments"),
-        )
-        for c in message.get("tool_calls") or []
-        if isinstance(c, dict)
-    ]
-    content = text_of(message.get("content")) or text_of(message.get("refusal")) or None
-    return ObservedReply(content, calls, choice.get("finish_reason"), _usage(body.get("usage")))
-
-
-def _chat_stream(events: list[dict[str, Any]]) -> ObservedReply:
-    parts: list[str] = []
-    slots: dict[int, dict[str, Any]] = {}
-    reply = ObservedReply()
-    for chunk in events:
-        if chunk.get("usage"):
-            reply.usage = _usage(chunk["usage"])
-        for choice in chunk.get("choices") or []:
-            if choice.get("index", 0) != 0:
-                continue
-            delta = choice.get("delta") or {}
-            if delta.get("content"):
-                parts.append(delta["content"])
-            for tc in delta.get("tool_calls") or []:
-                slot = slots.setdefault(tc.get("index", 0), {"id": None, "name": "", "args": []})
-                slot["id"] = slot["id"] or tc.get("id")
-                function = tc.get("function") or {}
-                # Some providers resend the name in every chunk: keep it once.
-                if function.get("name") and function["name"] != slot["name"]:
-                    slot["name"] += function["name"]
-                if function.get("arguments"):
-                    slot["args"].append(function["arguments"])
-            if choice.get("finish_reason"):
-                reply.finish_reason = choice["finish_reason"]
-    reply.content = "".join(parts) or None
-    reply.calls = [_call(s["id"], s["name"], "".join(s["args"])) for _, s in sorted(slots.items())]
-    return reply
-
-
-def _responses_whole(body: dict[str, Any]) -> ObservedReply:
-    texts: list[str] = []
-    calls: list[ToolCall] = []
-    for item in body.get("output") or []:
-        if not isinstance(item, dict):
-            continue
-        if item.get("type") == "message":
-            texts.extend(text_of([p]) or "" for p in item.get("content") or [])
-        elif item.get("type") == "function_call":
-            calls.append(_call(item.get("call_id"), item.get("name"), item.get("arguments")))
-    if calls:
-        finish = "tool_calls"
-    elif body.get("status") == "incomplete":
-        finish = "length"
-    else:
-        finish = "stop"
-    return ObservedReply("".join(texts) or None, calls, finish, _usage(body.get("usage")))
-
-
-def _responses_stream(events: list[dict[str, Any]]) -> ObservedReply:
-    for event in reversed(events):
-        if event.get("type") in ("response.completed", "response.incomplete"):
-            return _responses_whole(event.get("response") or {})
-    done = [e.get("item") for e in events if e.get("type") == "response.output_item.done"]
-    return _responses_whole({"output": done})
-
-
 def read_reply(api: str, raw: bytes) -> ObservedReply:
-    """The reply in a successful answer's body (JSON, or the events of a stream)."""
-    text = raw.decode("utf-8", "replace")
-    stripped = text.lstrip()
-    if stripped.startswith(("data:", "event:")):
-        events = sse_events(text)
-        return _chat_stream(events) if api == "chat" else _responses_stream(events)
-    try:
-        body = json.loads(text)
-    except ValueError:
+    """The reply in a successful answer's body (JSON, or the events of a stream); an
+    empty reply when the body holds none."""
+    reply = replies.read_reply(api, raw)
+    if reply is None:
         return ObservedReply()
-    if not isinstance(body, dict):
-        return ObservedReply()
-    return _chat_whole(body) if api == "chat" else _responses_whole(body)
+    calls = [_call(call_id, name, arguments) for call_id, name, arguments in reply.tool_calls]
+    return ObservedReply(reply.content, calls, reply.finish_reason, reply.usage)
 
 
 def error_of(status: int, raw: bytes) -> dict[str, Any]:

@@ -15,18 +15,17 @@ from harness.freeze.recorded import (
     FreezeError,
     Item,
     RecordedCall,
-    Reply,
+    conversation_items,
     dialogue,
 )
 from harness.llm.cassettes.format import LoadedInteraction
+from harness.llm.replies import WireReply
 
 __all__ = ["history_of", "rebuild_chains", "skipped_interactions"]
 
 
-def _reply_items(reply: Reply) -> tuple[Item, ...]:
+def _reply_items(reply: WireReply) -> tuple[Item, ...]:
     """The reply as the conversation holds it once it is sent back."""
-    from harness.freeze.recorded import conversation_items
-
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
     if reply.tool_calls:
         message["tool_calls"] = [

@@ -12,7 +12,6 @@ reproduce.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
@@ -21,14 +20,13 @@ from harness.canonical import canonical_json
 from harness.errors import HarnessError
 from harness.llm.cassettes.format import LoadedInteraction
 from harness.llm.cassettes.matching import parse_json_body
-from harness.llm.chunks import sse_events
+from harness.llm.replies import WireReply, answer_body, api_of, reply_of
 from harness.messages import parse_arguments, text_of
 
 __all__ = [
     "FreezeError",
     "RecordedCall",
     "RecordedRun",
-    "Reply",
     "conversation_items",
     "dialogue",
     "read_calls",
@@ -44,23 +42,13 @@ class FreezeError(HarnessError):
 
 
 @dataclass
-class Reply:
-    """The model's reply in a recorded response."""
-
-    content: str | None
-    tool_calls: list[tuple[str | None, str, str | None]]  # (id, name, arguments text)
-    finish_reason: str | None
-    usage: dict[str, Any] | None
-
-
-@dataclass
 class RecordedCall:
     """One recorded request to the model and its answer."""
 
     number: int  # the interaction's 1-based position in the cassette
     api: str  # chat | responses
     body: dict[str, Any]  # the request's JSON body
-    reply: Reply | None  # None for an HTTP error
+    reply: WireReply | None  # None for an HTTP error
     error: dict[str, Any] | None  # {status, message} of an HTTP error
     conversation: tuple[Item, ...]
     response_id: str | None = None  # the Responses API's id of the answer
@@ -169,111 +157,14 @@ def tool_items(tools: Any) -> tuple[Item, ...]:
     return tuple(items)
 
 
-# -- reading replies --------------------------------------------------------------------------
-
-
-def _chat_reply(body: Any, streamed: bool) -> Reply:
-    if not streamed:
-        choice = (body.get("choices") or [{}])[0]
-        message = choice.get("message") or {}
-        calls = []
-        for call in message.get("tool_calls") or []:
-            function = call.get("function") or {}
-            calls.append((call.get("id"), function.get("name", ""), function.get("arguments")))
-        content = message.get("content") or message.get("refusal") or None
-        return Reply(text_of(content), calls, choice.get("finish_reason"), body.get("usage"))
-    parts: list[str] = []
-    slots: dict[int, dict[str, Any]] = {}
-    finish = None
-    usage = None
-    for chunk in body:
-        if chunk.get("usage"):
-            usage = chunk["usage"]
-        for choice in chunk.get("choices") or []:
-            if choice.get("index", 0) != 0:
-                continue
-            delta = choice.get("delta") or {}
-            if delta.get("content"):
-                parts.append(delta["content"])
-            elif delta.get("refusal"):
-                parts.append(delta["refusal"])
-            for tc in delta.get("tool_calls") or []:
-                slot = slots.setdefault(tc.get("index", 0), {"id": None, "name": "", "args": []})
-                if tc.get("id") and not slot["id"]:
-                    slot["id"] = tc["id"]
-                function = tc.get("function") or {}
-                # Some providers resend the name in every chunk: keep it once.
-                if function.get("name") and function["name"] != slot["name"]:
-                    slot["name"] += function["name"]
-                if function.get("arguments"):
-                    slot["args"].append(function["arguments"])
-            if choice.get("finish_reason"):
-                finish = choice["finish_reason"]
-    calls = [(s["id"], s["name"], "".join(s["args"])) for _, s in sorted(slots.items())]
-    return Reply("".join(parts) or None, calls, finish, usage)
-
-
-def _responses_reply(body: Any, streamed: bool) -> Reply:
-    if streamed:
-        final = next(
-            (
-                e.get("response")
-                for e in reversed(body)
-                if e.get("type") in ("response.completed", "response.incomplete")
-            ),
-            None,
-        )
-        if final is None:
-            done = [e["item"] for e in body if e.get("type") == "response.output_item.done"]
-            final = {"output": done}
-        body = final
-    texts: list[str] = []
-    calls = []
-    for item in body.get("output") or []:
-        if item.get("type") == "message":
-            texts.extend(p.get("text") or p.get("refusal") or "" for p in item.get("content") or [])
-        elif item.get("type") == "function_call":
-            calls.append((item.get("call_id"), item.get("name", ""), item.get("arguments")))
-    usage = body.get("usage")
-    if usage:
-        usage = {
-            "prompt_tokens": usage.get("input_tokens", 0),
-            "completion_tokens": usage.get("output_tokens", 0),
-            "total_tokens": usage.get("total_tokens"),
-        }
-    truncated = body.get("status") == "incomplete"
-    return Reply(
-        "".join(texts) or None, calls, "length" if truncated and not calls else None, usage
-    )
-
-
-def _response_body(interaction: LoadedInteraction) -> tuple[Any, bool] | None:
-    """The JSON value or the SSE events of a response (None when it is neither)."""
-    raw = interaction.response["body"]["string"] or b""
-    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
-    stripped = text.lstrip()
-    if stripped.startswith("data:") or stripped.startswith("event:"):
-        return sse_events(text), True
-    try:
-        return json.loads(text), False
-    except ValueError:
-        return None
-
-
-def _api_of(uri: str) -> str | None:
-    route = urlparse(uri).path
-    if route.endswith("/chat/completions"):
-        return "chat"
-    if route.endswith("/responses"):
-        return "responses"
-    return None
+# -- reading calls ----------------------------------------------------------------------------
 
 
 def read_calls(interactions: list[LoadedInteraction], shown: str) -> list[RecordedCall]:
     """The recorded requests to the model (other requests, such as GET /models, are skipped)."""
     calls: list[RecordedCall] = []
     for number, interaction in enumerate(interactions, 1):
-        api = _api_of(interaction.request["uri"])
+        api = api_of(urlparse(interaction.request["uri"]).path)
         if api is None:
             continue
         where = f"{shown}: interaction {number}"
@@ -283,7 +174,7 @@ def read_calls(interactions: list[LoadedInteraction], shown: str) -> list[Record
         if not isinstance(body, dict):
             raise FreezeError(f"{where}: the request to the {api} API has no JSON object body")
         status = interaction.response["status"]["code"]
-        answer = _response_body(interaction)
+        answer = answer_body(interaction.response["body"]["string"])
         reply = error = None
         if status >= 400:
             payload = answer[0] if answer is not None else None
@@ -293,12 +184,10 @@ def read_calls(interactions: list[LoadedInteraction], shown: str) -> list[Record
         elif answer is None:
             raise FreezeError(f"{where}: the response is neither JSON nor Server-Sent Events")
         else:
-            payload, streamed = answer
-            try:
-                reply = (_chat_reply if api == "chat" else _responses_reply)(payload, streamed)
-            except (AttributeError, TypeError, KeyError, IndexError):
+            reply = reply_of(api, *answer)
+            if reply is None:
                 kind = "Chat Completions" if api == "chat" else "Responses API"
-                raise FreezeError(f"{where}: the response body is not a {kind} response") from None
+                raise FreezeError(f"{where}: the response body is not a {kind} response")
         try:
             conversation = conversation_items(api, body)
         except (AttributeError, TypeError):
