@@ -3,18 +3,24 @@
 line that names the real cause and a remedy, and the remedy works.
 
 The recordings are real: simonw/llm, pydantic-ai, the Agents SDK under openllmetry and
-logfire; Chat Completions and the Responses API, streamed and not, gzip bodies, parallel
-calls, handoffs, chained responses, an output tool. README.md there names their sources.
+logfire, crewAI, chatlas, OpenTelemetry's OpenAI instrumentation, LangChain under
+dd-trace-py; Chat Completions and the Responses API, streamed and not, gzip bodies,
+parallel calls over both APIs, handoffs, chained responses, an output tool, vcrpy's older
+httpx layout. README.md there names their sources.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 
 from harness.cli.freeze import freeze_main
+from harness.llm.cassettes.format import load_cassette_file
+from harness.llm.cassettes.matching import parse_json_body
+from harness.llm.replies import read_reply
 from harness.scenario import run_scenario
 
 FOREIGN = Path(__file__).parent / "fixtures" / "foreign-cassettes"
@@ -54,6 +60,29 @@ PASSES = {
     ),
     # Chained with previous_response_id: the second turn, with the first as history.
     "pydantic-ai-test_openai_previous_response_id.yaml": ('The secret code is "sesame."', []),
+    # Three parallel calls in one Chat Completions reply (crewAI's native tool calling).
+    "crewai-test_openai_parallel_native_tool_calling_test_agent_kickoff.yaml": (
+        "The latest release notes for OpenAI, Anthropic, and Gemini models highlight "
+        "significant updates and improvements in each respective technology. OpenAI's notes "
+        "detail new features and optimizations that enhance user interaction and performance. "
+        "Anthropic's release emphasizes their focus on safety and alignment in AI development, "
+        "showcasing advancements in responsible AI practices. Gemini's notes underline their "
+        "innovative approaches and cutting-edge functionalities designed to push the "
+        "boundaries of current AI capabilities.",
+        ["parallel_local_search_one", "parallel_local_search_two", "parallel_local_search_three"],
+    ),
+    # Two parallel calls to one tool; bodies pretty-printed by the project's serializer,
+    # the second request without tools.
+    "opentelemetry-python-contrib-test_chat_completion_tool_calls_with_content.yaml": (
+        "Today, the weather in Seattle is 50 degrees and raining, while in San Francisco, "
+        "it's 70 degrees and sunny.",
+        ["get_current_weather", "get_current_weather"],
+    ),
+    # The Responses API streamed, two parallel calls, the client's own call ids sent back.
+    "chatlas-test_chat_callbacks.yaml": (
+        "Joe's favorite color is red, and Hadley's favorite color is red.",
+        ["test_tool", "test_tool"],
+    ),
 }
 
 # name -> (what the one-line refusal says, the remedy as a scenario's agent section or None).
@@ -67,6 +96,14 @@ REFUSED = {
 }
 
 NOTES = {
+    "chatlas-test_chat_callbacks.yaml": [
+        "the recording's client sent back call ids of its own (fc_0ac6a4d9e19151d50169fb7cb76ccc"
+        "81939c747589e4dddeb4 for call_34p5hj7tG0wChdmQiqYeVrby;",
+    ],
+    "opentelemetry-python-contrib-test_chat_completion_tool_calls_with_content.yaml": [
+        "the recording offers different tools on different requests (request 1: "
+        "get_current_weather; request 2: none)",
+    ],
     "openllmetry-test_agent_with_handoff_spans.yaml": [
         "the system text changes at request 2 of the recording ('You decide which agent to "
         "handoff to.' -> 'Agent A does something.')",
@@ -86,6 +123,9 @@ NOTES = {
 # arguments as final.data.output -> (tool, the output's keys).
 OUTPUT_TOOL = {
     "pydantic-ai-test_openai_responses_output_type.yaml": ("final_result", ["age", "name"]),
+    # LangChain's bind_tools: one request, and the run is the model's call (vcrpy's older
+    # httpx layout: status_code, http_version and content).
+    "dd-trace-py-test_lcel_with_tools_openai.yaml": ("add", ["a", "b"]),
 }
 
 
@@ -96,10 +136,66 @@ def test_every_foreign_cassette_has_an_outcome():
     assert len(names) >= 10 and len(projects) >= 4
 
 
+def _traits(path: Path) -> set[str]:
+    """What a cassette's recording holds, read from the file itself."""
+    raw = yaml.safe_load(path.read_text())["interactions"]
+    traits = set()
+    for entry in raw:
+        response = entry["response"]
+        if "status_code" in response:
+            traits.add("vcrpy's older httpx layout")
+        if isinstance((response.get("body") or {}).get("string"), bytes):
+            traits.add("gzip bodies")
+    for interaction in load_cassette_file(path):
+        api = "chat" if interaction.request["uri"].endswith("/chat/completions") else "responses"
+        if not interaction.request["uri"].endswith(("/chat/completions", "/responses")):
+            continue
+        body = interaction.request_json or parse_json_body(interaction.request["body"])
+        if isinstance(body, dict) and body.get("previous_response_id"):
+            traits.add("a previous_response_id chain")
+        answer = interaction.response["body"]["string"] or b""
+        streamed = answer.lstrip().startswith((b"data:", b"event:"))
+        traits.add(f"{api}{' streamed' if streamed else ''}")
+        reply = read_reply(api, answer)
+        if reply is not None and len(reply.tool_calls) > 1:
+            traits.add(f"{api} parallel calls")
+    return traits
+
+
+def test_the_corpus_holds_every_kind_of_recording_the_issue_names():
+    found = set().union(*(_traits(p) for p in FOREIGN.glob("*.yaml")))
+    assert found >= {
+        "chat",
+        "chat streamed",
+        "responses",
+        "responses streamed",
+        "chat parallel calls",
+        "responses parallel calls",
+        "a previous_response_id chain",
+        "gzip bodies",
+        "vcrpy's older httpx layout",
+    }, found
+
+
 @pytest.fixture(autouse=True)
 def _no_openai_environment(monkeypatch):
     for name in ("OPENAI_API_KEY", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
+
+
+_SECRET_HEADERS = re.compile(r"(?i)^(cookie|set-cookie|openai-organization|openai-project)$")
+
+
+def _secrets(path: Path) -> list[str]:
+    """The values of a cassette's secret headers (at least 8 characters, to be telling)."""
+    found = []
+    for entry in yaml.safe_load(path.read_text())["interactions"]:
+        for side in (entry["request"], entry["response"]):
+            for name, values in (side.get("headers") or {}).items():
+                if _SECRET_HEADERS.match(name):
+                    values = values if isinstance(values, list) else [values]
+                    found.extend(v for v in map(str, values) if len(v) >= 8)
+    return found
 
 
 @pytest.mark.parametrize("name", sorted(PASSES))
@@ -110,6 +206,10 @@ def test_a_foreign_cassette_freezes_into_a_scenario_that_passes(tmp_path, capsys
     err = capsys.readouterr().err
     for note in NOTES.get(name, []):
         assert note in err
+    # Cookies, organization and project ids the recording kept reach neither the frozen
+    # scenario nor what freeze printed.
+    for secret in _secrets(FOREIGN / name):
+        assert secret not in out.read_text() and secret not in err, secret
     result = run_scenario(out)
     assert result.status == "passed", [e for e in result.expectations if not e.ok]
     assert result.final.content == answer
