@@ -2,7 +2,7 @@
 
 Each example scenario of scenarios/external runs its agent (the raw openai SDK sync,
 async and streamed, pydantic-ai, the Agents SDK with its Chat Completions and Responses
-models, a node program) against harness's server on 127.0.0.1, and the run harness
+models, LangGraph on langchain-openai, a node program) against harness's server on 127.0.0.1, and the run harness
 rebuilds from what crossed the boundary is checked field by field.
 """
 
@@ -31,6 +31,7 @@ CLIENTS = [
     "pydantic-ai",
     "agents-sdk-chat",
     "agents-sdk-responses",
+    "langgraph",
     "node-command",
 ]
 
@@ -160,6 +161,7 @@ def test_stagnation_stop_refuses_the_request_after_the_repeated_plan():
     [
         ("pydantic-ai-limit", "UsageLimitExceeded", 2),
         ("agents-sdk-max-turns", "MaxTurnsExceeded", 3),
+        ("langgraph-limit", "GraphRecursionError", 2),
     ],
 )
 def test_a_frameworks_own_limit_ends_the_run_at_max_iterations(name, exception, llm_calls):
@@ -173,6 +175,20 @@ def test_a_frameworks_own_limit_ends_the_run_at_max_iterations(name, exception, 
     # The calls of the last reply never ran: no later request carried their results.
     assert result.tool_calls[-1].status == "not_run"
     assert result.tool_calls[-1].result is None
+
+
+def test_a_frameworks_cached_async_client_works_scenario_after_scenario():
+    # langchain-openai caches one httpx client per base URL and timeout for the process;
+    # each scenario runs on an event loop of its own, so async targets share one loop that
+    # outlives them (as an application's does) or the second run's requests fail with
+    # "Event loop is closed".
+    results = [run_example(name) for name in ("langgraph", "langgraph-limit", "langgraph")]
+
+    assert [r.termination for r in results] == ["completed", "max_iterations", "completed"]
+    assert [r.status for r in results] == ["passed"] * 3
+    assert results[0].model_dump(exclude={"wall_time"}) == results[2].model_dump(
+        exclude={"wall_time"}
+    )
 
 
 def test_an_llm_error_step_ends_the_run_in_llm_error():

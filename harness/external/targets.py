@@ -179,6 +179,42 @@ async def _in_thread(fn: Any, *args: Any, **kwargs: Any) -> Any:
         raise
 
 
+class _TargetLoop:
+    """One event loop for the async targets of the whole process, in a thread of its own.
+
+    Harness gives each scenario an event loop of its own, but an agent's framework may
+    keep async clients bound to the loop they were made on (langchain-openai caches one
+    httpx client per base URL and timeout): on the next scenario's loop they fail with
+    "Event loop is closed". An application keeps one loop for its whole life, and its
+    targets get one too.
+    """
+
+    _lock = threading.Lock()
+    _loop: asyncio.AbstractEventLoop | None = None
+    _thread: threading.Thread | None = None
+
+    @classmethod
+    def get(cls) -> asyncio.AbstractEventLoop:
+        with cls._lock:
+            if cls._loop is None or cls._thread is None or not cls._thread.is_alive():
+                cls._loop = asyncio.new_event_loop()
+                cls._thread = threading.Thread(
+                    target=cls._loop.run_forever, name="harness-target-loop", daemon=True
+                )
+                cls._thread.start()
+            return cls._loop
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
+
+
+async def _on_target_loop(awaitable: Any) -> Any:
+    """Await ``awaitable`` on the targets' loop; cancelling this cancels it there."""
+    future = asyncio.run_coroutine_threadsafe(_awaited(awaitable), _TargetLoop.get())
+    return await asyncio.wrap_future(future)
+
+
 class PythonTarget:
     """``python: module:callable``: called with the input (and ``base_url`` if it takes one)."""
 
@@ -194,11 +230,11 @@ class PythonTarget:
         kwargs = {"base_url": call.base_url} if _wants_base_url(fn) else {}
         with _environment(call.env):
             if _is_async(fn):
-                result = await fn(call.input, **kwargs)
+                result = await _on_target_loop(fn(call.input, **kwargs))
             else:
                 result = await _in_thread(fn, call.input, **kwargs)
                 if inspect.isawaitable(result):
-                    result = await result
+                    result = await _on_target_loop(result)
         return result if isinstance(result, str) else str(result)
 
 
