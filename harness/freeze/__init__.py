@@ -75,7 +75,7 @@ def _load(path: Path, shown: str) -> list[LoadedInteraction]:
     try:
         interactions = load_cassette_file(path)
     except CassetteFormatError as exc:
-        raise FreezeError(str(exc.in_file(shown))) from None
+        raise FreezeError(_scenario_instead(path, shown) or str(exc.in_file(shown))) from None
     except OSError as exc:
         raise FreezeError(f"cannot read cassette {shown}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
@@ -89,6 +89,31 @@ def _load(path: Path, shown: str) -> list[LoadedInteraction]:
             item.request_json = scrubber.value(item.request_json)
             item.response = scrubber.value(item.response)
     return interactions
+
+
+def _scenario_instead(path: Path, shown: str) -> str | None:
+    """What to run instead when a scenario file was given where the cassette goes."""
+    from harness.errors import HarnessError
+
+    try:
+        scenario = _original(path)
+    except HarnessError:
+        return None
+    told = f"{shown} is a scenario file, not a cassette"
+    if scenario.llm.provider == "openai":
+        try:
+            cassette = os.path.normpath(str(_cassette_of(scenario, shown)))
+        except HarnessError:
+            return None
+        return (
+            f"{told}: to freeze the run it recorded, give it as --scenario "
+            f"(harness freeze --scenario {shown}: its cassette is {cassette})"
+        )
+    return (
+        f"{told} (its llm is {scenario.llm.provider}: it records none): give the cassette "
+        f"first (harness freeze CASSETTE --scenario {shown} takes this scenario's agent "
+        "settings and tool definitions)"
+    )
 
 
 def _original(path: Path) -> Any:
@@ -114,7 +139,7 @@ def _cassette_of(original: Any, shown: str) -> Path:
 def _recorded_runs(path: Path, shown: str) -> tuple[list[RecordedRun], list[str]]:
     """The runs the cassette recorded, all through one API, and notes on what was left out."""
     interactions = _load(path, shown)
-    calls = read_calls(interactions, shown)
+    calls = read_calls(interactions, path, shown)
     if not calls:
         raise FreezeError(f"{shown} records no Chat Completions or Responses API request")
     if len({call.api for call in calls}) > 1:
@@ -217,6 +242,11 @@ def _unanswered(source: _Source) -> list[str]:
 
 def _hint(source: _Source, kind: str) -> str:
     """What to do when the frozen run does not replay the recording."""
+    if kind == "contradiction":
+        return (
+            "the cassette was edited or damaged; restore it from the recording, or record "
+            "the run again with the client that made it"
+        )
     if source.original is not None:
         return (
             f"has {source.scenario} changed since it was recorded? re-record the cassette "
@@ -225,11 +255,21 @@ def _hint(source: _Source, kind: str) -> str:
     called = _unanswered(source)
     if kind == "count" and called:
         replies = sum(1 for call in replayed_calls(source.chosen) if call.reply is not None)
+        if len(called) > 1:
+            # An output tool is one call: several at once are a run stopped from outside.
+            ends = (
+                f"the recording ends on {len(called)} parallel calls (to "
+                f"{', '.join(dict.fromkeys(called))}) that no later request answers: its "
+                "client stopped the run there (an iteration limit, say)"
+            )
+        else:
+            ends = (
+                f"the recording ends on a call to {called[0]} that no later request answers: "
+                "its client stopped the run there (an output tool such as pydantic-ai's "
+                "final_result, the Agents SDK's stop_on_first_tool, an iteration limit)"
+            )
         return (
-            f"the recording ends on a call to {', '.join(dict.fromkeys(called))} that no later "
-            "request answers: its client stopped the run there (an output tool such as "
-            "pydantic-ai's final_result, the Agents SDK's stop_on_first_tool, an iteration "
-            "limit), which a scripted run does not do by itself: pass --scenario with the "
+            f"{ends}, which a scripted run does not do by itself: pass --scenario with the "
             "scenario that made the recording, or with any scenario file whose agent section "
             f"says max_iterations: {2 * replies} (two iterations per recorded reply), to end "
             "the frozen run there"

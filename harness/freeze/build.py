@@ -232,19 +232,22 @@ def _results(
 
 
 def output_tools(run: RecordedRun) -> list[str]:
-    """The tools whose calls end the recording like an output tool's: called by the last
-    reply, answered by no later request, and called nowhere before in the run.
+    """The tool whose call ends the recording like an output tool's (a list of one, or
+    empty): the last reply's only call, answered by no later request, to a tool called
+    nowhere before in the run.
 
     A client stopped there (pydantic-ai's final_result, the Agents SDK's
-    stop_on_first_tool). A tool the run called before, and called again last, looks like
-    a loop an iteration limit or a stagnation guard stopped: that needs ``--scenario``.
+    stop_on_first_tool). An output tool is one call that ends the run: a last reply of
+    several calls, or of a tool the run called before (a loop), looks like a run an
+    iteration limit or a stagnation guard stopped, which needs ``--scenario``.
     """
     calls = replayed_calls(run)
     last = calls[-1].reply
-    if last is None or not last.tool_calls:
+    if last is None or len(last.tool_calls) != 1:
         return []
-    earlier = {name for call in calls[:-1] if call.reply for _, name, _ in call.reply.tool_calls}
-    return [name for name in dict.fromkeys(n for _, n, _ in last.tool_calls) if name not in earlier]
+    name = last.tool_calls[0][1]
+    earlier = {n for call in calls[:-1] if call.reply for _, n, _ in call.reply.tool_calls}
+    return [] if name in earlier else [name]
 
 
 def build_scenario(

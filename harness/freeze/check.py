@@ -98,6 +98,32 @@ def _conversation_difference(sent: tuple[Item, ...], recorded: tuple[Item, ...])
     )
 
 
+def _contradiction(
+    before: list[RecordedCall], sent: tuple[Item, ...], recorded: tuple[Item, ...]
+) -> str | None:
+    """The recorded reply and the recorded request that sends its call back naming two
+    tools under one call id, when that is the first difference.
+
+    The frozen run sends back the recorded reply's calls as they were: a request that
+    sends one back under its id with another tool's name was edited, not made so by a
+    client.
+    """
+    at = next((i for i, (a, b) in enumerate(zip(sent, recorded, strict=False)) if a != b), None)
+    if at is None or sent[at][0] != "call" or recorded[at][0] != "call":
+        return None
+    (_, call_id, called, _), (_, sent_id, named, _) = sent[at][:4], recorded[at][:4]
+    if call_id != sent_id or called == named:
+        return None
+    for number, call in enumerate(before, 1):
+        if call.reply is not None and any(c[0] == call_id for c in call.reply.tool_calls):
+            return (
+                f"the cassette contradicts itself: the reply to request {number} (interaction "
+                f"{call.number}) calls {called} under id {call_id}, and this request sends "
+                f"back a call to {named} under the same id"
+            )
+    return None
+
+
 def _tools_difference(sent: tuple[Item, ...], recorded: tuple[Item, ...]) -> str:
     names, recorded_names = [t[0] for t in sent], [t[0] for t in recorded]
     if names != recorded_names:
@@ -145,7 +171,8 @@ def first_difference(
     """(kind, what differs) between the frozen run's requests and the recorded ones, or None.
 
     kind is ``count`` (the frozen run goes on past the recording, or stops before it
-    ends) or ``content``. When the recording's client changed the system text or the
+    ends), ``contradiction`` (a request sends back a recorded call under another tool's
+    name) or ``content``. When the recording's client changed the system text or the
     tools inside the run (``set_aside``), that one is not compared.
     """
     # tool_choice set on every request (llm.options) is the recording's configuration,
@@ -160,6 +187,9 @@ def first_difference(
         if system_changes:
             mine, theirs = dialogue(mine), dialogue(theirs)
         if mine != theirs:
+            contradiction = _contradiction(recorded[: number - 1], mine, theirs)
+            if contradiction is not None:
+                return "contradiction", f"{where}: {contradiction}"
             return "content", f"{where}: {_conversation_difference(mine, theirs)}"
         tools = tool_items(call.body.get("tools"))
         if not tools_change and request.tools != tools:

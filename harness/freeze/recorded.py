@@ -12,14 +12,17 @@ reproduce.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 from harness.canonical import canonical_json
 from harness.errors import HarnessError
-from harness.llm.cassettes.format import LoadedInteraction
+from harness.llm.cassettes.format import LoadedInteraction, interaction_line
 from harness.llm.cassettes.matching import parse_json_body
+from harness.llm.chunks import SSEBody
 from harness.llm.replies import WireReply, answer_body, api_of, reply_of
 from harness.messages import parse_arguments, text_of
 
@@ -160,49 +163,120 @@ def tool_items(tools: Any) -> tuple[Item, ...]:
 # -- reading calls ----------------------------------------------------------------------------
 
 
-def read_calls(interactions: list[LoadedInteraction], shown: str) -> list[RecordedCall]:
-    """The recorded requests to the model (other requests, such as GET /models, are skipped)."""
+# Where a body's key paths can be, in harness's format, vcrpy's and vcrpy's older httpx one.
+_BODY_FIELDS = {
+    "request": (("request", "body"), ("request", "parsed_body")),
+    "response": (
+        ("response", "body", "string"),
+        ("response", "parsed_body"),
+        ("response", "content"),
+    ),
+}
+
+_DAMAGED = (
+    "the cassette was edited or damaged; restore the body from the recording, or record "
+    "the run again with the client that made it"
+)
+
+
+def _json_error(raw: bytes | str | None) -> str:
+    """Why ``raw`` is not JSON, with the error's position in the body."""
+    try:
+        json.loads(raw or "")
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+    except ValueError as exc:
+        return f"{exc} of the body"
+    return "valid JSON"
+
+
+def _request_body(interaction: LoadedInteraction, api: str) -> dict[str, Any] | str:
+    """The request's JSON object body, or what is wrong with it."""
+    body = interaction.request_json
+    if body is None:
+        raw = interaction.request["body"]
+        if raw is None or raw in (b"", ""):
+            return f"the request to the {api} API has no body"
+        body = parse_json_body(raw)
+        if body is None:
+            return f"the request body is not valid JSON ({_json_error(raw)}): {_DAMAGED}"
+    if not isinstance(body, dict):
+        return f"the request to the {api} API has a JSON body that is not an object"
+    return body
+
+
+def _unfinished(reply: WireReply) -> str | None:
+    """What is wrong with a streamed reply that did not arrive whole, and what to do."""
+    if reply.cut_off is not None:
+        why = "; ".join(filter(None, (reply.cut_off, reply.not_json)))
+        return (
+            f"the streamed response is cut off ({why}): the cassette holds part of the reply "
+            "only, so no scenario can replay it; use a recording whose streams ran to their end"
+        )
+    if reply.not_json is not None:
+        return f"the streamed response is damaged ({reply.not_json}): {_DAMAGED}"
+    return None
+
+
+def _reply(api: str, answer: tuple[Any, bool] | None, raw: Any) -> WireReply | str:
+    """The reply of a successful answer, or what is wrong with it."""
+    if answer is None:
+        why = _json_error(raw)
+        return f"the response body is neither JSON ({why}) nor Server-Sent Events: {_DAMAGED}"
+    reply = reply_of(api, *answer)
+    if reply is None:
+        kind = "Chat Completions" if api == "chat" else "Responses API"
+        return f"the response body is not a {kind} response"
+    return _unfinished(reply) or reply
+
+
+def read_calls(interactions: list[LoadedInteraction], path: Path, shown: str) -> list[RecordedCall]:
+    """The recorded requests to the model (other requests, such as GET /models, are skipped).
+
+    A problem is a FreezeError naming the file, the line of the body when it can be
+    found, and the interaction.
+    """
+
+    def refuse(number: int, side: str, problem: str) -> FreezeError:
+        line = interaction_line(path, number - 1, *_BODY_FIELDS[side])
+        return FreezeError(f"{shown}{f':{line}' if line else ''}: interaction {number}: {problem}")
+
     calls: list[RecordedCall] = []
     for number, interaction in enumerate(interactions, 1):
         api = api_of(urlparse(interaction.request["uri"]).path)
         if api is None:
             continue
-        where = f"{shown}: interaction {number}"
-        body = interaction.request_json
-        if body is None:
-            body = parse_json_body(interaction.request["body"])
-        if not isinstance(body, dict):
-            raise FreezeError(f"{where}: the request to the {api} API has no JSON object body")
+        body = _request_body(interaction, api)
+        if isinstance(body, str):
+            raise refuse(number, "request", body)
         status = interaction.response["status"]["code"]
-        answer = answer_body(interaction.response["body"]["string"])
+        raw = interaction.response["body"]["string"]
+        answer = answer_body(raw)
         reply = error = None
         if status >= 400:
             payload = answer[0] if answer is not None else None
             details = payload.get("error") if isinstance(payload, dict) else None
             message = details.get("message") if isinstance(details, dict) else None
             error = {"status": status, "message": message or f"HTTP {status}"}
-        elif answer is None:
-            raise FreezeError(f"{where}: the response is neither JSON nor Server-Sent Events")
         else:
-            reply = reply_of(api, *answer)
-            if reply is None:
-                kind = "Chat Completions" if api == "chat" else "Responses API"
-                raise FreezeError(f"{where}: the response body is not a {kind} response")
+            reply = _reply(api, answer, raw)
+            if isinstance(reply, str):
+                raise refuse(number, "response", reply)
         try:
             conversation = conversation_items(api, body)
         except (AttributeError, TypeError):
-            raise FreezeError(f"{where}: the request's conversation is malformed") from None
+            raise refuse(number, "request", "the request's conversation is malformed") from None
         call = RecordedCall(number, api, body, reply, error, conversation)
-        if reply is not None and api == "responses":
-            call.response_id = _response_id(answer[0] if answer else None)
+        if reply is not None and api == "responses" and answer is not None:
+            call.response_id = _response_id(answer[0])
         calls.append(call)
     return calls
 
 
 def _response_id(payload: Any) -> str | None:
     """The id of a Responses API answer (JSON, or the events of a stream)."""
-    if isinstance(payload, list):
-        for event in payload:
+    if isinstance(payload, SSEBody):
+        for event in payload.events:
             response = event.get("response") if isinstance(event, dict) else None
             if isinstance(response, dict) and response.get("id"):
                 return str(response["id"])

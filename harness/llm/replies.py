@@ -13,10 +13,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.llm.chunks import ChunkAccumulator, LLMChunk, ToolCallDelta, sse_events
+from harness.llm.chunks import ChunkAccumulator, LLMChunk, SSEBody, ToolCallDelta, read_sse
 from harness.messages import text_of
 
 __all__ = ["WireReply", "answer_body", "api_of", "read_reply", "reply_of", "usage_of"]
+
+# The events a Responses API stream ends with, one of them always.
+_RESPONSE_ENDS = ("response.completed", "response.incomplete", "response.failed")
 
 _USAGE = (
     ("prompt_tokens", "input_tokens"),
@@ -33,12 +36,19 @@ class WireReply:
     gave it; ``finish_reason`` is the API's (the Responses API, which has none, gets
     ``tool_calls``, ``length`` for an incomplete answer, else ``stop``); ``usage`` is
     under Chat Completions' names.
+
+    A streamed reply that did not arrive whole says why: ``cut_off`` is what its stream
+    lacks that every finished stream has (``no finish_reason and no [DONE]``), and
+    ``not_json`` is its first ``data:`` line that is not JSON. Its fields are then what
+    the stream held so far.
     """
 
     content: str | None = None
     tool_calls: list[tuple[str | None, str, str | None]] = field(default_factory=list)
     finish_reason: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
+    cut_off: str | None = None
+    not_json: str | None = None
 
 
 def api_of(path: str) -> str | None:
@@ -64,11 +74,11 @@ def usage_of(raw: Any) -> dict[str, int]:
 
 
 def answer_body(raw: bytes | str | None) -> tuple[Any, bool] | None:
-    """``(value, streamed)``: the JSON value of a body, or the events of a streamed one
-    (``streamed`` True); None when the body is neither."""
+    """``(value, streamed)``: the JSON value of a body, or the ``SSEBody`` of a streamed
+    one (``streamed`` True); None when the body is neither."""
     text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw or "")
     if text.lstrip().startswith(("data:", "event:")):
-        return sse_events(text), True
+        return read_sse(text), True
     try:
         return json.loads(text), False
     except ValueError:
@@ -82,12 +92,27 @@ def read_reply(api: str, raw: bytes | str | None) -> WireReply | None:
 
 
 def reply_of(api: str, payload: Any, streamed: bool) -> WireReply | None:
-    """The reply in an answer's JSON value or stream events; None when ``payload`` is not
+    """The reply in an answer's JSON value or ``SSEBody``; None when ``payload`` is not
     an answer of ``api``."""
     if streamed:
-        if not isinstance(payload, list):
+        if not isinstance(payload, SSEBody):
             return None
-        return _chat_stream(payload) if api == "chat" else _responses_stream(payload)
+        if api == "chat":
+            reply = _chat_stream(payload.events)
+            # Some OpenAI-compatible providers end a stream with [DONE] alone, with no
+            # finish_reason; OpenAI sends both.
+            ended = payload.done or reply.finish_reason is not None
+            lacks = "no finish_reason and no [DONE]"
+        else:
+            ended = any(e.get("type") in _RESPONSE_ENDS for e in payload.events)
+            reply = _responses_stream(payload.events)
+            lacks = "no response.completed, response.incomplete or response.failed event"
+        if not ended:
+            reply.cut_off = lacks
+        if payload.not_json is not None:
+            line, error = payload.not_json
+            reply.not_json = f"data: line {line} of the body is not JSON: {error}"
+        return reply
     if not isinstance(payload, dict):
         return None
     return _chat_whole(payload) if api == "chat" else _responses_whole(payload)

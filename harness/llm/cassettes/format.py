@@ -29,6 +29,7 @@ __all__ = [
     "ReadablePersister",
     "ReadableSerializer",
     "dump_cassette",
+    "interaction_line",
     "load_cassette_file",
     "load_cassette_text",
     "readable_yaml",
@@ -352,19 +353,19 @@ def _restore(interaction: Any) -> LoadedInteraction:
     return LoadedInteraction(request=request, response=response, request_json=request_json)
 
 
-def _line_of(text: str, path: tuple[Any, ...]) -> int | None:
-    """The line of the node at ``path`` (or of its nearest parent) in the YAML ``text``.
-
-    Only used to report an error: the file is composed a second time, with line marks.
-    """
+def _compose(text: str) -> Any:
     try:
-        node: Any = yaml.compose(text, Loader=_BaseLoader)
+        return yaml.compose(text, Loader=_BaseLoader)
     except yaml.YAMLError:
         return None
+
+
+def _node_line(node: Any, path: tuple[Any, ...]) -> tuple[int | None, bool]:
+    """(the line of the node at ``path`` or of its nearest parent, whether it was found)."""
     line = None
     for key in path:
         if node is None:
-            break
+            return line, False
         line = node.start_mark.line + 1
         if isinstance(node, yaml.MappingNode):
             node = next((v for k, v in node.value if getattr(k, "value", None) == key), None)
@@ -372,9 +373,39 @@ def _line_of(text: str, path: tuple[Any, ...]) -> int | None:
             node = node.value[key] if key < len(node.value) else None
         else:
             node = None
-    if node is not None:
-        line = node.start_mark.line + 1
-    return line
+    if node is None:
+        return line, False
+    return node.start_mark.line + 1, True
+
+
+def _line_of(text: str, path: tuple[Any, ...]) -> int | None:
+    """The line of the node at ``path`` (or of its nearest parent) in the YAML ``text``.
+
+    Only used to report an error: the file is composed a second time, with line marks.
+    """
+    node = _compose(text)
+    return None if node is None else _node_line(node, path)[0]
+
+
+def interaction_line(path: str | Path, index: int, *fields: tuple[str, ...]) -> int | None:
+    """The line in the cassette file ``path`` of interaction ``index`` (0-based): of the
+    first of ``fields`` (key paths, such as ``("request", "body")``) it holds, else of the
+    interaction itself; None when the file no longer reads as YAML.
+
+    Only used to report an error about a loaded interaction: the file is read and
+    composed again, with line marks.
+    """
+    try:
+        node = _compose(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return None
+    if node is None:
+        return None
+    for field in fields:
+        line, found = _node_line(node, ("interactions", index, *field))
+        if found:
+            return line
+    return _node_line(node, ("interactions", index))[0]
 
 
 def _yaml_error(exc: yaml.YAMLError) -> CassetteFormatError:
