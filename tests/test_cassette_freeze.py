@@ -158,6 +158,28 @@ def test_freeze_rejects_what_is_not_a_cassette(tmp_path, capsys):
         freeze(tmp_path / "missing.yaml")
 
 
+def test_a_scenario_given_as_the_cassette_is_named_as_such_with_the_command_to_run(
+    tmp_path, capsys
+):
+    scripted = tmp_path / "scripted.scenario.yaml"
+    scripted.write_text("input: Hi.\nllm:\n  script:\n    - content: Hello.\n")
+    assert freeze_main([str(scripted), "-o", str(tmp_path / "x.scenario.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert f"{scripted} is a scenario file, not a cassette" in err
+    assert f"(harness freeze CASSETTE --scenario {scripted} takes this scenario's" in err
+    # A recorded scenario: its own cassette is frozen with --scenario alone.
+    recorded = tmp_path / "recorded.scenario.yaml"
+    recorded.write_text(
+        "input: Hi.\nllm: {provider: openai, model: gpt-4o-mini, cassette: tapes/hi.yaml}\n"
+    )
+    assert freeze_main([str(recorded)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert f"give it as --scenario (harness freeze --scenario {recorded}: its cassette is " in err
+    assert "tapes/hi.yaml)" in err
+
+
 def test_an_output_that_cannot_be_written_exits_3_with_one_line(tmp_path, capsys):
     cassette = FOREIGN / "llm-test_tools-test_tool_use_chain_of_two_calls.yaml"
     (tmp_path / "blocker").write_text("a file, not a folder")

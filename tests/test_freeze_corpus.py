@@ -6,7 +6,9 @@ The recordings are real: simonw/llm, pydantic-ai, the Agents SDK under openllmet
 logfire, crewAI, chatlas, OpenTelemetry's OpenAI instrumentation, LangChain under
 dd-trace-py; Chat Completions and the Responses API, streamed and not, gzip bodies,
 parallel calls over both APIs, handoffs, chained responses, an output tool, vcrpy's older
-httpx layout. README.md there names their sources.
+httpx layout. README.md there names their sources. Damaged copies of them (a stream cut
+off, a body that is not JSON, a request contradicting its reply, the last answer removed)
+are made in the tests: each is refused in one line naming its cause.
 """
 
 from __future__ import annotations
@@ -294,3 +296,164 @@ def test_paths_in_messages_are_normalized(tmp_path, capsys):
     assert freeze_main([str(roundabout)]) == 2
     err = capsys.readouterr().err
     assert str(FOREIGN / name) in err and "/../" not in err and "/./" not in err
+
+
+# -- damaged recordings, made from the corpus's own ------------------------------------------
+
+
+def _damaged(tmp_path: Path, name: str, edit) -> Path:
+    """A copy of the corpus cassette ``name`` whose interactions ``edit`` changed."""
+    data = yaml.safe_load((FOREIGN / name).read_text())
+    edit(data["interactions"])
+    path = tmp_path / f"damaged-{name}"
+    path.write_text(yaml.safe_dump(data, sort_keys=False, width=100))
+    return path
+
+
+def _cut(interactions, number: int, fraction: float) -> None:
+    """Interaction ``number``'s response body cut off at ``fraction`` of its length."""
+    body = interactions[number - 1]["response"]["body"]
+    body["string"] = body["string"][: int(len(body["string"]) * fraction)]
+
+
+def _refusal(capsys, cassette: Path, tmp_path: Path) -> tuple[str, str]:
+    """freeze's one-line refusal, and the line of the cassette it names (nothing written)."""
+    out = tmp_path / "frozen.scenario.yaml"
+    assert freeze_main([str(cassette), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert not out.exists()
+    found = re.match(rf"harness freeze: {re.escape(str(cassette))}:(\d+): ", err)
+    assert found is not None, err
+    return err, cassette.read_text().splitlines()[int(found.group(1)) - 1]
+
+
+CUT_STREAMS = {
+    # simonw/llm, Chat Completions streamed: the last reply (the answer) or the first.
+    ("llm-test_tools-test_tool_use_basic.yaml", 2): "no finish_reason and no [DONE]",
+    ("llm-test_tools-test_tool_use_basic.yaml", 1): "no finish_reason and no [DONE]",
+    # chatlas, the Responses API streamed: cut at two thirds.
+    ("chatlas-test_chat_callbacks.yaml", 2): "no response.completed, response.incomplete or "
+    "response.failed event",
+    ("chatlas-test_chat_callbacks.yaml", 1): "no response.completed, response.incomplete or "
+    "response.failed event",
+}
+
+
+@pytest.mark.parametrize(("name", "number"), sorted(CUT_STREAMS))
+def test_a_cut_off_stream_is_refused_naming_the_interaction_and_the_cause(
+    tmp_path, capsys, name, number
+):
+    cassette = _damaged(tmp_path, name, lambda interactions: _cut(interactions, number, 2 / 3))
+    err, line = _refusal(capsys, cassette, tmp_path)
+    assert f": interaction {number}: the streamed response is cut off (" in err
+    assert CUT_STREAMS[name, number] in err
+    assert "use a recording whose streams ran to their end" in err
+    # Not blamed on a missing --scenario or on the client.
+    assert "--scenario" not in err and "client" not in err
+    assert "string:" in line  # the line of the cut body
+
+
+def test_a_stream_cut_between_two_events_is_refused_too(tmp_path, capsys):
+    # No half line to notice: only its missing end tells.
+    def edit(interactions):
+        body = interactions[1]["response"]["body"]
+        ending = body["string"].index('"finish_reason":"stop"')
+        body["string"] = body["string"][: body["string"].rindex("data:", 0, ending)]
+
+    cassette = _damaged(tmp_path, "llm-test_tools-test_tool_use_basic.yaml", edit)
+    err, _ = _refusal(capsys, cassette, tmp_path)
+    assert "interaction 2: the streamed response is cut off (no finish_reason and no [DONE])" in err
+
+
+def test_every_stream_of_the_corpus_ran_to_its_end():
+    # The rule a cut-off stream breaks, checked against real ones: OpenAI's (finish_reason
+    # and [DONE]), an OpenAI-compatible provider's ([DONE] and no finish_reason on a reply
+    # of calls), the Responses API's (response.completed).
+    streams = 0
+    for path in FOREIGN.glob("*.yaml"):
+        for interaction in load_cassette_file(path):
+            uri, answer = interaction.request["uri"], interaction.response["body"]["string"]
+            if not answer.lstrip().startswith((b"data:", b"event:")):
+                continue
+            api = "chat" if uri.endswith("/chat/completions") else "responses"
+            reply = read_reply(api, answer)
+            assert reply is not None and reply.cut_off is None and reply.not_json is None
+            streams += 1
+    assert streams >= 6
+
+
+def test_a_last_reply_of_parallel_calls_is_refused_and_the_remedy_works(tmp_path, capsys):
+    # crewAI's three parallel calls, and the answer after them removed: an output tool is
+    # one call, so freeze does not guess that the three ended the run.
+    name = "crewai-test_openai_parallel_native_tool_calling_test_agent_kickoff.yaml"
+    cassette = _damaged(tmp_path, name, lambda interactions: interactions.pop())
+    out = tmp_path / "frozen.scenario.yaml"
+    assert freeze_main([str(cassette), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and not out.exists(), err
+    assert "the recording ends on 3 parallel calls (to parallel_local_search_one, " in err
+    assert "max_iterations: 2 " in err and "ends_run" not in err
+    settings = tmp_path / "settings.scenario.yaml"
+    settings.write_text(
+        yaml.safe_dump(
+            {"input": "-", "agent": {"max_iterations": 2}, "llm": {"script": [{"content": "-"}]}}
+        )
+    )
+    assert freeze_main([str(cassette), "--scenario", str(settings), "-o", str(out)]) == 0
+    scenario = yaml.safe_load(out.read_text())
+    assert not any(spec.get("ends_run") for spec in scenario["tools"].values())
+    result = run_scenario(out)
+    assert result.status == "passed", [e for e in result.expectations if not e.ok]
+    assert result.llm_calls == 1 and len(result.tool_calls) == 3
+
+
+def _set_request_body(number: int, edit):
+    def apply(interactions):
+        request = interactions[number - 1]["request"]
+        request["body"] = edit(request["body"])
+
+    return apply
+
+
+def test_a_request_body_that_is_not_json_is_refused_with_the_json_error(tmp_path, capsys):
+    name = "crewai-test_openai_parallel_native_tool_calling_test_agent_kickoff.yaml"
+    # A comma lost in an edit.
+    edit = _set_request_body(2, lambda body: body.replace('"role":"tool",', '"role":"tool"', 1))
+    err, line = _refusal(capsys, _damaged(tmp_path, name, edit), tmp_path)
+    assert "interaction 2: the request body is not valid JSON (Expecting ',' delimiter: " in err
+    assert "of the body): the cassette was edited or damaged; restore the body" in err
+    assert line.lstrip().startswith("body:")
+
+
+def test_a_response_body_that_is_neither_json_nor_a_stream_is_refused_with_a_remedy(
+    tmp_path, capsys
+):
+    name = "crewai-test_openai_parallel_native_tool_calling_test_agent_kickoff.yaml"
+
+    def edit(interactions):
+        body = interactions[0]["response"]["body"]
+        body["string"] = body["string"].replace('"object"', "object", 1)
+
+    err, line = _refusal(capsys, _damaged(tmp_path, name, edit), tmp_path)
+    assert "interaction 1: the response body is neither JSON (Expecting property name" in err
+    assert "nor Server-Sent Events: the cassette was edited or damaged; restore the body" in err
+    assert line.lstrip().startswith("string:")
+
+
+def test_a_request_sending_back_a_call_under_another_tool_name_is_a_contradiction(tmp_path, capsys):
+    name = "crewai-test_openai_parallel_native_tool_calling_test_agent_kickoff.yaml"
+    renamed = '"name":"parallel_local_search_one_v2","arguments"'
+    edit = _set_request_body(
+        2, lambda body: body.replace('"name":"parallel_local_search_one","arguments"', renamed)
+    )
+    out = tmp_path / "frozen.scenario.yaml"
+    assert freeze_main([str(_damaged(tmp_path, name, edit)), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and not out.exists(), err
+    assert (
+        "request 2 (interaction 2): the cassette contradicts itself: the reply to request 1 "
+        "(interaction 1) calls parallel_local_search_one under id call_kz1qLLRsugXwWiQMeH9oFAep, "
+        "and this request sends back a call to parallel_local_search_one_v2 under the same id"
+    ) in err
+    assert "the recording's client sent this" not in err

@@ -99,8 +99,9 @@ def reply_of(api: str, payload: Any, streamed: bool) -> WireReply | None:
             return None
         if api == "chat":
             reply = _chat_stream(payload.events)
-            # Some OpenAI-compatible providers end a stream with [DONE] alone, with no
-            # finish_reason; OpenAI sends both.
+            # Either one ends a stream: OpenAI sends both, some OpenAI-compatible providers
+            # only [DONE] (no finish_reason on a reply of calls, as in simonw/llm's
+            # recording through OpenRouter).
             ended = payload.done or reply.finish_reason is not None
             lacks = "no finish_reason and no [DONE]"
         else:
