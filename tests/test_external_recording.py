@@ -182,3 +182,58 @@ def test_harness_record_then_harness_run_on_a_target_scenario(project, monkeypat
     assert (project / "raw-sync.yaml").is_file()
     assert SECRET not in (project / "raw-sync.yaml").read_text()
     assert SECRET not in (project / "reports" / "results.json").read_text()
+
+
+@pytest.mark.parametrize("client", ["raw-sync", "pydantic-ai"])
+def test_a_target_recording_freezes_into_a_script_for_the_same_target(project, monkeypatch, client):
+    from harness.cli.freeze import freeze_main
+
+    pytest.importorskip(CLIENTS[client][1])
+    path = write_scenario(project, client, "Weather in Paris and Rome?")
+    with running_server(SCRIPT) as upstream:
+        monkeypatch.setenv("OPENAI_BASE_URL", upstream)
+        recorded = run_scenario(path, record_mode="once")
+    monkeypatch.delenv("OPENAI_BASE_URL")
+
+    out = project / "frozen.scenario.yaml"
+    assert freeze_main(["--scenario", str(path), "-o", str(out)]) == 0
+    frozen = yaml.safe_load(out.read_text())
+    # The same agent runs against the recorded replies: its own tools answer, so the
+    # frozen file has the target and a script, and no stubs.
+    assert frozen["target"] == yaml.safe_load(path.read_text())["target"]
+    assert "tools" not in frozen and "agent" not in frozen
+    assert [sorted(step) for step in frozen["llm"]["script"]] == [
+        ["tool_calls", "usage"],
+        ["tool_calls", "usage"],
+        ["content", "usage"],
+    ]
+    replayed = run_scenario(out)
+    assert replayed.status == "passed", [e for e in replayed.expectations if not e.ok]
+    assert replayed.final.content == recorded.final.content
+    assert [(c.name, c.result) for c in replayed.tool_calls] == [
+        (c.name, c.result) for c in recorded.tool_calls
+    ]
+
+
+def test_a_target_stopped_by_its_frameworks_limit_freezes_ending_there(project, monkeypatch):
+    from harness.cli.freeze import freeze_main
+
+    pytest.importorskip("pydantic_ai")
+    path = project / "limited.scenario.yaml"
+    path.write_text(
+        "target: {python: scenarios.external.agents.pydantic_ai_agent:answer_within_two_requests}\n"
+        "input: Weather in Paris and Rome?\n"
+        "llm: {provider: openai, model: gpt-4o-mini, cassette: limited.yaml}\n"
+    )
+    with running_server(SCRIPT) as upstream:
+        monkeypatch.setenv("OPENAI_BASE_URL", upstream)
+        recorded = run_scenario(path, record_mode="once")
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    assert recorded.termination == "max_iterations"
+
+    out = project / "frozen.scenario.yaml"
+    assert freeze_main(["--scenario", str(path), "-o", str(out)]) == 0
+    replayed = run_scenario(out)
+    assert replayed.status == "passed"
+    assert (replayed.termination, replayed.llm_calls) == ("max_iterations", 2)
+    assert replayed.final.error["exception"] == "UsageLimitExceeded"

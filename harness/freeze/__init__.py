@@ -19,11 +19,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.freeze.build import build_scenario, output_tools, replayed_calls
+from harness.freeze.build import (
+    build_scenario,
+    build_target_scenario,
+    output_tools,
+    replayed_calls,
+)
 from harness.freeze.chains import rebuild_chains, skipped_interactions
 from harness.freeze.check import Sent, expectations, first_difference, run_offline, set_aside
 from harness.freeze.recorded import (
     FreezeError,
+    RecordedCall,
     RecordedRun,
     fill_client_ids,
     read_calls,
@@ -63,6 +69,16 @@ class _Source:
     scenario: str | Path | None  # as given: messages name it so
     original: Any
     notes: list[str] = field(default_factory=list)  # what was skipped or set aside
+
+    @property
+    def target(self) -> bool:
+        """The recording was made by a target scenario (an agent not written on harness)."""
+        return self.original is not None and self.original.target is not None
+
+    def compared(self) -> list[RecordedCall]:
+        """The recorded requests the frozen run must send: a target's client sends its
+        retries again, harness's own loop has none."""
+        return list(self.chosen.calls) if self.target else replayed_calls(self.chosen)
 
     def of_run(self) -> str:
         """`` (run N of M)`` when the cassette holds several runs."""
@@ -217,10 +233,14 @@ def _notes(source: _Source, run: int | None) -> list[str]:
 
 
 def _header(source: _Source) -> str:
+    edit = (
+        "# Edit the replies to make edge cases: the target's own tools run.\n"
+        if source.target
+        else "# Edit replies and tool results to make edge cases.\n"
+    )
     return (
         f"# Frozen from {source.path.name}{source.of_run()} by `harness freeze`:\n"
-        "# a scripted scenario that replays the recorded run with no cassette.\n"
-        "# Edit replies and tool results to make edge cases.\n"
+        "# a scripted scenario that replays the recorded run with no cassette.\n" + edit
     )
 
 
@@ -229,6 +249,10 @@ def _draft(source: _Source) -> dict[str, Any]:
     made_by = f" by {Path(source.scenario).name}" if source.scenario is not None else ""
     description = f"The run recorded{made_by} in {source.path.name}{source.of_run()}, as a script."
     try:
+        if source.target:
+            return build_target_scenario(
+                source.chosen, description=description, original=source.original
+            )
         return build_scenario(source.chosen, description=description, original=source.original)
     except FreezeError as exc:  # about an interaction: name the file
         raise FreezeError(f"{source.shown}: {exc}") from None
@@ -246,6 +270,12 @@ def _hint(source: _Source, kind: str) -> str:
         return (
             "the cassette was edited or damaged; restore it from the recording, or record "
             "the run again with the client that made it"
+        )
+    if source.target:
+        return (
+            f"has the agent {source.scenario} runs changed since it was recorded, or does it "
+            "send something new on each run (a time, a random id)? record it again "
+            "(--record-mode rewrite)"
         )
     if source.original is not None:
         return (
@@ -287,7 +317,7 @@ def _hint(source: _Source, kind: str) -> str:
 
 def _check_replay(source: _Source, result: ScenarioResult, sent: list[Sent]) -> None:
     """Refuse a frozen run that sends other requests than the recorded ones, or errors."""
-    difference = first_difference(replayed_calls(source.chosen), sent, result)
+    difference = first_difference(source.compared(), sent, result)
     if difference is not None:
         kind, what = difference
         run_name = f"run {source.chosen.number} of " if len(source.runs) > 1 else ""

@@ -16,7 +16,7 @@ from harness.messages import ToolCall, parse_arguments, text_of
 from harness.scenario.schema import Scenario
 from harness.scenario.templates import TEMPLATE_MARKERS
 
-__all__ = ["build_scenario", "replayed_calls"]
+__all__ = ["build_scenario", "build_target_scenario", "replayed_calls"]
 
 # agentbuilder spends two iterations per reply (request, then tools or completion).
 _DEFAULT_MAX_ITERATIONS = 80
@@ -287,4 +287,25 @@ def build_scenario(
     if tools:
         scenario["tools"] = tools
     scenario["llm"] = {"script": script}
+    return scenario
+
+
+def build_target_scenario(
+    run: RecordedRun, *, description: str, original: Scenario
+) -> dict[str, Any]:
+    """The script of a target scenario's recording, for the same target (``--scenario``).
+
+    The agent runs as it did: its own tools answer its calls and its client retries what
+    it retried, so only the model's answers are frozen, every attempt included (an error
+    answer its client retried stays a step: the client retries it again).
+    """
+    offered = {name: {} for name in _tool_specs(run.calls, None)}
+    scenario: dict[str, Any] = {"description": description}
+    if original.tags:
+        scenario["tags"] = list(original.tags)
+    assert original.target is not None
+    scenario["target"] = original.target.model_dump(exclude_unset=True)
+    if original.input is not None:
+        scenario["input"] = original.input
+    scenario["llm"] = {"script": [_step(call, offered) for call in run.calls]}
     return scenario
