@@ -84,6 +84,10 @@ def over_budget(question):
     raise Budget("spent it all")
 
 
+def bad_json(question):
+    return json.loads("{not json")
+
+
 def echo_command():
     """Run as a command: one round, then print the answer or fail."""
     question = sys.stdin.read()
@@ -131,6 +135,12 @@ def target(module: str, fn: str, extra: str = "") -> str:
     return f"target:\n  python: {module}:{fn}\n{extra}input: look both up\n"
 
 
+def line_of(code: str) -> int:
+    """The line of AGENT (as written to the project's module) that holds ``code``."""
+    (number,) = [n for n, line in enumerate(AGENT.splitlines(), 1) if code in line]
+    return number
+
+
 def test_a_crash_mid_run_keeps_what_was_observed(project):
     folder, module = project
     result = run_scenario(scenario(folder, target(module, "crash_after_a_round") + SCRIPT))
@@ -142,6 +152,7 @@ def test_a_crash_mid_run_keeps_what_was_observed(project):
         "exception": "RuntimeError",
         "message": "the agent fell over",
         "status": None,
+        "where": f"{module}.py:{line_of('the agent fell over')} in crash_after_a_round",
     }
     assert result.llm_calls == 2
     assert [(c.arguments, c.result, c.status) for c in result.tool_calls] == [
@@ -232,6 +243,55 @@ def test_the_frameworks_limit_exceptions_are_recognized_by_name_also_as_a_cause(
     assert result.memory[-1] == {"kind": "final", "content": "gave up"}
 
 
+def test_a_target_that_raises_is_blamed_with_the_line_of_its_own_code(project):
+    from harness.report.text import ending_sentence, format_failure
+
+    folder, module = project
+    result = run_scenario(scenario(folder, target(module, "bad_json") + SCRIPT))
+
+    # The innermost frame of the project's code, not the json module's where it raised.
+    where = f"{module}.py:{line_of('json.loads(')} in bad_json"
+    assert result.final.error["where"] == where
+    heading = format_failure(result).splitlines()[0]
+    assert heading == (
+        f"scenario 't': the target raised JSONDecodeError (at {where}): Expecting property "
+        "name enclosed in double quotes: line 1 column 2 (char 1)"
+    )
+    assert "harness bug" not in format_failure(result)
+    assert ending_sentence(result).startswith(f"The target raised JSONDecodeError (at {where})")
+    assert where in render_html(build_results([result]))
+
+
+def test_a_timed_out_or_failed_command_target_is_not_blamed_on_harness(project):
+    from harness.report.text import format_failure
+
+    folder, module = project
+    path = scenario(folder, target(module, "hang_async", "  timeout: 0.5\n") + SCRIPT)
+    command = f"target:\n  command: [{sys.executable}, {module}.py]\ninput: fail please\n"
+    failed = run_scenario(scenario(folder, command + SCRIPT, "bad"))
+
+    assert format_failure(run_scenario(path)).splitlines()[0] == (
+        "scenario 't': the target did not finish within its timeout (0.5 s) and was stopped; "
+        "raise target.timeout if it needs longer"
+    )
+    assert "where" not in failed.final.error
+    assert format_failure(failed).splitlines()[0] == (
+        "scenario 'bad': the target failed: the command exited with status 3"
+    )
+
+
+def test_the_report_shows_the_frameworks_limit_not_harnesss(project):
+    from harness.report.text import ending_sentence
+
+    folder, module = project
+    result = run_scenario(scenario(folder, target(module, "limit") + SCRIPT))
+
+    assert result.termination == "max_iterations"
+    # harness's own max_iterations (its default) never applied to the target's loop.
+    assert ending_sentence(result) == "Max iterations reached: RuntimeError: gave up"
+    assert "Max iterations reached (" not in render_html(build_results([result]))
+
+
 class _Budget:
     @hookimpl
     def harness_classify_exception(self, exc):
@@ -251,6 +311,7 @@ def test_a_plugin_classifies_its_frameworks_exception(project):
         "exception": "Budget",
         "message": "spent it all",
         "status": None,
+        "where": f"{module}.py:{line_of('spent it all')} in over_budget",
     }
 
 

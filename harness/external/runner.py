@@ -25,7 +25,7 @@ from harness.llm.server import running_app
 from harness.messages import clean_text
 from harness.secrets import Scrubber
 
-__all__ = ["DEFAULT_TIMEOUT", "DUMMY_API_KEY", "TargetSpec", "run_target"]
+__all__ = ["DEFAULT_TIMEOUT", "DUMMY_API_KEY", "TargetSpec", "run_target", "where_raised"]
 
 log = logging.getLogger("harness")
 
@@ -87,7 +87,53 @@ async def run_target(
         observation.begin()
         outcome = await _call(kind, spec, call)
     termination, final = _ending(outcome, observation, spec, plugins, url)
+    where = where_raised(outcome.exc, call.root) if outcome.exc is not None else None
+    if where is not None and final.error is not None and final.error.get("exception"):
+        final.error["where"] = where
     return observation.finish(termination, final)
+
+
+# harness's own frames are no frame of the project's, even in harness's own repository.
+_HARNESS = Path(__file__).resolve().parents[1]
+
+
+def where_raised(exc: BaseException, root: Path) -> str | None:
+    """``path:line in function`` of the innermost frame of the project's own code that
+    ``exc`` (or what caused it) passed through: a file under ``root``, outside installed
+    packages and harness; None when it never ran the project's code (a command target)."""
+    import traceback
+
+    root = root.resolve()
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        found = None
+        for frame in traceback.extract_tb(link.__traceback__):
+            shown = _own_file(Path(frame.filename), root)
+            if shown is not None:
+                found = f"{shown}:{frame.lineno} in {frame.name}"
+        if found is not None:
+            return found
+        link = link.__cause__ or link.__context__
+    return None
+
+
+def _own_file(path: Path, root: Path) -> str | None:
+    try:
+        path = path.resolve()
+        relative = path.relative_to(root)
+    except (OSError, ValueError):
+        return None
+    if path.is_relative_to(_HARNESS):
+        return None
+    # A virtual environment inside the project (.venv, .tox) holds other people's code.
+    if any(
+        part in ("site-packages", "dist-packages") or part.startswith(".")
+        for part in relative.parts
+    ):
+        return None
+    return relative.as_posix()
 
 
 def _text(text: str, url: str) -> str:

@@ -24,8 +24,10 @@ __all__ = [
     "baseline_lines",
     "ending_sentence",
     "format_failure",
+    "is_target",
     "repeat_lines",
     "results_lines",
+    "target_failure",
     "trajectory_lines",
 ]
 
@@ -78,11 +80,32 @@ def _error_header(result: ScenarioResult, message: str) -> list[str]:
     if result.status != "error":
         return []
     error = result.final.error or {}
+    first = message.splitlines()[0] if message else ""
+    if is_target(result):
+        # The target's own code failed, not the scenario or harness.
+        return [f"scenario {result.name!r}: {target_failure(error, first)}"]
     kind = error.get("exception") or error.get("type") or "error"
     return [
         f"scenario {result.name!r} ended in error (a scenario or harness bug)",
-        f"  {kind}: {message.splitlines()[0] if message else ''}",
+        f"  {kind}: {first}",
     ]
+
+
+def is_target(result: ScenarioResult) -> bool:
+    """Whether an external target ran the scenario (its planner is ``target:<kind>``)."""
+    return result.agent is not None and str(result.agent.planner).startswith("target:")
+
+
+def target_failure(error: dict[str, Any], message: str) -> str:
+    """How a target failed: ``the target raised ValueError (at myagents/bad.py:12 in
+    raises): my agent broke``, its command's exit, or its timeout."""
+    if error.get("type") == "timeout":
+        return message
+    if error.get("exit_status") is not None:
+        return f"the target failed: {message}"
+    where = error.get("where")
+    at = f" (at {where})" if where else ""
+    return f"the target raised {error.get('exception') or 'an exception'}{at}: {message}"
 
 
 def _unmet_expectations(result: ScenarioResult, limit: int | None) -> list[str]:
@@ -256,6 +279,10 @@ def ending_sentence(scenario: ScenarioResult) -> str:
         return (
             f"Stagnation: the plan repeated the previous {window} identical plans and was declined"
         )
+    if kind == "max_iterations" and is_target(scenario) and final.error:
+        # The framework's own limit: harness's max_iterations never applied.
+        error = final.error
+        return f"Max iterations reached: {error.get('exception')}: {error.get('message', '')}"
     if kind == "max_iterations":
         limit = scenario.agent.max_iterations if scenario.agent else scenario.iterations
         return f"Max iterations reached ({limit})" + (
@@ -272,6 +299,10 @@ def ending_sentence(scenario: ScenarioResult) -> str:
             + ": "
             + str(error.get("message", ""))
         )
+    if kind == "error" and is_target(scenario):
+        error = final.error or {}
+        text = target_failure(error, str(error.get("message", "")))
+        return text[0].upper() + text[1:]
     if kind == "error":
         error = final.error or {}
         return f"Error: {error.get('exception', 'exception')}: {error.get('message', '')}"
