@@ -84,6 +84,24 @@ def over_budget(question):
     raise Budget("spent it all")
 
 
+# Built when the module is imported, before harness sets OPENAI_BASE_URL: it points
+# elsewhere (port 9 on this machine: nothing listens there).
+EARLY = openai.OpenAI(api_key="x", base_url="http://127.0.0.1:9/v1", max_retries=0)
+
+
+def import_time_client(question):
+    return EARLY.chat.completions.create(model="m", messages=[]).choices[0].message.content
+
+
+def elsewhere_after_a_round(question):
+    _round(openai.OpenAI(max_retries=0), [{"role": "user", "content": question}])
+    return import_time_client(question)
+
+
+def returns_none(question):
+    return None
+
+
 def bad_json(question):
     return json.loads("{not json")
 
@@ -278,6 +296,35 @@ def test_a_timed_out_or_failed_command_target_is_not_blamed_on_harness(project):
     assert format_failure(failed).splitlines()[0] == (
         "scenario 'bad': the target failed: the command exited with status 3"
     )
+
+
+def test_a_client_built_at_import_time_gets_a_hint(project):
+    folder, module = project
+    early = run_scenario(scenario(folder, target(module, "import_time_client") + SCRIPT))
+    late = run_scenario(scenario(folder, target(module, "elsewhere_after_a_round") + SCRIPT))
+
+    assert (early.llm_calls, early.final.error["exception"]) == (0, "APIConnectionError")
+    assert early.final.error["message"] == (
+        "Connection error. (no request reached harness's model server: the client was "
+        "probably built before harness set OPENAI_BASE_URL, when its module was imported; "
+        "build it inside the function, or take a base_url parameter: see docs/external.md, "
+        "Target kinds)"
+    )
+    # Once a request reached harness, the client was not the problem.
+    assert (late.llm_calls, late.final.error["message"]) == (1, "Connection error.")
+
+
+def test_a_target_returning_none_gives_no_answer(project):
+    from harness.report.text import ending_sentence
+
+    folder, module = project
+    text = target(module, "returns_none") + "llm: {script: [{content: hi}]}\n"
+    path = scenario(folder, text + "expect: {final: {contains: None}}\n")
+    result = run_scenario(path)
+
+    assert (result.termination, result.final.content) == ("completed", None)
+    assert result.status == "failed"  # "None" is not its answer
+    assert ending_sentence(result) == "Completed without a final answer (the target returned None)"
 
 
 def test_the_report_shows_the_frameworks_limit_not_harnesss(project):

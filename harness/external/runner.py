@@ -136,6 +136,27 @@ def _own_file(path: Path, root: Path) -> str | None:
     return relative.as_posix()
 
 
+# A connection error when no request reached harness: the client went somewhere else.
+_NOT_REACHED = (
+    " (no request reached harness's model server: the client was probably built before "
+    "harness set OPENAI_BASE_URL, when its module was imported; build it inside the "
+    "function, or take a base_url parameter: see docs/external.md, Target kinds)"
+)
+_CONNECTION_ERRORS = {"APIConnectionError", "ConnectError", "ConnectionError"}
+
+
+def _connection_failed(exc: BaseException) -> bool:
+    """Whether ``exc`` (or its cause) is an HTTP client's connection error."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        if any(cls.__name__ in _CONNECTION_ERRORS for cls in type(link).__mro__):
+            return True
+        link = link.__cause__ or link.__context__
+    return False
+
+
 def _text(text: str, url: str) -> str:
     return clean_text(Scrubber().text(text.replace(url, _SERVED)))
 
@@ -187,6 +208,8 @@ def _failure(
         error["message"] = _text(str(error["message"]), url)
         run.remember("error", f"LLM error: {error['message']}")
         return Termination.llm_error, FinalResponse(data=data, error=error)
+    if observation.run.llm_calls == 0 and _connection_failed(exc):
+        message += _NOT_REACHED
     error = {"type": "error", "exception": type(exc).__name__, "message": message}
     details = getattr(exc, "details", None)
     if isinstance(details, dict):

@@ -260,6 +260,8 @@ def ending_sentence(scenario: ScenarioResult) -> str:
     """One sentence on how the run ended, as the report says it."""
     final = scenario.final
     kind = scenario.termination.value
+    if kind == "completed" and final.content is None and is_target(scenario):
+        return "Completed without a final answer (the target returned None)"
     if kind == "completed":
         return "Completed with a final response" + (
             " (truncated: finish_reason length)" if final.data.get("truncated") else ""
