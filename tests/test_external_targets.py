@@ -98,6 +98,11 @@ def elsewhere_after_a_round(question):
     return import_time_client(question)
 
 
+def retried(question):
+    client = openai.OpenAI(max_retries=2)
+    return _round(client, [{"role": "user", "content": question}]).content
+
+
 def returns_none(question):
     return None
 
@@ -325,6 +330,31 @@ def test_a_target_returning_none_gives_no_answer(project):
     assert (result.termination, result.final.content) == ("completed", None)
     assert result.status == "failed"  # "None" is not its answer
     assert ending_sentence(result) == "Completed without a final answer (the target returned None)"
+
+
+def test_a_failed_call_the_sdk_retried_keeps_its_status_and_message(project):
+    from harness.report.text import trajectory_lines
+
+    folder, module = project
+    script = "llm:\n  script:\n    - error: {status: 429, message: Rate limited}\n"
+    path = scenario(folder, target(module, "retried") + script + "    - content: done\n")
+    result = run_scenario(path)
+
+    assert (result.termination, result.final.content, result.llm_calls) == ("completed", "done", 2)
+    failed = [e for e in result.events if e["event"] == "llm_failed"]
+    assert failed == [
+        {
+            "event": "llm_failed",
+            "iteration": 1,
+            "call": 1,
+            "type": "http_error",
+            "message": "Rate limited",
+            "status": 429,
+            "sim": 0.0,
+        }
+    ]
+    assert trajectory_lines(result)[0] == "  1  llm#1 -> failed (HTTP 429: Rate limited)"
+    assert "the call failed: HTTP 429: Rate limited" in render_html(build_results([result]))
 
 
 def test_the_report_shows_the_frameworks_limit_not_harnesss(project):

@@ -34,8 +34,12 @@ from harness.external.wire import (
 from harness.llm.base import LLMRequest, LLMResponse
 from harness.messages import Conversation, clean_reply, clean_text
 from harness.run import Run
+from harness.secrets import Scrubber
 
-__all__ = ["Observation", "ObservedTool", "Refusal"]
+__all__ = ["SERVED", "Observation", "ObservedTool", "Refusal"]
+
+# The port changes from run to run: messages name the served URL this way instead.
+SERVED = "http://127.0.0.1:<port>/v1"
 
 
 class _Unreachable:
@@ -112,6 +116,14 @@ class Observation:
         # The first stagnating plan: {iteration, signature, window}.
         self.stagnation: dict[str, Any] | None = None
         self._stop = False
+        # Where the model is served (its port changes from run to run), once known.
+        self.served: str | None = None
+
+    def shown(self, text: str) -> str:
+        """``text`` as the run keeps it: the served URL without its port, one clean text."""
+        if self.served:
+            text = text.replace(self.served, SERVED)
+        return clean_text(Scrubber().text(text))
 
     # -- the boundary -----------------------------------------------------------------------
 
@@ -152,7 +164,11 @@ class Observation:
         """The answer to request ``call`` was sent (``raw``: its whole body)."""
         with self.lock:
             if status >= 400:
-                self.last_error = error_of(status, raw)
+                error = error_of(status, raw)
+                error["message"] = self.shown(str(error["message"]))
+                self.last_error = error
+                # Said in the run: an SDK may retry it and go on, leaving no other trace.
+                self.run.emit("llm_failed", call=call, **error, sim=self.run.sim_time)
                 return
             self.last_error = None
             run = self.run

@@ -19,7 +19,7 @@ from harness.actions import FinalResponse, RunResult, Termination
 from harness.config import AgentConfig
 from harness.errors import HarnessError
 from harness.external.middleware import ObservingApp
-from harness.external.observe import Observation
+from harness.external.observe import SERVED, Observation
 from harness.external.targets import TargetCall
 from harness.llm.server import running_app
 from harness.messages import clean_text
@@ -32,8 +32,6 @@ log = logging.getLogger("harness")
 # What the target's SDK sends as its key: harness needs none, and this is no secret.
 DUMMY_API_KEY = "sk-harness-target"
 DEFAULT_TIMEOUT = 60.0
-# The port changes from run to run: messages name the served URL this way instead.
-_SERVED = "http://127.0.0.1:<port>/v1"
 
 
 @dataclass(frozen=True)
@@ -77,6 +75,7 @@ async def run_target(
     kind = plugins.target_factory(spec.kind)()
     observation = Observation(plugins, config or AgentConfig(), on_stagnation=spec.on_stagnation)
     with running_app(ObservingApp(app, observation)) as url:
+        observation.served = url
         call = TargetCall(
             input=input,
             base_url=url,
@@ -158,7 +157,7 @@ def _connection_failed(exc: BaseException) -> bool:
 
 
 def _text(text: str, url: str) -> str:
-    return clean_text(Scrubber().text(text.replace(url, _SERVED)))
+    return clean_text(Scrubber().text(text.replace(url, SERVED)))
 
 
 def _ending(
@@ -204,8 +203,7 @@ def _failure(
         error = {"type": termination.value, "exception": type(exc).__name__, "message": message}
         return termination, FinalResponse(data=data, error={**error, "status": None})
     if observation.last_error is not None:
-        error = {**observation.last_error}
-        error["message"] = _text(str(error["message"]), url)
+        error = {**observation.last_error}  # its message as the run keeps it already
         run.remember("error", f"LLM error: {error['message']}")
         return Termination.llm_error, FinalResponse(data=data, error=error)
     if observation.run.llm_calls == 0 and _connection_failed(exc):

@@ -17,6 +17,7 @@ from typing import Any
 
 from harness.baseline import BaselineDiff
 from harness.report.plans import plans
+from harness.report.timeline import failure_text
 from harness.results import Results, ScenarioResult
 from harness.secrets import scrub_model
 
@@ -152,7 +153,7 @@ def _error_message(result: ScenarioResult) -> str:
 def trajectory_lines(result: ScenarioResult, *, verbose: bool = False) -> list[str]:
     """One line per iteration: ``N  llm#k -> tools asked; ran: calls`` and the ending."""
     limit = None if verbose else _TRAJECTORY_LIMIT
-    rows = _llm_parts(result)
+    rows = _llm_parts(result, limit)
     for iteration, calls in _calls_by_iteration(result).items():
         rows.setdefault(iteration, []).append(_plan_part(result, calls, limit))
     lines = []
@@ -170,11 +171,16 @@ def trajectory_lines(result: ScenarioResult, *, verbose: bool = False) -> list[s
     return lines
 
 
-def _llm_parts(result: ScenarioResult) -> dict[int, list[str]]:
+def _llm_parts(result: ScenarioResult, limit: int | None) -> dict[int, list[str]]:
     """Per iteration, its LLM calls: ``llm#k -> tools asked`` (or ``text``, ``failed``)."""
     rows: dict[int, list[str]] = {}
     for event in result.events:
         kind, it = event.get("event"), int(event.get("iteration") or 0)
+        if kind == "llm_failed":
+            why = failure_text(event)
+            if limit is not None and len(why) > limit:
+                why = why[:limit] + "…"
+            rows.setdefault(it, []).append(f"llm#{event.get('call')} -> failed ({why})")
         if kind == "llm_response":
             names = event.get("tool_calls") or []
             text = f"llm#{event.get('call')} -> " + (", ".join(names) if names else "text")
