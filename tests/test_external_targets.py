@@ -103,6 +103,31 @@ def retried(question):
     return _round(client, [{"role": "user", "content": question}]).content
 
 
+def chained(question, stream=False):
+    """The Responses API, each request chained on the previous response's id."""
+    client = openai.OpenAI(max_retries=0)
+    tools = [{"type": "function", **TOOLS[0]["function"]}]
+    asked = {"model": "m", "instructions": "Be brief.", "tools": tools, "input": question}
+    while True:
+        if stream:
+            events = client.responses.create(**asked, stream=True)
+            (response,) = [e.response for e in events if e.type == "response.completed"]
+        else:
+            response = client.responses.create(**asked)
+        calls = [item for item in response.output if item.type == "function_call"]
+        if not calls:
+            return response.output_text
+        asked["previous_response_id"] = response.id
+        asked["input"] = [
+            {"type": "function_call_output", "call_id": c.call_id, "output": "found " + c.arguments}
+            for c in calls
+        ]
+
+
+def chained_streamed(question):
+    return chained(question, stream=True)
+
+
 def returns_none(question):
     return None
 
@@ -355,6 +380,29 @@ def test_a_failed_call_the_sdk_retried_keeps_its_status_and_message(project):
     ]
     assert trajectory_lines(result)[0] == "  1  llm#1 -> failed (HTTP 429: Rate limited)"
     assert "the call failed: HTTP 429: Rate limited" in render_html(build_results([result]))
+
+
+@pytest.mark.parametrize("fn", ["chained", "chained_streamed"])
+def test_a_chained_responses_run_keeps_its_whole_conversation(project, fn):
+    folder, module = project
+    result = run_scenario(scenario(folder, target(module, fn) + SCRIPT))
+
+    assert (result.termination, result.final.content) == ("completed", "Both found.")
+    # Each request sent only its new items: the conversation is rebuilt from the chain.
+    assert [(m.role, m.content) for m in result.transcript] == [
+        ("system", "Be brief."),
+        ("user", "look both up"),
+        ("assistant", None),
+        ("tool", 'found {"q": "one"}'),
+        ("tool", 'found {"q": "two"}'),
+        ("assistant", "Both found."),
+    ]
+    assert [c.name for c in result.transcript[2].tool_calls] == ["lookup", "lookup"]
+    assert [m.name for m in result.transcript[3:5]] == ["lookup", "lookup"]
+    assert [(c.result, c.status) for c in result.tool_calls] == [
+        ('found {"q": "one"}', "ok"),
+        ('found {"q": "two"}', "ok"),
+    ]
 
 
 def test_the_report_shows_the_frameworks_limit_not_harnesss(project):
