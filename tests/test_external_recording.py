@@ -237,3 +237,56 @@ def test_a_target_stopped_by_its_frameworks_limit_freezes_ending_there(project, 
     assert replayed.status == "passed"
     assert (replayed.termination, replayed.llm_calls) == ("max_iterations", 2)
     assert replayed.final.error["exception"] == "UsageLimitExceeded"
+
+
+def test_recording_a_target_without_a_key_is_refused_before_any_request(
+    project, monkeypatch, capsys
+):
+    from harness.cli import main
+    from harness.external import cassette
+
+    def no_network():
+        raise AssertionError("the recording proxy tried to reach the network")
+
+    # The scenario names no base_url: the proxy's upstream is the public API.
+    monkeypatch.setattr(cassette, "_httpx", no_network)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    path = write_scenario(project, "raw-sync", "Weather in Paris and Rome?")
+
+    code = main(["record", str(path)])
+    out = capsys.readouterr().out
+
+    assert code == 2, out
+    assert (
+        "harness: raw-sync.scenario.yaml::raw-sync: recording needs OPENAI_API_KEY: it is not "
+        "set, and api.openai.com refuses requests without a key; nothing was recorded"
+    ) in out
+    assert "_pytest.outcomes.Exit" not in out
+    assert not (project / "raw-sync.yaml").exists()
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_a_key_the_api_refuses_while_recording_a_target_is_one_line(
+    project, monkeypatch, capsys, status
+):
+    from harness.cli import main
+
+    path = write_scenario(project, "raw-sync", "Weather in Paris and Rome?")
+    steps = [
+        {"error": {"status": status, "message": "Incorrect API key provided: sk-abc"}},
+        *SCRIPT,
+    ]
+    with running_server(steps) as upstream:
+        monkeypatch.setenv("OPENAI_BASE_URL", upstream)
+        monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+        code = main(["record", str(path)])
+    out = capsys.readouterr().out
+
+    assert code == 2, out
+    line = (
+        f"! harness: raw-sync.scenario.yaml::raw-sync: the API refused the key (HTTP {status}: "
+        "Incorrect API key provided: sk-abc); nothing was recorded: check OPENAI_API_KEY"
+    )
+    assert line in out
+    assert "_pytest.outcomes.Exit" not in out
+    assert not (project / "raw-sync.yaml").exists()

@@ -84,6 +84,58 @@ def over_budget(question):
     raise Budget("spent it all")
 
 
+# Built when the module is imported, before harness sets OPENAI_BASE_URL: it points
+# elsewhere (port 9 on this machine: nothing listens there).
+EARLY = openai.OpenAI(api_key="x", base_url="http://127.0.0.1:9/v1", max_retries=0)
+
+
+def import_time_client(question):
+    return EARLY.chat.completions.create(model="m", messages=[]).choices[0].message.content
+
+
+def elsewhere_after_a_round(question):
+    _round(openai.OpenAI(max_retries=0), [{"role": "user", "content": question}])
+    return import_time_client(question)
+
+
+def retried(question):
+    client = openai.OpenAI(max_retries=2)
+    return _round(client, [{"role": "user", "content": question}]).content
+
+
+def chained(question, stream=False):
+    """The Responses API, each request chained on the previous response's id."""
+    client = openai.OpenAI(max_retries=0)
+    tools = [{"type": "function", **TOOLS[0]["function"]}]
+    asked = {"model": "m", "instructions": "Be brief.", "tools": tools, "input": question}
+    while True:
+        if stream:
+            events = client.responses.create(**asked, stream=True)
+            (response,) = [e.response for e in events if e.type == "response.completed"]
+        else:
+            response = client.responses.create(**asked)
+        calls = [item for item in response.output if item.type == "function_call"]
+        if not calls:
+            return response.output_text
+        asked["previous_response_id"] = response.id
+        asked["input"] = [
+            {"type": "function_call_output", "call_id": c.call_id, "output": "found " + c.arguments}
+            for c in calls
+        ]
+
+
+def chained_streamed(question):
+    return chained(question, stream=True)
+
+
+def returns_none(question):
+    return None
+
+
+def bad_json(question):
+    return json.loads("{not json")
+
+
 def echo_command():
     """Run as a command: one round, then print the answer or fail."""
     question = sys.stdin.read()
@@ -131,6 +183,12 @@ def target(module: str, fn: str, extra: str = "") -> str:
     return f"target:\n  python: {module}:{fn}\n{extra}input: look both up\n"
 
 
+def line_of(code: str) -> int:
+    """The line of AGENT (as written to the project's module) that holds ``code``."""
+    (number,) = [n for n, line in enumerate(AGENT.splitlines(), 1) if code in line]
+    return number
+
+
 def test_a_crash_mid_run_keeps_what_was_observed(project):
     folder, module = project
     result = run_scenario(scenario(folder, target(module, "crash_after_a_round") + SCRIPT))
@@ -142,6 +200,7 @@ def test_a_crash_mid_run_keeps_what_was_observed(project):
         "exception": "RuntimeError",
         "message": "the agent fell over",
         "status": None,
+        "where": f"{module}.py:{line_of('the agent fell over')} in crash_after_a_round",
     }
     assert result.llm_calls == 2
     assert [(c.arguments, c.result, c.status) for c in result.tool_calls] == [
@@ -232,6 +291,132 @@ def test_the_frameworks_limit_exceptions_are_recognized_by_name_also_as_a_cause(
     assert result.memory[-1] == {"kind": "final", "content": "gave up"}
 
 
+def test_a_target_that_raises_is_blamed_with_the_line_of_its_own_code(project):
+    from harness.report.text import ending_sentence, format_failure
+
+    folder, module = project
+    result = run_scenario(scenario(folder, target(module, "bad_json") + SCRIPT))
+
+    # The innermost frame of the project's code, not the json module's where it raised.
+    where = f"{module}.py:{line_of('json.loads(')} in bad_json"
+    assert result.final.error["where"] == where
+    heading = format_failure(result).splitlines()[0]
+    assert heading == (
+        f"scenario 't': the target raised JSONDecodeError (at {where}): Expecting property "
+        "name enclosed in double quotes: line 1 column 2 (char 1)"
+    )
+    assert "harness bug" not in format_failure(result)
+    assert ending_sentence(result).startswith(f"The target raised JSONDecodeError (at {where})")
+    assert where in render_html(build_results([result]))
+
+
+def test_a_timed_out_or_failed_command_target_is_not_blamed_on_harness(project):
+    from harness.report.text import format_failure
+
+    folder, module = project
+    path = scenario(folder, target(module, "hang_async", "  timeout: 0.5\n") + SCRIPT)
+    command = f"target:\n  command: [{sys.executable}, {module}.py]\ninput: fail please\n"
+    failed = run_scenario(scenario(folder, command + SCRIPT, "bad"))
+
+    assert format_failure(run_scenario(path)).splitlines()[0] == (
+        "scenario 't': the target did not finish within its timeout (0.5 s) and was stopped; "
+        "raise target.timeout if it needs longer"
+    )
+    assert "where" not in failed.final.error
+    assert format_failure(failed).splitlines()[0] == (
+        "scenario 'bad': the target failed: the command exited with status 3"
+    )
+
+
+def test_a_client_built_at_import_time_gets_a_hint(project):
+    folder, module = project
+    early = run_scenario(scenario(folder, target(module, "import_time_client") + SCRIPT))
+    late = run_scenario(scenario(folder, target(module, "elsewhere_after_a_round") + SCRIPT))
+
+    assert (early.llm_calls, early.final.error["exception"]) == (0, "APIConnectionError")
+    assert early.final.error["message"] == (
+        "Connection error. (no request reached harness's model server: the client was "
+        "probably built before harness set OPENAI_BASE_URL, when its module was imported; "
+        "build it inside the function, or take a base_url parameter: see docs/external.md, "
+        "Target kinds)"
+    )
+    # Once a request reached harness, the client was not the problem.
+    assert (late.llm_calls, late.final.error["message"]) == (1, "Connection error.")
+
+
+def test_a_target_returning_none_gives_no_answer(project):
+    from harness.report.text import ending_sentence
+
+    folder, module = project
+    text = target(module, "returns_none") + "llm: {script: [{content: hi}]}\n"
+    path = scenario(folder, text + "expect: {final: {contains: None}}\n")
+    result = run_scenario(path)
+
+    assert (result.termination, result.final.content) == ("completed", None)
+    assert result.status == "failed"  # "None" is not its answer
+    assert ending_sentence(result) == "Completed without a final answer (the target returned None)"
+
+
+def test_a_failed_call_the_sdk_retried_keeps_its_status_and_message(project):
+    from harness.report.text import trajectory_lines
+
+    folder, module = project
+    script = "llm:\n  script:\n    - error: {status: 429, message: Rate limited}\n"
+    path = scenario(folder, target(module, "retried") + script + "    - content: done\n")
+    result = run_scenario(path)
+
+    assert (result.termination, result.final.content, result.llm_calls) == ("completed", "done", 2)
+    failed = [e for e in result.events if e["event"] == "llm_failed"]
+    assert failed == [
+        {
+            "event": "llm_failed",
+            "iteration": 1,
+            "call": 1,
+            "type": "http_error",
+            "message": "Rate limited",
+            "status": 429,
+            "sim": 0.0,
+        }
+    ]
+    assert trajectory_lines(result)[0] == "  1  llm#1 -> failed (HTTP 429: Rate limited)"
+    assert "the call failed: HTTP 429: Rate limited" in render_html(build_results([result]))
+
+
+@pytest.mark.parametrize("fn", ["chained", "chained_streamed"])
+def test_a_chained_responses_run_keeps_its_whole_conversation(project, fn):
+    folder, module = project
+    result = run_scenario(scenario(folder, target(module, fn) + SCRIPT))
+
+    assert (result.termination, result.final.content) == ("completed", "Both found.")
+    # Each request sent only its new items: the conversation is rebuilt from the chain.
+    assert [(m.role, m.content) for m in result.transcript] == [
+        ("system", "Be brief."),
+        ("user", "look both up"),
+        ("assistant", None),
+        ("tool", 'found {"q": "one"}'),
+        ("tool", 'found {"q": "two"}'),
+        ("assistant", "Both found."),
+    ]
+    assert [c.name for c in result.transcript[2].tool_calls] == ["lookup", "lookup"]
+    assert [m.name for m in result.transcript[3:5]] == ["lookup", "lookup"]
+    assert [(c.result, c.status) for c in result.tool_calls] == [
+        ('found {"q": "one"}', "ok"),
+        ('found {"q": "two"}', "ok"),
+    ]
+
+
+def test_the_report_shows_the_frameworks_limit_not_harnesss(project):
+    from harness.report.text import ending_sentence
+
+    folder, module = project
+    result = run_scenario(scenario(folder, target(module, "limit") + SCRIPT))
+
+    assert result.termination == "max_iterations"
+    # harness's own max_iterations (its default) never applied to the target's loop.
+    assert ending_sentence(result) == "Max iterations reached: RuntimeError: gave up"
+    assert "Max iterations reached (" not in render_html(build_results([result]))
+
+
 class _Budget:
     @hookimpl
     def harness_classify_exception(self, exc):
@@ -251,6 +436,7 @@ def test_a_plugin_classifies_its_frameworks_exception(project):
         "exception": "Budget",
         "message": "spent it all",
         "status": None,
+        "where": f"{module}.py:{line_of('spent it all')} in over_budget",
     }
 
 

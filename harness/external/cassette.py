@@ -16,7 +16,7 @@ import os
 from types import SimpleNamespace
 from typing import Any
 
-from harness.llm.cassettes.session import CassetteSession
+from harness.llm.cassettes.session import CassetteSession, key_refused, no_key_refusal
 from harness.secrets import Scrubber
 
 __all__ = ["DEFAULT_UPSTREAM", "CassetteApp"]
@@ -103,6 +103,12 @@ class CassetteApp:
         return await self._forward(scope, request, body)
 
     async def _forward(self, scope: dict[str, Any], request: Any, body: bytes) -> tuple:
+        refusal = no_key_refusal(_host(request.uri), self.key)
+        if refusal is not None:
+            # Refused before anything goes out, as the own loop refuses it; a 401 so that
+            # the target's SDK gives up at once instead of retrying.
+            self.refused = refusal
+            return _error(401, refusal, "recording_refused")
         httpx = _httpx()
         headers = {
             k.decode("latin-1"): v.decode("latin-1")
@@ -126,7 +132,7 @@ class CassetteApp:
         kept = {k: [v] for k, v in answer.headers.items() if k.lower() not in _DROPPED}
         if answer.status_code in (401, 403):
             # Never written: every later run would replay the refusal.
-            self.refused = f"the API refused the key (HTTP {answer.status_code}); nothing recorded"
+            self.refused = key_refused(answer.status_code, content)
         else:
             self.session.cassette.append(
                 request,
@@ -143,6 +149,12 @@ class CassetteApp:
         if self.refused:
             self.session.refused = self.refused
         self.session.save()
+
+
+def _host(uri: str) -> str | None:
+    from urllib.parse import urlsplit
+
+    return urlsplit(uri).hostname
 
 
 def _headers(headers: dict[str, list[str]]) -> list[tuple[bytes, bytes]]:

@@ -23,19 +23,23 @@ from pydantic_core import to_jsonable_python
 from harness.actions import FinalResponse, RunResult, Termination, ToolAction, ToolCallRecord
 from harness.config import AgentConfig
 from harness.external.wire import (
-    conversation_of,
     error_of,
     instructions_of,
     items_of,
     messages_of,
     read_reply,
+    response_items,
     tool_results,
 )
 from harness.llm.base import LLMRequest, LLMResponse
 from harness.messages import Conversation, clean_reply, clean_text
 from harness.run import Run
+from harness.secrets import Scrubber
 
-__all__ = ["Observation", "ObservedTool", "Refusal"]
+__all__ = ["SERVED", "Observation", "ObservedTool", "Refusal"]
+
+# The port changes from run to run: messages name the served URL this way instead.
+SERVED = "http://127.0.0.1:<port>/v1"
 
 
 class _Unreachable:
@@ -98,7 +102,12 @@ class Observation:
         self._pending: list[ToolCallRecord] = []
         self._calls: dict[str, Any] = {}
         self._items_seen = 0
-        self._last: tuple[str, dict[str, Any]] | None = None
+        self._last: tuple[str, dict[str, Any], list[Any]] | None = None
+        # A Responses API chain (previous_response_id) sends only its new items: response
+        # id -> the whole conversation it ended (its items and its output), and call ->
+        # the items of a request waiting for its answer.
+        self._chains: dict[str, list[Any]] = {}
+        self._asked: dict[int, list[Any]] = {}
         self._last_reply: Any = None
         self._tools_raw: Any = None
         # What run.conversation holds: (items converted, the last of them), call id ->
@@ -112,6 +121,14 @@ class Observation:
         # The first stagnating plan: {iteration, signature, window}.
         self.stagnation: dict[str, Any] | None = None
         self._stop = False
+        # Where the model is served (its port changes from run to run), once known.
+        self.served: str | None = None
+
+    def shown(self, text: str) -> str:
+        """``text`` as the run keeps it: the served URL without its port, one clean text."""
+        if self.served:
+            text = text.replace(self.served, SERVED)
+        return clean_text(Scrubber().text(text))
 
     # -- the boundary -----------------------------------------------------------------------
 
@@ -124,7 +141,10 @@ class Observation:
         """A request arrived; its call number. Raises Refusal when harness stopped the run."""
         with self.lock:
             run = self.run
-            items = items_of(api, body)
+            items = [
+                *self._chains.get(str(body.get("previous_response_id")), []),
+                *items_of(api, body),
+            ]
             self._read_results(api, items)
             run.iteration += 1
             run.llm_calls += 1
@@ -133,7 +153,9 @@ class Observation:
             if run.observed.iteration_start:
                 run.hook.harness_iteration_start(run=run, iteration=run.iteration)
             run.emit("llm_request", call=call, sim=run.sim_time)
-            self._last = (api, body)
+            self._last = (api, body, items)
+            if api == "responses":
+                self._asked[call] = items
             if run.observed.llm_request:
                 self._follow(api, body, items)
                 options = {k: v for k, v in body.items() if k not in ("messages", "input", "tools")}
@@ -151,12 +173,21 @@ class Observation:
     def response(self, api: str, call: int, status: int, raw: bytes) -> None:
         """The answer to request ``call`` was sent (``raw``: its whole body)."""
         with self.lock:
+            asked = self._asked.pop(call, None)
             if status >= 400:
-                self.last_error = error_of(status, raw)
+                error = error_of(status, raw)
+                error["message"] = self.shown(str(error["message"]))
+                self.last_error = error
+                # Said in the run: an SDK may retry it and go on, leaving no other trace.
+                self.run.emit("llm_failed", call=call, **error, sim=self.run.sim_time)
                 return
             self.last_error = None
             run = self.run
             reply = read_reply(api, raw)
+            if asked is not None:
+                response_id, output = response_items(raw)
+                if response_id is not None:
+                    self._chains[response_id] = [*asked, *output]
             message = clean_reply(reply.message())
             self._last_reply = message
             for key, value in reply.usage.items():
@@ -313,7 +344,8 @@ class Observation:
         """The last request's messages, and the last reply when it was answered."""
         if self._last is None:
             return Conversation()
-        messages = conversation_of(*self._last)
+        api, body, items = self._last
+        messages = [*instructions_of(api, body), *messages_of(api, items)]
         if self.last_error is None and self._last_reply is not None:
             messages.append(self._last_reply)
         return Conversation(messages=messages)

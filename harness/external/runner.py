@@ -19,21 +19,19 @@ from harness.actions import FinalResponse, RunResult, Termination
 from harness.config import AgentConfig
 from harness.errors import HarnessError
 from harness.external.middleware import ObservingApp
-from harness.external.observe import Observation
+from harness.external.observe import SERVED, Observation
 from harness.external.targets import TargetCall
 from harness.llm.server import running_app
 from harness.messages import clean_text
 from harness.secrets import Scrubber
 
-__all__ = ["DEFAULT_TIMEOUT", "DUMMY_API_KEY", "TargetSpec", "run_target"]
+__all__ = ["DEFAULT_TIMEOUT", "DUMMY_API_KEY", "TargetSpec", "run_target", "where_raised"]
 
 log = logging.getLogger("harness")
 
 # What the target's SDK sends as its key: harness needs none, and this is no secret.
 DUMMY_API_KEY = "sk-harness-target"
 DEFAULT_TIMEOUT = 60.0
-# The port changes from run to run: messages name the served URL this way instead.
-_SERVED = "http://127.0.0.1:<port>/v1"
 
 
 @dataclass(frozen=True)
@@ -77,6 +75,7 @@ async def run_target(
     kind = plugins.target_factory(spec.kind)()
     observation = Observation(plugins, config or AgentConfig(), on_stagnation=spec.on_stagnation)
     with running_app(ObservingApp(app, observation)) as url:
+        observation.served = url
         call = TargetCall(
             input=input,
             base_url=url,
@@ -87,11 +86,78 @@ async def run_target(
         observation.begin()
         outcome = await _call(kind, spec, call)
     termination, final = _ending(outcome, observation, spec, plugins, url)
+    where = where_raised(outcome.exc, call.root) if outcome.exc is not None else None
+    if where is not None and final.error is not None and final.error.get("exception"):
+        final.error["where"] = where
     return observation.finish(termination, final)
 
 
+# harness's own frames are no frame of the project's, even in harness's own repository.
+_HARNESS = Path(__file__).resolve().parents[1]
+
+
+def where_raised(exc: BaseException, root: Path) -> str | None:
+    """``path:line in function`` of the innermost frame of the project's own code that
+    ``exc`` (or what caused it) passed through: a file under ``root``, outside installed
+    packages and harness; None when it never ran the project's code (a command target)."""
+    import traceback
+
+    root = root.resolve()
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        found = None
+        for frame in traceback.extract_tb(link.__traceback__):
+            shown = _own_file(Path(frame.filename), root)
+            if shown is not None:
+                found = f"{shown}:{frame.lineno} in {frame.name}"
+        if found is not None:
+            return found
+        link = link.__cause__ or link.__context__
+    return None
+
+
+def _own_file(path: Path, root: Path) -> str | None:
+    try:
+        path = path.resolve()
+        relative = path.relative_to(root)
+    except (OSError, ValueError):
+        return None
+    if path.is_relative_to(_HARNESS):
+        return None
+    # A virtual environment inside the project (.venv, .tox) holds other people's code.
+    if any(
+        part in ("site-packages", "dist-packages") or part.startswith(".")
+        for part in relative.parts
+    ):
+        return None
+    return relative.as_posix()
+
+
+# A connection error when no request reached harness: the client went somewhere else.
+_NOT_REACHED = (
+    " (no request reached harness's model server: the client was probably built before "
+    "harness set OPENAI_BASE_URL, when its module was imported; build it inside the "
+    "function, or take a base_url parameter: see docs/external.md, Target kinds)"
+)
+_CONNECTION_ERRORS = {"APIConnectionError", "ConnectError", "ConnectionError"}
+
+
+def _connection_failed(exc: BaseException) -> bool:
+    """Whether ``exc`` (or its cause) is an HTTP client's connection error."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        if any(cls.__name__ in _CONNECTION_ERRORS for cls in type(link).__mro__):
+            return True
+        link = link.__cause__ or link.__context__
+    return False
+
+
 def _text(text: str, url: str) -> str:
-    return clean_text(Scrubber().text(text.replace(url, _SERVED)))
+    return clean_text(Scrubber().text(text.replace(url, SERVED)))
 
 
 def _ending(
@@ -137,10 +203,11 @@ def _failure(
         error = {"type": termination.value, "exception": type(exc).__name__, "message": message}
         return termination, FinalResponse(data=data, error={**error, "status": None})
     if observation.last_error is not None:
-        error = {**observation.last_error}
-        error["message"] = _text(str(error["message"]), url)
+        error = {**observation.last_error}  # its message as the run keeps it already
         run.remember("error", f"LLM error: {error['message']}")
         return Termination.llm_error, FinalResponse(data=data, error=error)
+    if observation.run.llm_calls == 0 and _connection_failed(exc):
+        message += _NOT_REACHED
     error = {"type": "error", "exception": type(exc).__name__, "message": message}
     details = getattr(exc, "details", None)
     if isinstance(details, dict):

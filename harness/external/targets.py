@@ -2,10 +2,10 @@
 frameworks' own limit exceptions. Both are an ordinary plugin (``DEFAULT_PLUGINS``).
 
 A target kind is registered as ``register(name, factory)``; ``factory()`` returns an
-object with ``check(value, root)`` (called when the scenario file
-loads: raise ``TargetError`` for a target that cannot run) and ``async run(value, call)``
-(called once per run with a ``TargetCall``: return the final answer, raise to end the run;
-it is cancelled at the timeout and must then stop what it started).
+object with ``check(value, root)`` (called when the scenario file loads: raise
+``TargetError`` for a target that cannot run) and ``async run(value, call)`` (called once
+per run with a ``TargetCall``: return the final answer, or None for no answer; raise to
+end the run; it is cancelled at the timeout and must then stop what it started).
 """
 
 from __future__ import annotations
@@ -224,8 +224,9 @@ class PythonTarget:
             raise TargetError(f"expected 'module:callable', got {describe(value)}")
         _load(value, root)
 
-    async def run(self, value: str, call: TargetCall) -> str:
-        """Call it with the model served at ``call.base_url``; its return value is the answer."""
+    async def run(self, value: str, call: TargetCall) -> str | None:
+        """Call it with the model served at ``call.base_url``; its return value is the answer
+        (None: no answer)."""
         fn = _load(value, call.root)
         kwargs = {"base_url": call.base_url} if _wants_base_url(fn) else {}
         with _environment(call.env):
@@ -235,7 +236,8 @@ class PythonTarget:
                 result = await _in_thread(fn, call.input, **kwargs)
                 if inspect.isawaitable(result):
                     result = await _on_target_loop(result)
-        return result if isinstance(result, str) else str(result)
+        # None is the absence of an answer, not the text "None".
+        return result if result is None or isinstance(result, str) else str(result)
 
 
 # -- command: [argv] --------------------------------------------------------------------------

@@ -26,12 +26,12 @@ from harness.messages import (
 
 __all__ = [
     "ObservedReply",
-    "conversation_of",
     "error_of",
     "instructions_of",
     "items_of",
     "messages_of",
     "read_reply",
+    "response_items",
     "tool_results",
 ]
 
@@ -113,6 +113,37 @@ def error_of(status: int, raw: bytes) -> dict[str, Any]:
     return {"type": kind, "message": text, "status": status}
 
 
+def response_items(raw: bytes) -> tuple[str | None, list[Any]]:
+    """A Responses API answer's id and output items (whole JSON, or the events of a
+    stream: its ``response.completed``, else the items done one by one)."""
+    answer = replies.answer_body(raw)
+    if answer is None:
+        return None, []
+    value, streamed = answer
+    if not streamed:
+        response = value if isinstance(value, dict) else {}
+    else:
+        response, done = {}, []
+        for event in value:
+            kind = event.get("type")
+            if isinstance(event.get("response"), dict) and kind in (
+                "response.created",
+                "response.completed",
+                "response.incomplete",
+            ):
+                response = {**response, **event["response"]}
+            elif kind == "response.output_item.done" and isinstance(event.get("item"), dict):
+                done.append(event["item"])
+        if not response.get("output"):
+            response = {**response, "output": done}
+    output = response.get("output")
+    response_id = response.get("id")
+    return (
+        response_id if isinstance(response_id, str) else None,
+        [item for item in output if isinstance(item, dict)] if isinstance(output, list) else [],
+    )
+
+
 # -- conversations ------------------------------------------------------------------------
 
 
@@ -179,8 +210,3 @@ def instructions_of(api: str, body: dict[str, Any]) -> list[Message]:
     if api == "responses" and body.get("instructions"):
         return [SystemMessage(content=text_of(body["instructions"]) or "")]
     return []
-
-
-def conversation_of(api: str, body: dict[str, Any]) -> list[Message]:
-    """A request's whole conversation as harness messages."""
-    return [*instructions_of(api, body), *messages_of(api, items_of(api, body))]

@@ -189,7 +189,9 @@ class ScenarioItem(pytest.Item):
             result = self.own(self._outcome())
         except RecordingRefused as exc:
             # The key is wrong for every scenario: stop the session in one line, exit 2.
-            pytest.exit(f"harness: {exc}", returncode=2)
+            line = f"harness: {exc}"
+            state_of(self.config).stopped_by = line
+            pytest.exit(line, returncode=2)
         except HarnessError as exc:
             # Bad configuration met at run time (a provider's settings, say): the
             # scenario errors with the message, as when a template fails.

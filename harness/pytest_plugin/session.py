@@ -85,6 +85,8 @@ class SuiteState:
     # Scenarios skipped (by a skip or skipif mark, say): not run, so not in results.json.
     skipped: set[str] = field(default_factory=set)
     interrupted: bool = False
+    # The one line harness stopped the session with (a refused recording).
+    stopped_by: str | None = None
 
     @property
     def collected_files(self) -> set[str]:
@@ -268,6 +270,17 @@ class SuiteState:
                 self.written.append(self.html_path)
             except Exception as exc:
                 self.report_errors.append(f"{self.shown(self.html_path)} not written: {_why(exc)}")
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        """A session harness stopped ends on harness's line alone: pytest would show it
+        as ``_pytest.outcomes.Exit: <line>``, its exception's class path first."""
+        if self.stopped_by is None or not isinstance(excinfo.value, pytest.exit.Exception):
+            return
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        memo = getattr(reporter, "_keyboardinterrupt_memo", None)
+        if getattr(memo, "reprcrash", None) is not None:
+            memo.reprcrash.message = self.stopped_by  # type: ignore[union-attr]
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """Print the harness summary."""

@@ -17,6 +17,7 @@ from typing import Any
 
 from harness.baseline import BaselineDiff
 from harness.report.plans import plans
+from harness.report.timeline import failure_text
 from harness.results import Results, ScenarioResult
 from harness.secrets import scrub_model
 
@@ -24,8 +25,10 @@ __all__ = [
     "baseline_lines",
     "ending_sentence",
     "format_failure",
+    "is_target",
     "repeat_lines",
     "results_lines",
+    "target_failure",
     "trajectory_lines",
 ]
 
@@ -78,11 +81,32 @@ def _error_header(result: ScenarioResult, message: str) -> list[str]:
     if result.status != "error":
         return []
     error = result.final.error or {}
+    first = message.splitlines()[0] if message else ""
+    if is_target(result):
+        # The target's own code failed, not the scenario or harness.
+        return [f"scenario {result.name!r}: {target_failure(error, first)}"]
     kind = error.get("exception") or error.get("type") or "error"
     return [
         f"scenario {result.name!r} ended in error (a scenario or harness bug)",
-        f"  {kind}: {message.splitlines()[0] if message else ''}",
+        f"  {kind}: {first}",
     ]
+
+
+def is_target(result: ScenarioResult) -> bool:
+    """Whether an external target ran the scenario (its planner is ``target:<kind>``)."""
+    return result.agent is not None and str(result.agent.planner).startswith("target:")
+
+
+def target_failure(error: dict[str, Any], message: str) -> str:
+    """How a target failed: ``the target raised ValueError (at myagents/bad.py:12 in
+    raises): my agent broke``, its command's exit, or its timeout."""
+    if error.get("type") == "timeout":
+        return message
+    if error.get("exit_status") is not None:
+        return f"the target failed: {message}"
+    where = error.get("where")
+    at = f" (at {where})" if where else ""
+    return f"the target raised {error.get('exception') or 'an exception'}{at}: {message}"
 
 
 def _unmet_expectations(result: ScenarioResult, limit: int | None) -> list[str]:
@@ -129,7 +153,7 @@ def _error_message(result: ScenarioResult) -> str:
 def trajectory_lines(result: ScenarioResult, *, verbose: bool = False) -> list[str]:
     """One line per iteration: ``N  llm#k -> tools asked; ran: calls`` and the ending."""
     limit = None if verbose else _TRAJECTORY_LIMIT
-    rows = _llm_parts(result)
+    rows = _llm_parts(result, limit)
     for iteration, calls in _calls_by_iteration(result).items():
         rows.setdefault(iteration, []).append(_plan_part(result, calls, limit))
     lines = []
@@ -147,11 +171,16 @@ def trajectory_lines(result: ScenarioResult, *, verbose: bool = False) -> list[s
     return lines
 
 
-def _llm_parts(result: ScenarioResult) -> dict[int, list[str]]:
+def _llm_parts(result: ScenarioResult, limit: int | None) -> dict[int, list[str]]:
     """Per iteration, its LLM calls: ``llm#k -> tools asked`` (or ``text``, ``failed``)."""
     rows: dict[int, list[str]] = {}
     for event in result.events:
         kind, it = event.get("event"), int(event.get("iteration") or 0)
+        if kind == "llm_failed":
+            why = failure_text(event)
+            if limit is not None and len(why) > limit:
+                why = why[:limit] + "…"
+            rows.setdefault(it, []).append(f"llm#{event.get('call')} -> failed ({why})")
         if kind == "llm_response":
             names = event.get("tool_calls") or []
             text = f"llm#{event.get('call')} -> " + (", ".join(names) if names else "text")
@@ -237,6 +266,8 @@ def ending_sentence(scenario: ScenarioResult) -> str:
     """One sentence on how the run ended, as the report says it."""
     final = scenario.final
     kind = scenario.termination.value
+    if kind == "completed" and final.content is None and is_target(scenario):
+        return "Completed without a final answer (the target returned None)"
     if kind == "completed":
         return "Completed with a final response" + (
             " (truncated: finish_reason length)" if final.data.get("truncated") else ""
@@ -256,6 +287,10 @@ def ending_sentence(scenario: ScenarioResult) -> str:
         return (
             f"Stagnation: the plan repeated the previous {window} identical plans and was declined"
         )
+    if kind == "max_iterations" and is_target(scenario) and final.error:
+        # The framework's own limit: harness's max_iterations never applied.
+        error = final.error
+        return f"Max iterations reached: {error.get('exception')}: {error.get('message', '')}"
     if kind == "max_iterations":
         limit = scenario.agent.max_iterations if scenario.agent else scenario.iterations
         return f"Max iterations reached ({limit})" + (
@@ -272,6 +307,10 @@ def ending_sentence(scenario: ScenarioResult) -> str:
             + ": "
             + str(error.get("message", ""))
         )
+    if kind == "error" and is_target(scenario):
+        error = final.error or {}
+        text = target_failure(error, str(error.get("message", "")))
+        return text[0].upper() + text[1:]
     if kind == "error":
         error = final.error or {}
         return f"Error: {error.get('exception', 'exception')}: {error.get('message', '')}"

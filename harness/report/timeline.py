@@ -20,7 +20,7 @@ from harness.messages import AssistantMessage
 from harness.report.plans import plans
 from harness.results import ScenarioResult
 
-__all__ = ["Item", "Iteration", "Timeline", "build_timeline"]
+__all__ = ["Item", "Iteration", "Timeline", "build_timeline", "failure_text"]
 
 
 @dataclass
@@ -33,6 +33,8 @@ class Item:
     call: int = 0
     reply: AssistantMessage | None = None
     failed: bool = False
+    # Why it failed, when the run says (``HTTP 429: Rate limited``: a target's answer).
+    error: str | None = None
     tool_choice: str | None = None  # as the request set it ("none": a forced answer)
     # Tool plan: its group number and calls in the model's order.
     group: int = 0
@@ -91,6 +93,8 @@ class _LLMCalls:
     iteration_of: dict[int, int] = field(default_factory=dict)
     # call -> the request's tool_choice, when it set one.
     choices: dict[int, str] = field(default_factory=dict)
+    # call -> why it failed (an ``llm_failed`` event: a target's error answer).
+    errors: dict[int, str] = field(default_factory=dict)
 
 
 def _llm_replies(scenario: ScenarioResult, answered: int) -> list[AssistantMessage]:
@@ -169,6 +173,8 @@ def _read_events(
                 calls.choices[_int(event.get("call"), 0)] = event["tool_choice"]
         elif name == "llm_response":
             calls.responses[_int(event.get("call"), 0)] = event.get("sim")
+        elif name == "llm_failed":
+            calls.errors[_int(event.get("call"), 0)] = failure_text(event)
         elif name == "action_executed":
             group = event.get("group")
             if isinstance(group, int) and group in groups and group not in placed:
@@ -210,8 +216,16 @@ def _llm_item(call: int, calls: _LLMCalls, replies: Iterator[AssistantMessage]) 
         call=call,
         reply=next(replies, None) if answered else None,
         failed=not answered,
+        error=calls.errors.get(call),
         tool_choice=calls.choices.get(call),
     )
+
+
+def failure_text(event: dict[str, Any]) -> str:
+    """An ``llm_failed`` event as one text: ``HTTP 429: Rate limited``."""
+    status, message = event.get("status"), event.get("message")
+    text = str(message) if message else str(event.get("type") or "error")
+    return f"HTTP {status}: {text}" if status else text
 
 
 def _plan_item(group: int, calls: list[ToolCallRecord], scenario: ScenarioResult) -> Item:

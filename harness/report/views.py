@@ -186,7 +186,10 @@ class _Row:
         self.finish = finish if finish not in (None, "stop", "tool_calls") else None
         # A request that forbade tools (the final answer at the iteration limit) says so.
         self.choice = item.tool_choice if isinstance(item.tool_choice, str) else None
-        error = str((scenario.final.error or {}).get("message", "")) if item.failed else ""
+        error = ""
+        if item.failed:
+            # Its own error when the run kept one (a target's retried call), else the run's.
+            error = item.error or str((scenario.final.error or {}).get("message", ""))
         self.error = clip(error, limits.reply) if error else None
         count = len(item.calls)
         self.label = f"{'tools' if count > 1 else 'tool'} \u00d7{count}"

@@ -9,6 +9,7 @@ played yet: finding and playing one is a dictionary lookup.
 from __future__ import annotations
 
 import contextvars
+import os
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -40,6 +41,8 @@ __all__ = [
     "ReplayStats",
     "cassette_transport",
     "expected_key",
+    "key_refused",
+    "no_key_refusal",
 ]
 
 # The match key of the request the LLM source is about to send, computed from the
@@ -426,11 +429,10 @@ def _similarity(recorded: Any, sent: Any) -> int:
     return score
 
 
-def _no_key_refusal(request: Any) -> str | None:
-    """Why a request must not go out: no OPENAI_API_KEY for the public API (else None)."""
-    import os
-
-    if os.environ.get("OPENAI_API_KEY") or request.url.host != "api.openai.com":
+def no_key_refusal(host: str | None, key: str | None) -> str | None:
+    """Why recording must not send a request to ``host``: no key for the public API (else
+    None). The own loop's transport and a target's recording proxy both ask it."""
+    if key or host != "api.openai.com":
         return None
     return (
         "recording needs OPENAI_API_KEY: it is not set, and api.openai.com refuses requests "
@@ -439,16 +441,17 @@ def _no_key_refusal(request: Any) -> str | None:
     )
 
 
-def _key_refused(response: Any) -> str:
+def key_refused(status: int, content: bytes | str | None) -> str:
+    """The one line for a key the API refused (401, 403), with the API's own message."""
     import json
 
     try:
-        detail = json.loads(response.content).get("error", {}).get("message")
+        detail = json.loads(content or b"").get("error", {}).get("message")
     except (ValueError, AttributeError):
         detail = None
     said = f": {detail}" if isinstance(detail, str) and detail else ""
     return (
-        f"the API refused the key (HTTP {response.status_code}{said}); nothing was recorded: "
+        f"the API refused the key (HTTP {status}{said}); nothing was recorded: "
         "check OPENAI_API_KEY (and OPENAI_ORG_ID / OPENAI_PROJECT_ID)"
     )
 
@@ -469,14 +472,14 @@ def cassette_transport(session: CassetteSession, httpx: Any, **kwargs: Any) -> A
 
     async def real(self: Any, request: Any) -> Any:
         # Called by vcrpy only to record a request the cassette lacks.
-        refusal = _no_key_refusal(request)
+        refusal = no_key_refusal(request.url.host, os.environ.get("OPENAI_API_KEY"))
         if refusal is not None:
             raise RecordingRefused(refusal)
         response = await network(self, request)
         if response.status_code in (401, 403):
             # Never written to a cassette: every later run would replay the refusal.
             await response.aread()
-            session.refused = _key_refused(response)
+            session.refused = key_refused(response.status_code, response.content)
             raise RecordingRefused(session.refused)
         return response
 
