@@ -124,7 +124,7 @@ def response_items(raw: bytes) -> tuple[str | None, list[Any]]:
         response = value if isinstance(value, dict) else {}
     else:
         response, done = {}, []
-        for event in value:
+        for event in value.events:
             kind = event.get("type")
             if isinstance(event.get("response"), dict) and kind in (
                 "response.created",
