@@ -17,6 +17,7 @@ import pytest
 
 from harness import hookimpl
 from harness.report import render_html
+from harness.report.text import ending_sentence
 from harness.results import build_results
 from harness.scenario import run_scenario
 
@@ -154,6 +155,18 @@ def test_stagnation_stop_refuses_the_request_after_the_repeated_plan():
             "content": "Stagnation detected: the same tool plan was requested 4 times in a row",
         }
     ]
+    # The report says what happened to a target: its plans ran, its next request was
+    # refused (not "the next identical plan was declined", as for harness's own loop).
+    assert ending_sentence(result) == (
+        "Stagnation: the same plan ran 4 times in a row; the agent's next request was "
+        "refused (HTTP 400)"
+    )
+    page = html.unescape(render_html(build_results([result])))
+    assert (
+        "the same plan ran again in the 3 iterations below; the agent's next request was "
+        "refused (HTTP 400)" in page
+    )
+    assert "the next identical plan was declined" not in page
 
 
 @pytest.mark.parametrize(

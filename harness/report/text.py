@@ -17,7 +17,7 @@ from typing import Any
 
 from harness.baseline import BaselineDiff
 from harness.report.plans import plans
-from harness.report.timeline import failure_text
+from harness.report.timeline import failure_text, is_target
 from harness.results import Results, ScenarioResult
 from harness.secrets import scrub_model
 
@@ -90,11 +90,6 @@ def _error_header(result: ScenarioResult, message: str) -> list[str]:
         f"scenario {result.name!r} ended in error (a scenario or harness bug)",
         f"  {kind}: {first}",
     ]
-
-
-def is_target(result: ScenarioResult) -> bool:
-    """Whether an external target ran the scenario (its planner is ``target:<kind>``)."""
-    return result.agent is not None and str(result.agent.planner).startswith("target:")
 
 
 def target_failure(error: dict[str, Any], message: str) -> str:
@@ -284,6 +279,12 @@ def ending_sentence(scenario: ScenarioResult) -> str:
         )
     if kind == "stagnation":
         window = scenario.agent.stagnation_window if scenario.agent else final.data.get("window")
+        if is_target(scenario):
+            # The observer sees a plan only once it ran: the request after it is refused.
+            return (
+                f"Stagnation: the same plan ran {window + 1} times in a row; the agent's next "
+                "request was refused (HTTP 400)"
+            )
         return (
             f"Stagnation: the plan repeated the previous {window} identical plans and was declined"
         )

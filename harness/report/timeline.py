@@ -20,7 +20,7 @@ from harness.messages import AssistantMessage
 from harness.report.plans import plans
 from harness.results import ScenarioResult
 
-__all__ = ["Item", "Iteration", "Timeline", "build_timeline", "failure_text"]
+__all__ = ["Item", "Iteration", "Timeline", "build_timeline", "failure_text", "is_target"]
 
 
 @dataclass
@@ -63,6 +63,11 @@ class Iteration:
     note: str = ""
 
 
+def is_target(result: ScenarioResult) -> bool:
+    """Whether an external target ran the scenario (its planner is ``target:<kind>``)."""
+    return result.agent is not None and str(result.agent.planner).startswith("target:")
+
+
 @dataclass
 class Timeline:
     """A scenario's iterations, on a clock from 0 to ``total`` simulated seconds."""
@@ -75,6 +80,9 @@ class Timeline:
     approximate: bool = False
     # The detector that stopped the run ("" for the seed's repeat under its default config).
     detector: str = ""
+    # An external target's run: its stagnating plans all ran, and the request after them
+    # was refused (the observer sees a plan only once it has run).
+    target: bool = False
     # Iteration -> the nudge added in it: {detector, content, window}.
     nudges: dict[int, dict[str, Any]] = field(default_factory=dict)
     # First iteration -> the turn starting there (a `turns:` scenario): {turn, user, last}.
@@ -136,6 +144,7 @@ def build_timeline(scenario: ScenarioResult) -> Timeline:
         size,
         approximate,
         detector=detector if isinstance(detector, str) else "",
+        target=is_target(scenario),
         nudges=nudges,
         turns={
             t.first_iteration: {"turn": t.turn, "user": t.user, "last": t.last_iteration}
