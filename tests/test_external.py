@@ -188,6 +188,12 @@ def test_a_frameworks_own_limit_ends_the_run_at_max_iterations(name, exception, 
     # The calls of the last reply never ran: no later request carried their results.
     assert result.tool_calls[-1].status == "not_run"
     assert result.tool_calls[-1].result is None
+    # The report says what is known: no request carried those results (the agent may have
+    # run them), not that they did not run.
+    page = html.unescape(render_html(build_results([result])))
+    unseen = sum(1 for c in result.tool_calls if c.status == "not_run")
+    assert f"{unseen} result not seen" in page
+    assert " not run · " not in page
 
 
 def test_a_frameworks_cached_async_client_works_scenario_after_scenario():

@@ -202,7 +202,9 @@ def _plan_part(result: ScenarioResult, calls: list[Any], limit: int | None) -> s
     """``ran in parallel: name(args), ...`` (or how else the calls ran, or not)."""
     ran = [c for c in calls if c.status in ("ok", "error")]
     together = (result.agent is None or result.agent.parallel_tools) and _parallel(ran)
-    if not ran:  # declined by stagnation, stopped by validation, left at the limit
+    if not ran and is_target(result):  # no later request carried their results
+        label = "results not seen"
+    elif not ran:  # declined by stagnation, stopped by validation, left at the limit
         label = "not run"
     elif together:
         label = "ran in parallel"

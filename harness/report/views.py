@@ -312,6 +312,9 @@ def scenario_view(index: int, scenario: ScenarioResult, limits: Limits) -> dict[
         # that never ran (a declined plan, calls left at the limit).
         "tools_ran": sum(1 for c in scenario.tool_calls if c.status != "not_run"),
         "tools_not_run": sum(1 for c in scenario.tool_calls if c.status == "not_run"),
+        # A target's call is not_run when no later request carried its result: whether
+        # the agent ran it is not seen at the HTTP boundary.
+        "not_run_label": "result not seen" if timeline.target else "not run",
         "usage": scenario.usage,
         "rows": rows,
         "spans": _spans(rows),
