@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from harness.actions import RunResult
 from harness.config import AgentConfig
-from harness.errors import HarnessError, describe, format_errors
+from harness.errors import HarnessError, describe, describe_errors
 from harness.llm.base import close_llm
 from harness.llm.scripted import ScriptedLLM
 from harness.loop import execute
@@ -159,9 +159,7 @@ def _config(config: AgentConfig | None, settings: dict[str, Any]) -> AgentConfig
     try:
         return AgentConfig(**{**base, **settings})
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{format_errors([err])}, got {err['input']!r}" for err in exc.errors(include_url=False)
-        )
+        problems = describe_errors(exc.errors(include_url=False), show_input=True)
         raise HarnessError(f"Agent: {problems}") from None
 
 

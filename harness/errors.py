@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 from typing import Any
 
 __all__ = [
@@ -13,7 +14,9 @@ __all__ = [
     "ScenarioError",
     "ScenarioSkipped",
     "describe",
+    "describe_errors",
     "format_errors",
+    "validation_message",
     "where_defined",
 ]
 
@@ -122,8 +125,83 @@ def describe(value: Any) -> str:
     return f"{cls.__name__} {text}"
 
 
+# pydantic's wording of a type error, and harness's.
+_MESSAGES = (
+    (
+        re.compile(r"^Input should be a valid dictionary( or instance of \w+)?$"),
+        "expected a mapping",
+    ),
+    (re.compile(r"^Input should be a valid list$"), "expected a list"),
+    (re.compile(r"^Field required$"), "required"),
+    (re.compile(r"^(Value|Assertion) error, "), ""),
+    (re.compile(r"^Input should be "), "expected "),
+)
+# A bound, by pydantic's error type: how it is said, and its key in the error's ctx.
+_BOUNDS = {
+    "greater_than_equal": ("{} or more", "ge"),
+    "greater_than": ("more than {}", "gt"),
+    "less_than_equal": ("{} or less", "le"),
+    "less_than": ("less than {}", "lt"),
+}
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def validation_message(err: dict[str, Any], *, show_input: bool = False) -> str:
+    """One pydantic validation error in harness's words, without its location.
+
+    ``expected a mapping``, ``expected 1 or more, got 0``: the one place pydantic's
+    messages are reworded for people (scenario files, a matrix, ``Agent(...)``). A bound
+    always says the value given; ``show_input`` adds it to the others too (for callers
+    with no line to point at).
+    """
+    kind, ctx, value = err.get("type"), err.get("ctx") or {}, err.get("input")
+    if kind in _BOUNDS and _BOUNDS[kind][1] in ctx:
+        said, key = _BOUNDS[kind]
+        bound = ctx[key]
+        # A float field's bound comes as 0.0: said as written, 0.
+        if isinstance(bound, float) and bound.is_integer():
+            bound = int(bound)
+        return f"expected {said.format(bound)}, got {value!r}"
+    if kind in ("too_short", "too_long") and "actual_length" in ctx:
+        least = kind == "too_short"
+        limit = ctx.get("min_length" if least else "max_length")
+        return (
+            f"expected {'at least' if least else 'at most'} {_plural(limit, 'item')}, got "
+            f"{ctx['actual_length'] or 'none'}"
+        )
+    if kind in ("string_too_short", "string_too_long"):
+        least = kind == "string_too_short"
+        limit = ctx.get("min_length" if least else "max_length")
+        return (
+            f"expected {'at least' if least else 'at most'} {_plural(limit, 'character')}, "
+            f"got {value!r}"
+        )
+    message = str(err.get("msg"))
+    for pattern, replacement in _MESSAGES:
+        message = pattern.sub(replacement, message)
+    return f"{message}, got {value!r}" if show_input else message
+
+
+def describe_errors(errors: list[dict[str, Any]], *, show_input: bool = False) -> str:
+    """Validation errors as one line for people: ``loc: message; ...`` in harness's words."""
+    parts = []
+    for err in errors:
+        loc = ".".join(str(part) for part in err.get("loc", ()))
+        message = validation_message(err, show_input=show_input)
+        parts.append(f"{loc}: {message}" if loc else message)
+    return "; ".join(parts)
+
+
 def format_errors(errors: list[dict[str, Any]]) -> str:
-    """Validation errors as one line of text, without pydantic's documentation URLs."""
+    """Validation errors as one line of text, without pydantic's documentation URLs.
+
+    pydantic's own words: a model reads them in the result of a call with invalid
+    arguments, and rewording them would change the requests recorded cassettes match.
+    People's errors use describe_errors.
+    """
     parts = []
     for err in errors:
         loc = ".".join(str(part) for part in err.get("loc", ()))

@@ -375,7 +375,7 @@ def test_a_scripted_scenario_judged_without_a_judge_script_is_a_load_error(tmp_p
         (
             "{criteria: x, threshold: 1.5}",
             "expect.final.judge.threshold",
-            "less than or equal to 1",
+            "expected 1 or less, got 1.5",
         ),
         ("{criteria: x, verdict: maybe}", "expect.final.judge.verdict", "'pass' or 'fail'"),
         ("{criteria: '  '}", "expect.final.judge", "criteria is empty"),

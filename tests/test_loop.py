@@ -485,9 +485,9 @@ def test_run_inside_a_running_event_loop_points_to_arun():
     [
         (
             {"max_iterations": 0},
-            "Agent: max_iterations: Input should be greater than or equal to 1",
+            "Agent: max_iterations: expected 1 or more, got 0",
         ),
-        ({"on_validation_error": "retyr"}, "Agent: on_validation_error: Input should be 'stop' or"),
+        ({"on_validation_error": "retyr"}, "Agent: on_validation_error: expected 'stop' or"),
     ],
 )
 def test_bad_agent_options_are_a_clear_error(options, message):
@@ -520,13 +520,13 @@ def _add(a: int, b: int = 1) -> int:
         ({"plugins": object()}, "Agent(plugins=...) takes a list of plugin objects"),
         (
             {"max_iterations": True},
-            "Agent: max_iterations: Input should be a valid integer, got True",
+            "Agent: max_iterations: expected a valid integer, got True",
         ),
         (
             {"max_iterations": "3"},
-            "Agent: max_iterations: Input should be a valid integer, got '3'",
+            "Agent: max_iterations: expected a valid integer, got '3'",
         ),
-        ({"stagnation_window": False}, "Agent: stagnation_window: Input should be a valid integer"),
+        ({"stagnation_window": False}, "Agent: stagnation_window: expected a valid integer"),
     ],
 )
 def test_bad_agent_arguments_are_one_clear_error(options, message):

@@ -245,7 +245,7 @@ def test_harness_validate_reports_unknown_matrix_keys_and_values(project, capsys
         ),
         (
             "{max_iterations: [0]}",
-            "matrix.max_iterations.0: '0': expected greater than or equal to 1",
+            "matrix.max_iterations.0: '0': expected 1 or more, got 0",
         ),
         ("{planner: react}", "matrix.planner: expected a list"),
     ],

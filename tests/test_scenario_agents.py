@@ -170,7 +170,7 @@ BAD = [
         "tools:\n  python:\n    code: {sandbox: process, timeout: 0}\n",
         3,
         "tools.python.code.timeout",
-        "greater than 0",
+        "expected more than 0, got 0",
     ),
     (
         "code tool with returns",

@@ -168,7 +168,8 @@ CASES = [
         "name: x\nllm:\n  script:\n    - error: teapot\n",
         4,
         "llm.script.0.error",
-        "'timeout'",
+        "expected an HTTP error or timeout: write error: {status: 429} (and a message: if you "
+        "like) or error: timeout",
     ),
     (
         "infinite tool latency",

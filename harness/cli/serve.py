@@ -52,13 +52,41 @@ def _parser() -> Parser:
     return parser
 
 
-def _script_of(path: Path) -> tuple[list[ScriptStep], list[ScriptStep]]:
-    """The scenario's ``llm.script`` and ``llm.judge_script``: the steps the server
-    answers the agent's requests and a judge's from."""
+def _script_of(path: Path) -> tuple[list[ScriptStep], list[ScriptStep], str | None]:
+    """The scenario's ``llm.script`` and ``llm.judge_script`` (the steps the server answers
+    the agent's requests and a judge's from), and what to serve instead when its model is
+    recorded."""
     from harness.scenario import load_scenario
 
     scenario = load_scenario(path)
-    return list(scenario.llm.script), list(scenario.llm.judge_script)
+    return list(scenario.llm.script), list(scenario.llm.judge_script), _recorded(scenario, path)
+
+
+def _recorded(scenario: Any, shown: Path) -> str | None:
+    """For a recorded scenario: the cassette it names or implies (its default path), to
+    serve with --cassette; None for a scripted one."""
+    import os
+
+    from harness.llm.cassettes import resolve_cassette_path
+    from harness.llm.config import LLMContext
+
+    if scenario.llm.provider != "openai":
+        return None
+    context = LLMContext(scenario_file=scenario.path, project_root=scenario.root)
+    try:
+        path = resolve_cassette_path(scenario.llm.with_context(context))
+    except HarnessError:
+        return None
+    try:
+        cassette = os.path.relpath(path)
+    except ValueError:  # another drive (Windows)
+        cassette = str(path)
+    if scenario.matrix:  # a cassette per combination, in a folder
+        cassette = os.path.join(cassette.removesuffix(".yaml"), "<combination>.yaml")
+        path = path.with_suffix("")
+    if not path.exists():
+        return f"its model is recorded, but not yet (`harness record {shown}` writes {cassette})"
+    return f"its model is recorded: serve its cassette with `harness serve --cassette {cassette}`"
 
 
 def _is_loopback(host: str) -> bool:
@@ -70,10 +98,10 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def _problem(args: Any, steps: list[ScriptStep]) -> str | None:
+def _problem(args: Any, steps: list[ScriptStep], recorded: str | None) -> str | None:
     """What is wrong with the options once the script is read (None when nothing)."""
     if not steps:
-        return f"{args.scenario} has no llm.script to serve"
+        return f"{args.scenario} has no llm.script to serve" + (f"; {recorded}" if recorded else "")
     if args.max_delay < 0 or not 0 <= args.port <= 65535:
         return "--port must be 0-65535 and --max-delay >= 0"
     return None
@@ -92,11 +120,11 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
     if args.cassette is not None:
         return _serve_cassette(args)
     try:
-        steps, judge_steps = _script_of(args.scenario)
+        steps, judge_steps, recorded = _script_of(args.scenario)
     except (HarnessError, OSError) as exc:
         print(f"harness serve: {exc}", file=sys.stderr)
         return EXIT["bad_input"]
-    problem = _problem(args, steps)
+    problem = _problem(args, steps, recorded)
     if problem is not None:
         print(f"harness serve: {problem}", file=sys.stderr)
         return EXIT["bad_input"]

@@ -100,15 +100,18 @@ def _load(value: str, root: Path) -> Any:
     module_name, _, attr = value.partition(":")
     if not module_name or not attr:
         raise TargetError(f"{value!r}: write 'module:callable' (e.g. myagents.weather:answer)")
+    if "/" in module_name or "\\" in module_name or module_name.endswith(".py"):
+        dotted = module_name.removesuffix(".py").replace("\\", "/").strip("/").replace("/", ".")
+        raise TargetError(
+            f"{value!r}: name the module with dots, as Python imports it, not as a file: "
+            f"write {dotted}:{attr}"
+        )
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:
-        raise TargetError(
-            f"cannot import {module_name!r}: {type(exc).__name__}: {exc} (modules import "
-            "from the project root)"
-        ) from None
+        raise TargetError(_import_problem(module_name, exc)) from None
     obj: Any = module
     for part in attr.split("."):
         if not hasattr(obj, part):
@@ -120,6 +123,39 @@ def _load(value: str, root: Path) -> Any:
             "called with the input"
         )
     return obj
+
+
+def _import_problem(module_name: str, exc: Exception) -> str:
+    """Why the target's module does not import, and what to do."""
+    missing = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+    if missing and not (module_name + ".").startswith(missing + "."):
+        # The module is found; something it imports is not installed.
+        return (
+            f"cannot import {module_name!r}: it imports {missing!r}, which is not installed: "
+            f"install it, or add it to the target's requires: [{missing}] to skip the "
+            "scenario where it is missing"
+        )
+    problem = f"cannot import {module_name!r}: {type(exc).__name__}: {exc}"
+    return f"{problem} (modules import from the project root)"
+
+
+def _check_signature(value: str, fn: Any) -> None:
+    """``fn`` takes the input as its one positional argument (and ``base_url=`` when it
+    names that parameter), as run() calls it: a wrong signature is a load error, not a
+    TypeError in every run."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return  # no signature to read (some builtins): the call will tell
+    kwargs = {"base_url": ""} if "base_url" in signature.parameters else {}
+    try:
+        signature.bind("input", **kwargs)
+    except TypeError as exc:
+        call = "fn(input, base_url=URL)" if kwargs else "fn(input)"
+        raise TargetError(
+            f"{value!r} cannot be called as {call}: its signature is {signature} ({exc}); "
+            "take the input as its one required parameter"
+        ) from None
 
 
 def _is_async(fn: Any) -> bool:
@@ -219,10 +255,10 @@ class PythonTarget:
     """``python: module:callable``: called with the input (and ``base_url`` if it takes one)."""
 
     def check(self, value: Any, root: Path) -> None:
-        """Import the module and find the callable."""
+        """Import the module, find the callable and check it takes the input."""
         if not isinstance(value, str):
             raise TargetError(f"expected 'module:callable', got {describe(value)}")
-        _load(value, root)
+        _check_signature(value, _load(value, root))
 
     async def run(self, value: str, call: TargetCall) -> str | None:
         """Call it with the model served at ``call.base_url``; its return value is the answer

@@ -16,7 +16,7 @@ from pydantic import (
     model_validator,
 )
 
-from harness.errors import HarnessError, format_errors
+from harness.errors import HarnessError, describe_errors
 from harness.llm.chunks import ChunkAccumulator, LLMChunk, ToolCallDelta, reply_chunks
 from harness.messages import parse_arguments
 
@@ -309,7 +309,7 @@ def parse_step(index: int, step: ScriptStep | dict[str, Any]) -> ScriptStep:
     try:
         return ScriptStep.model_validate(step)
     except ValidationError as exc:
-        problems = format_errors(exc.errors(include_url=False))
+        problems = describe_errors(exc.errors(include_url=False))
         raise HarnessError(f"script step {index + 1}: {problems}") from None
 
 

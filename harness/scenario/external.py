@@ -8,25 +8,29 @@ allows it). The engine part is ``harness.external``; this module reads the scena
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Collection
+from pathlib import Path
 from typing import Any
 
 from harness.actions import RunResult
 from harness.config import AgentConfig
 from harness.errors import HarnessError
 from harness.llm.config import LLMContext
-from harness.plugins import PluginError, Plugins
-from harness.scenario.schema import Scenario
+from harness.plugins import Plugins
+from harness.scenario.schema import Scenario, TargetSection
 
-__all__ = ["arun_target", "check_target"]
+__all__ = ["arun_target", "check_target", "check_target_section", "target_key_problems"]
 
 Issue = Callable[[tuple[str | int, ...], str], None]
 
 # A target brings its own loop: these agent settings would not change anything.
 _APPLIES = {"stagnation"}
 _SERVED_PROVIDERS = ("scripted", "openai")
+# The keys of target: beside its kind.
+_OPTIONS = tuple(k for k in TargetSection.model_fields if k not in ("python", "command"))
 
 
 def _available(requirement: str) -> bool:
@@ -37,6 +41,47 @@ def _available(requirement: str) -> bool:
         return importlib.util.find_spec(requirement) is not None
     except (ImportError, ValueError):
         return False
+
+
+def _written(target: TargetSection) -> dict[str, Any]:
+    """The keys given under target: (its kind keys and any other key)."""
+    given = {k: getattr(target, k) for k in ("python", "command") if getattr(target, k) is not None}
+    return {**given, **(target.model_extra or {})}
+
+
+def target_key_problems(
+    target: dict[Any, Any], registered: Collection[str]
+) -> list[tuple[tuple[str | int, ...], str]]:
+    """The keys of a ``target:`` mapping that are neither an option nor a registered kind,
+    each at its own key, and a kind count other than one.
+
+    A key the schema does not know may name a plugin's target kind, so these are checked
+    against the registry: the schema alone would call ``timout`` a target kind.
+    """
+    kinds = sorted(registered)
+    given = [k for k in target if k in registered]
+    unknown = [k for k in target if k not in registered and k not in TargetSection.model_fields]
+    problems: list[tuple[tuple[str | int, ...], str]] = []
+    for key in unknown:
+        hint = difflib.get_close_matches(str(key), [*_OPTIONS, *kinds], n=1)
+        if not given and (not hint or hint[0] in kinds):
+            # Most likely the kind itself, misspelled or of a plugin not loaded.
+            message = f"unknown target kind {key!r} (known: {', '.join(kinds)})"
+            message += f"; did you mean {hint[0]!r}?" if hint else ""
+        elif hint:
+            message = f"unknown key {key!r} (did you mean {hint[0]!r}?)"
+        else:
+            message = (
+                f"unknown key {key!r}; a target has one kind ({', '.join(kinds)}) and "
+                f"{', '.join(_OPTIONS)}"
+            )
+        problems.append((("target", key), message))
+    if len(given) > 1 or not (given or unknown):
+        shown = ", ".join(given) or "none"
+        problems.append(
+            (("target",), f"give exactly one target kind ({', '.join(kinds)}); given: {shown}")
+        )
+    return problems
 
 
 def check_target(scenario: Scenario, plugins: Plugins, issue: Issue) -> None:
@@ -65,29 +110,33 @@ def check_target(scenario: Scenario, plugins: Plugins, issue: Issue) -> None:
             f"a target is served a script or a cassette (provider scripted or openai), not "
             f"provider {scenario.llm.provider!r}",
         )
-    kinds = target.kinds()
-    if len(kinds) != 1:
-        known = ", ".join(sorted(plugins.registry("targets")))
-        given = ", ".join(kinds) or "none"
-        issue(("target",), f"give exactly one target kind ({known}); given: {given}")
-        return
-    ((kind, value),) = kinds.items()
-    try:
-        factory = plugins.target_factory(kind)
-    except PluginError as exc:
-        issue(("target", kind), str(exc))
-        return
+    skip = check_target_section(target, scenario.root, plugins, issue)
+    if skip is not None:
+        scenario.mark_skipped(skip)
+
+
+def check_target_section(
+    target: TargetSection, root: Path, plugins: Plugins, issue: Issue
+) -> str | None:
+    """The ``target:`` mapping's own problems (its keys, its kind's check); why the
+    scenario is skipped when the target needs what is not installed, else None."""
+    problems = target_key_problems(_written(target), plugins.registry("targets"))
+    for at, message in problems:
+        issue(at, message)
+    if problems:
+        return None
+    ((kind, value),) = target.kinds().items()
     missing = [r for r in target.requires if not _available(r)]
     if missing:
         names = ", ".join(repr(m) for m in missing)
-        scenario.mark_skipped(f"the target needs {names}, which is not installed")
-        return
+        return f"the target needs {names}, which is not installed"
     from harness.external import TargetError
 
     try:
-        factory().check(value, scenario.root)
+        plugins.target_factory(kind)().check(value, root)
     except TargetError as exc:
         issue(("target", kind), str(exc))
+    return None
 
 
 def _served(

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from harness.budgets import DEFAULT_PRICES
 from harness.config import AgentConfig, ModelPrice
-from harness.errors import HarnessError
+from harness.errors import HarnessError, validation_message
 from harness.plugins import PluginError, Plugins
 from harness.project import ProjectConfigError, project_config
 from harness.scenario.schema import Scenario
@@ -40,8 +40,9 @@ def project_prices(scenario: Scenario) -> dict[str, ModelPrice]:
         except ValidationError as exc:
             problem = exc.errors(include_url=False)[0]
             field = ".".join(str(p) for p in problem["loc"])
+            said = validation_message(problem)
             raise HarnessError(
-                f"{where}: {model}{'.' + field if field else ''}: {problem['msg']} (write "
+                f"{where}: {model}{'.' + field if field else ''}: {said} (write "
                 f'"{model}" = {{input = 0.15, output = 0.6}}, USD per million tokens)'
             ) from None
     return prices

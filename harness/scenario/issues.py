@@ -4,11 +4,14 @@ of each, its line, and a message with a hint (``did you mean``, how to quote).""
 from __future__ import annotations
 
 import difflib
+import json
 import re
+import shlex
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from harness.errors import validation_message
 from harness.llm.script import ScriptToolCall
 from harness.scenario.hints import dedent_hint
 from harness.scenario.schema import Scenario
@@ -45,17 +48,6 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
 
 _WORDS = sorted(_vocabulary(Scenario))
 
-_MESSAGES = (
-    (
-        re.compile(r"^Input should be a valid dictionary( or instance of \w+)?$"),
-        "expected a mapping",
-    ),
-    (re.compile(r"^Input should be a valid list$"), "expected a list"),
-    (re.compile(r"^Field required$"), "required"),
-    (re.compile(r"^(Value|Assertion) error, "), ""),
-    (re.compile(r"^Input should be "), "expected "),
-)
-
 
 def _message(err: dict[str, Any]) -> str:
     if err["type"] == "extra_forbidden":
@@ -64,10 +56,62 @@ def _message(err: dict[str, Any]) -> str:
         # mean 'final'?" for 'final' (the indentation hint says where it belongs).
         hint = [w for w in difflib.get_close_matches(key, _WORDS, n=2) if w != key][:1]
         return f"unknown key {key!r}" + (f" (did you mean {hint[0]!r}?)" if hint else "")
-    msg = str(err["msg"])
-    for pattern, replacement in _MESSAGES:
-        msg = pattern.sub(replacement, msg)
-    return msg
+    message = validation_message(err)
+    value = err.get("input")
+    if err["type"] in ("int_type", "float_type") and isinstance(value, str):
+        # Values are read as written: `status: "429"` is a string, not a number.
+        number = re.fullmatch(r"\s*-?\d+(\.\d+)?\s*", value)
+        fix = f": write {value.strip()} without quotes" if number else ""
+        message += f", got the string {value!r}{fix}"
+    key = err["loc"][-1] if err["loc"] else None
+    if err["type"] == "string_type" and isinstance(value, int | float) and isinstance(key, str):
+        message += f', got {value!r}: quote it to make it text ({key}: "{value}")'
+    if err["type"] == "list_type" and isinstance(key, str):
+        if isinstance(value, str):
+            message += f": write {key}: [{_flow_item(value)}]"
+        elif isinstance(value, dict):
+            message += f": put the mapping in a list, {key}: [{{...}}]"
+    return message
+
+
+def _flow_item(text: str) -> str:
+    return text if re.fullmatch(r"[\w./@+-]+", text) else json.dumps(text)
+
+
+def _form(path: tuple[str | int, ...], value: Any) -> str | None:
+    """The right form of a value of the wrong type at ``path``, with an example.
+
+    pydantic would say what it expected in its terms ("expected a mapping or expected
+    'timeout'"); these say what to write.
+    """
+    if path == ("target",) and not isinstance(value, dict):
+        if isinstance(value, list):
+            example = f"command: [{', '.join(_flow_item(str(v)) for v in value)}]"
+        else:
+            example = f"python: {value if isinstance(value, str) and ':' in value else 'm:fn'}"
+        return (
+            f"expected a mapping naming the target's kind: write target: {{{example}}} "
+            "(python: module:callable, or command: [argv] for a program)"
+        )
+    if path == ("target", "command") and isinstance(value, str):
+        try:
+            argv = shlex.split(value)
+        except ValueError:
+            argv = value.split()
+        example = ", ".join(_flow_item(a) for a in argv) or "python, agent.py"
+        return f"expected a list (the program and its arguments): write command: [{example}]"
+    if path == ("target", "command") and value == []:
+        return (
+            "an empty command: give the program and its arguments, like command: [python, agent.py]"
+        )
+    scripts = (("llm", "script"), ("llm", "judge_script"))
+    if path[-4:-2] in scripts and path[-1] == "error" and not isinstance(value, dict):
+        status = value if isinstance(value, int) and 400 <= value <= 599 else 429
+        return (
+            f"expected an HTTP error or timeout: write error: {{status: {status}}} "
+            "(and a message: if you like) or error: timeout"
+        )
+    return None
 
 
 def _real_path(data: Any, loc: tuple[Any, ...], keep_last: bool) -> tuple[str | int, ...]:
@@ -115,11 +159,16 @@ def _odd_calls(data: Any) -> dict[tuple[str | int, ...], str]:
 
 
 def validation_issues(exc: ValidationError, located: Located) -> list[Issue]:
+    """Each problem of a file that failed the schema: its line, field and message."""
     grouped: dict[tuple[str | int, ...], list[str]] = {}
+    # Paths whose errors come from a union branch the value did not take at all.
+    branches: set[tuple[str | int, ...]] = set()
     odd = _odd_calls(located.data)
     for err in exc.errors(include_url=False):
         keep_last = err["type"] in ("missing", "extra_forbidden")
         path = _real_path(located.data, tuple(err["loc"]), keep_last)
+        if len(path) < len(err["loc"]) and not keep_last:
+            branches.add(path)
         message = _message(err)
         if path[:5] in odd:
             path, message = path[:5], odd[path[:5]]
@@ -131,7 +180,21 @@ def validation_issues(exc: ValidationError, located: Located) -> list[Issue]:
             messages.append(message)
     issues = []
     for path, messages in grouped.items():
+        # `error: {status: "429"}`: the mapping branch failed inside it, so the other
+        # branch's "expected 'timeout'" is noise.
+        if path in branches and any(p[: len(path)] == path and p != path for p in grouped):
+            continue
         line = located.line_of(path)
+        form = _form(path, _value_at(located.data, path))
         # Several messages at one place come from the branches of a union: any would do.
-        issues.append((located.file, line, dotted(path), " or ".join(messages)))
+        issues.append((located.file, line, dotted(path), form or " or ".join(messages)))
     return issues
+
+
+def _value_at(data: Any, path: tuple[str | int, ...]) -> Any:
+    for part in path:
+        try:
+            data = data[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return data

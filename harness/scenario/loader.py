@@ -24,14 +24,14 @@ from harness.project import display_path, project_root
 from harness.scenario.agents import SubAgents, agent_cycles
 from harness.scenario.dotted import DottedKeyError, expand_dotted, split_dotted
 from harness.scenario.expect_schema import ExpectSection
-from harness.scenario.external import check_target
+from harness.scenario.external import check_target, check_target_section
 from harness.scenario.guards import check_guards, with_prices
 from harness.scenario.issues import Issue, validation_issues
 from harness.scenario.judging import check_judges
 from harness.scenario.matrix import check_matrix, first_llm
 from harness.scenario.params import SpecError
 from harness.scenario.remote import Serve, remote_tool
-from harness.scenario.schema import Scenario, SubAgentSpec, scenario_name
+from harness.scenario.schema import Scenario, SubAgentSpec, TargetSection, scenario_name
 from harness.scenario.stubs import build_tool
 from harness.scenario.yamlsource import Located, dotted, load_yaml
 from harness.tools import Tool
@@ -85,7 +85,7 @@ def load_scenario_text(text: str, path: Path, shown: str | None = None) -> Scena
         # rather than 1 or True.
         scenario = Scenario.model_validate(located.data, strict=True)
     except ValidationError as exc:
-        issues = validation_issues(exc, located) + _unknown_expectations(located, path)
+        issues = validation_issues(exc, located) + _registry_issues(located, path)
         raise ScenarioError(issues) from None
     scenario.bind(path.resolve(), located)
     issues = _check(scenario, located)
@@ -244,19 +244,22 @@ def _check_expectation_keys(
             )
 
 
-def _unknown_expectations(located: Located, path: Path) -> list[Issue]:
-    """The unknown ``expect`` keys of a file whose schema check failed.
+def _registry_issues(located: Located, path: Path) -> list[Issue]:
+    """The unknown ``expect`` and ``target`` keys of a file whose schema check failed.
 
-    They are only found against the plugins' registry, after the schema: without this, a
-    file with a typo in ``agent`` and one in ``expect`` shows the second only once the
-    first is fixed.
+    Either may name what a plugin registers, so they are only found against the plugins'
+    registry, after the schema: without this, a file with a typo in ``llm`` and one in
+    ``expect`` or ``target`` shows the second only once the first is fixed.
     """
     expect = located.data.get("expect")
-    if not isinstance(expect, dict):
-        return []
     known = set(ExpectSection.model_fields)
-    extra = [key for key in expect if isinstance(key, str) and key not in known]
-    if not extra:
+    extra = (
+        [k for k in expect if isinstance(k, str) and k not in known]
+        if isinstance(expect, dict)
+        else []
+    )
+    target = located.data.get("target")
+    if not extra and not isinstance(target, dict):
         return []
     try:
         plugins = get_plugins(project_root(path))
@@ -268,6 +271,14 @@ def _unknown_expectations(located: Located, path: Path) -> list[Issue]:
         issues.append((located.file, located.line_of(at), dotted(at), message))
 
     _check_expectation_keys(extra, plugins, issue)
+    if isinstance(target, dict):
+        try:
+            # Alone, the section may be valid: its kind's check (the import) then runs too.
+            section = TargetSection.model_validate(target, strict=True)
+        except ValidationError:
+            section = None  # its schema errors are said already
+        if section is not None:
+            check_target_section(section, project_root(path), plugins, issue)
     return issues
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, validation_message
 from harness.plugins import PluginError, Plugins
 from harness.results import combination_label
 from harness.scenario.schema import AgentSection, Scenario
@@ -77,9 +77,7 @@ def _apply(scenario: Scenario, combination: dict[str, Any]) -> Scenario:
     try:
         section = AgentSection.model_validate(agent, strict=True)
     except ValidationError as exc:
-        err = exc.errors(include_url=False)[0]
-        message = str(err["msg"]).replace("Input should be", "expected")
-        raise ValueError(message) from None
+        raise ValueError(validation_message(exc.errors(include_url=False)[0])) from None
     variant = scenario.model_copy(update={"agent": section, "llm": llm, "matrix": None})
     variant._combination = dict(combination)
     return variant

@@ -11,7 +11,7 @@ import jsonschema
 from pydantic import Field, TypeAdapter, ValidationError
 
 from harness.canonical import canonical_json
-from harness.errors import format_errors
+from harness.errors import describe_errors
 from harness.messages import ToolCall
 from harness.scenario.tool_schema import ParamSpec
 from harness.tools import Tool, ToolArgumentsError, arguments_model, schema_of
@@ -150,7 +150,7 @@ def _short_form_model(name: str, parameters: dict[str, str | ParamSpec]) -> Any:
                 # Strict, as arguments from JSON are: `{type: int, default: "3"}` is a string.
                 TypeAdapter(annotation).validate_python(default, strict=True)
             except ValidationError as exc:
-                problem = format_errors(exc.errors(include_url=False))
+                problem = describe_errors(exc.errors(include_url=False))
                 at = ("parameters", arg, "default")
                 raise SpecError(
                     at,

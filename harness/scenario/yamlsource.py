@@ -210,6 +210,19 @@ def _syntax_hint(lines: list[str], mark: Any, exc: yaml.MarkedYAMLError) -> str 
                 "it as the rest of that line's value; give keys of one mapping the same "
                 "indentation"
             )
+    if problem.startswith(("did not find expected key", "expected <block end>")):
+        # A line indented under one whose value is complete (`final: {contains: x}` or
+        # `input: hi`): YAML finds no key where the deeper indentation says one must be.
+        above = mark.line - 1
+        while above >= 0 and not lines[above].strip():
+            above -= 1
+        indent = len(row) - len(row.lstrip(" "))
+        if above >= 0 and indent > len(lines[above]) - len(lines[above].lstrip(" ")):
+            return (
+                f"this line is indented more than line {above + 1} above it, whose value is "
+                "complete; give keys of one mapping the same indentation (indent it under "
+                "the key it belongs to, or not at all)"
+            )
     context = exc.context_mark
     if "quoted scalar" in str(exc.context or "") and context is not None:
         return (
