@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import time
 import uuid
 from pathlib import Path
 
@@ -74,7 +75,13 @@ def test_a_fork_bomb_is_contained_and_nothing_is_left_running(sandbox):
     code = f"import os\nopen('/proc/self/comm', 'w').write({marker!r})\nwhile True:\n    os.fork()"
     result = run(sandbox, code, Limits(timeout=3.0, processes=16))
     assert result.limit in ("processes", "timeout")
-    assert _named(marker) == []  # the group (and cgroup) was killed: nothing runs on
+    # The group (and cgroup) was killed: nothing runs on. SIGKILL is delivered by the
+    # kernel as each process is next scheduled, so on a busy machine a killed process
+    # may show as running for a moment: allow it a bounded time to go.
+    deadline = time.monotonic() + 10
+    while _named(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _named(marker) == []
 
 
 def _named(comm: str) -> list[str]:
