@@ -99,7 +99,8 @@ def pytest_configure(config):
 
 @pytest.fixture
 def no_real_sleep(monkeypatch):
-    """The list of real sleeps (seconds) taken by time.sleep and asyncio.sleep meanwhile.
+    """The real sleeps taken by time.sleep and asyncio.sleep meanwhile ("0.5 s in thread
+    'MainThread'").
 
     Simulated latency must cost no real time: a test asserts this list is empty instead
     of timing itself, which a loaded machine would make flaky. The patch is process-wide:
@@ -113,7 +114,7 @@ def no_real_sleep(monkeypatch):
 
     from harness.asgi import SERVER_THREAD
 
-    slept: list[float] = []
+    slept: list[str] = []
     real_sleep, real_async_sleep = time.sleep, asyncio.sleep
 
     def counted(seconds):
@@ -124,14 +125,18 @@ def no_real_sleep(monkeypatch):
             (SERVER_THREAD, "harness-concurrency", "harness-target")
         )
 
+    def taken(seconds) -> str:
+        # The thread is named so that a failure says whose sleep it was.
+        return f"{seconds} s in thread {threading.current_thread().name!r}"
+
     def sleep(seconds):
         if counted(seconds):
-            slept.append(seconds)
+            slept.append(taken(seconds))
         return real_sleep(seconds)
 
     async def async_sleep(seconds, result=None):
         if counted(seconds):
-            slept.append(seconds)
+            slept.append(taken(seconds))
         return await real_async_sleep(seconds, result)
 
     monkeypatch.setattr(time, "sleep", sleep)

@@ -21,7 +21,7 @@ from starlette.applications import Starlette
 
 from harness import Agent, RemoteAgentTool
 from harness.a2a import create_app, running_app
-from harness.asgi import listening_sockets
+from harness.asgi import SERVER_THREAD, listening_sockets
 from harness.errors import ScenarioError
 from harness.run import current_run
 from harness.scenario import load_scenario, run_scenario
@@ -79,7 +79,14 @@ def echo_agent(executor: Echo) -> Iterator[str]:
         routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/")]
     )
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": sockets}, daemon=True)
+    # Named as harness's own server threads are: uvicorn's ticks while it waits for
+    # connections to close are not a run's sleeps (tests' no_real_sleep leaves them out).
+    thread = threading.Thread(
+        target=server.run,
+        kwargs={"sockets": sockets},
+        daemon=True,
+        name=f"{SERVER_THREAD} (a2a-sdk echo agent)",
+    )
     thread.start()
     try:
         while not server.started:
