@@ -192,7 +192,7 @@ def test_a_frameworks_own_limit_ends_the_run_at_max_iterations(name, exception, 
     # run them), not that they did not run.
     page = html.unescape(render_html(build_results([result])))
     unseen = sum(1 for c in result.tool_calls if c.status == "not_run")
-    assert f"{unseen} result not seen" in page
+    assert f"{unseen} result{'' if unseen == 1 else 's'} not seen" in page
     assert " not run · " not in page
 
 

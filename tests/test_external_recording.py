@@ -223,6 +223,7 @@ def test_a_target_stopped_by_its_frameworks_limit_freezes_ending_there(project, 
     path.write_text(
         "target: {python: scenarios.external.agents.pydantic_ai_agent:answer_within_two_requests}\n"
         "input: Weather in Paris and Rome?\n"
+        "agent: {stagnation: {window: 5}}\n"
         "llm: {provider: openai, model: gpt-4o-mini, cassette: limited.yaml}\n"
     )
     with running_server(SCRIPT) as upstream:
@@ -233,6 +234,8 @@ def test_a_target_stopped_by_its_frameworks_limit_freezes_ending_there(project, 
 
     out = project / "frozen.scenario.yaml"
     assert freeze_main(["--scenario", str(path), "-o", str(out)]) == 0
+    # The one agent setting a target has stays: the frozen run watches the same window.
+    assert yaml.safe_load(out.read_text())["agent"] == {"stagnation": {"window": 5}}
     replayed = run_scenario(out)
     assert replayed.status == "passed"
     assert (replayed.termination, replayed.llm_calls) == ("max_iterations", 2)

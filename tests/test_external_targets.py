@@ -67,6 +67,24 @@ def hang_sync(question):
         time.sleep(0.02)
 
 
+async def blocking_async(question):
+    # Blocks its event loop (a sync call inside async code): a cancellation never lands.
+    time.sleep(30)
+
+
+async def loop_async(question):
+    client = openai.AsyncOpenAI(max_retries=0)
+    messages = [{"role": "user", "content": question}]
+    while True:
+        reply = await client.chat.completions.create(model="m", messages=messages, tools=TOOLS)
+        message = reply.choices[0].message
+        messages.append(message.model_dump(exclude_none=True))
+        if not message.tool_calls:
+            return message.content
+        for call in message.tool_calls:
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": "found"})
+
+
 def limit(question):
     class GraphRecursionError(Exception):
         pass
@@ -231,6 +249,20 @@ def test_a_hanging_python_target_is_stopped_at_its_timeout(project, fn):
     while any(t.name == "harness-target" for t in threading.enumerate()):
         assert time.monotonic() < deadline, "the target's thread is still running"
         time.sleep(0.05)
+
+
+def test_an_async_target_that_blocks_its_loop_does_not_hold_up_the_next(project):
+    folder, module = project
+    blocking = run_scenario(
+        scenario(folder, target(module, "blocking_async", "  timeout: 0.5\n") + SCRIPT, "a")
+    )
+    assert blocking.final.error["type"] == "timeout"
+    # The blocked loop is left to it; the next async target gets a loop of its own and runs
+    # to its answer instead of waiting behind it (and timing out).
+    after = run_scenario(
+        scenario(folder, target(module, "loop_async", "  timeout: 5\n") + SCRIPT, "b")
+    )
+    assert (after.termination, after.final.content) == ("completed", "Both found.")
 
 
 def test_a_hanging_command_is_killed_at_its_timeout(project):

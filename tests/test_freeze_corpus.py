@@ -457,3 +457,22 @@ def test_a_request_sending_back_a_call_under_another_tool_name_is_a_contradictio
         "and this request sends back a call to parallel_local_search_one_v2 under the same id"
     ) in err
     assert "the recording's client sent this" not in err
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"choices": [{"message": "hi"}]}',
+        'data: {"choices": [{"delta": "x"}]}\n\ndata: [DONE]\n\n',
+        '{"choices": [{"message": {"content": 5, "tool_calls": [{"function": "f"}]}}]}',
+    ],
+)
+def test_a_reply_of_the_wrong_shape_inside_is_refused_in_one_line(tmp_path, capsys, body):
+    name = "crewai-test_openai_parallel_native_tool_calling_test_agent_kickoff.yaml"
+
+    def edit(interactions):
+        interactions[0]["response"]["body"]["string"] = body
+
+    err, _ = _refusal(capsys, _damaged(tmp_path, name, edit), tmp_path)
+    assert "interaction 1: the response body is not a Chat Completions response" in err
+    assert "internal error" not in err

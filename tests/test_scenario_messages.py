@@ -175,6 +175,8 @@ def test_a_target_that_does_not_import_is_reported_with_the_schemas_errors(proje
             "t.scenario.yaml:1: input: expected a valid string, got 42: quote it to make it "
             'text (input: "42")',
         ),
+        # `true` is a boolean: no quoting hint that would show it as "True".
+        ("input: true\n", "t.scenario.yaml:1: input: expected a valid string"),
         ("tags: smoke\n", "t.scenario.yaml:1: tags: expected a list: write tags: [smoke]"),
         (
             "target: {command: []}\ninput: hi\n",

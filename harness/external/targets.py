@@ -240,15 +240,43 @@ class _TargetLoop:
                 cls._thread.start()
             return cls._loop
 
+    @classmethod
+    def retire(cls, loop: asyncio.AbstractEventLoop) -> None:
+        """Leave ``loop`` to the target still running on it: later targets get a new one."""
+        with cls._lock:
+            if cls._loop is loop:
+                cls._loop = cls._thread = None
+        with contextlib.suppress(RuntimeError):  # closed already
+            loop.call_soon_threadsafe(loop.stop)
 
-async def _awaited(awaitable: Any) -> Any:
-    return await awaitable
+
+# How long a cancelled target may take to finish before its loop is left to it.
+_CANCEL_GRACE = 2.0
+
+
+async def _awaited(awaitable: Any, finished: threading.Event) -> Any:
+    try:
+        return await awaitable
+    finally:
+        finished.set()
 
 
 async def _on_target_loop(awaitable: Any) -> Any:
-    """Await ``awaitable`` on the targets' loop; cancelling this cancels it there."""
-    future = asyncio.run_coroutine_threadsafe(_awaited(awaitable), _TargetLoop.get())
-    return await asyncio.wrap_future(future)
+    """Await ``awaitable`` on the targets' loop; cancelling this cancels it there.
+
+    A target that does not end when cancelled (it swallows the cancellation, or blocks
+    the loop in a call that never yields) keeps its loop: the next target gets a fresh
+    one, so it neither waits behind it nor shares a loop with what it still does.
+    """
+    loop = _TargetLoop.get()
+    finished = threading.Event()
+    future = asyncio.run_coroutine_threadsafe(_awaited(awaitable, finished), loop)
+    try:
+        return await asyncio.wrap_future(future)
+    except asyncio.CancelledError:
+        if not await asyncio.to_thread(finished.wait, _CANCEL_GRACE):
+            _TargetLoop.retire(loop)
+        raise
 
 
 class PythonTarget:

@@ -305,6 +305,10 @@ def build_target_scenario(
         scenario["tags"] = list(original.tags)
     assert original.target is not None
     scenario["target"] = original.target.model_dump(exclude_unset=True)
+    # The one agent setting a target has: its stagnation window (observe or stop).
+    agent = original.agent.model_dump(exclude_unset=True, include={"stagnation"})
+    if agent:
+        scenario["agent"] = agent
     if original.input is not None:
         scenario["input"] = original.input
     scenario["llm"] = {"script": [_step(call, offered) for call in run.calls]}

@@ -94,6 +94,15 @@ def read_reply(api: str, raw: bytes | str | None) -> WireReply | None:
 def reply_of(api: str, payload: Any, streamed: bool) -> WireReply | None:
     """The reply in an answer's JSON value or ``SSEBody``; None when ``payload`` is not
     an answer of ``api``."""
+    try:
+        return _reply_of(api, payload, streamed)
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError):
+        # A body of the wrong shape somewhere inside (a message that is a string, an
+        # index that is not a number): no answer of this API, as for a wrong top level.
+        return None
+
+
+def _reply_of(api: str, payload: Any, streamed: bool) -> WireReply | None:
     if streamed:
         if not isinstance(payload, SSEBody):
             return None

@@ -25,7 +25,6 @@ __all__ = [
     "baseline_lines",
     "ending_sentence",
     "format_failure",
-    "is_target",
     "repeat_lines",
     "results_lines",
     "target_failure",

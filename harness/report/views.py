@@ -285,6 +285,13 @@ def sub_run_view(sub: SubRun, limits: Limits) -> dict[str, Any]:
     }
 
 
+def _not_run_label(timeline: Timeline, scenario: ScenarioResult) -> str:
+    if not timeline.target:
+        return "not run"
+    unseen = sum(1 for c in scenario.tool_calls if c.status == "not_run")
+    return "result not seen" if unseen == 1 else "results not seen"
+
+
 def scenario_view(index: int, scenario: ScenarioResult, limits: Limits) -> dict[str, Any]:
     """What the template needs to show scenario number ``index + 1``."""
     timeline = build_timeline(scenario)
@@ -314,7 +321,7 @@ def scenario_view(index: int, scenario: ScenarioResult, limits: Limits) -> dict[
         "tools_not_run": sum(1 for c in scenario.tool_calls if c.status == "not_run"),
         # A target's call is not_run when no later request carried its result: whether
         # the agent ran it is not seen at the HTTP boundary.
-        "not_run_label": "result not seen" if timeline.target else "not run",
+        "not_run_label": _not_run_label(timeline, scenario),
         "usage": scenario.usage,
         "rows": rows,
         "spans": _spans(rows),

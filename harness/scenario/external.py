@@ -43,12 +43,6 @@ def _available(requirement: str) -> bool:
         return False
 
 
-def _written(target: TargetSection) -> dict[str, Any]:
-    """The keys given under target: (its kind keys and any other key)."""
-    given = {k: getattr(target, k) for k in ("python", "command") if getattr(target, k) is not None}
-    return {**given, **(target.model_extra or {})}
-
-
 def target_key_problems(
     target: dict[Any, Any], registered: Collection[str]
 ) -> list[tuple[tuple[str | int, ...], str]]:
@@ -120,7 +114,7 @@ def check_target_section(
 ) -> str | None:
     """The ``target:`` mapping's own problems (its keys, its kind's check); why the
     scenario is skipped when the target needs what is not installed, else None."""
-    problems = target_key_problems(_written(target), plugins.registry("targets"))
+    problems = target_key_problems(target.kinds(), plugins.registry("targets"))
     for at, message in problems:
         issue(at, message)
     if problems:

@@ -64,7 +64,12 @@ def _message(err: dict[str, Any]) -> str:
         fix = f": write {value.strip()} without quotes" if number else ""
         message += f", got the string {value!r}{fix}"
     key = err["loc"][-1] if err["loc"] else None
-    if err["type"] == "string_type" and isinstance(value, int | float) and isinstance(key, str):
+    if (
+        err["type"] == "string_type"
+        and isinstance(value, int | float)
+        and not isinstance(value, bool)  # `true` is no number to quote
+        and isinstance(key, str)
+    ):
         message += f', got {value!r}: quote it to make it text ({key}: "{value}")'
     if err["type"] == "list_type" and isinstance(key, str):
         if isinstance(value, str):

@@ -449,7 +449,10 @@ def key_refused(status: int, content: bytes | str | None) -> str:
         detail = json.loads(content or b"").get("error", {}).get("message")
     except (ValueError, AttributeError):
         detail = None
-    said = f": {detail}" if isinstance(detail, str) and detail else ""
+    # An upstream may echo the key it refused (or an org id): masked like any output.
+    from harness.secrets import Scrubber
+
+    said = f": {Scrubber().text(detail)}" if isinstance(detail, str) and detail else ""
     return (
         f"the API refused the key (HTTP {status}{said}); nothing was recorded: "
         "check OPENAI_API_KEY (and OPENAI_ORG_ID / OPENAI_PROJECT_ID)"
