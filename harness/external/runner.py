@@ -19,11 +19,9 @@ from harness.actions import FinalResponse, RunResult, Termination
 from harness.config import AgentConfig
 from harness.errors import HarnessError
 from harness.external.middleware import ObservingApp
-from harness.external.observe import SERVED, Observation
+from harness.external.observe import Observation
 from harness.external.targets import TargetCall
 from harness.llm.server import running_app
-from harness.messages import clean_text
-from harness.secrets import Scrubber
 
 __all__ = ["DEFAULT_TIMEOUT", "DUMMY_API_KEY", "TargetSpec", "run_target", "where_raised"]
 
@@ -85,7 +83,7 @@ async def run_target(
         )
         observation.begin()
         outcome = await _call(kind, spec, call)
-    termination, final = _ending(outcome, observation, spec, plugins, url)
+    termination, final = _ending(outcome, observation, spec, plugins)
     # Where a crash was raised; not for a framework's own limit, which is an ending like
     # any other: a line number there would make the baseline change with every edit above.
     crashed = termination == Termination.error and outcome.exc is not None
@@ -159,12 +157,8 @@ def _connection_failed(exc: BaseException) -> bool:
     return False
 
 
-def _text(text: str, url: str) -> str:
-    return clean_text(Scrubber().text(text.replace(url, SERVED)))
-
-
 def _ending(
-    outcome: _Outcome, observation: Observation, spec: TargetSpec, plugins: Any, url: str
+    outcome: _Outcome, observation: Observation, spec: TargetSpec, plugins: Any
 ) -> tuple[Termination, FinalResponse]:
     """The termination and final response of a target run (DESIGN section 10)."""
     run = observation.run
@@ -184,14 +178,14 @@ def _ending(
     observed = {"stagnation_observed": stagnation} if stagnation is not None else {}
     if outcome.exc is None:
         return Termination.completed, FinalResponse(content=outcome.answer, data=observed)
-    return _failure(outcome.exc, observation, plugins, url, observed)
+    return _failure(outcome.exc, observation, plugins, observed)
 
 
 def _failure(
-    exc: BaseException, observation: Observation, plugins: Any, url: str, data: dict[str, Any]
+    exc: BaseException, observation: Observation, plugins: Any, data: dict[str, Any]
 ) -> tuple[Termination, FinalResponse]:
     run = observation.run
-    message = _text(str(exc) or type(exc).__name__, url)
+    message = observation.shown(str(exc) or type(exc).__name__)
     classified = plugins.hook.harness_classify_exception(exc=exc)
     if classified is not None:
         try:
@@ -214,6 +208,7 @@ def _failure(
     error = {"type": "error", "exception": type(exc).__name__, "message": message}
     details = getattr(exc, "details", None)
     if isinstance(details, dict):
-        error.update({k: _text(v, url) if isinstance(v, str) else v for k, v in details.items()})
+        shown = observation.shown
+        error.update({k: shown(v) if isinstance(v, str) else v for k, v in details.items()})
     run.remember("error", f"{type(exc).__name__}: {message}")
     return Termination.error, FinalResponse(data=data, error={**error, "status": None})
