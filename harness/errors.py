@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
+from collections.abc import Iterator
 from typing import Any
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "ScenarioSkipped",
     "describe",
     "describe_errors",
+    "exception_chain",
     "format_errors",
     "validation_message",
     "where_defined",
@@ -207,6 +209,17 @@ def format_errors(errors: list[dict[str, Any]]) -> str:
         loc = ".".join(str(part) for part in err.get("loc", ()))
         parts.append(f"{loc}: {err.get('msg')}" if loc else str(err.get("msg")))
     return "; ".join(parts)
+
+
+def exception_chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc``, then what caused it (``__cause__``, else ``__context__``), and so on; each
+    once, at most 20 (a chain may loop)."""
+    seen: set[int] = set()
+    at: BaseException | None = exc
+    while at is not None and id(at) not in seen and len(seen) < 20:
+        seen.add(id(at))
+        yield at
+        at = at.__cause__ or at.__context__
 
 
 def raised_at(exc: BaseException) -> str | None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from harness.actions import FinalResponse, RunResult, Termination
 from harness.config import AgentConfig
-from harness.errors import HarnessError
+from harness.errors import HarnessError, exception_chain
 from harness.external.middleware import ObservingApp
 from harness.external.observe import Observation
 from harness.external.targets import TargetCall
@@ -104,10 +104,7 @@ def where_raised(exc: BaseException, root: Path) -> str | None:
     import traceback
 
     root = root.resolve()
-    seen: set[int] = set()
-    link: BaseException | None = exc
-    while link is not None and id(link) not in seen:
-        seen.add(id(link))
+    for link in exception_chain(exc):
         found = None
         for frame in traceback.extract_tb(link.__traceback__):
             shown = _own_file(Path(frame.filename), root)
@@ -115,7 +112,6 @@ def where_raised(exc: BaseException, root: Path) -> str | None:
                 found = f"{shown}:{frame.lineno} in {frame.name}"
         if found is not None:
             return found
-        link = link.__cause__ or link.__context__
     return None
 
 
@@ -147,14 +143,11 @@ _CONNECTION_ERRORS = {"APIConnectionError", "ConnectError", "ConnectionError"}
 
 def _connection_failed(exc: BaseException) -> bool:
     """Whether ``exc`` (or its cause) is an HTTP client's connection error."""
-    seen: set[int] = set()
-    link: BaseException | None = exc
-    while link is not None and id(link) not in seen:
-        seen.add(id(link))
-        if any(cls.__name__ in _CONNECTION_ERRORS for cls in type(link).__mro__):
-            return True
-        link = link.__cause__ or link.__context__
-    return False
+    return any(
+        cls.__name__ in _CONNECTION_ERRORS
+        for link in exception_chain(exc)
+        for cls in type(link).__mro__
+    )
 
 
 def _ending(

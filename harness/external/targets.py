@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError, describe
+from harness.errors import HarnessError, describe, exception_chain
 from harness.hookspecs import hookimpl
 
 __all__ = [
@@ -379,20 +379,11 @@ def harness_register_targets(register: Any) -> None:
     register("command", CommandTarget)
 
 
-def _chain(exc: BaseException) -> Iterator[BaseException]:
-    seen: set[int] = set()
-    at: BaseException | None = exc
-    while at is not None and id(at) not in seen and len(seen) < 20:
-        seen.add(id(at))
-        yield at
-        at = at.__cause__ or at.__context__
-
-
 @hookimpl(trylast=True)
 def harness_classify_exception(exc: BaseException) -> str | None:
     """``max_iterations`` for pydantic-ai's, the Agents SDK's and LangGraph's limit
     exceptions (by class name, also as the cause of another), else no opinion."""
-    for link in _chain(exc):
+    for link in exception_chain(exc):
         if any(cls.__name__ in LIMIT_EXCEPTIONS for cls in type(link).__mro__):
             return "max_iterations"
     return None
