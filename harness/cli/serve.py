@@ -67,23 +67,20 @@ def _recorded(scenario: Any, shown: Path) -> str | None:
     serve with --cassette; None for a scripted one."""
     import os
 
-    from harness.llm.cassettes import resolve_cassette_path
-    from harness.llm.config import LLMContext
-
     if scenario.llm.provider != "openai":
         return None
-    context = LLMContext(scenario_file=scenario.path, project_root=scenario.root)
     try:
-        path = resolve_cassette_path(scenario.llm.with_context(context))
+        path = scenario.cassette_path()
     except HarnessError:
         return None
+    if scenario.matrix:  # a cassette per combination, in a folder (as resolve_cassette_path)
+        path = path.with_suffix("")
     try:
         cassette = os.path.relpath(path)
     except ValueError:  # another drive (Windows)
         cassette = str(path)
-    if scenario.matrix:  # a cassette per combination, in a folder
-        cassette = os.path.join(cassette.removesuffix(".yaml"), "<combination>.yaml")
-        path = path.with_suffix("")
+    if scenario.matrix:
+        cassette = os.path.join(cassette, "<combination>.yaml")
     if not path.exists():
         return f"its model is recorded, but not yet (`harness record {shown}` writes {cassette})"
     return f"its model is recorded: serve its cassette with `harness serve --cassette {cassette}`"

@@ -140,16 +140,12 @@ def _original(path: Path) -> Any:
 
 def _cassette_of(original: Any, shown: str) -> Path:
     """The cassette the original scenario records to."""
-    from harness.llm.cassettes.paths import resolve_cassette_path
-    from harness.llm.config import LLMContext
-
     if original.llm.provider != "openai":
         raise FreezeError(
             f"{shown} is not a recorded scenario (llm.provider is {original.llm.provider}): "
             "give the cassette to freeze as well"
         )
-    context = LLMContext(scenario_file=original.path, project_root=original.root)
-    return resolve_cassette_path(original.llm.with_context(context))
+    return original.cassette_path()
 
 
 def _recorded_runs(path: Path, shown: str) -> tuple[list[RecordedRun], list[str]]:

@@ -18,7 +18,6 @@ from typing import Any
 from harness.actions import RunResult
 from harness.config import AgentConfig
 from harness.errors import HarnessError
-from harness.llm.config import LLMContext
 from harness.plugins import Plugins
 from harness.scenario.schema import Scenario, TargetSection
 
@@ -142,16 +141,10 @@ def _served(
 
         return create_app(list(scenario.llm.script)), None
     from harness.external import CassetteApp
-    from harness.llm.cassettes import CassetteSession, resolve_cassette_path
+    from harness.llm.cassettes import CassetteSession
     from harness.project import project_relative
 
-    context = LLMContext(
-        scenario_id=sid,
-        scenario_file=scenario.path,
-        project_root=scenario.root,
-        record_mode=record_mode,
-    )
-    path = resolve_cassette_path(scenario.llm.with_context(context))
+    path = scenario.cassette_path(scenario_id=sid, record_mode=record_mode)
     from harness.errors import LLMError
 
     try:

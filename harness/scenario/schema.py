@@ -294,6 +294,16 @@ class Scenario(BaseModel):
             return self.name
         return scenario_name(self._path) if self._path else "scenario"
 
+    def cassette_path(self, **context: Any) -> Path:
+        """The cassette a recorded model's ``llm:`` section names or implies (its
+        ``cassette:``, else the default path from the file); ``context``: the rest of
+        ``LLMContext`` (scenario_id, record_mode, ...) as the source gets it."""
+        from harness.llm.cassettes import resolve_cassette_path
+        from harness.llm.config import LLMContext
+
+        where = LLMContext(scenario_file=self._path, project_root=self.root, **context)
+        return resolve_cassette_path(self.llm.with_context(where))
+
     def resolve(self, relative: str) -> Path:
         """A path given in the scenario, relative to the scenario file's folder."""
         candidate = Path(relative)
