@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -48,6 +49,11 @@ SECRET_ENV_VARS = ("OPENAI_API_KEY", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID")
 MIN_SECRET_LENGTH = 8
 
 
+# OpenAI organization and project ids (``org-`` / ``proj_`` and 24 letters and digits).
+_ACCOUNT_IDS = re.compile(r"\b(org-|proj_)[A-Za-z0-9]{16,}\b")
+_ACCOUNT_MASKS = {"org-": "<an org id>", "proj_": "<a project id>"}
+
+
 class Scrubber:
     """Removes secret headers and replaces secret values (read from the environment when built)."""
 
@@ -61,10 +67,15 @@ class Scrubber:
         )
 
     def text(self, text: str) -> str:
-        """``text`` with every secret value replaced by ``<VARIABLE_NAME>``."""
+        """``text`` with every secret value replaced by ``<VARIABLE_NAME>``, and any
+        OpenAI organization or project id by ``<an org id>`` / ``<a project id>``."""
         for value, mask in self.values:
             if value in text:
                 text = text.replace(value, mask)
+        if "org-" in text or "proj_" in text:
+            # The API names the account in its messages ("Rate limit reached ... in
+            # organization org-..."), whatever the environment holds.
+            text = _ACCOUNT_IDS.sub(lambda m: _ACCOUNT_MASKS[m.group(1)], text)
         return text
 
     def value(self, value: Any) -> Any:

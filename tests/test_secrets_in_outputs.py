@@ -143,3 +143,27 @@ def test_values_too_short_to_be_secrets_are_left_alone_in_results_and_logs(monke
     assert scrub_model(flat).final.content == "xxxxxxx: an index of <OPENAI_ORG_ID>."
     assert scrub_text("x-stainless-lang: xxxxxxx") == "x-stainless-lang: xxxxxxx"
     assert "said xxxxxxx: an index of <OPENAI_ORG_ID>." in caplog.text
+
+
+def test_account_ids_an_api_message_names_are_masked_without_the_environment(tmp_path, monkeypatch):
+    # OpenAI's 429 names the organization; nothing in the environment says which it is.
+    from harness.report.html import write_html
+    from harness.results import build_results
+    from harness.scenario import run_scenario
+
+    for name in SECRETS:
+        monkeypatch.delenv(name, raising=False)
+    org, project = "org-AbCdEfGhIjKlMnOpQrStUvWx", "proj_tzz1TbPPOXaf6j9tEkVUBIAa"
+    message = f"Rate limit reached for gpt-4o-mini in organization {org} (project {project})"
+    path = tmp_path / "limited.scenario.yaml"
+    path.write_text(
+        f"input: hi\nllm: {{script: [{{error: {{status: 429, message: '{message}'}}}}]}}\n"
+    )
+    result = run_scenario(path)
+    assert result.termination == "llm_error"
+    results = build_results([result]).to_json()
+    write_html(tmp_path / "report.html", build_results([result]))
+    page = (tmp_path / "report.html").read_text()
+    assert "in organization <an org id> (project <a project id>)" in results
+    for text in (results, page):
+        assert org not in text and project not in text
