@@ -476,3 +476,21 @@ def test_a_reply_of_the_wrong_shape_inside_is_refused_in_one_line(tmp_path, caps
     err, _ = _refusal(capsys, _damaged(tmp_path, name, edit), tmp_path)
     assert "interaction 1: the response body is not a Chat Completions response" in err
     assert "internal error" not in err
+
+
+def test_a_response_that_failed_is_refused_not_frozen_as_an_empty_answer(tmp_path, capsys):
+    # The Responses API can answer 200 with a response whose status is `failed`: read as
+    # a reply, it would freeze as an answer with no text.
+    name = "chatlas-test_chat_callbacks.yaml"
+
+    def edit(interactions):
+        body = interactions[1]["response"]["body"]
+        body["string"] = (
+            body["string"]
+            .replace('"type":"response.completed"', '"type":"response.failed"')
+            .replace('"status":"completed"', '"status":"failed"')
+            .replace('"error":null', '"error":{"code":"server_error","message":"boom"}')
+        )
+
+    err, _ = _refusal(capsys, _damaged(tmp_path, name, edit), tmp_path)
+    assert "interaction 2: the model's response failed (status failed: boom)" in err

@@ -206,7 +206,8 @@ def _request_body(interaction: LoadedInteraction, api: str) -> dict[str, Any] | 
 
 
 def _unfinished(reply: WireReply) -> str | None:
-    """What is wrong with a streamed reply that did not arrive whole, and what to do."""
+    """What is wrong with a reply no scenario can replay (a stream that did not arrive
+    whole, a response that failed), and what to do."""
     if reply.cut_off is not None:
         why = "; ".join(filter(None, (reply.cut_off, reply.not_json)))
         return (
@@ -215,6 +216,12 @@ def _unfinished(reply: WireReply) -> str | None:
         )
     if reply.not_json is not None:
         return f"the streamed response is damaged ({reply.not_json}): {_DAMAGED}"
+    if reply.failed is not None:
+        return (
+            f"the model's response failed (status failed: {reply.failed}): a scenario scripts "
+            "replies and HTTP errors, not a response that failed; freeze a recording of a "
+            "run that did not meet it, or script the failure as an error step by hand"
+        )
     return None
 
 

@@ -40,7 +40,8 @@ class WireReply:
     A streamed reply that did not arrive whole says why: ``cut_off`` is what its stream
     lacks that every finished stream has (``no finish_reason and no [DONE]``), and
     ``not_json`` is its first ``data:`` line that is not JSON. Its fields are then what
-    the stream held so far.
+    the stream held so far. A Responses API answer that failed (``status: failed``, or a
+    stream ending on ``response.failed``) says so in ``failed``.
     """
 
     content: str | None = None
@@ -49,6 +50,8 @@ class WireReply:
     usage: dict[str, int] = field(default_factory=dict)
     cut_off: str | None = None
     not_json: str | None = None
+    # A Responses API answer whose status is `failed`: its error's message.
+    failed: str | None = None
 
 
 def api_of(path: str) -> str | None:
@@ -194,13 +197,17 @@ def _responses_whole(body: dict[str, Any]) -> WireReply:
         finish = "length"
     else:
         finish = "stop"
-    return WireReply("".join(texts) or None, calls, finish, usage_of(body.get("usage")))
+    reply = WireReply("".join(texts) or None, calls, finish, usage_of(body.get("usage")))
+    if body.get("status") == "failed":
+        error = body.get("error") if isinstance(body.get("error"), dict) else {}
+        reply.failed = str(error.get("message") or error.get("code") or "no message")
+    return reply
 
 
 def _responses_stream(events: list[Any]) -> WireReply:
     events = [e for e in events if isinstance(e, dict)]
     for event in reversed(events):
-        if event.get("type") in ("response.completed", "response.incomplete"):
+        if event.get("type") in _RESPONSE_ENDS:
             return _responses_whole(event.get("response") or {})
     # A stream cut before its last event: the items it finished.
     done = [e.get("item") for e in events if e.get("type") == "response.output_item.done"]
