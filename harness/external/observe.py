@@ -32,6 +32,7 @@ from harness.external.wire import (
     tool_results,
 )
 from harness.llm.base import LLMRequest, LLMResponse
+from harness.llm.replies import answer_body
 from harness.messages import Conversation, clean_reply, clean_text
 from harness.run import Run
 from harness.secrets import Scrubber
@@ -183,9 +184,10 @@ class Observation:
                 return
             self.last_error = None
             run = self.run
-            reply = read_reply(api, raw)
+            answer = answer_body(raw)  # read once: the reply and the chain both need it
+            reply = read_reply(api, answer)
             if asked is not None:
-                response_id, output = response_items(raw)
+                response_id, output = response_items(answer)
                 if response_id is not None:
                     self._chains[response_id] = [*asked, *output]
             message = clean_reply(reply.message())

@@ -86,10 +86,10 @@ def _call(call_id: Any, name: Any, arguments: Any) -> ToolCall:
     return ToolCall.from_text(str(call_id or ""), str(name or ""), text)
 
 
-def read_reply(api: str, raw: bytes) -> ObservedReply:
-    """The reply in a successful answer's body (JSON, or the events of a stream); an
-    empty reply when the body holds none."""
-    reply = replies.read_reply(api, raw)
+def read_reply(api: str, answer: tuple[Any, bool] | None) -> ObservedReply:
+    """The reply in a successful answer (``replies.answer_body`` of its body: JSON, or
+    the events of a stream); an empty reply when it holds none."""
+    reply = None if answer is None else replies.reply_of(api, *answer)
     if reply is None:
         return ObservedReply()
     calls = [_call(call_id, name, arguments) for call_id, name, arguments in reply.tool_calls]
@@ -113,10 +113,10 @@ def error_of(status: int, raw: bytes) -> dict[str, Any]:
     return {"type": kind, "message": text, "status": status}
 
 
-def response_items(raw: bytes) -> tuple[str | None, list[Any]]:
-    """A Responses API answer's id and output items (whole JSON, or the events of a
-    stream: its ``response.completed``, else the items done one by one)."""
-    answer = replies.answer_body(raw)
+def response_items(answer: tuple[Any, bool] | None) -> tuple[str | None, list[Any]]:
+    """A Responses API answer's id and output items (``replies.answer_body`` of its body:
+    whole JSON, or the events of a stream: its ``response.completed``, else the items done
+    one by one)."""
     if answer is None:
         return None, []
     value, streamed = answer
