@@ -212,17 +212,4 @@ async def execute(run: Run, planner_factory: PlannerFactory) -> RunResult:
         run.termination = termination
         run.events[-1]["termination"] = termination.value
         run.remember("error", clean_text(_with_place(exc)))
-    return RunResult(
-        termination=termination,
-        final=final,
-        iterations=run.iteration,
-        llm_calls=run.llm_calls,
-        tool_calls=run.records,
-        parallel_groups=run.parallel_groups,
-        conversation=run.conversation,
-        events=run.events,
-        memory=run.memory,
-        usage=run.usage,
-        sim_time=round(run.sim_time, 9),
-        wall_time=time.perf_counter() - started,
-    )
+    return run.result(termination, final, started)

@@ -8,11 +8,12 @@ clock. Per-round work is constant in the length of the run.
 from __future__ import annotations
 
 import logging
+import time
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from harness.actions import FinalResponse, Termination, ToolCallRecord
+from harness.actions import FinalResponse, RunResult, Termination, ToolCallRecord
 from harness.config import AgentConfig
 from harness.llm.base import LLM, LLMRequest, LLMResponse
 from harness.messages import AssistantMessage, Conversation, ToolCall, ToolMessage, clean_reply
@@ -264,6 +265,30 @@ class Run:
         )
         self.records.append(record)
         return record
+
+    def result(
+        self,
+        termination: Termination,
+        final: FinalResponse,
+        started: float,
+        parallel_groups: list[list[str]] | None = None,
+    ) -> RunResult:
+        """The run as it ended (``started``: its ``time.perf_counter()`` at the start;
+        ``parallel_groups``: the run's own unless an observer worked them out)."""
+        return RunResult(
+            termination=termination,
+            final=final,
+            iterations=self.iteration,
+            llm_calls=self.llm_calls,
+            tool_calls=self.records,
+            parallel_groups=self.parallel_groups if parallel_groups is None else parallel_groups,
+            conversation=self.conversation,
+            events=self.events,
+            memory=self.memory,
+            usage=self.usage,
+            sim_time=round(self.sim_time, 9),
+            wall_time=time.perf_counter() - started,
+        )
 
     def record_not_run(self, calls: list[ToolCall], reason: str) -> None:
         """Record a plan that was declined as a whole (stagnation)."""

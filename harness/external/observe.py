@@ -327,20 +327,7 @@ class Observation:
                 for calls in groups.values()
                 if len(calls) > 1 and any(r.status != "not_run" for r in calls)
             ]
-            return RunResult(
-                termination=termination,
-                final=final,
-                iterations=run.iteration,
-                llm_calls=run.llm_calls,
-                tool_calls=run.records,
-                parallel_groups=parallel,
-                conversation=run.conversation,
-                events=run.events,
-                memory=run.memory,
-                usage=run.usage,
-                sim_time=round(run.sim_time, 9),
-                wall_time=time.perf_counter() - self.started,
-            )
+            return run.result(termination, final, self.started, parallel)
 
     def _conversation(self) -> Conversation:
         """The last request's messages, and the last reply when it was answered."""
