@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -131,22 +131,30 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
 
-    def started(port: int) -> None:
-        shown = f"[{args.host}]" if ":" in args.host else args.host
-        print(
-            f"harness serve: {args.scenario} at http://{shown}:{port}/v1 (Ctrl-C to stop)",
-            flush=True,
-        )
-
-    try:
-        serve(
+    return _until_stopped(
+        args.scenario,
+        args.host,
+        lambda started: serve(
             steps,
             args.host,
             args.port,
             args.max_delay,
             on_started=started,
             judge_steps=judge_steps,
-        )
+        ),
+    )
+
+
+def _until_stopped(what: Any, host: str, start: Callable[[Callable[[int], None]], None]) -> int:
+    """Serve ``what`` (``start(on_started)`` blocks until Ctrl-C or SIGTERM), saying where
+    it listens once it does; a bind failure is bad input."""
+
+    def started(port: int) -> None:
+        shown = f"[{host}]" if ":" in host else host
+        print(f"harness serve: {what} at http://{shown}:{port}/v1 (Ctrl-C to stop)", flush=True)
+
+    try:
+        start(started)
     except HarnessError as exc:
         print(f"harness serve: {exc}", file=sys.stderr)
         return EXIT["bad_input"]
@@ -174,17 +182,9 @@ def _serve_cassette(args: Any) -> int:
         print(f"harness serve: {exc}", file=sys.stderr)
         return EXIT["bad_input"]
 
-    def started(port: int) -> None:
-        shown = f"[{args.host}]" if ":" in args.host else args.host
-        print(
-            f"harness serve: {path} at http://{shown}:{port}/v1 (Ctrl-C to stop)",
-            flush=True,
-        )
-
-    try:
-        serve_app(CassetteApp(session, repeat=True), args.host, args.port, on_started=started)
-    except HarnessError as exc:
-        print(f"harness serve: {exc}", file=sys.stderr)
-        return EXIT["bad_input"]
-    print("harness serve: stopped", flush=True)
-    return EXIT["passed"]
+    app = CassetteApp(session, repeat=True)
+    return _until_stopped(
+        path,
+        args.host,
+        lambda started: serve_app(app, args.host, args.port, on_started=started),
+    )
