@@ -129,24 +129,26 @@ class Detectors:
         for name, seen in self._plan_ran:
             stuck = seen(run, records)
             if stuck is not None:
-                stuck.detector = name
-                if self._nudged(run, stuck):
-                    self._add_nudge(run, stuck)
-                    return
-                self._stop(run, stuck)
+                self._nudge_or_stop(run, stuck, name)
+                return
 
     def before_request(self, run: Run) -> None:
         """Check an LLM request the planner asks for; RunStopped when the run ends."""
         for name, check in self._check_request:
             stuck = check(run)
             if stuck is not None:
-                stuck.detector = name
-                if self._nudged(run, stuck):
-                    self._add_nudge(run, stuck)
-                    return
-                self._stop(run, stuck)
+                self._nudge_or_stop(run, stuck, name)
+                return
 
     # -- outcomes -----------------------------------------------------------------------
+
+    def _nudge_or_stop(self, run: Run, stuck: Stuck, name: str) -> None:
+        """What detector ``name`` found: a nudge, or the end of the run (RunStopped)."""
+        stuck.detector = name
+        if self._nudged(run, stuck):
+            self._add_nudge(run, stuck)
+        else:
+            self._stop(run, stuck)
 
     def _nudged(self, run: Run, stuck: Stuck) -> bool:
         """Whether this detection is answered with a nudge (a detector's first one)."""
