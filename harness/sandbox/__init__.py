@@ -19,6 +19,7 @@ __all__ = [
     "Limits",
     "Sandbox",
     "SandboxError",
+    "choose",
     "get_sandbox",
 ]
 
@@ -44,11 +45,7 @@ def get_sandbox(name: str = "auto") -> Sandbox:
     SandboxError when the name is unknown or the backend cannot run here, saying why.
     """
     if name == "auto":
-        for candidate in BACKENDS:
-            sandbox = _instance(candidate)
-            if sandbox.unavailable() is None:
-                return sandbox
-        raise SandboxError("no sandbox backend works here")  # process always does
+        return choose()[0]
     if name not in BACKENDS:
         known = ", ".join(["auto", *BACKENDS])
         raise SandboxError(f"unknown sandbox {name!r}; use one of {known}")
@@ -57,3 +54,22 @@ def get_sandbox(name: str = "auto") -> Sandbox:
     if reason is not None:
         raise SandboxError(f"sandbox {name!r} cannot run here: {reason}")
     return sandbox
+
+
+def choose() -> tuple[Sandbox, str | None]:
+    """The strongest backend that works here; when that is ``process`` (which isolates
+    nothing), also a note saying so and why each stronger one cannot run."""
+    passed: list[str] = []
+    for candidate in BACKENDS:
+        sandbox = _instance(candidate)
+        reason = sandbox.unavailable()
+        if reason is None:
+            if candidate != "process":
+                return sandbox, None
+            return sandbox, (
+                "sandbox 'auto' fell back to 'process', which does not isolate the code "
+                "(it can read and write what this user can, and reach the network): "
+                + "; ".join(passed)
+            )
+        passed.append(f"{candidate}: {reason}")
+    raise SandboxError("no sandbox backend works here")  # process always does

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from harness.sandbox import get_sandbox
+from harness.sandbox import choose, get_sandbox
 from harness.sandbox.base import Limits
 from harness.tools import Tool, arguments_model
 
@@ -16,6 +17,9 @@ _LIMIT_TEXT = {
     "processes": "the code started more than {processes} processes and was stopped",
     "network": "the code tried to use the network, which the sandbox does not have",
 }
+
+
+log = logging.getLogger("harness.sandbox")
 
 
 class SandboxLimitError(Exception):
@@ -44,7 +48,13 @@ class CodeExecutionTool(Tool):
         site_packages: bool = False,
     ) -> None:
         # Resolved now: an unknown or unusable backend fails where the tool is made.
-        self.sandbox = get_sandbox(sandbox)
+        # A fallback of `auto` to the backend that isolates nothing is said, in the log
+        # now and in every result, never silent.
+        self.sandbox, self.fallback = (
+            choose() if sandbox == "auto" else (get_sandbox(sandbox), None)
+        )
+        if self.fallback:
+            log.warning(self.fallback)
         self.limits = Limits(
             timeout=timeout,
             memory_mb=memory_mb,
@@ -60,9 +70,17 @@ class CodeExecutionTool(Tool):
         if execution.limit is not None:
             text = _LIMIT_TEXT[execution.limit].format(**vars(self.limits))
             raise SandboxLimitError(f"{text} [sandbox: {execution.sandbox}]")
-        return {
+        result: dict[str, Any] = {
             "stdout": execution.stdout,
             "stderr": execution.stderr,
             "exit_status": execution.exit_status,
             "sandbox": execution.sandbox,
         }
+        warnings = [self.fallback] if self.fallback else []
+        if execution.survivors:
+            pids = ", ".join(map(str, execution.survivors))
+            warnings.append(f"processes the code started could not be stopped: {pids}")
+            log.warning("sandbox %s: %s", execution.sandbox, warnings[-1])
+        if warnings:
+            result["warning"] = "; ".join(warnings)
+        return result
