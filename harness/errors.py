@@ -8,6 +8,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from harness.secrets import scrub_text
+
 __all__ = [
     "AbortRun",
     "HarnessError",
@@ -116,8 +118,6 @@ def describe(value: Any) -> str:
     if isinstance(value, functools.partial):
         inner = value.func
         return f"functools.partial of {where_defined(inner)}"
-    from harness.secrets import scrub_text
-
     cls = type(value)
     # Masked before it is shortened: a shortened key is a prefix no masking finds.
     text = scrub_text(repr(value))

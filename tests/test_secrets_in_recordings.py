@@ -13,7 +13,6 @@ something about it, and longer than anything the secrets below share with other 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -209,7 +208,9 @@ def chat_stream(pieces: list[str], call: tuple[str, str, str] | None = None) -> 
         opening = {"index": 0, "id": call[0], "type": "function"}
         deltas.append({"tool_calls": [{**opening, "function": {"name": call[1], "arguments": ""}}]})
         deltas.append({"tool_calls": [{"index": 0, "function": {"arguments": call[2]}}]})
-    events = [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+    events = [
+        {**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas
+    ]
     finish = "tool_calls" if call is not None else "stop"
     events.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
     lines = [f"data: {json.dumps(e, separators=(',', ':'))}\n\n" for e in events]
@@ -268,7 +269,9 @@ def test_freeze_masks_a_key_an_older_recording_holds_in_pieces(project, capfd):
 def test_freeze_messages_mask_a_secret_before_shortening_it(project, capfd):
     # The frozen run sends back the reply the stream holds; the recording's client sent
     # back another text, so freeze refuses and quotes both, shortened.
-    said = chat_stream([KEY[:20], f"{KEY[20:]} is your key, keep it safe."], ("call_1", "login", "{}"))
+    said = chat_stream(
+        [KEY[:20], f"{KEY[20:]} is your key, keep it safe."], ("call_1", "login", "{}")
+    )
     question = [{"role": "user", "content": "What is my key?"}]
     call = {"id": "call_1", "type": "function", "function": {"name": "login", "arguments": "{}"}}
     sent_back = [
@@ -447,9 +450,10 @@ def test_no_piece_of_a_secret_reaches_a_file_or_a_printed_line_on_any_path(
     printed = capfd.readouterr()
 
     assert codes == {**dict.fromkeys(codes, 0), "closed": 1}, printed.out + printed.err
-    assert "(tried http://<credentials>@127.0.0.1:9/v1/chat/completions)" in (
-        project / "out" / "closed.json"
-    ).read_text()
+    assert (
+        "(tried http://<credentials>@127.0.0.1:9/v1/chat/completions)"
+        in (project / "out" / "closed.json").read_text()
+    )
     frozen = yaml.safe_load((project / "frozen" / "chat-stream.scenario.yaml").read_text())
     assert frozen["llm"]["script"][0]["content"].startswith("<OPENAI_API_KEY> ")
     assert files_leaking(project) == {}
