@@ -80,9 +80,10 @@ MIN_SECRET_LENGTH = 8
 # OpenAI organization and project ids (``org-`` / ``proj_`` and 24 letters and digits).
 _ACCOUNT_IDS = re.compile(r"\b(org-|proj_)[A-Za-z0-9]{16,}\b")
 _ACCOUNT_MASKS = {"org-": "<an org id>", "proj_": "<a project id>"}
-# The user information of a URL (``scheme://user:password@host``): a token alone
-# (``https://TOKEN@host``) is a credential as often as a user name is.
-# (Patterns that start with a literal: re finds those fast in a large text.)
+# The user information of a URL (``scheme://user:password@host``), all of it: a token
+# alone (``https://TOKEN@host``) is a credential as often as a user name is. The pattern
+# starts with a literal, which re finds fast in a large text (a lookbehind first made it
+# ten times slower); the query pattern runs only when a parameter's name is in the text.
 _URL_USERINFO = re.compile(r"://([^\s/?#@<>\"'\\]+)@")
 _URL_PARAMS = tuple(f"{name}=" for name in sorted(URL_SECRET_PARAMS))
 _URL_PARAM = re.compile(
