@@ -8,6 +8,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from harness.secrets import scrub_text
+
 __all__ = [
     "AbortRun",
     "HarnessError",
@@ -117,7 +119,8 @@ def describe(value: Any) -> str:
         inner = value.func
         return f"functools.partial of {where_defined(inner)}"
     cls = type(value)
-    text = repr(value)
+    # Masked before it is shortened: a shortened key is a prefix no masking finds.
+    text = scrub_text(repr(value))
     if " at 0x" in text:  # a default repr: the address says nothing to a reader
         if isinstance(getattr(value, "__qualname__", None), str):
             return f"{cls.__name__} {where_defined(value)}"

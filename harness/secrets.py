@@ -1,19 +1,27 @@
-"""Secrets never reach disk: headers dropped and secret values replaced before writing.
+"""Secrets never reach disk or a message: headers kept by name, secret values masked.
 
-Cassettes drop secret headers and mask secret values. Everything else harness writes or
-prints — results.json, the HTML report, pytest failure text, the ``harness`` logger —
-passes through :func:`scrub_text` as a last line of defence: a tool that echoes the API
-key, or an error message quoting it, is masked as ``<OPENAI_API_KEY>``.
+Cassettes keep only the headers named below (``REQUEST_HEADERS_KEPT``,
+``RESPONSE_HEADERS_KEPT``): whatever else a client or a gateway sends is dropped, so a
+credential under a header harness has never heard of is not written. Everything else
+harness writes or prints — cassettes, frozen scenarios, results.json, the HTML report,
+pytest failure text, messages, the ``harness`` logger — passes through
+:meth:`Scrubber.text` (``scrub_text``): the values of ``SECRET_ENV_VARS``, OpenAI
+organization and project ids, and credentials in URLs are masked. A streamed body is
+masked on the joined text of its pieces (``Scrubber.stream``), so a key cut between two
+chunks goes too; a message that shortens a value masks it first (``masked_repr``).
 
 Values shorter than ``MIN_SECRET_LENGTH`` are not masked: see there.
 """
 
 from __future__ import annotations
 
+import builtins
+import json
 import logging
 import os
 import re
-from collections.abc import Mapping
+import reprlib
+from collections.abc import Iterator, Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -21,17 +29,35 @@ from pydantic import BaseModel
 M = TypeVar("M", bound=BaseModel)
 
 __all__ = [
+    "HEADER_PREFIXES_KEPT",
     "MIN_SECRET_LENGTH",
+    "REQUEST_HEADERS_KEPT",
     "REQUEST_SECRET_HEADERS",
+    "RESPONSE_HEADERS_KEPT",
     "RESPONSE_SECRET_HEADERS",
     "SECRET_ENV_VARS",
+    "URL_SECRET_PARAMS",
     "Scrubber",
     "ScrubbingFilter",
+    "masked_repr",
     "scrub_model",
     "scrub_text",
 ]
 
-# Credentials and the account they belong to.
+# Request headers a cassette keeps: what the body is and who sent it. The role marker
+# (harness.llm.base.ROLE_HEADER) is what a judge's replay matches on.
+REQUEST_HEADERS_KEPT = frozenset(
+    {"accept", "content-type", "user-agent", "openai-beta", "x-harness-role"}
+)
+# Response headers a cassette keeps: what the body is, and the request id a provider's
+# support asks for. A gateway's token, the account, cookies: none of them is needed to
+# replay, and any of them may be a secret.
+RESPONSE_HEADERS_KEPT = frozenset(
+    {"content-type", "content-encoding", "x-request-id", "request-id"}
+)
+# Kept by prefix: the SDKs describing themselves (x-stainless-lang, -os, -retry-count...).
+HEADER_PREFIXES_KEPT = ("x-stainless-",)
+# Credentials and the account they belong to: dropped even where a list above would keep them.
 REQUEST_SECRET_HEADERS = frozenset(
     {"authorization", "api-key", "x-api-key", "openai-organization", "openai-project", "cookie"}
 )
@@ -39,6 +65,8 @@ REQUEST_SECRET_HEADERS = frozenset(
 RESPONSE_SECRET_HEADERS = frozenset({"set-cookie", "openai-organization", "openai-project"})
 # Environment variables whose values are replaced wherever they appear.
 SECRET_ENV_VARS = ("OPENAI_API_KEY", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID")
+# Query parameters that carry a key (``?key=...``): their values are masked in any URL.
+URL_SECRET_PARAMS = frozenset({"key", "api-key", "api_key", "access_token"})
 # A value shorter than this is a placeholder, not a secret: local OpenAI-compatible
 # servers take any key, and people set OPENAI_API_KEY=x, "dummy" or "ollama". Masking
 # such a value would replace every occurrence of that text in a cassette (header names,
@@ -52,10 +80,96 @@ MIN_SECRET_LENGTH = 8
 # OpenAI organization and project ids (``org-`` / ``proj_`` and 24 letters and digits).
 _ACCOUNT_IDS = re.compile(r"\b(org-|proj_)[A-Za-z0-9]{16,}\b")
 _ACCOUNT_MASKS = {"org-": "<an org id>", "proj_": "<a project id>"}
+# The user information of a URL (``scheme://user:password@host``), all of it: a token
+# alone (``https://TOKEN@host``) is a credential as often as a user name is. The pattern
+# starts with a literal, which re finds fast in a large text (a lookbehind first made it
+# ten times slower); the query pattern runs only when a parameter's name is in the text.
+_URL_USERINFO = re.compile(r"://([^\s/?#@<>\"'\\]+)@")
+_URL_PARAMS = tuple(f"{name}=" for name in sorted(URL_SECRET_PARAMS))
+_URL_PARAM = re.compile(
+    r"[?&](?:" + "|".join(re.escape(p) for p in _URL_PARAMS) + r")([^&#\s<>\"'\\]+)"
+)
+_CREDENTIALS = "<credentials>"
+
+Span = tuple[int, int, str]
+
+
+def _disjoint(spans: list[Span]) -> list[Span]:
+    """``spans`` in order, without those overlapping an earlier (or, from the same start,
+    a longer) one."""
+    kept: list[Span] = []
+    for span in sorted(spans, key=lambda s: (s[0], s[0] - s[1])):
+        if not kept or span[0] >= kept[-1][1]:
+            kept.append(span)
+    return kept
+
+
+def _masked(text: str, spans: list[Span]) -> str:
+    parts, at = [], 0
+    for start, end, mask in spans:
+        parts += [text[at:start], mask]
+        at = end
+    parts.append(text[at:])
+    return "".join(parts)
+
+
+def _resplit(pieces: list[str], joined: str, spans: list[Span]) -> list[str]:
+    """``pieces`` of ``joined`` with ``spans`` masked, cut where the pieces were: a mask
+    goes where its secret starts, and the rest of the secret leaves the pieces after it."""
+    out, start = [], 0
+    for piece in pieces:
+        end = start + len(piece)
+        parts, at = [], start
+        for first, last, mask in spans:
+            if last <= start or first >= end:
+                continue
+            if first >= start:
+                parts += [joined[at:first], mask]
+            at = max(at, min(last, end))
+        parts.append(joined[at:end])
+        out.append("".join(parts))
+        start = end
+    return out
+
+
+def _strings(value: Any, channel: tuple = (), path: tuple = ()) -> Iterator[tuple]:
+    """``(channel, path, text)`` of every string in a streamed event's JSON.
+
+    The channel is the path with each object's own ``index`` / ``*_index`` fields in place
+    of list positions: the pieces of one text (choice 0's content, tool call 1's arguments,
+    a Responses output's deltas) share a channel across the events of a stream, whatever
+    else the events interleave.
+    """
+    if isinstance(value, str):
+        yield channel, path, value
+    elif isinstance(value, dict):
+        own = tuple(
+            (k, v)
+            for k, v in value.items()
+            if (k == "index" or k.endswith("_index")) and type(v) is int
+        )
+        for key, item in value.items():
+            yield from _strings(item, (*channel, own, key), (*path, key))
+    elif isinstance(value, list):
+        for position, item in enumerate(value):
+            numbered = isinstance(item, dict) and any(
+                k == "index" or k.endswith("_index") for k in item
+            )
+            yield from _strings(item, (*channel, "[]" if numbered else position), (*path, position))
+
+
+def _put(value: Any, path: tuple, text: str) -> None:
+    for step in path[:-1]:
+        value = value[step]
+    value[path[-1]] = text
+
+
+def _is_stream(text: str) -> bool:
+    return text.startswith(("data:", "event:")) or "\ndata:" in text
 
 
 class Scrubber:
-    """Removes secret headers and replaces secret values (read from the environment when built)."""
+    """Keeps known headers and masks secret values (read from the environment when built)."""
 
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         env = os.environ if environ is None else environ
@@ -66,28 +180,88 @@ class Scrubber:
             key=lambda p: -len(p[0]),
         )
 
-    def text(self, text: str) -> str:
-        """``text`` with every secret value replaced by ``<VARIABLE_NAME>``, and any
-        OpenAI organization or project id by ``<an org id>`` / ``<a project id>``."""
+    def spans(self, text: str) -> list[Span]:
+        """``(start, end, mask)`` of each secret in ``text``, in order, none overlapping."""
+        found: list[Span] = []
         for value, mask in self.values:
-            if value in text:
-                text = text.replace(value, mask)
+            at = text.find(value)
+            while at != -1:
+                found.append((at, at + len(value), mask))
+                at = text.find(value, at + len(value))
         if "org-" in text or "proj_" in text:
             # The API names the account in its messages ("Rate limit reached ... in
             # organization org-..."), whatever the environment holds.
-            text = _ACCOUNT_IDS.sub(lambda m: _ACCOUNT_MASKS[m.group(1)], text)
-        return text
+            found += [
+                (m.start(), m.end(), _ACCOUNT_MASKS[m[1]]) for m in _ACCOUNT_IDS.finditer(text)
+            ]
+        if "://" in text:
+            found += [(m.start(1), m.end(1), _CREDENTIALS) for m in _URL_USERINFO.finditer(text)]
+        if any(name in text for name in _URL_PARAMS):
+            found += [(m.start(1), m.end(1), _CREDENTIALS) for m in _URL_PARAM.finditer(text)]
+        return _disjoint(found) if len(found) > 1 else found
+
+    def text(self, text: str) -> str:
+        """``text`` with every secret value replaced by ``<VARIABLE_NAME>``, any OpenAI
+        organization or project id by ``<an org id>`` / ``<a project id>``, and a URL's
+        user and password, or a key in its query, by ``<credentials>``."""
+        spans = self.spans(text)
+        return _masked(text, spans) if spans else text
+
+    def stream(self, text: str) -> str:
+        """A Server-Sent Events body with its secrets masked, also those cut between events.
+
+        The strings of the events' JSON are joined per channel (see ``_strings``: choice
+        0's content, one tool call's arguments, ...) and masked on the joined text; each
+        event keeps its piece, so the stream still adds up to the masked reply. An event
+        that changed is written again as JSON; the others keep their bytes.
+        """
+        lines = text.split("\n")
+        events: list[tuple[int, Any]] = []
+        for number, line in enumerate(lines):
+            payload = line[5:].strip() if line.startswith("data:") else ""
+            if payload.startswith(("{", "[")):
+                try:
+                    events.append((number, json.loads(payload)))
+                except ValueError:
+                    continue
+        channels: dict[tuple, list[tuple[int, tuple, str]]] = {}
+        for index, (_, event) in enumerate(events):
+            for channel, path, piece in _strings(event):
+                channels.setdefault(channel, []).append((index, path, piece))
+        changed: set[int] = set()
+        for entries in channels.values():
+            pieces = [piece for _, _, piece in entries]
+            joined = "".join(pieces)
+            spans = self.spans(joined) if len(entries) > 1 else []
+            for (index, path, piece), new in zip(
+                entries, _resplit(pieces, joined, spans) if spans else pieces, strict=True
+            ):
+                if new != piece:
+                    _put(events[index][1], path, new)
+                    changed.add(index)
+        for index in changed:
+            number, event = events[index]
+            line = lines[number]
+            compact = '": ' not in line and '", ' not in line
+            dumped = json.dumps(
+                event, ensure_ascii=False, separators=(",", ":") if compact else None
+            )
+            end = "\r" if line.endswith("\r") else ""
+            lines[number] = f"data: {dumped}{end}"
+        return self.text("\n".join(lines))
 
     def value(self, value: Any) -> Any:
-        """A copy of a nested value (dicts, lists, str, bytes) with secret values replaced."""
-        if not self.values:
-            return value
+        """A copy of a nested value (dicts, lists, str, bytes) with secret values replaced
+        (a string holding a Server-Sent Events body as a stream, ``stream()``)."""
         if isinstance(value, str):
-            return self.text(value)
+            return self.stream(value) if _is_stream(value) else self.text(value)
         if isinstance(value, bytes):
-            for secret, mask in self.values:
-                value = value.replace(secret.encode(), mask.encode())
-            return value
+            try:
+                return self.value(value.decode("utf-8")).encode("utf-8")
+            except UnicodeDecodeError:
+                for secret, mask in self.values:
+                    value = value.replace(secret.encode(), mask.encode())
+                return value
         if isinstance(value, dict):
             return {self.value(k): self.value(v) for k, v in value.items()}
         if isinstance(value, list | tuple):
@@ -95,7 +269,8 @@ class Scrubber:
         return value
 
     def restore(self, value: Any) -> Any:
-        """The reverse of ``value()``: masks back to the current secret values.
+        """The reverse of ``value()`` for the environment's values: masks back to the
+        current secret values (account ids and URL credentials have no way back).
 
         Used when a cassette is loaded, so a conversation that held a secret (a key
         echoed in an error message, say) replays unchanged under the same environment.
@@ -118,21 +293,39 @@ class Scrubber:
         return value
 
     @staticmethod
-    def headers(headers: Mapping[str, Any] | None, secret: frozenset[str]) -> dict[str, Any]:
-        """The headers without the secret ones (names compared case-insensitively)."""
-        return {k: v for k, v in (headers or {}).items() if k.lower() not in secret}
+    def headers(
+        headers: Mapping[str, Any] | None,
+        secret: frozenset[str],
+        kept: frozenset[str] | None = None,
+    ) -> dict[str, Any]:
+        """The headers without the secret ones and, given ``kept``, only those it names
+        (or ``HEADER_PREFIXES_KEPT`` begins); names compared case-insensitively."""
+        out = {}
+        for name, value in (headers or {}).items():
+            lower = name.lower()
+            if lower in secret:
+                continue
+            if kept is None or lower in kept or lower.startswith(HEADER_PREFIXES_KEPT):
+                out[name] = value
+        return out
 
     def interaction(self, interaction: dict[str, Any]) -> dict[str, Any]:
-        """A serialized interaction (vcrpy's dict form) made safe to write."""
+        """A serialized interaction (vcrpy's dict form) made safe to write: the known
+        headers only, secrets masked everywhere else (the URI and the bodies too)."""
         request = dict(interaction.get("request") or {})
         response = dict(interaction.get("response") or {})
-        request["headers"] = self.headers(request.get("headers"), REQUEST_SECRET_HEADERS)
-        response["headers"] = self.headers(response.get("headers"), RESPONSE_SECRET_HEADERS)
+        request["headers"] = self.headers(
+            request.get("headers"), REQUEST_SECRET_HEADERS, REQUEST_HEADERS_KEPT
+        )
+        response["headers"] = self.headers(
+            response.get("headers"), RESPONSE_SECRET_HEADERS, RESPONSE_HEADERS_KEPT
+        )
         return self.value({**interaction, "request": request, "response": response})
 
 
 def scrub_text(text: str) -> str:
-    """``text`` with the current environment's secret values masked.
+    """``text`` with the current environment's secret values, account ids and URL
+    credentials masked (``Scrubber.text``): the one masking every message goes through.
 
     Secrets are matched as they appear in the text; the values these variables hold
     (API keys, org and project ids) have no characters that JSON or HTML escape.
@@ -140,18 +333,45 @@ def scrub_text(text: str) -> str:
     return Scrubber().text(text)
 
 
+class _MaskingRepr(reprlib.Repr):
+    """reprlib's shortened repr, with every string masked before it is shortened."""
+
+    def __init__(self, scrubber: Scrubber, limit: int) -> None:
+        super().__init__()
+        self.scrubber = scrubber
+        self.maxstring = self.maxother = limit
+
+    def repr_str(self, x: str, level: int) -> str:
+        return super().repr_str(self.scrubber.text(x), level)
+
+    def repr_instance(self, x: Any, level: int) -> str:
+        try:
+            text = self.scrubber.text(builtins.repr(x))
+        except Exception:
+            return f"<{type(x).__name__} instance>"
+        if len(text) > self.maxother:
+            head = max(0, (self.maxother - 3) // 2)
+            tail = max(0, self.maxother - 3 - head)
+            text = text[:head] + self.fillvalue + text[len(text) - tail :]
+        return text
+
+
+def masked_repr(value: Any, limit: int = 30) -> str:
+    """``repr(value)`` for a message, each string at most about ``limit`` characters, as
+    ``reprlib`` shortens it, but masked first: a shortened secret is a prefix nothing
+    would match any more."""
+    return _MaskingRepr(Scrubber(), limit).repr(value)
+
+
 def scrub_model(model: M) -> M:
     """``model`` itself, or a copy with secret values masked if it holds any.
 
     For output that shortens long texts (the HTML report, pytest's failure text): masking
     before shortening, so no clipped prefix of a secret is left behind. Costs one JSON
-    dump only when secrets are set in the environment.
+    dump (account ids and URL credentials are masked whatever the environment holds).
     """
-    scrubber = Scrubber()
-    if not scrubber.values:
-        return model
     text = model.model_dump_json()
-    clean = scrubber.text(text)
+    clean = Scrubber().text(text)
     return model if clean == text else type(model).model_validate_json(clean)
 
 
@@ -164,8 +384,6 @@ class ScrubbingFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         scrubber = Scrubber()
-        if not scrubber.values:
-            return True
         record.msg = scrubber.text(record.getMessage())
         record.args = None
         if record.exc_info:

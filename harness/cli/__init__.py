@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from harness.cli.exitcodes import EXIT
-from harness.cli.parsing import Parser, UsageError
+from harness.cli.parsing import Parser, UsageError, to_stderr
 
 __all__ = ["EXIT", "main"]
 
@@ -94,9 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if command in ("run", "record")
             else ""
         )
-        print(
+        to_stderr(
             f"harness {command}: unrecognized arguments: {' '.join(unknown)}{hint}",
-            file=sys.stderr,
         )
         return EXIT["bad_input"]
     handler = _handlers()[command]
@@ -116,7 +115,7 @@ def _guarded(command: str, call: Callable[[], int]) -> int:
     try:
         return call()
     except (UsageError, HarnessError) as exc:
-        print(f"harness {command}: {exc}", file=sys.stderr)
+        to_stderr(f"harness {command}: {exc}")
         return EXIT["bad_input"]
     except KeyboardInterrupt:
         return EXIT["interrupted"]
@@ -124,5 +123,5 @@ def _guarded(command: str, call: Callable[[], int]) -> int:
         import traceback
 
         traceback.print_exc()
-        print(f"harness {command}: internal error (a bug in harness): {exc}", file=sys.stderr)
+        to_stderr(f"harness {command}: internal error (a bug in harness): {exc}")
         return EXIT["internal"]

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.cli.exitcodes import EXIT
-from harness.cli.parsing import Parser, parse
+from harness.cli.parsing import Parser, parse, to_stderr
 from harness.errors import HarnessError, describe
 
 __all__ = ["agent_serve_main"]
@@ -111,19 +111,18 @@ def agent_serve_main(argv: Sequence[str] | None = None) -> int:
         return args
     problem = _problem(args)
     if problem is not None:
-        print(f"harness agent-serve: {problem}", file=sys.stderr)
+        to_stderr(f"harness agent-serve: {problem}")
         return EXIT["bad_input"]
     try:
         factory, name, description = _factory(args.agent)
         # Made once now: a factory that fails says so before the server starts.
         factory()
     except HarnessError as exc:
-        print(f"harness agent-serve: {exc}", file=sys.stderr)
+        to_stderr(f"harness agent-serve: {exc}")
         return EXIT["bad_input"]
     except Exception as exc:
-        print(
+        to_stderr(
             f"harness agent-serve: {args.agent} did not make an agent: {type(exc).__name__}: {exc}",
-            file=sys.stderr,
         )
         return EXIT["bad_input"]
     from harness.a2a.app import create_app
@@ -131,9 +130,8 @@ def agent_serve_main(argv: Sequence[str] | None = None) -> int:
     from harness.cli.serve import _is_loopback
 
     if not _is_loopback(args.host):
-        print(
+        to_stderr(
             f"harness agent-serve: warning: serving on {args.host}, reachable from other machines",
-            file=sys.stderr,
         )
     app = create_app(
         factory,
@@ -154,7 +152,7 @@ def agent_serve_main(argv: Sequence[str] | None = None) -> int:
     try:
         serve_app(app, args.host, args.port, on_started=started)
     except HarnessError as exc:
-        print(f"harness agent-serve: {exc}", file=sys.stderr)
+        to_stderr(f"harness agent-serve: {exc}")
         return EXIT["bad_input"]
     print("harness agent-serve: stopped", flush=True)
     return EXIT["passed"]

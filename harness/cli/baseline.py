@@ -3,11 +3,10 @@ by ``--update-baseline``."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.cli.parsing import UsageError
+from harness.cli.parsing import UsageError, to_stderr
 
 if TYPE_CHECKING:
     from harness.results import Results
@@ -29,7 +28,7 @@ def load_baseline(shown: str, what: str, *, replacing: bool = False) -> Results 
     except ResultsFileError as exc:
         if not replacing:
             raise UsageError(str(exc)) from None
-        print(f"harness: {exc}; not compared, --update-baseline replaces it", file=sys.stderr)
+        to_stderr(f"harness: {exc}; not compared, --update-baseline replaces it")
         return None
 
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.cli.exitcodes import EXIT
-from harness.cli.parsing import Parser, parse
+from harness.cli.parsing import Parser, parse, to_stderr
 
 __all__ = ["freeze_main"]
 
@@ -45,10 +45,10 @@ def freeze_main(argv: Sequence[str] | None = None) -> int:
     try:
         frozen = freeze(args.cassette, scenario=args.scenario, run=args.run, output=args.output)
     except HarnessError as exc:
-        print(f"harness freeze: {exc}", file=sys.stderr)
+        to_stderr(f"harness freeze: {exc}")
         return EXIT["bad_input"]
     for note in frozen.notes:
-        print(f"harness freeze: note: {note}", file=sys.stderr)
+        to_stderr(f"harness freeze: note: {note}")
     if args.output is None:
         sys.stdout.write(frozen.text)
         return EXIT["passed"]
@@ -56,7 +56,7 @@ def freeze_main(argv: Sequence[str] | None = None) -> int:
         atomic_write(args.output, frozen.text)
     except OSError as exc:
         # Like harness report: an output that cannot be written is exit 3, not a bug.
-        print(f"harness freeze: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+        to_stderr(f"harness freeze: cannot write {args.output}: {exc.strerror or exc}")
         return EXIT["internal"]
-    print(f"harness freeze: wrote {args.output}", file=sys.stderr)
+    to_stderr(f"harness freeze: wrote {args.output}")
     return EXIT["passed"]

@@ -5,14 +5,13 @@ and one baseline diff, as one serial run would have written them."""
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.cli.baseline import load_baseline, update_baseline
 from harness.cli.exitcodes import EXIT
-from harness.cli.parsing import Parser, UsageError, parse
+from harness.cli.parsing import Parser, UsageError, parse, to_stderr
 
 if TYPE_CHECKING:
     from harness.baseline import BaselineDiff
@@ -49,7 +48,7 @@ def _parser() -> Parser:
 
 
 def _error(message: str) -> int:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
+    to_stderr(f"{PROG}: error: {message}")
     return EXIT["bad_input"]
 
 
@@ -118,7 +117,7 @@ def _write(merged: Results, json_path: Path, html_path: Path) -> list[Path] | No
         merged.write(json_path)
         write_html(html_path, merged)
     except OSError as exc:
-        print(f"{PROG}: error: not written: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
+        to_stderr(f"{PROG}: error: not written: {exc.filename}: {exc.strerror or exc}")
         return None
     return [json_path, html_path]
 

@@ -1,4 +1,5 @@
-"""The argument parser of every ``harness`` command, and the error for bad input."""
+"""The argument parser of every ``harness`` command, the error for bad input, and the one
+way a command prints a line on stderr."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any, NoReturn
 
 from harness.cli.exitcodes import EXIT
 
-__all__ = ["Parser", "UsageError", "parse"]
+__all__ = ["Parser", "UsageError", "parse", "to_stderr"]
 
 
 class UsageError(Exception):
@@ -44,3 +45,11 @@ def parse(parser: Parser, argv: Sequence[str] | None) -> argparse.Namespace | in
         return parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
+
+
+def to_stderr(line: str) -> None:
+    """Print ``line`` on stderr with secrets masked (``harness.secrets.scrub_text``): every
+    error, note and status line of the commands goes through here, whatever it quotes."""
+    from harness.secrets import scrub_text
+
+    print(scrub_text(line), file=sys.stderr)

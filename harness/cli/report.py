@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from harness.cli.baseline import load_baseline
 from harness.cli.exitcodes import EXIT
-from harness.cli.parsing import Parser, UsageError, parse
+from harness.cli.parsing import Parser, UsageError, parse, to_stderr
 from harness.report.diff import diff_results
 from harness.report.html import write_html
 from harness.results import ResultsFileError, load_results
@@ -44,7 +43,7 @@ def _parser() -> Parser:
 
 
 def _error(message: str) -> None:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
+    to_stderr(f"{PROG}: error: {message}")
 
 
 def report_main(argv: Sequence[str] | None = None) -> int:

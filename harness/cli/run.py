@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +17,7 @@ import pluggy
 
 from harness.cli.baseline import load_baseline, update_baseline
 from harness.cli.exitcodes import EXIT
-from harness.cli.parsing import UsageError
+from harness.cli.parsing import UsageError, to_stderr
 from harness.cli.plugins import load_plugin_options
 
 if TYPE_CHECKING:
@@ -195,10 +194,9 @@ def _root_of(paths: list[str]) -> Path:
         return roots[0]
     here = project_root()
     listed = ", ".join(str(r) for r in roots)
-    print(
+    to_stderr(
         f"harness: the paths lie in {len(roots)} projects ({listed}); reports, the baseline "
         f"and ids use {here}, the current directory's",
-        file=sys.stderr,
     )
     return here
 
@@ -362,10 +360,9 @@ def _write_baseline(
         update_baseline(baseline, results, old)
     except OSError as exc:
         # Like a report that cannot be written: exit 3, but no harness bug.
-        print(
+        to_stderr(
             f"harness {options.command}: baseline not written: {display_path(baseline)}: "
             f"{exc.strerror or exc}",
-            file=sys.stderr,
         )
         return EXIT["internal"]
     print(f"harness: baseline updated: {display_path(baseline)}")
@@ -382,10 +379,9 @@ def _changed(diff: BaselineDiff) -> bool:
     named = [f"regression {i}" for i in regressions] + [
         f"changed {i}" for i in changed if i not in regressions
     ]
-    print(
+    to_stderr(
         f"harness: --fail-on-change: {len(regressions)} regression(s), {len(changed)} "
         f"changed against the baseline: {'; '.join(named)}",
-        file=sys.stderr,
     )
     return True
 

@@ -6,13 +6,12 @@
 from __future__ import annotations
 
 import ipaddress
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from harness.cli.exitcodes import EXIT
-from harness.cli.parsing import Parser, parse
+from harness.cli.parsing import Parser, parse, to_stderr
 from harness.errors import HarnessError
 from harness.llm.script import ScriptStep
 from harness.llm.server import DEFAULT_MAX_DELAY, DEFAULT_PORT, serve
@@ -110,8 +109,8 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
     if isinstance(args, int):
         return args
     if (args.scenario is None) == (args.cassette is None):
-        print(
-            "harness serve: give a scenario file or --cassette FILE (one of them)", file=sys.stderr
+        to_stderr(
+            "harness serve: give a scenario file or --cassette FILE (one of them)",
         )
         return EXIT["bad_input"]
     if args.cassette is not None:
@@ -119,16 +118,15 @@ def serve_main(argv: Sequence[str] | None = None) -> int:
     try:
         steps, judge_steps, recorded = _script_of(args.scenario)
     except (HarnessError, OSError) as exc:
-        print(f"harness serve: {exc}", file=sys.stderr)
+        to_stderr(f"harness serve: {exc}")
         return EXIT["bad_input"]
     problem = _problem(args, steps, recorded)
     if problem is not None:
-        print(f"harness serve: {problem}", file=sys.stderr)
+        to_stderr(f"harness serve: {problem}")
         return EXIT["bad_input"]
     if not _is_loopback(args.host):
-        print(
+        to_stderr(
             f"harness serve: warning: serving on {args.host}, reachable from other machines",
-            file=sys.stderr,
         )
 
     return _until_stopped(
@@ -156,7 +154,7 @@ def _until_stopped(what: Any, host: str, start: Callable[[Callable[[int], None]]
     try:
         start(started)
     except HarnessError as exc:
-        print(f"harness serve: {exc}", file=sys.stderr)
+        to_stderr(f"harness serve: {exc}")
         return EXIT["bad_input"]
     print("harness serve: stopped", flush=True)
     return EXIT["passed"]
@@ -171,15 +169,15 @@ def _serve_cassette(args: Any) -> int:
 
     path = args.cassette
     if not path.is_file():
-        print(f"harness serve: no cassette file {path}", file=sys.stderr)
+        to_stderr(f"harness serve: no cassette file {path}")
         return EXIT["bad_input"]
     if not 0 <= args.port <= 65535:
-        print("harness serve: --port must be 0-65535", file=sys.stderr)
+        to_stderr("harness serve: --port must be 0-65535")
         return EXIT["bad_input"]
     try:
         session = CassetteSession(path, record_mode="none", shown_path=str(path))
     except LLMError as exc:
-        print(f"harness serve: {exc}", file=sys.stderr)
+        to_stderr(f"harness serve: {exc}")
         return EXIT["bad_input"]
 
     app = CassetteApp(session, repeat=True)

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from harness.cli.exitcodes import EXIT
-from harness.cli.parsing import UsageError
+from harness.cli.parsing import UsageError, to_stderr
 from harness.cli.plugins import PLUGIN_HELP, load_plugin_options
 
 __all__ = ["add_parsers", "schema_command", "validate_command"]
@@ -75,7 +74,7 @@ def validate_command(options: argparse.Namespace, extra: list[str]) -> int:
             bad += 1
             print(str(exc))
     if bad:
-        print(f"{bad} of {len(files)} scenario file(s) invalid", file=sys.stderr)
+        to_stderr(f"{bad} of {len(files)} scenario file(s) invalid")
         return EXIT["bad_input"]
     print(f"{len(files)} scenario(s) OK")
     return EXIT["passed"]

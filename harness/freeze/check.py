@@ -9,7 +9,6 @@ refused rather than written.
 
 from __future__ import annotations
 
-import reprlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,12 +16,14 @@ from typing import Any
 from harness.freeze.recorded import Item, RecordedCall, conversation_items, dialogue, tool_items
 from harness.hookspecs import hookimpl
 from harness.results import ScenarioResult
+from harness.secrets import masked_repr
 
 __all__ = ["Sent", "expectations", "first_difference", "run_offline", "set_aside"]
 
-_short = reprlib.Repr()
-_short.maxstring = 60
-_short.maxother = 60
+
+def _short(value: Any) -> str:
+    # Masked before it is shortened: a shortened key is a prefix no masking finds.
+    return masked_repr(value, 60)
 
 
 @dataclass
@@ -76,13 +77,13 @@ def _item(item: Item | None) -> str:
         return "nothing"
     kind = item[0]
     if kind == "message":
-        return f"{item[1]} message {_short.repr(item[2])}"
+        return f"{item[1]} message {_short(item[2])}"
     if kind == "call":
         args = item[3][1] if isinstance(item[3], tuple) else item[3]
-        return f"call {item[1]} {item[2]}({_short.repr(args)[1:-1]})"
+        return f"call {item[1]} {item[2]}({_short(args)[1:-1]})"
     if kind == "result":
-        return f"result of {item[1]} {_short.repr(item[2])}"
-    return _short.repr(item[-1])
+        return f"result of {item[1]} {_short(item[2])}"
+    return _short(item[-1])
 
 
 def _conversation_difference(sent: tuple[Item, ...], recorded: tuple[Item, ...]) -> str:
@@ -147,7 +148,7 @@ def set_aside(recorded: list[RecordedCall]) -> list[str]:
         changed = next(n for n, s in enumerate(systems, 1) if s != systems[0])
         notes.append(
             f"the system text changes at request {changed} of the recording "
-            f"({_short.repr(systems[0])} -> {_short.repr(systems[changed - 1])}): a scenario "
+            f"({_short(systems[0])} -> {_short(systems[changed - 1])}): a scenario "
             "sends one, so the frozen run keeps the first and the system text is not compared"
         )
     offered = [tuple(t[0] for t in tool_items(call.body.get("tools"))) for call in recorded]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
-import reprlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any
 import yaml
 
 from harness.files import atomic_write
-from harness.secrets import Scrubber
+from harness.secrets import Scrubber, masked_repr
 
 __all__ = [
     "CassetteFormatError",
@@ -233,7 +232,7 @@ class _Bad(Exception):
 
 
 def _got(value: Any) -> str:
-    return f"got {type(value).__name__} {reprlib.repr(value)}"
+    return f"got {type(value).__name__} {masked_repr(value)}"
 
 
 def _mapping(value: Any, path: tuple[str, ...], what: str) -> dict[str, Any]:
