@@ -22,7 +22,12 @@ from pydantic_core import to_jsonable_python
 
 from harness import simclock
 from harness.errors import AbortRun, HarnessError
-from harness.scenario.params import SchemaTool, SpecError, short_form_tool_schema
+from harness.scenario.params import (
+    SchemaTool,
+    SpecError,
+    check_parameter_names,
+    short_form_tool_schema,
+)
 from harness.scenario.targets import real_tool
 from harness.scenario.templates import (
     Template,
@@ -276,6 +281,9 @@ def _build(
                 f"type {spec.schema_['type']!r}: a tool's arguments are a JSON object, so the "
                 "schema's type is object (describe the arguments under properties:)",
             )
+        properties = spec.schema_.get("properties")
+        if isinstance(properties, dict):
+            check_parameter_names(properties, ("schema", "properties"))
         return SchemaTool(
             stub, name=name, schema=spec.schema_, description=description, strict=spec.strict
         )
