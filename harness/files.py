@@ -3,10 +3,46 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_write"]
+__all__ = ["MAX_READ_BYTES", "Unreadable", "atomic_write", "read_bounded"]
+
+# The most harness reads of a file a scenario names (the scenario file, its history): a
+# mistaken path to a device, a pipe or a huge file must not hang or exhaust the machine.
+MAX_READ_BYTES = 16 * 2**20
+
+
+class Unreadable(OSError):
+    """A file ``read_bounded`` refuses to read; ``str()`` is the reason alone."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+def read_bounded(path: str | Path, limit: int = MAX_READ_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes.
+
+    Unreadable otherwise, saying why: ``it is not a regular file`` (a device such as
+    /dev/zero, a pipe, a folder) or ``it is larger than 16 MiB``; OSError when the file
+    cannot be opened.
+    """
+    # Non-blocking: opening a pipe would otherwise wait for a writer forever.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise Unreadable(0, "it is not a regular file", str(path))
+        # Read one byte more than allowed: a file that grew since fstat is caught too.
+        data = handle.read(limit + 1)
+    if info.st_size > limit or len(data) > limit:
+        raise Unreadable(0, f"it is larger than {_size(limit)}", str(path))
+    return data
+
+
+def _size(limit: int) -> str:
+    return f"{limit // 2**20} MiB" if limit % 2**20 == 0 else f"{limit} bytes"
 
 
 def atomic_write(path: str | Path, text: str) -> None:

@@ -296,3 +296,58 @@ def test_a_result_results_json_cannot_hold_costs_no_other_scenario_its_result(od
     assert good["status"] == "passed"
     assert spoilt["status"] == "error"
     assert spoilt["final"]["error"]["message"].startswith("its result cannot be written")
+
+
+# -- files a scenario reads ------------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("target", "problem"),
+    [
+        ("/dev/zero", "it is not a regular file"),
+        ("fifo", "it is not a regular file"),
+        ("huge.json", "it is larger than 16 MiB"),
+    ],
+    ids=["dev-zero", "fifo", "huge"],
+)
+def test_a_history_file_is_read_with_a_bound(tmp_path, target, problem):
+    import os
+
+    if target == "fifo":
+        os.mkfifo(tmp_path / "fifo")  # opening it would wait for a writer forever
+    if target == "huge.json":
+        with open(tmp_path / "huge.json", "wb") as handle:
+            handle.truncate(16 * 2**20 + 1)  # sparse: no disk spent
+    path = write(tmp_path, f"name: x\ninput: hi\nhistory: {target}\n")
+    shown = target if target.startswith("/") else (tmp_path / target).as_posix()
+    assert load_error(path) == (
+        f"{path.as_posix()}:3: history: cannot read history file {shown}: {problem}"
+    )
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("target", ["/dev/zero", "fifo"], ids=["dev-zero", "fifo"])
+def test_a_scenario_file_that_is_no_regular_file_is_refused(tmp_path, capsys, target):
+    import os
+
+    if target == "fifo":
+        os.mkfifo(tmp_path / "fifo")
+    source = target if target.startswith("/") else tmp_path / target
+    (tmp_path / "evil.scenario.yaml").symlink_to(source)
+    assert main(["validate", str(tmp_path)]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith(
+        f"{(tmp_path / 'evil.scenario.yaml').as_posix()}: cannot read the file: "
+        "it is not a regular file"
+    ), out
+
+
+def test_a_huge_scenario_file_is_refused(tmp_path):
+    path = tmp_path / "huge.scenario.yaml"
+    with open(path, "wb") as handle:
+        handle.write(b"name: x\n")
+        handle.truncate(16 * 2**20 + 1)
+    assert load_error(path) == (
+        f"{path.as_posix()}: cannot read the file: it is larger than 16 MiB"
+    )
