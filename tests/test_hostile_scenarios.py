@@ -351,3 +351,32 @@ def test_a_huge_scenario_file_is_refused(tmp_path):
     assert load_error(path) == (
         f"{path.as_posix()}: cannot read the file: it is larger than 16 MiB"
     )
+
+
+# -- regular expressions ----------------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_a_backtracking_matches_pattern_fails_within_its_time_limit(tmp_path):
+    # (a|aa)+$ on forty a's and a '!' takes about 2**40 steps in a backtracking engine.
+    path = write(
+        tmp_path,
+        """\
+        name: redos
+        input: hi
+        llm:
+          script:
+            - content: "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!"
+        expect:
+          final: {matches: "(a|aa)+$"}
+        """,
+    )
+    result = run_scenario(path)
+    assert result.status == "failed"
+    (expectation,) = result.expectations
+    assert expectation.path == "final.matches"
+    assert expectation.actual == (
+        "the pattern did not finish within 1 s on the final answer (41 characters): it "
+        "backtracks; simplify it (a repeated group that can match the same text in "
+        "several ways, such as (a|aa)+, takes exponential time)"
+    )
