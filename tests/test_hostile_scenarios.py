@@ -380,3 +380,103 @@ def test_a_backtracking_matches_pattern_fails_within_its_time_limit(tmp_path):
         "backtracks; simplify it (a repeated group that can match the same text in "
         "several ways, such as (a|aa)+, takes exponential time)"
     )
+
+
+# -- templates --------------------------------------------------------------------------------
+
+
+def template_run(folder: Path, returns: str):
+    """A run whose one tool renders ``returns``: its final error message."""
+    path = write(
+        folder,
+        f"""\
+        name: t
+        input: go
+        tools:
+          t:
+            returns: {json.dumps(returns)}
+        llm:
+          script:
+            - tool_calls: [{{t: {{}}}}]
+            - content: done
+        """,
+    )
+    assert main(["validate", str(path)]) == 0  # compiling computes nothing
+    result = run_scenario(path)
+    assert result.termination == "error"
+    message = result.final.error["message"]
+    prefix = f"{path.as_posix()}:5: tools.t.returns: template error: "
+    assert message.startswith(prefix), message
+    return message.removeprefix(prefix)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("returns", "problem"),
+    [
+        (
+            "{{ 9 ** 999999999 }}",
+            "9 ** 999999999 would make a number of more than 4,300 digits, the most a "
+            "template makes",
+        ),
+        (
+            "{{ 'x' * 3000000000 }}",
+            "'x' * 3000000000 would make 3,000,000,000 characters or items; a template makes "
+            "at most 1,000,000 in one value",
+        ),
+        (
+            "{{ [0] * 3000000000 }}",
+            "[0] * 3000000000 would make 3,000,000,000 characters or items; a template makes "
+            "at most 1,000,000 in one value",
+        ),
+        (
+            "{% set ns = namespace(s='xy') %}{% for i in range(64) %}"
+            "{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s|length }}",
+            "~ would make 1,048,576 characters; a template makes at most 1,000,000 in one value",
+        ),
+        (
+            "{% set ns = namespace(n=3) %}{% for i in range(64) %}"
+            "{% set ns.n = ns.n * ns.n %}{% endfor %}{{ ns.n }}",
+            "a big number * a big number would make a number of more than 4,300 digits, the "
+            "most a template makes",
+        ),
+        (
+            "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+            "the template takes more than 100,000 steps (loop iterations, calls, operators): "
+            "render less",
+        ),
+        (
+            "{% for i in range(1000) %}{{ 'x' * 1000000 }}{% endfor %}",
+            "the template renders more than 1,000,000 characters, the most a template renders",
+        ),
+        (
+            "{{ 'x'.ljust(3000000000) }}",
+            "ljust(3000000000) would make more than 1,000,000 characters; a template makes at "
+            "most 1,000,000 in one value",
+        ),
+        (
+            "{{ '%03000000000d' % 1 }}",
+            "'%03000000000d' % 1: a width or precision above 1,000,000 (or given by *) is not "
+            "allowed in a template",
+        ),
+        (
+            "{% set l = [1, 2] %}{{ l.extend(l) }}",
+            # The sandbox refuses changing a list (one doubled in a loop).
+            "access to attribute 'extend' of 'list' object is unsafe.",
+        ),
+    ],
+    ids=[
+        "power",
+        "string-times",
+        "list-times",
+        "doubled-by-tilde",
+        "squared-in-a-loop",
+        "nested-loops",
+        "output",
+        "ljust",
+        "printf-width",
+        "list-extend",
+    ],
+)
+def test_a_template_that_would_blow_up_is_refused(tmp_path, returns, problem):
+    assert template_run(tmp_path, returns) == problem

@@ -29,6 +29,7 @@ from harness.scenario.params import (
     short_form_tool_schema,
 )
 from harness.scenario.targets import real_tool
+from harness.scenario.template_bounds import render
 from harness.scenario.templates import (
     Template,
     compile_value,
@@ -136,7 +137,7 @@ class _Stub(_Faults):
     def _render(self, value: Any, context: dict[str, Any]) -> Any:
         if isinstance(value, Template):
             try:
-                return value.template.render(context)
+                return render(value.template, context)
             except TemplateError as exc:
                 # A template that fails is a scenario bug, not a tool failure.
                 raise AbortRun(f"{self._where(value, exc)}: template error: {exc}") from None
