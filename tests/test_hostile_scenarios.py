@@ -480,3 +480,63 @@ def template_run(folder: Path, returns: str):
 )
 def test_a_template_that_would_blow_up_is_refused(tmp_path, returns, problem):
     assert template_run(tmp_path, returns) == problem
+
+
+# -- Faker and the calendar ---------------------------------------------------------------------
+
+DATES = (
+    "{{ faker.day_of_week() }} {{ faker.date_between() }} {{ faker.date_time() }} "
+    "{{ faker.date_this_month() }} {{ faker.date_time_this_year(after_now=True) }} "
+    "{{ faker.date_of_birth() }} {{ faker.future_date() }} {{ faker.past_datetime() }} "
+    "{{ faker.iso8601() }} {{ faker.date_between_dates() }} {{ faker.year() }}"
+)
+
+
+def rendered_on(path: Path, day: str, zone: str) -> str:
+    """The tool result of the scenario at ``path``, rendered with the machine's clock at
+    ``day`` and its time zone ``zone``.
+
+    libfaketime (Debian's faketime, LD_PRELOADed by the faketime command) moves the
+    clock of the one process it starts: the clock Faker reads, as the calendar moving on
+    would, without touching the machine's.
+    """
+    import os
+    import subprocess
+    import sys
+
+    code = "import sys; from harness.scenario import run_scenario; print(run_scenario(sys.argv[1]).tool_calls[0].result)"
+    done = subprocess.run(
+        ["faketime", day, sys.executable, "-c", code, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TZ": zone},
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_seeded_faker_date_is_the_same_on_any_day(tmp_path):
+    import shutil
+
+    if shutil.which("faketime") is None:
+        pytest.skip("needs faketime (Debian's faketime package; .ci/run installs it)")
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    path = write(
+        tmp_path,
+        f"""\
+        name: dates
+        seed: 7
+        input: go
+        tools:
+          when: {{returns: {json.dumps(DATES)}}}
+        llm:
+          script:
+            - tool_calls: [{{when: {{}}}}]
+            - content: done
+        """,
+    )
+    today = rendered_on(path, "2026-03-01 10:00:00", "UTC")
+    assert rendered_on(path, "2031-11-17 23:30:00", "UTC") == today
+    assert rendered_on(path, "2026-03-01 10:00:00", "Pacific/Kiritimati") == today
+    assert "2025" in today  # the fixed "now": 2025-01-01

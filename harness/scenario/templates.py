@@ -120,9 +120,10 @@ def faker_instance() -> Any:
     # re-seeded before each render, and stubs render on the event loop thread only.
     global _faker
     if _faker is None:
-        from faker import Faker
+        from harness.scenario.faker_now import fixed_now_faker
 
-        _faker = Faker("en_US")
+        # Its "now" is fixed: a seeded date is the same on any day (docs/scenarios.md).
+        _faker = fixed_now_faker("en_US")
     return _faker
 
 
