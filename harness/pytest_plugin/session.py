@@ -466,14 +466,13 @@ def diff_against_baseline(
 ) -> BaselineDiff:
     """The ``baseline`` section of results.json (harness.report's diff); ``not_run`` ids
     are listed as not run instead of removed."""
-    from harness.project import project_relative
+    from harness.project import project_relative, project_root
     from harness.report import diff_results
 
     name = None
     if source is not None:
-        # Relative to the project root: results must not depend on the checkout's location.
-        # Outside the project it stays as given (project_relative would resolve it).
-        name = project_relative(source)
-        if Path(name).is_absolute():
-            name = str(source)
+        # Relative to the baseline's own project root, so that results depend neither on
+        # the checkout's location nor on where the run started (a baseline in no project
+        # falls back to the current directory, as project_root does).
+        name = project_relative(source, project_root(source))
     return diff_results(old, new, source=name, not_run=not_run or ())
