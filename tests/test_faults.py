@@ -85,3 +85,60 @@ def test_the_baseline_path_in_results_does_not_depend_on_where_the_run_started(
     assert main(["run", str(project / "scenarios")]) == 0
     there = json.loads((project / "reports" / "results.json").read_text())["baseline"]
     assert here["source"] == there["source"] == "reports/baseline.json"
+
+
+@pytest.fixture
+def full_cassettes(project):
+    """The project's cassettes/ on a tmpfs of 4 KiB, already full (root mounts it, as CI
+    runs; elsewhere the test skips)."""
+    import os
+
+    cassettes = project / "cassettes"
+    cassettes.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs (a full disk) needs root")
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", str(cassettes)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        (cassettes / "filler").write_bytes(b"x" * 4096)
+        yield cassettes
+    finally:
+        subprocess.run(["umount", str(cassettes)], check=True)
+
+
+def test_a_full_disk_while_saving_a_cassette_is_one_line_and_exit_3(project, full_cassettes):
+    from harness.llm.script import ScriptStep
+    from harness.llm.server import create_app, running_app
+
+    (project / "scenarios" / "rec.scenario.yaml").write_text(
+        "input: Weather?\nllm: {provider: openai, model: gpt-4o-mini, base_url: BASE}\n"
+    )
+    app = create_app([ScriptStep(content="It is sunny.")])
+    with running_app(app) as url:
+        text = (project / "scenarios" / "rec.scenario.yaml").read_text()
+        (project / "scenarios" / "rec.scenario.yaml").write_text(text.replace("BASE", url))
+        done = subprocess.run(
+            [sys.executable, "-m", "harness.cli", "record"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=project,
+            env={**__import__("os").environ, "OPENAI_API_KEY": "sk-test"},
+        )
+    printed = done.stdout + done.stderr
+    assert done.returncode == 3, printed
+    assert "Traceback" not in printed and "harness crashed" not in printed
+    line = (
+        "scenarios/rec.scenario.yaml::rec: cassette cassettes/rec.yaml not written: "
+        "No space left on device"
+    )
+    assert f"report error: {line}" in done.stdout
+    results = json.loads((project / "reports" / "results.json").read_text())
+    by_id = {s["id"]: s for s in results["scenarios"]}
+    assert by_id["scenarios/a.scenario.yaml::a"]["status"] == "passed"
+    assert by_id["scenarios/rec.scenario.yaml::rec"]["status"] == "error"
+    # No hidden temporary file is left on the full disk either.
+    assert sorted(p.name for p in full_cassettes.iterdir()) == ["filler"]

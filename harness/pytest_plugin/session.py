@@ -248,6 +248,9 @@ class SuiteState:
         internal = getattr(report, "harness_internal", None)
         if internal:
             self.internal_errors.append(internal)
+        not_written = getattr(report, "harness_not_written", None)
+        if not_written:
+            self.report_errors.append(not_written)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         """Note a scenario file that did not load (once), and stop as serial pytest does."""
