@@ -142,3 +142,73 @@ def test_a_full_disk_while_saving_a_cassette_is_one_line_and_exit_3(project, ful
     assert by_id["scenarios/rec.scenario.yaml::rec"]["status"] == "error"
     # No hidden temporary file is left on the full disk either.
     assert sorted(p.name for p in full_cassettes.iterdir()) == ["filler"]
+
+
+BARRIER = """\
+import os
+import pathlib
+import time
+
+
+def wait(name: str) -> str:
+    # Returns once every run of the test is here: each has read the baseline by then.
+    folder = os.environ.get("BARRIER_DIR")
+    if folder:
+        (pathlib.Path(folder) / name).touch()
+        deadline = time.monotonic() + 120
+        while len(list(pathlib.Path(folder).iterdir())) < 2:
+            assert time.monotonic() < deadline, "the other run never came"
+            time.sleep(0.02)
+    return "ok"
+"""
+
+RACER = """\
+name: {name}
+input: hi
+tools:
+  barrier: {{use: "barrier:wait"}}
+llm:
+  script:
+    - tool_calls: [{{barrier: {{name: {name}}}}}]
+    - content: {answer}
+"""
+
+
+def test_two_runs_updating_one_baseline_at_once_lose_no_update(project, tmp_path_factory):
+    import os
+
+    (project / "barrier.py").write_text(BARRIER)
+    (project / "scenarios" / "a.scenario.yaml").unlink()
+    for name in ("alpha", "beta"):
+        (project / "scenarios" / f"{name}.scenario.yaml").write_text(
+            RACER.format(name=name, answer="old")
+        )
+    first = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "run", "--update-baseline"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=project,
+    )
+    assert first.returncode == 0, first.stdout + first.stderr
+    for name in ("alpha", "beta"):
+        (project / "scenarios" / f"{name}.scenario.yaml").write_text(
+            RACER.format(name=name, answer="new")
+        )
+    env = {**os.environ, "BARRIER_DIR": str(tmp_path_factory.mktemp("barrier"))}
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "harness.cli", "run", "-k", name, "--update-baseline"],
+            cwd=project,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for name in ("alpha", "beta")
+    ]
+    outputs = [run.communicate(timeout=300)[0] for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], outputs
+    baseline = json.loads((project / "reports" / "baseline.json").read_text())
+    finals = {s["name"]: s["final"]["content"] for s in baseline["scenarios"]}
+    assert finals == {"alpha": "new", "beta": "new"}
