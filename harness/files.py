@@ -7,7 +7,14 @@ import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["MAX_READ_BYTES", "Unreadable", "atomic_write", "read_bounded"]
+__all__ = [
+    "MAX_READ_BYTES",
+    "TEMPORARY_SUFFIX",
+    "Unreadable",
+    "atomic_write",
+    "read_bounded",
+    "remove_leftovers",
+]
 
 # The most harness reads of a file a scenario names (the scenario file, its history): a
 # mistaken path to a device, a pipe or a huge file must not hang or exhaust the machine.
@@ -45,11 +52,20 @@ def _size(limit: int) -> str:
     return f"{limit // 2**20} MiB" if limit % 2**20 == 0 else f"{limit} bytes"
 
 
+# A temporary file's name ends so: ``.NAME.PID.RANDOM.harness-tmp`` beside NAME. Hidden,
+# git-ignored (``.*.harness-tmp``), and removed by the next write or cassette load once the
+# process that wrote it is gone (a kill -9 between the write and the rename).
+TEMPORARY_SUFFIX = ".harness-tmp"
+
+
 def atomic_write(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file and a rename (mode 0644)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    remove_leftovers(target)
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{target.name}.{os.getpid()}.", suffix=TEMPORARY_SUFFIX, dir=target.parent
+    )
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
@@ -59,3 +75,30 @@ def atomic_write(path: str | Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def remove_leftovers(path: str | Path) -> None:
+    """Remove the temporary files of ``path`` whose writer died before its rename.
+
+    A writer still running (another xdist worker saving the same cassette) keeps its
+    file: the process id in the name says whose it is.
+    """
+    target = Path(path)
+    try:
+        found = list(target.parent.glob(f".{target.name}.*{TEMPORARY_SUFFIX}"))
+    except OSError:
+        return
+    for leftover in found:
+        pid = leftover.name[len(target.name) + 2 :].split(".", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            leftover.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True

@@ -212,3 +212,51 @@ def test_two_runs_updating_one_baseline_at_once_lose_no_update(project, tmp_path
     baseline = json.loads((project / "reports" / "baseline.json").read_text())
     finals = {s["name"]: s["final"]["content"] for s in baseline["scenarios"]}
     assert finals == {"alpha": "new", "beta": "new"}
+
+
+KILLED_MID_WRITE = """\
+import os, sys
+from harness import files
+
+# kill -9 between the write and the rename: what a killed CI job leaves.
+os.replace = lambda *args: os.kill(os.getpid(), 9)
+files.atomic_write(sys.argv[1], "interactions: []\\n" * 1000)
+"""
+
+
+def hidden_leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+
+
+def test_a_write_killed_midway_leaves_nothing_for_git_after_the_next_run(tmp_path):
+    from harness.files import atomic_write
+
+    cassette = tmp_path / "cassettes" / "weather.yaml"
+    killed = python(KILLED_MID_WRITE, str(cassette))
+    assert killed.returncode == -9
+    left = hidden_leftovers(cassette.parent)
+    assert len(left) == 1 and left[0].startswith(".weather.yaml.")
+    # The pattern harness's .gitignore (and docs/recording.md's advice) names.
+    root = Path(__file__).resolve().parent.parent
+    ignored = subprocess.run(
+        ["git", "check-ignore", "--no-index", "-q", f"cassettes/{left[0]}"], cwd=root
+    )
+    assert ignored.returncode == 0, f"{left[0]} is not git-ignored"
+    atomic_write(cassette, "interactions: []\n")  # the next run's save
+    assert hidden_leftovers(cassette.parent) == []
+    assert cassette.read_text() == "interactions: []\n"
+
+
+def test_a_replay_clears_what_a_killed_recording_left(tmp_path):
+    from harness import Agent
+    from harness.llm.config import LLMConfig, LLMContext
+    from harness.llm.openai_sdk import OpenAILLM
+
+    cassette = tmp_path / "weather.yaml"
+    cassette.write_text("interactions: []\n")
+    assert python(KILLED_MID_WRITE, str(cassette)).returncode == -9
+    assert len(hidden_leftovers(tmp_path)) == 1
+    config = LLMConfig(provider="openai", model="gpt-4o-mini", cassette=str(cassette))
+    context = LLMContext(scenario_id="s.scenario.yaml::s", record_mode="none")
+    Agent(llm=OpenAILLM(config.with_context(context))).run("hi")  # a replay: writes nothing
+    assert hidden_leftovers(tmp_path) == []
