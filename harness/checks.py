@@ -11,7 +11,6 @@ checked against its schema (a range has ``contains(value)``).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -142,10 +141,26 @@ def check_contains(result: CheckContext, expected: list[str]) -> tuple[bool, Any
     return all(text in content for text in expected), result.final.content
 
 
+# Seconds a ``final.matches`` search may take: a pattern that backtracks exponentially
+# would otherwise hold the run (and CI) forever.
+MATCH_TIMEOUT = 1.0
+
+
 def check_matches(result: CheckContext, expected: str) -> tuple[bool, Any]:
-    """``final.matches``: the regular expression is found in the final content."""
+    """``final.matches``: the regular expression is found in the final content (searched
+    with the ``regex`` package, which can stop a search after MATCH_TIMEOUT seconds)."""
+    import regex
+
     content = result.final.content or ""
-    return re.search(expected, content) is not None, result.final.content
+    try:
+        found = regex.search(expected, content, timeout=MATCH_TIMEOUT)
+    except TimeoutError:
+        return False, (
+            f"the pattern did not finish within {MATCH_TIMEOUT:g} s on the final answer "
+            f"({len(content)} characters): it backtracks; simplify it (a repeated group that "
+            "can match the same text in several ways, such as (a|aa)+, takes exponential time)"
+        )
+    return found is not None, result.final.content
 
 
 def check_equals(result: CheckContext, expected: str) -> tuple[bool, Any]:

@@ -14,6 +14,7 @@ __all__ = [
     "AbortRun",
     "HarnessError",
     "LLMError",
+    "NotWritten",
     "ScenarioError",
     "ScenarioSkipped",
     "describe",
@@ -45,6 +46,11 @@ class LLMError(Exception):
     def as_error(self) -> dict[str, Any]:
         """The ``final.error`` form."""
         return {"type": self.type, "message": self.message, "status": self.status}
+
+
+class NotWritten(HarnessError):
+    """A file harness writes could not be written (a full disk, no permission): one line
+    naming the file and why, and exit status 3, since the run's outcome is not on disk."""
 
 
 class ScenarioSkipped(HarnessError):

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from harness.errors import HarnessError, describe, format_errors
+from harness.files import atomic_write
 
 __all__ = [
     "AssistantMessage",
@@ -206,7 +207,9 @@ class Conversation(BaseModel):
             raise HarnessError(
                 f"Conversation.save: format is 'harness' or 'openai', got {format!r}"
             )
-        Path(path).write_text(text + "\n", encoding="utf-8")
+        # Through a temporary file and a rename: a save cut short (a full disk) leaves the
+        # previous file whole.
+        atomic_write(path, text + "\n")
 
     @classmethod
     def load(cls, path: str | Path) -> Conversation:

@@ -13,8 +13,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from harness import simclock
 from harness.actions import FinalResponse, RunResult, Termination, ToolCallRecord
 from harness.config import AgentConfig
+from harness.errors import AbortRun
 from harness.llm.base import LLM, LLMRequest, LLMResponse
 from harness.messages import AssistantMessage, Conversation, ToolCall, ToolMessage, clean_reply
 from harness.streaming import stream_reply
@@ -183,6 +185,11 @@ class Run:
         if message is not response.message:
             # Hooks must see the message that is in the conversation.
             response.message = message
+        if simclock.out_of_bounds(response.latency):
+            raise AbortRun(
+                f"the LLM source's reply took {response.latency!r} simulated seconds; a reply "
+                f"takes 0 to {simclock.MAX_SECONDS:.0f} (a year)"
+            )
         self.sim_time += response.latency
         if response.usage:
             usage = self.usage

@@ -9,7 +9,19 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 
-__all__ = ["CallClock", "elapsed", "in_parallel_plan", "sleep", "start_call"]
+__all__ = [
+    "MAX_SECONDS",
+    "CallClock",
+    "elapsed",
+    "in_parallel_plan",
+    "out_of_bounds",
+    "sleep",
+    "start_call",
+]
+
+# A year. No tool call or reply of a simulated run takes longer, so the clock, a sum of
+# them, stays finite: twice 1e308 seconds is infinity, which results.json cannot hold.
+MAX_SECONDS = 31_536_000.0
 
 
 class CallClock:
@@ -42,10 +54,19 @@ def in_parallel_plan() -> bool:
     return _parallel.get()
 
 
+def out_of_bounds(seconds: float) -> bool:
+    """Whether ``seconds`` is no simulated time a call or reply may take (0 to a year)."""
+    return not 0 <= seconds <= MAX_SECONDS  # NaN too
+
+
 def sleep(seconds: float) -> None:
     """Spend ``seconds`` of simulated time in the current tool call (no real waiting)."""
     if seconds < 0:
         raise ValueError("simulated latency cannot be negative")
+    if out_of_bounds(seconds):
+        raise ValueError(
+            f"simulated time of {seconds!r} s: a call spends at most {MAX_SECONDS:.0f} s (a year)"
+        )
     clock = _call.get()
     if clock is not None:
         clock.seconds += seconds

@@ -32,19 +32,53 @@ def load_baseline(shown: str, what: str, *, replacing: bool = False) -> Results 
         return None
 
 
-def update_baseline(path: Path, results: Results, old: Results | None) -> None:
-    """Write ``results`` as the baseline, keeping the entries of ``old`` (the baseline this
-    run was compared with) that the run did not run.
+# Seconds a run waits for another run's update of the same baseline to finish.
+LOCK_TIMEOUT = 60.0
 
-    A run narrowed by -k, -m or PATHS says nothing about the scenarios it left out: the
-    baseline diff lists them as not run, and their entries stay. Removed ones go.
+
+def update_baseline(path: Path, results: Results) -> None:
+    """Write ``results`` as the baseline, keeping the entries the run did not run.
+
+    A run narrowed by -k, -m or PATHS says nothing about the scenarios it left out: their
+    entries stay; the ones its baseline diff found removed go. The baseline is read again
+    under a lock (``baseline.json.lock`` beside it, the ``filelock`` package): another run
+    that updated it since this one started (with ``-k`` of its own, say) keeps its entries.
+    OSError when the file cannot be written or the lock is held for more than
+    LOCK_TIMEOUT seconds.
     """
+    from filelock import FileLock, Timeout
+
     from harness.results import build_results
 
-    kept: list[Any] = []
-    if old is not None and results.baseline is not None:
-        not_run = {ref.id for ref in results.baseline.not_run}
-        kept = [s for s in old.scenarios if s.id in not_run]
-    merged = build_results([*results.scenarios, *kept])
-    merged.meta = results.meta
-    merged.write_baseline(path)
+    lock = FileLock(f"{path}.lock", timeout=LOCK_TIMEOUT)
+    try:
+        with lock:
+            current = _current(path)
+            ran = {s.id for s in results.scenarios}
+            removed = {r.id for r in results.baseline.removed} if results.baseline else set()
+            kept: list[Any] = [
+                s for s in (current.scenarios if current else []) if s.id not in ran | removed
+            ]
+            merged = build_results([*results.scenarios, *kept])
+            merged.meta = results.meta
+            merged.write_baseline(path)
+    except Timeout:
+        raise OSError(
+            0,
+            f"another harness run has held its lock ({lock.lock_file}) for more than "
+            f"{LOCK_TIMEOUT:g} s; run again when it is done, or delete the lock file if no "
+            "run is going on",
+        ) from None
+
+
+def _current(path: Path) -> Results | None:
+    """The baseline on disk now (None when there is none, or none that reads: it is being
+    replaced)."""
+    from harness.results import ResultsFileError, load_results
+
+    if not path.is_file():
+        return None
+    try:
+        return load_results(str(path), what="baseline")
+    except ResultsFileError:
+        return None

@@ -76,7 +76,7 @@ def merge_main(argv: Sequence[str] | None = None) -> int:
         return EXIT["internal"]
     if args.update_baseline:
         try:
-            update_baseline(baseline_path, merged, old)
+            update_baseline(baseline_path, merged)
         except OSError as exc:
             print(f"{PROG}: baseline not written: {baseline_path}: {exc.strerror or exc}")
             return EXIT["internal"]

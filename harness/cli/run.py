@@ -350,14 +350,12 @@ def _call_pytest(args: list[str], capture: _Capture, *, lean: bool) -> int:
 # -- after pytest --------------------------------------------------------------------------
 
 
-def _write_baseline(
-    options: argparse.Namespace, baseline: Path, results: Results, old: Results | None
-) -> int | None:
+def _write_baseline(options: argparse.Namespace, baseline: Path, results: Results) -> int | None:
     """``--update-baseline``: None when written, else the exit status."""
     from harness.project import display_path
 
     try:
-        update_baseline(baseline, results, old)
+        update_baseline(baseline, results)
     except OSError as exc:
         # Like a report that cannot be written: exit 3, but no harness bug.
         to_stderr(
@@ -408,7 +406,7 @@ def run_command(options: argparse.Namespace, extra: list[str]) -> int:
     if state is None or status not in (0, 1):
         return status
     if options.update_baseline and state.final is not None:
-        failed = _write_baseline(options, baseline, state.final, compare[1] if compare else None)
+        failed = _write_baseline(options, baseline, state.final)
         if failed is not None:
             return failed
     changes_fail = options.fail_on_change and status == 0 and state.diff is not None

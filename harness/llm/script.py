@@ -19,6 +19,7 @@ from pydantic import (
 from harness.errors import HarnessError, describe_errors
 from harness.llm.chunks import ChunkAccumulator, LLMChunk, ToolCallDelta, reply_chunks
 from harness.messages import parse_arguments
+from harness.simclock import MAX_SECONDS
 
 __all__ = [
     "ScriptChunk",
@@ -158,7 +159,12 @@ class ScriptStep(BaseModel):
     unknown_tools: bool = Field(
         default=False, description="the step names tools the scenario does not define, on purpose"
     )
-    latency: float = Field(default=0.0, ge=0, description="simulated seconds for this reply")
+    latency: float = Field(
+        default=0.0,
+        ge=0,
+        le=MAX_SECONDS,
+        description="simulated seconds for this reply (a year at most)",
+    )
     usage: Usage | None = None
     finish_reason: str | None = None
     # Last: its check reads the fields above (pydantic validates in declaration order).

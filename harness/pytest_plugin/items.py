@@ -133,6 +133,8 @@ class ScenarioItem(pytest.Item):
         self.run = run
         self.result: ScenarioResult | None = None
         self.internal_error: str | None = None
+        # A file the run could not write (NotWritten), for the session's exit status.
+        self.not_written: str | None = None
         # An exception that escaped the run, and whose code raised it (None: harness's).
         self.escaped: BaseException | None = None
         self.culprit: str | None = None
@@ -180,7 +182,7 @@ class ScenarioItem(pytest.Item):
 
     def runtest(self) -> None:
         """Run the scenario; raise ScenarioFailed unless it passed."""
-        from harness.errors import HarnessError, RecordingRefused
+        from harness.errors import HarnessError, NotWritten, RecordingRefused
 
         if self.scenario.skip_reason is not None:
             # A target whose framework or program is not installed: not this suite's fault.
@@ -192,6 +194,12 @@ class ScenarioItem(pytest.Item):
             line = f"harness: {exc}"
             state_of(self.config).stopped_by = line
             pytest.exit(line, returncode=2)
+        except NotWritten as exc:
+            # A recording that could not be saved (a full disk): the scenario errors with
+            # the one line, and the session exits 3 as for a report not written.
+            self.result = self.own(_error_result(self.scenario, exc))
+            self.not_written = f"{self.scenario_id}: {exc}"
+            raise ScenarioFailed(self.result) from None
         except HarnessError as exc:
             # Bad configuration met at run time (a provider's settings, say): the
             # scenario errors with the message, as when a template fails.
@@ -359,6 +367,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.harness_status = item.result.status
         if item.internal_error:
             report.harness_internal = item.internal_error
+        if item.not_written:
+            report.harness_not_written = item.not_written
     return report
 
 

@@ -11,6 +11,7 @@ crashed or a report could not be written.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,7 +25,7 @@ from harness.pytest_plugin.options import SUFFIX, session_options
 if TYPE_CHECKING:
     from harness.baseline import BaselineDiff
     from harness.pytest_plugin.live import ConcurrentRuns
-    from harness.results import Results
+    from harness.results import Results, ScenarioResult
     from harness.shards import Shard
 
 __all__ = [
@@ -106,9 +107,9 @@ class SuiteState:
 
     def build(self) -> Results:
         """results.json for the scenarios seen so far (sorted by id; baseline diff added)."""
-        from harness.results import ScenarioResult, build_results
+        from harness.results import build_results
 
-        scenarios = [ScenarioResult.model_validate_json(text) for text in self.results.values()]
+        scenarios = [self._read_result(sid, text) for sid, text in self.results.items()]
         results = build_results(scenarios, started=self.started)
         if self.shard_meta is not None:
             # What was collected but not selected, or skipped: a merged diff's "not run".
@@ -120,6 +121,39 @@ class SuiteState:
             )
             results.baseline = self.diff
         return results
+
+    def _read_result(self, sid: str, text: str) -> ScenarioResult:
+        """A scenario's result as its test report carried it.
+
+        One that does not read back (a plugin left infinity in the run, which JSON writes
+        as null) becomes an entry in error, and a report error (exit 3): the other
+        scenarios keep their results.
+        """
+        from pydantic import ValidationError
+
+        from harness.actions import FinalResponse
+        from harness.errors import describe_errors
+        from harness.results import ScenarioResult
+
+        try:
+            return ScenarioResult.model_validate_json(text)
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False)
+            message = f"its result cannot be written: {describe_errors(errors, show_input=True)}"
+            if all(err.get("input") is None for err in errors):
+                message += " (infinity or NaN, which JSON cannot hold)"
+        line = f"{sid}: {message}"
+        if line not in self.report_errors:  # built for the reports, then the summary
+            self.report_errors.append(line)
+        raw = json.loads(text)
+        return ScenarioResult(
+            id=sid,
+            name=str(raw.get("name") or sid),
+            file=str(raw.get("file") or ""),
+            status="error",
+            termination="error",
+            final=FinalResponse(error={"type": "error", "message": message}),
+        )
 
     def not_run(self, results: Results) -> set[str]:
         """Baseline ids this run did not run and that are not gone: deselected, skipped,
@@ -214,6 +248,9 @@ class SuiteState:
         internal = getattr(report, "harness_internal", None)
         if internal:
             self.internal_errors.append(internal)
+        not_written = getattr(report, "harness_not_written", None)
+        if not_written:
+            self.report_errors.append(not_written)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         """Note a scenario file that did not load (once), and stop as serial pytest does."""
@@ -432,14 +469,13 @@ def diff_against_baseline(
 ) -> BaselineDiff:
     """The ``baseline`` section of results.json (harness.report's diff); ``not_run`` ids
     are listed as not run instead of removed."""
-    from harness.project import project_relative
+    from harness.project import project_relative, project_root
     from harness.report import diff_results
 
     name = None
     if source is not None:
-        # Relative to the project root: results must not depend on the checkout's location.
-        # Outside the project it stays as given (project_relative would resolve it).
-        name = project_relative(source)
-        if Path(name).is_absolute():
-            name = str(source)
+        # Relative to the baseline's own project root, so that results depend neither on
+        # the checkout's location nor on where the run started (a baseline in no project
+        # falls back to the current directory, as project_root does).
+        name = project_relative(source, project_root(source))
     return diff_results(old, new, source=name, not_run=not_run or ())

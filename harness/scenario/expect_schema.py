@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
+import regex
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -110,8 +110,8 @@ class FinalExpect(Ordered):
     def _regex(self) -> FinalExpect:
         if self.matches is not None:
             try:
-                re.compile(self.matches)
-            except re.error as exc:
+                regex.compile(self.matches)  # the engine check_matches searches with
+            except regex.error as exc:
                 raise ValueError(f"matches is not a valid regular expression: {exc}") from None
         return self
 

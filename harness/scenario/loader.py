@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.errors import HarnessError, ScenarioError
+from harness.files import read_bounded
 from harness.messages import Conversation, MessageItemError, messages_from_openai
 from harness.plugins import PluginError, Plugins, get_plugins
 from harness.project import display_path, project_root
@@ -56,7 +57,7 @@ def load_scenario(path: str | Path) -> Scenario:
     path = Path(path)
     shown = display_path(path)
     try:
-        data = path.read_bytes()
+        data = read_bounded(path)
     except OSError as exc:
         raise ScenarioError.single(shown, None, "", f"cannot read the file: {exc}") from None
     try:
@@ -543,10 +544,10 @@ def starting_conversation(scenario: Scenario) -> Conversation | None:
 def load_history(path: Path) -> Conversation:
     """A saved conversation: Conversation.save() JSON, or a JSON list of OpenAI messages."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_bounded(path).decode("utf-8"))
     except OSError as exc:
         raise HarnessError(f"cannot read history file {path}: {exc.strerror}") from None
-    except ValueError as exc:
+    except ValueError as exc:  # UnicodeDecodeError too
         raise HarnessError(f"history file {path} is not JSON: {exc}") from None
     try:
         if isinstance(data, list):

@@ -4,6 +4,7 @@ tools, and the SpecError every tool-spec check raises."""
 from __future__ import annotations
 
 import ast
+import unicodedata
 from collections.abc import Callable
 from typing import Any, Literal, Optional
 
@@ -16,7 +17,13 @@ from harness.messages import ToolCall
 from harness.scenario.tool_schema import ParamSpec
 from harness.tools import Tool, ToolArgumentsError, arguments_model, schema_of
 
-__all__ = ["SchemaTool", "SpecError", "parse_type", "short_form_tool_schema"]
+__all__ = [
+    "SchemaTool",
+    "SpecError",
+    "check_parameter_names",
+    "parse_type",
+    "short_form_tool_schema",
+]
 
 
 class SpecError(Exception):
@@ -108,6 +115,20 @@ def parse_type(text: str) -> Any:
     )
 
 
+def check_parameter_names(names: Any, at: tuple[str | int, ...]) -> None:
+    """SpecError for a parameter name (a key of ``names``, at ``at``) with a control
+    character: a NUL or a line break in an argument's name reaches the model's tool schema,
+    the arguments and every file that records them."""
+    for name in names:
+        bad = next((c for c in str(name) if unicodedata.category(c) == "Cc"), None)
+        if bad is not None:
+            raise SpecError(
+                (*at, name),
+                f"a parameter name holds a control character ({bad!r}): name it with "
+                "printable characters",
+            )
+
+
 def short_form_tool_schema(name: str, parameters: dict[str, str | ParamSpec]) -> tuple[Any, dict]:
     """(argument model, JSON schema), shared by every stub with the same name and parameters.
 
@@ -136,6 +157,7 @@ _MODELS: dict[str, tuple[Any, dict]] = {}
 
 def _short_form_model(name: str, parameters: dict[str, str | ParamSpec]) -> Any:
     fields: dict[str, tuple[Any, Any]] = {}
+    check_parameter_names(parameters, ("parameters",))
     for arg, spec in parameters.items():
         detail = spec if isinstance(spec, ParamSpec) else ParamSpec(type=spec)
         try:

@@ -22,8 +22,14 @@ from pydantic_core import to_jsonable_python
 
 from harness import simclock
 from harness.errors import AbortRun, HarnessError
-from harness.scenario.params import SchemaTool, SpecError, short_form_tool_schema
+from harness.scenario.params import (
+    SchemaTool,
+    SpecError,
+    check_parameter_names,
+    short_form_tool_schema,
+)
 from harness.scenario.targets import real_tool
+from harness.scenario.template_bounds import render
 from harness.scenario.templates import (
     Template,
     compile_value,
@@ -131,7 +137,7 @@ class _Stub(_Faults):
     def _render(self, value: Any, context: dict[str, Any]) -> Any:
         if isinstance(value, Template):
             try:
-                return value.template.render(context)
+                return render(value.template, context)
             except TemplateError as exc:
                 # A template that fails is a scenario bug, not a tool failure.
                 raise AbortRun(f"{self._where(value, exc)}: template error: {exc}") from None
@@ -276,6 +282,9 @@ def _build(
                 f"type {spec.schema_['type']!r}: a tool's arguments are a JSON object, so the "
                 "schema's type is object (describe the arguments under properties:)",
             )
+        properties = spec.schema_.get("properties")
+        if isinstance(properties, dict):
+            check_parameter_names(properties, ("schema", "properties"))
         return SchemaTool(
             stub, name=name, schema=spec.schema_, description=description, strict=spec.strict
         )

@@ -8,11 +8,11 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from jinja2 import StrictUndefined, TemplateSyntaxError, nodes
+from jinja2 import TemplateSyntaxError, nodes
 from jinja2.meta import find_undeclared_variables
-from jinja2.sandbox import SandboxedEnvironment
 
 from harness.scenario.params import SpecError
+from harness.scenario.template_bounds import bound, bounded_environment
 
 __all__ = [
     "TEMPLATE_MARKERS",
@@ -25,7 +25,7 @@ __all__ = [
     "uses_faker",
 ]
 
-_ENV = SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False)
+_ENV = bounded_environment()
 # A string holding one of these is a Jinja template; any other string is plain text.
 TEMPLATE_MARKERS = ("{{", "{%", "{#")
 # The names a template sees (with the environment's globals: range, dict, ...).
@@ -59,7 +59,7 @@ def _template(source: str) -> _Compiled:
     for node in tree.find_all(nodes.Name):
         if node.name in free:
             lines.setdefault(node.name, node.lineno)
-    return _Compiled(_ENV.from_string(tree), lines)
+    return _Compiled(_ENV.from_string(bound(tree)), lines)
 
 
 def compile_value(value: Any, field: tuple[str | int, ...]) -> Any:
@@ -120,9 +120,10 @@ def faker_instance() -> Any:
     # re-seeded before each render, and stubs render on the event loop thread only.
     global _faker
     if _faker is None:
-        from faker import Faker
+        from harness.scenario.faker_now import fixed_now_faker
 
-        _faker = Faker("en_US")
+        # Its "now" is fixed: a seeded date is the same on any day (docs/scenarios.md).
+        _faker = fixed_now_faker("en_US")
     return _faker
 
 

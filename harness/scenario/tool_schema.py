@@ -17,6 +17,7 @@ from pydantic import (
 
 from harness.scenario.fields import CLOSED
 from harness.scenario.injection import Inject, InjectSpec
+from harness.simclock import MAX_SECONDS
 
 __all__ = ["CodeSpec", "ParamSpec", "RemoteSpec", "ToolErrorSpec", "ToolResultSpec", "ToolSpec"]
 
@@ -137,11 +138,15 @@ class ToolSpec(BaseModel):
         default=None, description="per-call results (overrides returns for those calls)"
     )
     latency: float = Field(
-        default=0.0, ge=0, description="simulated seconds per call (stubs and use: tools)"
+        default=0.0,
+        ge=0,
+        le=MAX_SECONDS,
+        description="simulated seconds per call (stubs and use: tools; a year at most)",
     )
     timeout: float | None = Field(
         default=None,
         gt=0,
+        le=MAX_SECONDS,
         description="simulated seconds: a call whose latency exceeds it fails with "
         "TimeoutError when its timeout runs out",
     )

@@ -97,6 +97,10 @@ def _loader_class() -> Any:
     return yaml.SafeLoader
 
 
+# The tags YAML gives a mapping and a sequence that carry none.
+_IMPLICIT = {"mapping": "tag:yaml.org,2002:map", "sequence": "tag:yaml.org,2002:seq"}
+
+
 class _Builder:
     def __init__(self, loader: Any, file: str) -> None:
         self.loader = loader
@@ -117,10 +121,37 @@ class _Builder:
             # Say, `date: 2024-02-30`: a timestamp that is no date.
             raise self.fail(node, path, f"YAML error: {node.value!r}: {exc}") from None
 
+    def check_tag(self, node: yaml.Node, path: Path_) -> None:
+        """Refuse a tag written in the file: a value is read as written.
+
+        PyYAML's safe loader refuses unknown tags on scalars but keeps a tagged mapping or
+        sequence as a plain one, silently. A node's tag is the one its kind and text would
+        resolve to unless the file gave another, so a different tag was written (a tag
+        that changes nothing, ``!!str abc``, is harmless and passes unnoticed).
+        """
+        if node.id == "scalar":
+            plain = node.style in (None, "")
+            implicit = self.loader.resolve(yaml.ScalarNode, node.value, (plain, not plain))
+        else:
+            implicit = _IMPLICIT[node.id]
+        if node.tag == implicit:
+            return
+        tag = node.tag.replace("tag:yaml.org,2002:", "!!", 1)
+        hint = (
+            f"; to make it text, quote it: {json.dumps(node.value)}" if node.id == "scalar" else ""
+        )
+        raise self.fail(
+            node,
+            path,
+            f"a YAML tag ({tag}) is not allowed in a scenario file: remove it (values are "
+            f"read as written){hint}",
+        )
+
     def build(self, node: yaml.Node, path: Path_, depth: int = 0) -> Any:
         self.count += 1
         if depth > _MAX_DEPTH or self.count > _MAX_NODES:
             raise self.fail(node, path, "the document is nested too deeply or is too large")
+        self.check_tag(node, path)
         # Node kinds by their `id`, not isinstance: libyaml's parser keeps the node classes
         # of the first `import yaml`, which a re-import (pytester's module snapshots) replaces.
         if node.id == "mapping":
@@ -129,6 +160,7 @@ class _Builder:
             for key_node, value_node in node.value:
                 if key_node.id != "scalar":
                     raise self.fail(key_node, path, "mapping keys must be plain scalars")
+                self.check_tag(key_node, path)
                 key = self.construct(key_node, path)
                 if not isinstance(key, str):
                     # Keys are names, kept as written: YAML 1.1 would read `on:` as True and

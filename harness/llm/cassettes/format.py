@@ -500,4 +500,14 @@ class ReadablePersister:
         """Serialize and write atomically (mode 0644)."""
         from vcr.serialize import serialize
 
-        atomic_write(cassette_path, serialize(cassette_dict, serializer))
+        from harness.errors import NotWritten
+        from harness.project import display_path
+
+        text = serialize(cassette_dict, serializer)
+        try:
+            atomic_write(cassette_path, text)
+        except OSError as exc:
+            # A full disk is the machine's state, not a bug: one line, no traceback.
+            raise NotWritten(
+                f"cassette {display_path(cassette_path)} not written: {exc.strerror or exc}"
+            ) from None

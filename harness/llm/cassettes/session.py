@@ -24,6 +24,7 @@ from vcr.record_mode import RecordMode
 from vcr.request import Request
 
 from harness.errors import LLMError, RecordingRefused
+from harness.files import remove_leftovers
 from harness.llm.base import AGENT_ROLE, request_role
 from harness.llm.cassettes.format import (
     CassetteFormatError,
@@ -196,6 +197,8 @@ class IndexedCassette(Cassette):
         if self.skip_load:
             return
         path = Path(self._path)
+        # What a recording killed before its rename left beside the cassette.
+        remove_leftovers(path)
         if not path.is_file():
             return
         started = time.perf_counter()
