@@ -31,7 +31,9 @@ __all__ = [
     "serving_in_thread",
 ]
 
-log = logging.getLogger("harness")
+# Where uvicorn says what its server did (it gives this logger a handler): the operator
+# of `harness serve` or `harness agent-serve` sees the clients cut off there.
+server_log = logging.getLogger("uvicorn.error")
 
 # The name every server thread's name starts with.
 SERVER_THREAD = "harness-server"
@@ -72,7 +74,9 @@ class _Tally:
         if now >= self.due:
             self.due = now + self.every
             said = "; ".join(f"{what} ({n})" for what, n in self.counts.items())
-            log.warning("cut off slow or surplus clients: %s (at most one line a minute)", said)
+            server_log.warning(
+                "cut off slow or surplus clients: %s (at most one line a minute)", said
+            )
             self.counts.clear()
 
 

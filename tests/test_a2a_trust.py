@@ -282,6 +282,19 @@ def test_a_message_a_context_id_and_a_session_past_their_bounds_are_refused():
     assert text_of(after) == "answer 1"  # the server goes on serving others
 
 
+def test_a_body_larger_than_any_message_is_refused_before_it_is_parsed():
+    app = create_app(chatty)  # the default limits: messages of 256 KiB
+    with running_app(app) as url:
+        huge_id = _refusal(url, "hello", "c" * 3_900_000)
+        huge_text = _refusal(url, "x" * 3_900_000, "")
+        after = asyncio.run(_one(url))
+    for refused in (huge_id, huge_text):
+        assert refused["error"]["code"] == -32600
+        assert "the limit is 1114112 bytes" in refused["error"]["message"]
+    assert len(app.state.sessions) == 1  # the one of the request after them
+    assert text_of(after) == "answer 1"
+
+
 async def _one(url: str):
     async with Client(url) as client:
         return await client.send("still there?")
@@ -385,22 +398,40 @@ def _serve_app():
     return serve_create_app([]), serve_running_app, "/models"
 
 
+class Lines(logging.Handler):
+    """The lines a logger writes (uvicorn's do not reach pytest's caplog)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
 @pytest.mark.parametrize("make", [_a2a_app, _serve_app], ids=["agent-serve", "serve"])
 def test_slow_header_connections_are_closed_and_counted_not_held(make, caplog):
     app, running, path = make()
     limits = ServerLimits(request_timeout=0.5, max_connections=100)
     before = _open_fds()
+    server_log, lines = logging.getLogger("uvicorn.error"), Lines()
     with caplog.at_level(logging.INFO), running(app, limits=limits) as url:
-        host, port = httpx.URL(url).host, httpx.URL(url).port
-        clients = _slow_clients(host, port, 300)
-        closed = [_closed_by_server(sock) for sock in clients]
-        served = httpx.get(url.rstrip("/") + path, timeout=30)
-        held = _open_fds() - before
+        server_log.addHandler(lines)  # after uvicorn set up its loggers
+        try:
+            host, port = httpx.URL(url).host, httpx.URL(url).port
+            clients = _slow_clients(host, port, 300)
+            closed = [_closed_by_server(sock) for sock in clients]
+            served = httpx.get(url.rstrip("/") + path, timeout=30)
+            held = _open_fds() - before
+        finally:
+            server_log.removeHandler(lines)
     assert all(closed), f"{closed.count(False)} slow connections were held open"
     assert served.status_code == 200
     assert held < 20  # the server's listening socket and a few of its own, not 300
-    lines = [r for r in caplog.records if r.name.startswith(("uvicorn", "harness", "asyncio"))]
-    assert len(lines) <= 4, [r.getMessage() for r in lines]
+    # One line says what was cut off, not one per connection.
+    assert len(lines.lines) == 1 and "cut off slow or surplus clients" in lines.lines[0]
+    others = [r for r in caplog.records if r.name.startswith(("harness", "asyncio"))]
+    assert others == []
 
 
 def test_a_malformed_json_rpc_body_logs_one_line_not_a_traceback(caplog):

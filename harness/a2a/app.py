@@ -47,11 +47,12 @@ from harness.a2a.sessions import (
 )
 from harness.messages import Conversation, MessageItemError, messages_from_openai
 
-__all__ = ["DEFAULT_MAX_BODY", "create_app"]
+__all__ = ["body_limit", "create_app"]
 
 log = logging.getLogger("harness")
 
-DEFAULT_MAX_BODY = 4 * 1024 * 1024
+# Room in a body for what is not a message's text (JSON-RPC, ids, escapes of a short text).
+_BODY_SLACK = 64 * 1024
 # The card's path before A2A 0.3 named it agent-card.json; older clients still ask there.
 _OLD_CARD_PATH = "/.well-known/agent.json"
 
@@ -67,7 +68,7 @@ def create_app(
     max_message: int = DEFAULT_MAX_MESSAGE,
     max_session: int = DEFAULT_MAX_SESSION,
     max_turns: int = DEFAULT_MAX_TURNS,
-    max_body: int = DEFAULT_MAX_BODY,
+    max_body: int | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> FastAPI:
     """The A2A application; ``agent_factory()`` makes a fresh ``Agent`` for each session.
@@ -75,32 +76,22 @@ def create_app(
     ``url``: the address the agent card names (default: the address a request came
     to). ``session_ttl`` seconds idle and ``max_sessions`` bound the sessions kept;
     ``max_message`` bytes a message, ``max_session`` bytes what one session holds,
-    ``max_turns`` the turns running or waiting at once; ``max_body`` bytes a request.
+    ``max_turns`` the turns running or waiting at once; ``max_body`` bytes a request
+    (default: ``body_limit(max_message, max_session)``).
     """
+    if max_body is None:
+        max_body = body_limit(max_message, max_session)
     bounds = {"max_message": max_message, "max_session": max_session, "max_turns": max_turns}
     if session_ttl <= 0 or min(max_sessions, max_body, *bounds.values()) < 1:
         raise ValueError("session_ttl must be > 0; max_sessions, max_body and max_* >= 1")
+    if max_message > max_session:
+        raise ValueError("max_message must not be more than max_session")
     card = agent_card(name, description, url or "http://127.0.0.1/")
     executor = HarnessExecutor(
         agent_factory, session_ttl=session_ttl, max_sessions=max_sessions, clock=clock, **bounds
     )
-    sessions = executor.sessions
-    store = InMemoryTaskStore()
-
-    async def forget() -> None:
-        await _forget(sessions, store)
-
-    handler = SessionRequestHandler(
-        sessions=sessions, forget=forget, agent_executor=executor, task_store=store, agent_card=card
-    )
     app = FastAPI(title=name, description=description, openapi_url=None)
-    app.state.sessions = sessions
-    app.state.task_store = store
-    context_builder = SessionCallContextBuilder(sessions)
-    for route in create_jsonrpc_routes(
-        handler, rpc_url="/", context_builder=context_builder, enable_v0_3_compat=True
-    ):
-        app.router.routes.append(route)
+    forget = _add_a2a_routes(app, executor, card)
 
     async def card_endpoint(request: Request) -> JSONResponse:
         """The agent card, naming the address it was asked at unless ``url`` was given."""
@@ -109,11 +100,42 @@ def create_app(
 
     app.add_api_route(AGENT_CARD_WELL_KNOWN_PATH, card_endpoint, methods=["GET"])
     app.add_api_route(_OLD_CARD_PATH, card_endpoint, methods=["GET"])
-    _add_session_routes(app, sessions)
+    _add_session_routes(app, executor.sessions)
     _add_error_handlers(app)
     app.add_middleware(_Housekeeping, forget=forget, max_body=max_body)
     _one_line_logs()
     return app
+
+
+def _add_a2a_routes(app: FastAPI, executor: HarnessExecutor, card: AgentCard) -> Any:
+    """a2a-sdk's JSON-RPC endpoint, its calls owned by sessions (harness.a2a.guard); the
+    coroutine function that deletes the tasks of dropped sessions."""
+    sessions = executor.sessions
+    # Tasks are kept by owner (the caller's session): see SessionUser.
+    store = InMemoryTaskStore()
+
+    async def forget() -> None:
+        await _forget(sessions, store)
+
+    handler = SessionRequestHandler(
+        sessions=sessions, forget=forget, agent_executor=executor, task_store=store, agent_card=card
+    )
+    app.state.sessions = sessions
+    app.state.task_store = store
+    context_builder = SessionCallContextBuilder(sessions)
+    for route in create_jsonrpc_routes(
+        handler, rpc_url="/", context_builder=context_builder, enable_v0_3_compat=True
+    ):
+        app.router.routes.append(route)
+    return forget
+
+
+def body_limit(max_message: int, max_session: int) -> int:
+    """The default size limit of a request body: room for the largest message in JSON
+    (whose escapes may take up to four times its bytes) and for a saved session
+    (``POST /sessions``). A body over it is refused before it is read or parsed: a
+    server that parsed bodies it could never take would hold several copies of each."""
+    return max(4 * max_message, max_session) + _BODY_SLACK
 
 
 def agent_card(name: str, description: str, url: str) -> AgentCard:
@@ -249,8 +271,10 @@ def _add_error_handlers(app: FastAPI) -> None:
 class _Housekeeping:
     """ASGI middleware: refuses bodies over the limit and drops expired sessions.
 
-    The body is read here up to the limit (a declared Content-Length over it is refused
-    before reading), then handed on unchanged.
+    The body is read here up to the limit, then handed on unchanged. A body over it is
+    not kept: the rest of it is read and thrown away (up to a few times the limit, so
+    that the client, still sending, gets the 413 rather than a reset connection), then
+    the connection is closed.
     """
 
     def __init__(self, app: Any, *, forget: Callable[[], Any], max_body: int) -> None:
@@ -266,25 +290,9 @@ class _Housekeeping:
         if scope["method"] not in ("POST", "PUT", "PATCH"):
             await self.app(scope, receive, send)
             return
-        declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
-            await self._too_large(send, int(declared))
+        body = await self._body(scope, receive, send)
+        if body is None:
             return
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body:
-                await self._too_large(send, size)
-                return
-            chunks.append(chunk)
-            if not message.get("more_body"):
-                break
-        body = b"".join(chunks)
         sent = False
 
         async def replay() -> Any:
@@ -296,14 +304,35 @@ class _Housekeeping:
 
         await self.app(scope, replay, send)
 
-    async def _too_large(self, send: Any, size: int) -> None:
+    async def _body(self, scope: Any, receive: Any, send: Any) -> bytes | None:
+        """The whole body, or None when it was refused (or the client went away)."""
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        over = declared is not None and declared.isdigit() and int(declared) > self.max_body
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        while more and size <= 4 * self.max_body:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            more = bool(message.get("more_body"))
+            over = over or size > self.max_body
+            if not over:
+                chunks.append(chunk)
+        if not over:
+            return b"".join(chunks)
+        shown = int(declared) if declared is not None and declared.isdigit() else size
         response = _error(
             413,
             InvalidRequestError(
-                f"Payload too large: {size} bytes or more, the limit is {self.max_body} bytes"
+                f"Payload too large: {shown} bytes or more, the limit is {self.max_body} bytes"
             ),
         )
+        response.headers["connection"] = "close"
         await response({"type": "http"}, _no_body, send)
+        return None
 
 
 async def _forget(sessions: Sessions, store: Any) -> None:
