@@ -7,7 +7,7 @@ attacks it in rounds, reading the server's RSS (and its open files) after each r
 - ``large session``: one session is sent 40 messages of 200 KB (it fills up to
   ``--max-session`` and the rest are refused), 40 messages of 3.9 MB and 40 messages
   whose contextId is 3.9 MB (all refused);
-- ``many sessions``: twice ``--max-sessions`` new sessions, each sent 4 messages of 200 KB
+- ``many sessions``: twice ``--max-sessions`` new sessions, each sent 6 messages of 200 KB
   (the least recently used are dropped to make room);
 - ``slow headers``: 400 connections that send half a request head and then nothing,
   until the server has closed them all (its request deadline); a normal request is
@@ -72,6 +72,7 @@ class Server:
             stderr=self.log,
             text=True,
             env=env,
+            cwd=code,  # python -c imports from its current folder first
         )
         port = self.process.stdout.readline().strip()
         if not port.isdigit():
@@ -136,7 +137,7 @@ async def large_session(url: str, state: dict) -> tuple[int, int]:
 
 
 async def many_sessions(url: str, sessions: int) -> tuple[int, int]:
-    """One round of ``sessions`` new sessions of 4 messages each: (answered, refused)."""
+    """One round of ``sessions`` new sessions of 6 messages each: (answered, refused)."""
     counts = [0, 0]
     limits = httpx.Limits(max_connections=20, keepalive_expiry=2.0)
     async with httpx.AsyncClient(timeout=300, limits=limits) as http:
@@ -145,7 +146,7 @@ async def many_sessions(url: str, sessions: int) -> tuple[int, int]:
         async def one() -> None:
             async with gate:
                 context, token = "", ""
-                for n in range(4):
+                for n in range(6):
                     answer = await _send(http, url, f"{n} " + "z" * (200 * KB), context, token)
                     counts["result" not in answer] += 1
                     if "result" in answer and not token:

@@ -290,7 +290,7 @@ def test_a_body_larger_than_any_message_is_refused_before_it_is_parsed():
         after = asyncio.run(_one(url))
     for refused in (huge_id, huge_text):
         assert refused["error"]["code"] == -32600
-        assert "the limit is 1114112 bytes" in refused["error"]["message"]
+        assert "the limit is 2162688 bytes" in refused["error"]["message"]
     assert len(app.state.sessions) == 1  # the one of the request after them
     assert text_of(after) == "answer 1"
 

@@ -30,6 +30,7 @@ from harness.a2a.sessions import (
     Session,
     Sessions,
     conversation_size,
+    kept,
 )
 from harness.a2a.status import StatusObserver, Turn, current_turn
 from harness.errors import describe
@@ -118,17 +119,21 @@ class HarnessExecutor(AgentExecutor):
     async def _answer(self, session: Session, text: str, updater: TaskUpdater) -> int:
         """Answer ``text`` in ``session`` (one turn at a time); the bytes it added."""
         if not text.strip():
-            await updater.failed(self._message(updater, "the message has no text to answer"))
-            return 0
+            return await self._fail(updater, "the message has no text to answer")
         if session.agent is None:
             try:
                 session.agent = self.sessions.agent_factory()
             except Exception as exc:  # the user's factory failed: the task says why
                 log.warning("agent factory failed", exc_info=True)
-                await updater.failed(self._message(updater, f"cannot start a session: {exc}"))
-                return 0
+                return await self._fail(updater, f"cannot start a session: {exc}")
         async with session.lock:
             return await self._turn(session, text, updater)
+
+    async def _fail(self, updater: TaskUpdater, why: str) -> int:
+        """Fail the task saying ``why``; the bytes the task keeps of it."""
+        message = self._message(updater, why)
+        await updater.failed(message)
+        return kept(message.ByteSize())
 
     async def _turn(self, session: Session, text: str, updater: TaskUpdater) -> int:
         turn = Turn()
@@ -138,7 +143,7 @@ class HarnessExecutor(AgentExecutor):
         async def send(kind: str, piece: str) -> None:
             nonlocal stored
             message = self._message(updater, piece)
-            stored += message.ByteSize()
+            stored += kept(message.ByteSize())
             await updater.update_status(
                 TaskState.TASK_STATE_WORKING, message=message, metadata={"kind": kind}
             )
@@ -155,20 +160,18 @@ class HarnessExecutor(AgentExecutor):
             turn.close()
             await pump
         if result is None:
-            await updater.failed(self._message(updater, failure))
-            return stored
+            return stored + await self._fail(updater, failure)
         session.conversation = result.conversation
         session.turns += 1
         stored += conversation_size(session.openai_messages()[before:])
         content = result.final.content
         if content:
-            stored += len(content.encode())
+            stored += kept(len(content.encode()))
             await updater.add_artifact([new_text_part(content)], name="answer", last_chunk=True)
         if str(result.termination) == "completed":
             await updater.complete()
-        else:
-            await updater.failed(self._message(updater, failure_text(result)))
-        return stored
+            return stored
+        return stored + await self._fail(updater, failure_text(result))
 
     @staticmethod
     async def _streamed(session: Session, text: str) -> Any:
