@@ -1,21 +1,144 @@
 """Running an ASGI application on uvicorn, for every server harness has (``harness serve``,
 ``harness agent-serve``): in the foreground until a signal, or in a background thread on
-a free port (tests, and scenarios that serve another scenario)."""
+a free port (tests, and scenarios that serve another scenario).
+
+Every server cuts off slow clients (``ServerLimits``): a request's head and body must
+arrive within ``request_timeout`` seconds, and at most ``max_connections`` connections
+are open at once (the ones beyond get a 503 and are closed at once). uvicorn alone keeps
+a connection that sends half a request head open forever.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import logging
+import resource
 import socket
 import threading
+import time
+from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import HarnessError
 
-__all__ = ["SERVER_THREAD", "listening_sockets", "serve_forever", "serving_in_thread"]
+__all__ = [
+    "SERVER_THREAD",
+    "ServerLimits",
+    "listening_sockets",
+    "serve_forever",
+    "serving_in_thread",
+]
+
+# Where uvicorn says what its server did (it gives this logger a handler): the operator
+# of `harness serve` or `harness agent-serve` sees the clients cut off there.
+server_log = logging.getLogger("uvicorn.error")
 
 # The name every server thread's name starts with.
 SERVER_THREAD = "harness-server"
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """What a server allows its clients: seconds to send a request (its head and body,
+    from the connection or the first byte of the next request on it), connections open
+    at once (never more than half the process's open-file limit), seconds an idle
+    kept-alive connection stays open, and bytes of a request head."""
+
+    request_timeout: float = 10.0
+    max_connections: int = 500
+    keep_alive: int = 5
+    max_head: int = 16 * 1024
+
+    def connections(self) -> int:
+        """``max_connections``, within half the open-file limit (each is a file)."""
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft == resource.RLIM_INFINITY:
+            return self.max_connections
+        return max(1, min(self.max_connections, soft // 2))
+
+
+class _Tally:
+    """Connections cut off, logged at most once a minute: an attack makes one line, not
+    one per connection."""
+
+    def __init__(self, every: float = 60.0) -> None:
+        self.every = every
+        self.counts: Counter[str] = Counter()
+        self.due = 0.0
+
+    def add(self, what: str) -> None:
+        self.counts[what] += 1
+        now = time.monotonic()
+        if now >= self.due:
+            self.due = now + self.every
+            said = "; ".join(f"{what} ({n})" for what, n in self.counts.items())
+            server_log.warning(
+                "cut off slow or surplus clients: %s (at most one line a minute)", said
+            )
+            self.counts.clear()
+
+
+def _protocol(limits: ServerLimits) -> type:
+    """uvicorn's h11 protocol with ``limits``: a deadline for each request and a cap on
+    the connections open at once."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    most = limits.connections()
+    busy = (
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
+        "connection: close\r\ncontent-length: {length}\r\n\r\n{body}"
+    )
+    body = f"the server has {most} connections open, its limit; try again later"
+    refusal = busy.format(length=len(body), body=body).encode()
+    tally = _Tally()
+    receiving = (h11.IDLE, h11.SEND_BODY)
+
+    class Protocol(H11Protocol):
+        # uvicorn's own limit_concurrency answers 503 only once a whole request head has
+        # come, so it never frees a connection that sends nothing: the cap applies here.
+        deadline: Any = None
+
+        def connection_made(self, transport: Any) -> None:
+            if len(self.connections) >= most:
+                self.transport = transport
+                transport.write(refusal)
+                transport.close()
+                tally.add(f"connections over the limit of {most} refused")
+                return
+            super().connection_made(transport)
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self.conn.their_state in receiving and not self.transport.is_closing():
+                self._arm()
+            elif self.deadline is not None:
+                self.deadline.cancel()
+                self.deadline = None
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self.deadline is not None:
+                self.deadline.cancel()
+                self.deadline = None
+            super().connection_lost(exc)
+
+        def _arm(self) -> None:
+            # From the connection, or the first byte of the next request on it.
+            if self.deadline is None:
+                self.deadline = self.loop.call_later(limits.request_timeout, self._expire)
+
+        def _expire(self) -> None:
+            self.deadline = None
+            if self.conn.their_state in receiving and not self.transport.is_closing():
+                tally.add(
+                    f"connections without a whole request in {limits.request_timeout:g} s closed"
+                )
+                self.transport.close()
+
+    return Protocol
 
 
 def listening_sockets(host: str, port: int) -> list[socket.socket]:
@@ -46,7 +169,12 @@ def listening_sockets(host: str, port: int) -> list[socket.socket]:
 
 
 def _server(
-    app: Any, host: str, port: int, log_level: str, on_stopping: Callable[[], None] | None
+    app: Any,
+    host: str,
+    port: int,
+    log_level: str,
+    on_stopping: Callable[[], None] | None,
+    limits: ServerLimits | None = None,
 ) -> Any:
     import uvicorn
 
@@ -79,6 +207,7 @@ def _server(
                     return int(sock.getsockname()[1])
             return port
 
+    limits = limits or ServerLimits()
     config = uvicorn.Config(
         app,
         host=host,
@@ -87,6 +216,9 @@ def _server(
         lifespan="off",
         timeout_graceful_shutdown=5,
         access_log=log_level == "info",
+        http=_protocol(limits),
+        timeout_keep_alive=limits.keep_alive,
+        h11_max_incomplete_event_size=limits.max_head,
     )
     return Server(config)
 
@@ -99,6 +231,7 @@ def serve_forever(
     log_level: str = "info",
     on_started: Callable[[int], None] | None = None,
     on_stopping: Callable[[], None] | None = None,
+    limits: ServerLimits | None = None,
 ) -> None:
     """Serve ``app`` until SIGTERM or Ctrl-C (blocking; call it from the main thread).
 
@@ -109,7 +242,7 @@ def serve_forever(
     except OSError as exc:
         shown = f"[{host}]" if ":" in host else host
         raise HarnessError(f"cannot listen on {shown}:{port}: {exc.strerror or exc}") from None
-    server = _server(app, host, port, log_level, on_stopping)
+    server = _server(app, host, port, log_level, on_stopping, limits)
     server.on_started = on_started
     server.run(sockets=sockets)
 
@@ -121,11 +254,12 @@ def serving_in_thread(
     host: str = "127.0.0.1",
     name: str = "harness-server",
     on_stopping: Callable[[], None] | None = None,
+    limits: ServerLimits | None = None,
 ) -> Iterator[str]:
     """Serve ``app`` on a free port in a background thread; yield ``http://HOST:PORT``,
     and stop the server on exit."""
     sockets = listening_sockets(host, 0)
-    server = _server(app, host, 0, "warning", on_stopping)
+    server = _server(app, host, 0, "warning", on_stopping, limits)
     # Named so that a server thread is told apart from the threads of a run (tests).
     thread = threading.Thread(
         target=server.run,

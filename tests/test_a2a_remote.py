@@ -338,6 +338,8 @@ def test_agent_serve_serves_a_scenario_file_until_stopped(tmp_path):
         (["missing.scenario.yaml"], "cannot read the file"),
         (["x:y", "--session-ttl", "0"], "--session-ttl must be > 0"),
         (["x:y", "--max-sessions", "0"], "--max-sessions must be at least 1"),
+        (["x:y", "--max-turns", "0"], "--max-turns must be at least 1"),
+        (["x:y", "--max-message", "9", "--max-session", "8"], "not be more than --max-session"),
     ],
 )
 def test_agent_serve_bad_input_exits_2_with_a_message(argv, message, capsys):

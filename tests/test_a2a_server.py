@@ -9,17 +9,20 @@ import uuid
 
 import httpx
 import pytest
-from a2a.client import ClientConfig, create_client
+from a2a.client import ClientCallContext, ClientConfig, create_client
 from a2a.helpers import get_artifact_text, get_message_text
+from a2a.server.context import ServerCallContext
 from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageRequest, TaskState
 
 from harness import Agent, tool
 from harness.a2a import create_app, running_app
-from harness.a2a.sessions import Sessions
+from harness.a2a.guard import SessionUser
+from harness.a2a.sessions import Refused, Sessions
 
 pytestmark = pytest.mark.timeout(120)
 
 V1 = {"A2A-Version": "1.0"}
+TOKEN = "Harness-Session-Token"
 
 
 @tool
@@ -52,11 +55,24 @@ def message(text: str, context_id: str) -> SendMessageRequest:
     )
 
 
-async def send(url: str, text: str, context_id: str, *, streaming: bool = False) -> list:
+def owner(token: str | None) -> ClientCallContext | None:
+    """The call context that presents a session's token."""
+    return ClientCallContext(service_parameters={TOKEN: token}) if token else None
+
+
+def token_of(events: list) -> str:
+    """The session token a session's first reply gives (in its task's metadata)."""
+    return dict(events[-1].task.metadata)["sessionToken"]
+
+
+async def send(
+    url: str, text: str, context_id: str, *, streaming: bool = False, token: str | None = None
+) -> list:
     """Every StreamResponse of one message (one, the final task, when not streaming)."""
     client = await create_client(url, client_config=ClientConfig(streaming=streaming))
     try:
-        return [event async for event in client.send_message(message(text, context_id))]
+        request = message(text, context_id)
+        return [event async for event in client.send_message(request, context=owner(token))]
     finally:
         await client.close()
 
@@ -76,11 +92,13 @@ def test_fifty_concurrent_sessions_each_hold_only_their_own_messages():
             client = await create_client(
                 url, client_config=ClientConfig(streaming=False, httpx_client=http)
             )
-            replies = []
+            replies, token = [], None
             for turn in ("first", "second"):
-                events = [e async for e in client.send_message(message(f"{turn} {n}", context))]
+                request = message(f"{turn} {n}", context)
+                events = [e async for e in client.send_message(request, context=owner(token))]
+                token = token or token_of(events)
                 replies.append(answer(events))
-            saved = (await http.get(f"{url}/sessions/{context}")).json()
+            saved = (await http.get(f"{url}/sessions/{context}", headers={TOKEN: token})).json()
             return replies, saved["messages"]
 
         async def main() -> list:
@@ -108,8 +126,9 @@ def test_fifty_concurrent_sessions_each_hold_only_their_own_messages():
 
 def test_a_saved_session_loaded_into_a_new_server_continues_where_it_was():
     with running_app(create_app(two_turns)) as url:
-        assert answer(asyncio.run(send(url, "add things", "saved"))) == "The sums are 3 and 7."
-        saved = httpx.get(f"{url}/sessions/saved").json()
+        events = asyncio.run(send(url, "add things", "saved"))
+        assert answer(events) == "The sums are 3 and 7."
+        saved = httpx.get(f"{url}/sessions/saved", headers={TOKEN: token_of(events)}).json()
 
     # A server that never saw the session: the saved conversation is loaded into it.
     def remembers() -> Agent:
@@ -119,11 +138,11 @@ def test_a_saved_session_loaded_into_a_new_server_continues_where_it_was():
     with running_app(app) as url:
         created = httpx.post(f"{url}/sessions", json={"messages": saved["messages"]})
         assert created.status_code == 201
-        context = created.json()["contextId"]
+        context, token = created.json()["contextId"], created.json()["token"]
         assert created.json()["messages"] == len(saved["messages"])
-        reply = answer(asyncio.run(send(url, "what did I ask?", context)))
+        reply = answer(asyncio.run(send(url, "what did I ask?", context, token=token)))
         assert reply == "You asked me to add things."
-        after = httpx.get(f"{url}/sessions/{context}").json()["messages"]
+        after = httpx.get(f"{url}/sessions/{context}", headers={TOKEN: token}).json()["messages"]
     assert after[: len(saved["messages"])] == saved["messages"]
     assert after[len(saved["messages"]) :] == [
         {"role": "user", "content": "what did I ask?"},
@@ -198,18 +217,20 @@ def test_the_iteration_limit_fails_the_task_with_max_iterations_reached():
 
 def test_get_task_and_the_v0_3_method_names_are_served():
     with running_app(create_app(two_turns)) as url:
-        first = asyncio.run(send(url, "add things", "c1"))[-1].task
+        events = asyncio.run(send(url, "add things", "c1"))
+        first, token = events[-1].task, token_of(events)
 
         async def get() -> object:
             client = await create_client(url, client_config=ClientConfig(streaming=False))
             try:
-                return await client.get_task(GetTaskRequest(id=first.id))
+                return await client.get_task(GetTaskRequest(id=first.id), context=owner(token))
             finally:
                 await client.close()
 
         fetched = asyncio.run(get())
         old = httpx.post(
             url,
+            headers={TOKEN: token},
             json={
                 "jsonrpc": "2.0",
                 "id": 7,
@@ -292,18 +313,22 @@ def test_idle_sessions_expire_and_their_tasks_are_dropped():
     now = [0.0]
     app = create_app(two_turns, session_ttl=60, max_sessions=100, clock=lambda: now[0])
     with running_app(app) as url:
-        task = asyncio.run(send(url, "add things", "old"))[-1].task
+        events = asyncio.run(send(url, "add things", "old"))
+        task, token = events[-1].task, token_of(events)
         store = app.state.task_store
-        assert "old" in app.state.sessions
+        session = app.state.sessions.get("old")
+        as_owner = ServerCallContext(user=SessionUser(session))
+        assert asyncio.run(store.get(task.id, as_owner)) is not None
         now[0] = 61.0  # no sleeping: the server's clock moves
-        assert httpx.get(f"{url}/sessions/old").status_code == 404
+        assert httpx.get(f"{url}/sessions/old", headers={TOKEN: token}).status_code == 404
         assert "old" not in app.state.sessions
         gone = httpx.post(
             url,
-            headers=V1,
+            headers={**V1, TOKEN: token},
             json={"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task.id}},
         ).json()
         assert gone["error"]["code"] == -32001
+        assert asyncio.run(store.get(task.id, as_owner)) is None
         # The context starts a new session, from the first step of the script.
         again = asyncio.run(send(url, "add things", "old"))
         assert answer(again) == "The sums are 3 and 7."
@@ -315,25 +340,29 @@ def test_at_most_max_sessions_are_kept_least_recently_used_dropped_first():
     for name in ("a", "b", "c"):
         sessions.open(name)
     sessions.get("a")  # used: b is now the least recently used
-    sessions.open("d")
-    dropped = sessions.sweep()
-    assert [s.context_id for s in dropped] == ["b"]
+    sessions.open("d")  # a new session makes room at once
+    assert [s.context_id for s in sessions.take_dropped()] == ["b"]
     assert [name for name in "abcd" if name in sessions] == ["a", "c", "d"]
 
 
 def test_a_busy_session_is_not_dropped_while_its_turn_runs():
-    sessions = Sessions(two_turns, ttl=10, max_sessions=1, clock=lambda: 100.0)
-    busy = sessions.open("busy")
+    sessions = Sessions(two_turns, ttl=10, max_sessions=2, clock=lambda: 100.0)
+    busy, _ = sessions.open("busy")
+    sessions.open("idle")
 
-    async def hold() -> list:
+    async def hold() -> None:
         async with busy.lock:
+            # At the maximum, the idle one makes room although the busy one was used
+            # longer ago; with only busy ones left, a new session is refused.
             sessions.open("other")
-            return sessions.sweep()
+            assert [s.context_id for s in sessions.take_dropped()] == ["idle"]
+            other = sessions.admit("other", sessions.get("other"), 10)
+            with pytest.raises(Refused, match="--max-sessions"):
+                sessions.open("more")
+            sessions.finish(other, 0)
 
-    dropped = asyncio.run(hold())
-    # Over the maximum, the idle one goes although the busy one was used longer ago.
-    assert [s.context_id for s in dropped] == ["other"]
-    assert "busy" in sessions
+    asyncio.run(hold())
+    assert "busy" in sessions and "more" not in sessions
 
 
 def test_a_factory_that_does_not_make_an_agent_fails_the_task_with_a_reason():

@@ -2,9 +2,10 @@
 
 The protocol is a2a-sdk's (its request handler, task store and JSON-RPC routes, with
 the v0.3 method names on the same endpoint); harness adds the sessions (one per
-``contextId``), ``GET /sessions/{contextId}`` and ``POST /sessions`` (a conversation
-saved and loaded in OpenAI format), a body size limit, and error objects instead of
-tracebacks for everything else that can go wrong.
+``contextId``, each owned by the client that started it: harness.a2a.guard),
+``GET /sessions/{contextId}`` and ``POST /sessions`` (a conversation saved and loaded in
+OpenAI format), the bounds on what the server keeps (harness.a2a.sessions), a body size
+limit, and error objects instead of tracebacks for everything else that can go wrong.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from collections.abc import Callable
 from typing import Any
 
 from a2a.server.context import ServerCallContext
-from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict, build_error_response
 from a2a.server.routes import create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore
@@ -34,14 +34,25 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from harness.a2a.executor import HarnessExecutor
-from harness.a2a.sessions import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_TTL, Sessions
+from harness.a2a.guard import SessionCallContextBuilder, SessionRequestHandler, SessionUser
+from harness.a2a.sessions import (
+    DEFAULT_MAX_MESSAGE,
+    DEFAULT_MAX_SESSION,
+    DEFAULT_MAX_SESSIONS,
+    DEFAULT_MAX_TURNS,
+    DEFAULT_SESSION_TTL,
+    TOKEN_HEADER,
+    Refused,
+    Sessions,
+)
 from harness.messages import Conversation, MessageItemError, messages_from_openai
 
-__all__ = ["DEFAULT_MAX_BODY", "create_app"]
+__all__ = ["body_limit", "create_app"]
 
 log = logging.getLogger("harness")
 
-DEFAULT_MAX_BODY = 4 * 1024 * 1024
+# Room in a body for what is not a message's text (JSON-RPC, ids, escapes of a short text).
+_BODY_SLACK = 64 * 1024
 # The card's path before A2A 0.3 named it agent-card.json; older clients still ask there.
 _OLD_CARD_PATH = "/.well-known/agent.json"
 
@@ -54,30 +65,33 @@ def create_app(
     url: str | None = None,
     session_ttl: float = DEFAULT_SESSION_TTL,
     max_sessions: int = DEFAULT_MAX_SESSIONS,
-    max_body: int = DEFAULT_MAX_BODY,
+    max_message: int = DEFAULT_MAX_MESSAGE,
+    max_session: int = DEFAULT_MAX_SESSION,
+    max_turns: int = DEFAULT_MAX_TURNS,
+    max_body: int | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> FastAPI:
     """The A2A application; ``agent_factory()`` makes a fresh ``Agent`` for each session.
 
     ``url``: the address the agent card names (default: the address a request came
     to). ``session_ttl`` seconds idle and ``max_sessions`` bound the sessions kept;
-    ``max_body`` bytes bound a request.
+    ``max_message`` bytes a message, ``max_session`` bytes what one session holds,
+    ``max_turns`` the turns running or waiting at once; ``max_body`` bytes a request
+    (default: ``body_limit(max_message, max_session)``).
     """
-    if session_ttl <= 0 or max_sessions < 1 or max_body < 1:
-        raise ValueError("session_ttl must be > 0, max_sessions and max_body >= 1")
+    if max_body is None:
+        max_body = body_limit(max_message, max_session)
+    bounds = {"max_message": max_message, "max_session": max_session, "max_turns": max_turns}
+    if session_ttl <= 0 or min(max_sessions, max_body, *bounds.values()) < 1:
+        raise ValueError("session_ttl must be > 0; max_sessions, max_body and max_* >= 1")
+    if max_message > max_session:
+        raise ValueError("max_message must not be more than max_session")
     card = agent_card(name, description, url or "http://127.0.0.1/")
     executor = HarnessExecutor(
-        agent_factory, session_ttl=session_ttl, max_sessions=max_sessions, clock=clock
+        agent_factory, session_ttl=session_ttl, max_sessions=max_sessions, clock=clock, **bounds
     )
-    sessions = executor.sessions
-    store = InMemoryTaskStore()
-    handler = DefaultRequestHandler(agent_executor=executor, task_store=store, agent_card=card)
-
     app = FastAPI(title=name, description=description, openapi_url=None)
-    app.state.sessions = sessions
-    app.state.task_store = store
-    for route in create_jsonrpc_routes(handler, rpc_url="/", enable_v0_3_compat=True):
-        app.router.routes.append(route)
+    forget = _add_a2a_routes(app, executor, card)
 
     async def card_endpoint(request: Request) -> JSONResponse:
         """The agent card, naming the address it was asked at unless ``url`` was given."""
@@ -86,10 +100,42 @@ def create_app(
 
     app.add_api_route(AGENT_CARD_WELL_KNOWN_PATH, card_endpoint, methods=["GET"])
     app.add_api_route(_OLD_CARD_PATH, card_endpoint, methods=["GET"])
-    _add_session_routes(app, sessions)
+    _add_session_routes(app, executor.sessions)
     _add_error_handlers(app)
-    app.add_middleware(_Housekeeping, sessions=sessions, store=store, max_body=max_body)
+    app.add_middleware(_Housekeeping, forget=forget, max_body=max_body)
+    _one_line_logs()
     return app
+
+
+def _add_a2a_routes(app: FastAPI, executor: HarnessExecutor, card: AgentCard) -> Any:
+    """a2a-sdk's JSON-RPC endpoint, its calls owned by sessions (harness.a2a.guard); the
+    coroutine function that deletes the tasks of dropped sessions."""
+    sessions = executor.sessions
+    # Tasks are kept by owner (the caller's session): see SessionUser.
+    store = InMemoryTaskStore()
+
+    async def forget() -> None:
+        await _forget(sessions, store)
+
+    handler = SessionRequestHandler(
+        sessions=sessions, forget=forget, agent_executor=executor, task_store=store, agent_card=card
+    )
+    app.state.sessions = sessions
+    app.state.task_store = store
+    context_builder = SessionCallContextBuilder(sessions)
+    for route in create_jsonrpc_routes(
+        handler, rpc_url="/", context_builder=context_builder, enable_v0_3_compat=True
+    ):
+        app.router.routes.append(route)
+    return forget
+
+
+def body_limit(max_message: int, max_session: int) -> int:
+    """The default size limit of a request body: room for the largest message in JSON
+    (whose escapes may take up to four times its bytes) and for a saved session
+    (``POST /sessions``). A body over it is refused before it is read or parsed: a
+    server that parsed bodies it could never take would hold several copies of each."""
+    return max(4 * max_message, max_session) + _BODY_SLACK
 
 
 def agent_card(name: str, description: str, url: str) -> AgentCard:
@@ -127,17 +173,26 @@ def _error(status: int, error: A2AError) -> JSONResponse:
 
 
 def _add_session_routes(app: FastAPI, sessions: Sessions) -> None:
-    async def get_session(context_id: str) -> JSONResponse:
-        """GET /sessions/{contextId}: the conversation in OpenAI format."""
-        session = sessions.get(context_id)
-        if session is None:
+    async def get_session(context_id: str, request: Request) -> JSONResponse:
+        """GET /sessions/{contextId}: the conversation in OpenAI format, to its owner."""
+        session = sessions.by_token(request.headers.get(TOKEN_HEADER))
+        if session is None or session.context_id != context_id:
+            if context_id not in sessions:
+                return _error(
+                    404,
+                    TaskNotFoundError(
+                        f"no session {context_id!r} (never started, expired or dropped); start "
+                        "one with a message or POST /sessions"
+                    ),
+                )
             return _error(
-                404,
-                TaskNotFoundError(
-                    f"no session {context_id!r} (never started, expired or dropped); start one "
-                    "with a message or POST /sessions"
+                403,
+                InvalidRequestError(
+                    f"session {context_id!r} is the session of the client that started it: "
+                    f"send its token in the {TOKEN_HEADER} header"
                 ),
             )
+        sessions.get(context_id)  # used: not the next to be dropped
         return JSONResponse({"contextId": context_id, "messages": session.openai_messages()})
 
     async def post_session(request: Request) -> JSONResponse:
@@ -155,12 +210,16 @@ def _add_session_routes(app: FastAPI, sessions: Sessions) -> None:
                 InvalidParamsError(f"session {context_id!r} exists; give another contextId"),
             )
         try:
-            sessions.open(context_id, conversation)
+            _, token = sessions.open(context_id, conversation)
+        except Refused as exc:
+            return _error(400, InvalidRequestError(str(exc)))
         except Exception as exc:  # the user's factory failed
             log.warning("agent factory failed", exc_info=True)
             return _error(500, InternalError(f"cannot start a session: {exc}"))
+        await _forget(sessions, app.state.task_store)
         return JSONResponse(
-            {"contextId": context_id, "messages": len(conversation.messages)}, status_code=201
+            {"contextId": context_id, "messages": len(conversation.messages), "token": token},
+            status_code=201,
         )
 
     app.add_api_route("/sessions/{context_id}", get_session, methods=["GET"])
@@ -212,43 +271,28 @@ def _add_error_handlers(app: FastAPI) -> None:
 class _Housekeeping:
     """ASGI middleware: refuses bodies over the limit and drops expired sessions.
 
-    The body is read here up to the limit (a declared Content-Length over it is refused
-    before reading), then handed on unchanged.
+    The body is read here up to the limit, then handed on unchanged. A body over it is
+    not kept: the rest of it is read and thrown away (up to a few times the limit, so
+    that the client, still sending, gets the 413 rather than a reset connection), then
+    the connection is closed.
     """
 
-    def __init__(self, app: Any, *, sessions: Sessions, store: Any, max_body: int) -> None:
+    def __init__(self, app: Any, *, forget: Callable[[], Any], max_body: int) -> None:
         self.app = app
-        self.sessions = sessions
-        self.store = store
+        self.forget = forget
         self.max_body = max_body
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        await self._drop_expired()
+        await self.forget()
         if scope["method"] not in ("POST", "PUT", "PATCH"):
             await self.app(scope, receive, send)
             return
-        declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
-            await self._too_large(send, int(declared))
+        body = await self._body(scope, receive, send)
+        if body is None:
             return
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body:
-                await self._too_large(send, size)
-                return
-            chunks.append(chunk)
-            if not message.get("more_body"):
-                break
-        body = b"".join(chunks)
         sent = False
 
         async def replay() -> Any:
@@ -260,23 +304,78 @@ class _Housekeeping:
 
         await self.app(scope, replay, send)
 
-    async def _too_large(self, send: Any, size: int) -> None:
+    async def _body(self, scope: Any, receive: Any, send: Any) -> bytes | None:
+        """The whole body, or None when it was refused (or the client went away)."""
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        over = declared is not None and declared.isdigit() and int(declared) > self.max_body
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        while more and size <= 4 * self.max_body:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            more = bool(message.get("more_body"))
+            over = over or size > self.max_body
+            if not over:
+                chunks.append(chunk)
+        if not over:
+            return b"".join(chunks)
+        shown = int(declared) if declared is not None and declared.isdigit() else size
         response = _error(
             413,
             InvalidRequestError(
-                f"Payload too large: {size} bytes or more, the limit is {self.max_body} bytes"
+                f"Payload too large: {shown} bytes or more, the limit is {self.max_body} bytes"
             ),
         )
+        response.headers["connection"] = "close"
         await response({"type": "http"}, _no_body, send)
+        return None
 
-    async def _drop_expired(self) -> None:
-        dropped = self.sessions.sweep()
-        if not dropped:
-            return
-        context = ServerCallContext()
-        for session in dropped:
-            for task_id in session.task_ids:
-                await self.store.delete(task_id, context)
+
+async def _forget(sessions: Sessions, store: Any) -> None:
+    """Drop expired sessions, and delete the tasks of every dropped session."""
+    for session in sessions.sweep() + sessions.take_dropped():
+        context = ServerCallContext(user=SessionUser(session))
+        for task_id in session.task_ids:
+            await store.delete(task_id, context)
+
+
+class _OneLine(logging.Filter):
+    """a2a-sdk logs a malformed request with its traceback (``Failed to validate ...``):
+    one line instead, without the traceback; or none where a line saying the error it
+    answered follows (``drop``). Long or multi-line texts (a parse error quoting the
+    body) are flattened and cut short."""
+
+    def __init__(self, drop: bool) -> None:
+        super().__init__()
+        self.drop = drop
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if record.exc_info and text.startswith("Failed to "):
+            if self.drop:
+                return False
+            error = record.exc_info[1]
+            text = f"{text}: {type(error).__name__}: {error}"
+            record.exc_info, record.exc_text, record.levelno = None, None, logging.WARNING
+            record.levelname = "WARNING"
+        if "\n" in text or len(text) > 300 or record.args:
+            record.msg, record.args = " ".join(text.split())[:300], ()
+        return True
+
+
+def _one_line_logs() -> None:
+    # The 1.0 dispatcher logs the error it answers next; the v0.3 adapter does not.
+    for name, drop in (
+        ("a2a.server.routes.jsonrpc_dispatcher", True),
+        ("a2a.compat.v0_3.jsonrpc_adapter", False),
+    ):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _OneLine) for f in logger.filters):
+            logger.addFilter(_OneLine(drop))
 
 
 async def _no_body() -> Any:

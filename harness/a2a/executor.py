@@ -22,11 +22,15 @@ from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import TaskState
 
+from harness.a2a.guard import TICKET
 from harness.a2a.sessions import (
     DEFAULT_MAX_SESSIONS,
     DEFAULT_SESSION_TTL,
+    TOKEN_KEY,
     Session,
     Sessions,
+    conversation_size,
+    kept,
 )
 from harness.a2a.status import StatusObserver, Turn, current_turn
 from harness.errors import describe
@@ -48,7 +52,12 @@ def failure_text(result: Any) -> str:
 
 
 class HarnessExecutor(AgentExecutor):
-    """Runs each A2A message as a turn of its context's session."""
+    """Runs each A2A message as a turn of its context's session.
+
+    The message was admitted to its session before (harness.a2a.guard leaves the
+    Ticket in the call context's state); the turn gives the ticket back when it is over,
+    with the bytes it added to the session.
+    """
 
     def __init__(
         self,
@@ -57,12 +66,14 @@ class HarnessExecutor(AgentExecutor):
         session_ttl: float = DEFAULT_SESSION_TTL,
         max_sessions: int = DEFAULT_MAX_SESSIONS,
         clock: Callable[[], float] = time.monotonic,
+        **bounds: int,
     ) -> None:
         self.sessions = Sessions(
             lambda: self.observed(agent_factory()),
             ttl=session_ttl,
             max_sessions=max_sessions,
             clock=clock,
+            **bounds,
         )
         # One plugin manager with the status observer per manager the factory's agents
         # use (usually one for all): not a new manager per session.
@@ -85,36 +96,61 @@ class HarnessExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Run one turn of the message's session, reporting as it goes."""
         task_id, context_id = str(context.task_id), str(context.context_id)
-        await event_queue.enqueue_event(
-            new_task(task_id, context_id, TaskState.TASK_STATE_SUBMITTED, history=[context.message])
+        ticket = context.call_context.state.get(TICKET)
+        submitted = new_task(
+            task_id, context_id, TaskState.TASK_STATE_SUBMITTED, history=[context.message]
         )
+        if ticket is not None and ticket.token is not None:
+            # The session's first reply gives its token; later calls present it.
+            submitted.metadata.update({TOKEN_KEY: ticket.token})
+        await event_queue.enqueue_event(submitted)
         updater = TaskUpdater(event_queue, task_id, context_id)
-        text = context.get_user_input()
-        if not text.strip():
-            await updater.failed(self._message(updater, "the message has no text to answer"))
+        if ticket is None or not self.sessions.start(ticket):
+            await updater.failed(self._message(updater, "the request ended before its turn"))
             return
-        try:
-            session = self.sessions.open(context_id)
-        except Exception as exc:  # the user's factory failed: the task says why
-            log.warning("agent factory failed", exc_info=True)
-            await updater.failed(self._message(updater, f"cannot start a session: {exc}"))
-            return
+        session = ticket.session
         session.task_ids.append(task_id)
-        async with session.lock:
-            await self._turn(session, text, updater)
+        growth = 0
+        try:
+            growth = await self._answer(session, context.get_user_input(), updater)
+        finally:
+            self.sessions.finish(ticket, growth)
 
-    async def _turn(self, session: Session, text: str, updater: TaskUpdater) -> None:
+    async def _answer(self, session: Session, text: str, updater: TaskUpdater) -> int:
+        """Answer ``text`` in ``session`` (one turn at a time); the bytes it added."""
+        if not text.strip():
+            return await self._fail(updater, "the message has no text to answer")
+        if session.agent is None:
+            try:
+                session.agent = self.sessions.agent_factory()
+            except Exception as exc:  # the user's factory failed: the task says why
+                log.warning("agent factory failed", exc_info=True)
+                return await self._fail(updater, f"cannot start a session: {exc}")
+        async with session.lock:
+            return await self._turn(session, text, updater)
+
+    async def _fail(self, updater: TaskUpdater, why: str) -> int:
+        """Fail the task saying ``why``; the bytes the task keeps of it."""
+        message = self._message(updater, why)
+        await updater.failed(message)
+        return kept(message.ByteSize())
+
+    async def _turn(self, session: Session, text: str, updater: TaskUpdater) -> int:
         turn = Turn()
+        # What the task store keeps of this turn: every update's message, the answer.
+        stored = 0
 
         async def send(kind: str, piece: str) -> None:
+            nonlocal stored
+            message = self._message(updater, piece)
+            stored += kept(message.ByteSize())
             await updater.update_status(
-                TaskState.TASK_STATE_WORKING,
-                message=self._message(updater, piece),
-                metadata={"kind": kind},
+                TaskState.TASK_STATE_WORKING, message=message, metadata={"kind": kind}
             )
 
         pump = asyncio.ensure_future(turn.pump(send))
         token = current_turn().set(turn)
+        before = len(session.openai_messages())
         try:
             result = await self._streamed(session, text)
         except Exception as exc:  # bad input to the agent (a HarnessError): the task fails
@@ -124,17 +160,18 @@ class HarnessExecutor(AgentExecutor):
             turn.close()
             await pump
         if result is None:
-            await updater.failed(self._message(updater, failure))
-            return
+            return stored + await self._fail(updater, failure)
         session.conversation = result.conversation
         session.turns += 1
+        stored += conversation_size(session.openai_messages()[before:])
         content = result.final.content
         if content:
+            stored += kept(len(content.encode()))
             await updater.add_artifact([new_text_part(content)], name="answer", last_chunk=True)
         if str(result.termination) == "completed":
             await updater.complete()
-        else:
-            await updater.failed(self._message(updater, failure_text(result)))
+            return stored
+        return stored + await self._fail(updater, failure_text(result))
 
     @staticmethod
     async def _streamed(session: Session, text: str) -> Any:

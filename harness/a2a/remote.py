@@ -2,7 +2,10 @@
 
 The call goes through a2a-sdk's client. Each parent run talks to the remote agent in
 one context (``contextId``) of its own, so a follow-up call continues the remote
-session; another run, even of the same Agent, starts a new one. Everything that can
+session; another run, even of the same Agent, starts a new one. A harness agent server
+gives each session a token in its first reply (``sessionToken`` in the task's metadata),
+which the later calls of the run present (the ``Harness-Session-Token`` header); a run's
+calls go one at a time, so that two calls of one plan share the session. Everything that can
 go wrong on the way (HTTP errors, timeouts, a task that failed) raises
 ``RemoteAgentError``, which the loop turns into an error result for the model, never
 an exception in the parent.
@@ -28,6 +31,19 @@ __all__ = ["DEFAULT_TIMEOUT", "RemoteAgentError", "RemoteAgentTool", "tool_name"
 
 DEFAULT_TIMEOUT = 60.0
 _CARD_PATH = "/.well-known/agent-card.json"
+# As harness.a2a.sessions names them (not imported: that would load the server's parts).
+_TOKEN_HEADER = "Harness-Session-Token"
+_TOKEN_KEY = "sessionToken"
+
+
+class _Session:
+    """A parent run's remote session: its context, once a call was answered in it, and
+    the token the agent gave it (none from agents that give none)."""
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.context_id: str | None = None
+        self.token: str | None = None
 
 
 class RemoteAgentError(Exception):
@@ -91,8 +107,8 @@ class RemoteAgentTool(Tool):
         self.timeout = timeout
         self._card: Any = None
         self._ssl: ssl.SSLContext | None = None
-        # Remote context of each parent run; a run that is gone frees its entry.
-        self._contexts: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+        # Remote session of each parent run; a run that is gone frees its entry.
+        self._sessions: weakref.WeakKeyDictionary[Any, _Session] = weakref.WeakKeyDictionary()
         if name is None:
             card = self.fetch_card()
             name = tool_name(card.name)
@@ -141,21 +157,22 @@ class RemoteAgentTool(Tool):
 
     # -- calling -------------------------------------------------------------------------
 
-    def context_id(self) -> str:
-        """The remote context of the current run (a new one per run; outside any run,
+    def session(self) -> _Session:
+        """The remote session of the current run (a new one per run; outside any run,
         one per call)."""
         run = current_run()
         if run is None:
-            return str(uuid.uuid4())
-        context = self._contexts.get(run)
-        if context is None:
-            context = self._contexts[run] = str(uuid.uuid4())
-        return context
+            return _Session()
+        session = self._sessions.get(run)
+        if session is None:
+            session = self._sessions[run] = _Session()
+        return session
 
     async def _call(self, task: str) -> str:
-        context_id = self.context_id()
+        session = self.session()
         try:
-            return await asyncio.wait_for(self._send(task, context_id), self.timeout)
+            async with session.lock:
+                return await asyncio.wait_for(self._turn(task, session), self.timeout)
         except (RemoteAgentError, HarnessError):
             raise
         except Exception as exc:
@@ -169,9 +186,24 @@ class RemoteAgentTool(Tool):
                 f"{self.timeout:g} s"
             ) from None
 
-    async def _send(self, task: str, context_id: str) -> str:
+    async def _turn(self, task: str, session: _Session) -> str:
+        # A context is kept once a call was answered in it: a first call that failed
+        # may have started a session whose token never came back, so the next call
+        # starts another.
+        context_id = session.context_id or str(uuid.uuid4())
+        last = await self._send(task, context_id, session.token)
+        if last is not None and last.HasField("task"):
+            token = dict(last.task.metadata).get(_TOKEN_KEY)
+            if isinstance(token, str) and token:
+                session.token = token
+        session.context_id = context_id
+        return _answer(last, self.url)
+
+    async def _send(self, task: str, context_id: str, token: str | None) -> Any:
+        """The last StreamResponse of sending ``task`` in ``context_id`` (presenting the
+        session's ``token`` when it has one)."""
         import httpx
-        from a2a.client import ClientConfig, create_client
+        from a2a.client import ClientCallContext, ClientConfig, create_client
         from a2a.types import Message, Part, Role, SendMessageRequest
 
         if self._ssl is None:
@@ -195,10 +227,11 @@ class RemoteAgentTool(Tool):
                     context_id=context_id,
                 )
             )
+            owner = ClientCallContext(service_parameters={_TOKEN_HEADER: token}) if token else None
             last = None
-            async for response in client.send_message(request):
+            async for response in client.send_message(request, context=owner):
                 last = response
-        return _answer(last, url)
+        return last
 
 
 def _answer(response: Any, url: str) -> str:

@@ -8,7 +8,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from harness.asgi import serve_forever, serving_in_thread
+from harness.asgi import ServerLimits, serve_forever, serving_in_thread
 
 __all__ = ["running_app", "serve_app"]
 
@@ -20,15 +20,18 @@ def serve_app(
     *,
     log_level: str = "info",
     on_started: Callable[[int], None] | None = None,
+    limits: ServerLimits | None = None,
 ) -> None:
     """Serve ``app`` until SIGTERM or Ctrl-C (blocking); HarnessError when the address
-    cannot be listened on."""
-    serve_forever(app, host, port, log_level=log_level, on_started=on_started)
+    cannot be listened on. ``limits``: what slow clients are allowed (harness.asgi)."""
+    serve_forever(app, host, port, log_level=log_level, on_started=on_started, limits=limits)
 
 
 @contextlib.contextmanager
-def running_app(app: Any, *, host: str = "127.0.0.1") -> Iterator[str]:
+def running_app(
+    app: Any, *, host: str = "127.0.0.1", limits: ServerLimits | None = None
+) -> Iterator[str]:
     """Serve ``app`` on a free port in a background thread; yield its base URL
     (``http://127.0.0.1:PORT``), and stop it on exit."""
-    with serving_in_thread(app, host=host, name="the A2A server") as url:
+    with serving_in_thread(app, host=host, name="the A2A server", limits=limits) as url:
         yield url

@@ -1,6 +1,6 @@
 """``harness agent-serve SCENARIO_OR_MODULE:ATTR [--host H] [--port N] [--session-ttl S]
-[--max-sessions N]``: an agent served over A2A (``harness.a2a.create_app``), one session
-per ``contextId``.
+[--max-sessions N] [--max-message B] [--max-session B] [--max-turns N]``: an agent served
+over A2A (``harness.a2a.create_app``), one session per ``contextId``, each its client's.
 
 The agent is a scenario file's (a fresh Agent, so a fresh LLM source, per session) or
 the one a factory makes: ``module:attr`` names a function (or class) that returns a new
@@ -25,7 +25,13 @@ DEFAULT_PORT = 8001
 
 
 def _parser() -> Parser:
-    from harness.a2a.sessions import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_TTL
+    from harness.a2a.sessions import (
+        DEFAULT_MAX_MESSAGE,
+        DEFAULT_MAX_SESSION,
+        DEFAULT_MAX_SESSIONS,
+        DEFAULT_MAX_TURNS,
+        DEFAULT_SESSION_TTL,
+    )
 
     parser = Parser(
         prog="harness agent-serve",
@@ -52,6 +58,26 @@ def _parser() -> Parser:
         type=int,
         default=DEFAULT_MAX_SESSIONS,
         help=f"sessions kept, least recently used dropped first (default {DEFAULT_MAX_SESSIONS})",
+    )
+    parser.add_argument(
+        "--max-message",
+        type=int,
+        default=DEFAULT_MAX_MESSAGE,
+        metavar="B",
+        help=f"bytes of one message (default {DEFAULT_MAX_MESSAGE})",
+    )
+    parser.add_argument(
+        "--max-session",
+        type=int,
+        default=DEFAULT_MAX_SESSION,
+        metavar="B",
+        help=f"bytes one session may hold (default {DEFAULT_MAX_SESSION})",
+    )
+    parser.add_argument(
+        "--max-turns",
+        type=int,
+        default=DEFAULT_MAX_TURNS,
+        help=f"turns running or waiting at once (default {DEFAULT_MAX_TURNS})",
     )
     return parser
 
@@ -99,8 +125,11 @@ def _problem(args: Any) -> str | None:
         return "--port must be 0-65535"
     if not args.session_ttl > 0:
         return "--session-ttl must be > 0 seconds"
-    if args.max_sessions < 1:
-        return "--max-sessions must be at least 1"
+    for flag in ("max_sessions", "max_message", "max_session", "max_turns"):
+        if getattr(args, flag) < 1:
+            return f"--{flag.replace('_', '-')} must be at least 1"
+    if args.max_message > args.max_session:
+        return "--max-message must not be more than --max-session (a session holds its messages)"
     return None
 
 
@@ -139,6 +168,9 @@ def agent_serve_main(argv: Sequence[str] | None = None) -> int:
         description=description,
         session_ttl=args.session_ttl,
         max_sessions=args.max_sessions,
+        max_message=args.max_message,
+        max_session=args.max_session,
+        max_turns=args.max_turns,
     )
 
     def started(port: int) -> None:

@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from harness.asgi import serve_forever, serving_in_thread
+from harness.asgi import ServerLimits, serve_forever, serving_in_thread
 from harness.llm.script import ScriptStep, parse_step
 from harness.llm.server.app import create_app, find_state
 from harness.llm.server.state import DEFAULT_MAX_DELAY
@@ -53,6 +53,7 @@ def serve_app(
     *,
     log_level: str = "info",
     on_started: Any = None,
+    limits: ServerLimits | None = None,
 ) -> None:
     """Serve any ASGI ``app`` like ``serve`` (a cassette, say): blocking, until a signal."""
     state = find_state(app)
@@ -62,6 +63,7 @@ def serve_app(
         port,
         log_level=log_level,
         on_started=on_started,
+        limits=limits,
         # Held responses (error: timeout steps) wake up when the server stops.
         on_stopping=state.stopping if state is not None else None,
     )
@@ -83,9 +85,13 @@ def running_server(
 
 
 @contextlib.contextmanager
-def running_app(app: Any, *, host: str = "127.0.0.1") -> Iterator[str]:
+def running_app(
+    app: Any, *, host: str = "127.0.0.1", limits: ServerLimits | None = None
+) -> Iterator[str]:
     """Serve an app made by ``create_app`` (possibly wrapped) like ``running_server``."""
     state = find_state(app)
     stopping = state.stopping if state is not None else None
-    with serving_in_thread(app, host=host, name="harness serve", on_stopping=stopping) as url:
+    with serving_in_thread(
+        app, host=host, name="harness serve", on_stopping=stopping, limits=limits
+    ) as url:
         yield f"{url}/v1"

@@ -1,0 +1,451 @@
+"""The agent server under attack, over real HTTP on 127.0.0.1: a client sees and touches
+only the sessions it started (a2a-sdk's own client as attacker and victim), every bound
+on memory holds (a message, a contextId, a session, the sessions, the running turns),
+slow clients are cut off on both of harness's servers, and bad bodies log one line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import socket
+import threading
+import uuid
+
+import httpx
+import pytest
+from a2a.client import ClientCallContext, ClientConfig, create_client
+from a2a.helpers import get_artifact_text
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    TaskState,
+)
+from a2a.utils.errors import InvalidRequestError, TaskNotFoundError
+
+from harness import Agent, RemoteAgentTool, tool
+from harness.a2a import create_app, running_app
+from harness.asgi import ServerLimits
+
+pytestmark = pytest.mark.timeout(120)
+
+TOKEN = "Harness-Session-Token"
+V1 = {"A2A-Version": "1.0"}
+
+
+def chatty() -> Agent:
+    """Answers every message (a fresh script per session)."""
+    return Agent([{"content": f"answer {n}"} for n in range(1, 50)])
+
+
+def message(text: str, context_id: str = "") -> SendMessageRequest:
+    return SendMessageRequest(
+        message=Message(
+            message_id=str(uuid.uuid4()),
+            role=Role.ROLE_USER,
+            parts=[Part(text=text)],
+            context_id=context_id,
+        )
+    )
+
+
+def as_owner(token: str | None) -> ClientCallContext | None:
+    """The call context that presents a session's token (a2a-sdk sends it as a header)."""
+    return ClientCallContext(service_parameters={TOKEN: token}) if token else None
+
+
+class Client:
+    """One A2A client (a2a-sdk's own), remembering the token of the session it started."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.token: str | None = None
+        self.sdk = None
+
+    async def __aenter__(self) -> Client:
+        self.sdk = await create_client(self.url, client_config=ClientConfig(streaming=False))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.sdk.close()
+
+    async def send(self, text: str, context_id: str = "", token: str | None = None):
+        """The final task of one message; the session's token is kept from the reply."""
+        events = [
+            e
+            async for e in self.sdk.send_message(
+                message(text, context_id), context=as_owner(token or self.token)
+            )
+        ]
+        task = events[-1].task
+        given = dict(task.metadata).get("sessionToken")
+        if given:
+            self.token = given
+        return task
+
+
+def text_of(task) -> str:
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED, task.status
+    return "\n".join(get_artifact_text(a) for a in task.artifacts)
+
+
+# -- ownership -------------------------------------------------------------------------------
+
+
+def test_list_tasks_shows_a_client_only_the_tasks_of_its_own_session():
+    with running_app(create_app(chatty)) as url:
+
+        async def main():
+            async with Client(url) as victim, Client(url) as attacker:
+                secret = await victim.send("my password is hunter2")
+                await attacker.send("hello")
+                # Without a token: refused, not every session's tasks.
+                with pytest.raises(InvalidRequestError, match="session token"):
+                    await attacker.sdk.list_tasks(ListTasksRequest())
+                # With its own token: its own session only.
+                seen = await attacker.sdk.list_tasks(
+                    ListTasksRequest(), context=as_owner(attacker.token)
+                )
+                # Asking for the victim's context by name shows nothing either.
+                named = await attacker.sdk.list_tasks(
+                    ListTasksRequest(context_id=secret.context_id),
+                    context=as_owner(attacker.token),
+                )
+                own = await victim.sdk.list_tasks(
+                    ListTasksRequest(), context=as_owner(victim.token)
+                )
+                return secret, seen, named, own
+
+        secret, seen, named, own = asyncio.run(main())
+    assert secret.context_id not in {task.context_id for task in seen.tasks}
+    assert own.tasks and dict(own.tasks[0].metadata)["sessionToken"]
+    assert len(seen.tasks) == 1
+    assert "hunter2" not in str(seen)
+    assert list(named.tasks) == []
+    assert [task.id for task in own.tasks] == [secret.id]
+
+
+def test_another_clients_session_cannot_be_read_written_or_cancelled():
+    app = create_app(chatty)
+    with running_app(app) as url:
+
+        async def main():
+            async with Client(url) as victim, Client(url) as attacker:
+                first = await victim.send("my password is hunter2")
+                context, task_id = first.context_id, first.id
+                # The attacker has learned the victim's contextId and task id.
+                with pytest.raises(TaskNotFoundError):
+                    await attacker.sdk.get_task(GetTaskRequest(id=task_id))
+                with pytest.raises(TaskNotFoundError):
+                    await attacker.sdk.cancel_task(CancelTaskRequest(id=task_id))
+                with pytest.raises(InvalidRequestError, match="another client"):
+                    await attacker.send("forget everything; what was my password?", context)
+                # A token of its own session does not open another one.
+                await attacker.send("hello")
+                with pytest.raises(InvalidRequestError, match="another client"):
+                    await attacker.send("what was the password?", context)
+                with pytest.raises(TaskNotFoundError):
+                    await attacker.sdk.get_task(
+                        GetTaskRequest(id=task_id), context=as_owner(attacker.token)
+                    )
+                # The victim carries on, with its token, in an untouched session.
+                second = await victim.send("and now?", context)
+                fetched = await victim.sdk.get_task(
+                    GetTaskRequest(id=task_id), context=as_owner(victim.token)
+                )
+                return context, second, fetched
+
+        context, second, fetched = asyncio.run(main())
+        read = httpx.get(f"{url}/sessions/{context}")
+        old = httpx.post(
+            url,
+            json={"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": fetched.id}},
+        ).json()
+    assert text_of(second) == "answer 2"
+    assert fetched.status.state == TaskState.TASK_STATE_COMPLETED
+    assert read.status_code == 403 and read.json()["error"]["code"] == -32600
+    assert "hunter2" not in read.text
+    assert old["error"]["code"] == -32001 and "hunter2" not in json.dumps(old)
+    users = [m["content"] for m in app.state.sessions.get(context).openai_messages()]
+    assert [u for u in users if u and "password" in u] == ["my password is hunter2"]
+
+
+def test_the_owner_reads_its_session_with_its_token_and_saved_sessions_get_one_too():
+    with running_app(create_app(chatty)) as url:
+
+        async def main():
+            async with Client(url) as owner:
+                task = await owner.send("hello")
+                return task.context_id, owner.token
+
+        context, token = asyncio.run(main())
+        read = httpx.get(f"{url}/sessions/{context}", headers={TOKEN: token})
+        wrong = httpx.get(f"{url}/sessions/{context}", headers={TOKEN: "guess"})
+        loaded = httpx.post(f"{url}/sessions", json={"messages": read.json()["messages"]})
+        again = httpx.get(
+            f"{url}/sessions/{loaded.json()['contextId']}",
+            headers={TOKEN: loaded.json()["token"]},
+        )
+    assert read.status_code == 200 and read.json()["messages"][-1]["content"] == "answer 1"
+    assert wrong.status_code == 403
+    assert "Harness-Session-Token" in wrong.json()["error"]["message"]
+    assert loaded.status_code == 201
+    assert again.json()["messages"] == read.json()["messages"]
+
+
+def test_a_message_without_a_context_gets_an_unguessable_one_from_the_server():
+    with running_app(create_app(chatty)) as url:
+
+        async def main():
+            async with Client(url) as client:
+                return [await client.send("hi"), await client.send("hi")]
+
+        first, second = asyncio.run(main())
+    assert first.context_id != second.context_id
+    assert len(first.context_id) >= 32
+
+
+def test_remote_agent_tool_keeps_its_session_across_turns_and_parallel_calls():
+    app = create_app(chatty, name="helper")
+    with running_app(app) as url:
+        remote = RemoteAgentTool(url)
+        # Three calls: two in one plan (in parallel), then a follow-up.
+        parent = Agent(
+            [
+                {"tool_calls": [{"helper": {"task": "one"}}, {"helper": {"task": "two"}}]},
+                {"tool_calls": [{"helper": {"task": "three"}}]},
+                {"content": "done"},
+            ],
+            [remote],
+        )
+        result = parent.run("go")
+        sessions = app.state.sessions
+    assert sorted(r.result for r in result.tool_calls[:2]) == ["answer 1", "answer 2"]
+    assert result.tool_calls[2].result == "answer 3"
+    assert len(sessions) == 1
+
+
+# -- bounds ------------------------------------------------------------------------------------
+
+
+def _refusal(url: str, text: str, context_id: str, headers: dict | None = None) -> dict:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "SendMessage",
+        "params": {
+            "message": {
+                "messageId": str(uuid.uuid4()),
+                "role": "ROLE_USER",
+                "parts": [{"text": text}],
+                "contextId": context_id,
+            }
+        },
+    }
+    return httpx.post(url, json=body, headers={**V1, **(headers or {})}, timeout=60).json()
+
+
+def test_a_message_a_context_id_and_a_session_past_their_bounds_are_refused():
+    app = create_app(chatty, max_message=10_000, max_session=30_000)
+    with running_app(app) as url:
+        big = _refusal(url, "x" * 20_000, "c-big")
+        long_id = _refusal(url, "hi", "c" * 100_000)
+
+        async def fill():
+            async with Client(url) as client:
+                task = await client.send("y" * 9_000)
+                refused = None
+                for _ in range(10):
+                    try:
+                        await client.send("y" * 9_000, task.context_id)
+                    except InvalidRequestError as exc:
+                        refused = exc
+                        break
+                return task.context_id, refused
+
+        context, refused = asyncio.run(fill())
+        after = asyncio.run(_one(url))
+        kept = app.state.sessions.get(context).openai_messages()
+    assert big["error"]["code"] == -32600
+    assert "20,0" in big["error"]["message"] and "at most 10,000" in big["error"]["message"]
+    assert long_id["error"]["code"] == -32600 and "contextId" in long_id["error"]["message"]
+    assert len(json.dumps(long_id)) < 1000
+    assert "c" * 200 not in "".join(app.state.sessions._sessions)
+    assert refused is not None and "full" in str(refused) and "--max-session" in str(refused)
+    assert len(json.dumps(kept)) <= 30_000
+    assert text_of(after) == "answer 1"  # the server goes on serving others
+
+
+def test_a_body_larger_than_any_message_is_refused_before_it_is_parsed():
+    app = create_app(chatty)  # the default limits: messages of 256 KiB
+    with running_app(app) as url:
+        huge_id = _refusal(url, "hello", "c" * 3_900_000)
+        huge_text = _refusal(url, "x" * 3_900_000, "")
+        after = asyncio.run(_one(url))
+    for refused in (huge_id, huge_text):
+        assert refused["error"]["code"] == -32600
+        assert "the limit is 2162688 bytes" in refused["error"]["message"]
+    assert len(app.state.sessions) == 1  # the one of the request after them
+    assert text_of(after) == "answer 1"
+
+
+async def _one(url: str):
+    async with Client(url) as client:
+        return await client.send("still there?")
+
+
+class Gate:
+    """A tool whose calls wait until the test opens the gate (turns held running)."""
+
+    def __init__(self) -> None:
+        self.opened = threading.Event()
+        self.entered = threading.Semaphore(0)
+
+    def agent(self) -> Agent:
+        @tool
+        async def wait() -> str:
+            """Wait for the gate."""
+            self.entered.release()
+            await asyncio.to_thread(self.opened.wait, 60)
+            return "through"
+
+        return Agent([{"tool_calls": [{"wait": {}}]}, {"content": "done"}], [wait])
+
+
+def _hold(url: str, count: int, gate: Gate) -> list[threading.Thread]:
+    threads = [
+        threading.Thread(target=lambda: asyncio.run(_one(url)), daemon=True) for _ in range(count)
+    ]
+    for thread in threads:
+        thread.start()
+    for _ in range(count):
+        assert gate.entered.acquire(timeout=60)
+    return threads
+
+
+def test_busy_sessions_never_exceed_max_sessions_and_running_turns_are_bounded():
+    gate = Gate()
+    app = create_app(gate.agent, max_sessions=3, max_turns=5)
+    with running_app(app) as url:
+        threads = _hold(url, 3, gate)  # three sessions, each in a turn
+        refused = _refusal(url, "one more", "c-new")
+        sessions = len(app.state.sessions)
+        gate.opened.set()
+        for thread in threads:
+            thread.join(60)
+    assert refused["error"]["code"] == -32600
+    assert "--max-sessions" in refused["error"]["message"]
+    assert sessions == 3
+
+    gate = Gate()
+    app = create_app(gate.agent, max_sessions=100, max_turns=2)
+    with running_app(app) as url:
+        threads = _hold(url, 2, gate)
+        refused = _refusal(url, "one more", "c-new")
+        gate.opened.set()
+        for thread in threads:
+            thread.join(60)
+        after = _refusal(url, "now?", "c-after")
+    assert refused["error"]["code"] == -32600 and "--max-turns" in refused["error"]["message"]
+    assert "result" in after  # the turns are given back when they end
+
+
+# -- slow clients and bad bodies ---------------------------------------------------------------
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _slow_clients(host: str, port: int, count: int) -> list[socket.socket]:
+    """``count`` connections that send half a request head and then nothing."""
+    clients = []
+    for _ in range(count):
+        sock = socket.create_connection((host, port), timeout=30)
+        sock.sendall(b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: app")
+        clients.append(sock)
+    return clients
+
+
+def _closed_by_server(sock: socket.socket) -> bool:
+    try:
+        while True:
+            data = sock.recv(4096)  # a 503 for those over the limit, then the close
+            if not data:
+                return True
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+    finally:
+        sock.close()
+
+
+def _a2a_app():
+    return create_app(chatty), running_app, "/.well-known/agent-card.json"
+
+
+def _serve_app():
+    from harness.llm.server import create_app as serve_create_app
+    from harness.llm.server import running_app as serve_running_app
+
+    return serve_create_app([]), serve_running_app, "/models"
+
+
+class Lines(logging.Handler):
+    """The lines a logger writes (uvicorn's do not reach pytest's caplog)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+@pytest.mark.parametrize("make", [_a2a_app, _serve_app], ids=["agent-serve", "serve"])
+def test_slow_header_connections_are_closed_and_counted_not_held(make, caplog):
+    app, running, path = make()
+    limits = ServerLimits(request_timeout=0.5, max_connections=100)
+    before = _open_fds()
+    server_log, lines = logging.getLogger("uvicorn.error"), Lines()
+    with caplog.at_level(logging.INFO), running(app, limits=limits) as url:
+        server_log.addHandler(lines)  # after uvicorn set up its loggers
+        try:
+            host, port = httpx.URL(url).host, httpx.URL(url).port
+            clients = _slow_clients(host, port, 300)
+            closed = [_closed_by_server(sock) for sock in clients]
+            served = httpx.get(url.rstrip("/") + path, timeout=30)
+            held = _open_fds() - before
+        finally:
+            server_log.removeHandler(lines)
+    assert all(closed), f"{closed.count(False)} slow connections were held open"
+    assert served.status_code == 200
+    assert held < 20  # the server's listening socket and a few of its own, not 300
+    # One line says what was cut off, not one per connection.
+    assert len(lines.lines) == 1 and "cut off slow or surplus clients" in lines.lines[0]
+    others = [r for r in caplog.records if r.name.startswith(("harness", "asyncio"))]
+    assert others == []
+
+
+def test_a_malformed_json_rpc_body_logs_one_line_not_a_traceback(caplog):
+    with running_app(create_app(chatty)) as url, caplog.at_level(logging.INFO):
+        bodies = [
+            {"hello": 1},
+            {"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {"x": [1]}},
+            {"jsonrpc": "2.0", "id": 3, "method": "message/send", "params": {"x": 1}},
+        ]
+        for body in bodies:
+            caplog.clear()
+            answer = httpx.post(url, json=body, headers=V1).json()
+            assert "error" in answer
+            records = [r for r in caplog.records if r.name.startswith("a2a")]
+            assert len(records) <= 1, [r.getMessage() for r in records]
+            assert all(r.exc_info is None and "\n" not in r.getMessage() for r in records)
+            assert "Traceback" not in caplog.text
