@@ -91,7 +91,7 @@ def test_the_packaged_plugins_are_found_through_their_entry_points(
     project = tmp_path / "elsewhere"
     project.mkdir()
     (project / "pyproject.toml").write_text("[project]\nname = 'elsewhere'\n")
-    manager = plugins.get_plugins(project)
+    manager = plugins.discover(project)
     names = [name for name, _ in manager.plugins()]
     assert "shop-planner" in names and "shop-tools" in names
     agent = Agent(

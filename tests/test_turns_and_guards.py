@@ -134,7 +134,7 @@ class EchoUsers:
 def test_a_plugin_user_decides_the_next_message_from_the_conversation(tmp_path):
     from harness import plugins
 
-    manager = plugins.get_plugins()  # a folder without pyproject.toml: the current project
+    manager = plugins.discover()  # a folder without pyproject.toml: the current project
     echo = EchoUsers()
     manager.register(echo)
     try:
