@@ -7,7 +7,6 @@ Each problem is an issue at its key's line (``path:line: field: message``), so
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
@@ -17,11 +16,10 @@ from harness.config import AgentConfig, ModelPrice
 from harness.errors import HarnessError, validation_message
 from harness.plugins import PluginError, Plugins
 from harness.project import ProjectConfigError, project_config
+from harness.scenario.issues import IssueSink
 from harness.scenario.schema import Scenario
 
 __all__ = ["check_guards", "project_prices", "with_prices"]
-
-Issue = Callable[[tuple[str | int, ...], str], None]
 
 
 def project_prices(scenario: Scenario) -> dict[str, ModelPrice]:
@@ -61,7 +59,7 @@ def with_prices(config: AgentConfig, scenario: Scenario) -> AgentConfig:
     return config.model_copy(update=update) if update else config
 
 
-def check_failing(expect: Any, at: tuple[str | int, ...], issue: Issue) -> None:
+def check_failing(expect: Any, at: tuple[str | int, ...], issue: IssueSink) -> None:
     """``failing`` names expectations given in the same ``expect``."""
     if expect is None or not expect.failing:
         return
@@ -79,7 +77,7 @@ def check_failing(expect: Any, at: tuple[str | int, ...], issue: Issue) -> None:
             )
 
 
-def check_guards(scenario: Scenario, plugins: Plugins, issue: Issue) -> None:
+def check_guards(scenario: Scenario, plugins: Plugins, issue: IssueSink) -> None:
     """Detectors, budget, turns and user: every problem as an issue."""
     check_failing(scenario.expect, ("expect",), issue)
     for k, turn in enumerate(scenario.turns or []):
@@ -115,7 +113,7 @@ def check_guards(scenario: Scenario, plugins: Plugins, issue: Issue) -> None:
                 )
 
 
-def _check_cost(scenario: Scenario, issue: Issue) -> None:
+def _check_cost(scenario: Scenario, issue: IssueSink) -> None:
     budget = scenario.agent.budget
     if budget is None or budget.cost is None:
         return

@@ -21,11 +21,10 @@ from harness.config import AgentConfig
 from harness.llm.base import LLM
 from harness.llm.config import LLMConfig, LLMContext
 from harness.plugins import Plugins, discover
-from harness.results import ScenarioId
+from harness.results import ScenarioId, combination_label
 from harness.scenario.agents import KeptOpen, SubAgents
 from harness.scenario.guards import with_prices
 from harness.scenario.loader import build_tools, load_scenario
-from harness.scenario.matrix import combination_label
 from harness.scenario.schema import Scenario
 
 __all__ = [
