@@ -1,5 +1,5 @@
-"""Stuck detectors (DESIGN section 12): each fires at an exact iteration, and its near
-miss runs to the end; ``on_stuck: nudge`` adds one message and stops on the next repeat."""
+"""Stuck detectors (docs/loop.md#stuck-detectors): each fires at an exact iteration, and its
+near miss runs to the end; ``on_stuck: nudge`` adds one message and stops on the next repeat."""
 
 from __future__ import annotations
 

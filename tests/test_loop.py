@@ -267,7 +267,7 @@ def test_calls_of_an_earlier_run_are_not_recorded_again():
 
 
 def test_calls_left_unanswered_in_a_continued_conversation_are_answered_before_a_request():
-    """DESIGN section 3: every unanswered call gets a ToolMessage before any request,
+    """docs/loop.md: every unanswered call gets a ToolMessage before any request,
     also one of the conversation the run continues (react asks the model first)."""
     sent = []
 

@@ -1,5 +1,6 @@
-"""Section 12 in scenario files: multi-turn conversations, prompt injections and their
-guards, user simulator plugins, and `harness validate` errors for each new key."""
+"""docs/scenarios.md#conversations and #prompt-injection: multi-turn conversations, prompt
+injections and their guards, user simulator plugins, and `harness validate` errors for
+each new key."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""External agents (DESIGN section 10): any agent that speaks the OpenAI API, run as a
+"""External agents (docs/external.md): any agent that speaks the OpenAI API, run as a
 scenario's ``target``.
 
 harness serves the scenario's model (script or cassette) on 127.0.0.1 with its own

@@ -1,4 +1,4 @@
-"""Scenarios with a ``target:`` (DESIGN section 10): their checks when the file loads, and
+"""Scenarios with a ``target:`` (docs/external.md): their checks when the file loads, and
 their run (the scenario's model served to the target, the run observed).
 
 The served model is the scenario's script (harness's own server) or its cassette

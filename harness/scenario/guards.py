@@ -1,5 +1,6 @@
-"""Checks beyond the schema for section 12's keys, when a scenario file loads: the stuck
-detectors, the budget and its prices, the conversation's turns and user simulator.
+"""Checks beyond the schema, when a scenario file loads, for the keys of docs/scenarios.md's
+last sections: the stuck detectors, the budget and its prices, the conversation's turns
+and user simulator.
 
 Each problem is an issue at its key's line (``path:line: field: message``), so
 ``harness validate`` reports it and exit status is 2, before anything runs.
