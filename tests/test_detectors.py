@@ -161,6 +161,29 @@ def test_repeated_error_near_miss_different_errors_or_a_success_between():
     assert result.termination == Termination.completed
 
 
+def test_repeated_error_counts_again_from_zero_after_the_tool_succeeds():
+    # The tool itself succeeding breaks its run of failures (docs/loop.md#stuck-detectors:
+    # "the same tool failed with the same error W times running"): two failures, a
+    # success, two failures is no run of three.
+    @tool
+    def unreliable(fail: bool) -> str:
+        """Fails when asked to."""
+        if fail:
+            raise RuntimeError("service down")
+        return "ok"
+
+    script = [call("unreliable", fail=f) for f in (True, True, False, True, True)]
+    result = Agent(
+        llm=[*script, {"content": "done"}],
+        tools=[unreliable],
+        planner="react",
+        detectors={"repeated_error": {}},
+    ).run("go")
+
+    assert result.termination == Termination.completed
+    assert [r.is_error for r in result.tool_calls] == [True, True, False, True, True]
+
+
 # -- same_result ----------------------------------------------------------------------------
 
 
