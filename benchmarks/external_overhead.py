@@ -1,4 +1,4 @@
-"""What does observing an external agent cost? (section 10's external targets)
+"""What does observing an external agent cost? (docs/external.md's targets)
 
 A raw-SDK agent loop (the official ``openai`` client, Chat Completions, one tool call per
 round, each with other arguments) runs N rounds and a final answer twice:
