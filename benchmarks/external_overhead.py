@@ -1,4 +1,4 @@
-"""What does observing an external agent cost? (section 10's external targets)
+"""What does observing an external agent cost? (docs/external.md's targets)
 
 A raw-SDK agent loop (the official ``openai`` client, Chat Completions, one tool call per
 round, each with other arguments) runs N rounds and a final answer twice:
@@ -147,13 +147,13 @@ def time_harness(rounds: int) -> float:
     from harness.external import TargetSpec, run_target
     from harness.llm.script import parse_step
     from harness.llm.server import create_app
-    from harness.plugins import get_plugins
+    from harness.plugins import discover
 
     steps = [parse_step(i, s) for i, s in enumerate(script(rounds))]
     spec = TargetSpec("python", "benchmarks.external_overhead:agent", timeout=600)
     # Built-in plugins only: this repository's own (a JSONL trace observer among them)
     # are not harness's cost.
-    plugins = get_plugins(EMPTY)
+    plugins = discover(EMPTY)
     gc.collect()
     started = time.perf_counter()
     result = asyncio.run(

@@ -1,5 +1,6 @@
 """harness: a plugin-based testing and simulation harness for LLM agent loops."""
 
+import importlib
 import logging
 from typing import Any
 
@@ -41,26 +42,22 @@ logging.getLogger("harness").addHandler(logging.NullHandler())
 # Secret values (an API key in an error message, say) are masked before any handler sees them.
 logging.getLogger("harness").addFilter(ScrubbingFilter())
 
-# Scenario files need YAML, Jinja and jsonschema, which would double the import time of
-# `import harness` (and of the pytest plugin, loaded in every pytest session): imported
-# on first use instead.
-_SCENARIO_API = ("arun_scenario", "load_scenario", "run_scenario")
+# Imported on first use (name -> module): a2a-sdk and httpx; the sandboxes' subprocess
+# code; scenario files' YAML, Jinja and jsonschema, which would double the import time of
+# `import harness` (and of the pytest plugin, loaded in every pytest session).
+_LAZY = {
+    "RemoteAgentTool": "harness.a2a.remote",
+    "CodeExecutionTool": "harness.sandbox.tool",
+    "arun_scenario": "harness.scenario",
+    "load_scenario": "harness.scenario",
+    "run_scenario": "harness.scenario",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name == "RemoteAgentTool":  # a2a-sdk and httpx: loaded when used
-        from harness.a2a.remote import RemoteAgentTool
-
-        return RemoteAgentTool
-    if name == "CodeExecutionTool":  # subprocess and sandbox code: loaded when used
-        from harness.sandbox.tool import CodeExecutionTool
-
-        return CodeExecutionTool
-    if name in _SCENARIO_API:
-        import harness.scenario
-
-        return getattr(harness.scenario, name)
-    raise AttributeError(f"module 'harness' has no attribute {name!r}")
+    if name not in _LAZY:
+        raise AttributeError(f"module 'harness' has no attribute {name!r}")
+    return getattr(importlib.import_module(_LAZY[name]), name)
 
 
 __all__ = [

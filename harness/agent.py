@@ -21,7 +21,7 @@ from harness.messages import (
     UserMessage,
     messages_from_openai,
 )
-from harness.plugins import get_plugins
+from harness.plugins import Plugins, default_plugins
 from harness.run import Run, answer_unanswered
 from harness.streaming import EventSink, StreamEvent, stream_events
 from harness.sync import run_sync
@@ -39,23 +39,23 @@ class Agent:
         tools: Iterable[Any] = (),
         *,
         config: AgentConfig | None = None,
-        plugins: Iterable[Any] = (),
+        plugins: Plugins | Iterable[Any] = (),
         **settings: Any,
     ) -> None:
         """``settings`` are AgentConfig's fields (``planner=``, ``max_iterations=``, ...):
-        each overrides ``config`` (default: AgentConfig's defaults)."""
+        each overrides ``config`` (default: AgentConfig's defaults).
+
+        ``plugins``: plugin objects or modules for this agent, on top of the built-ins and
+        the installed plugins (the same in any folder); or a ``Plugins`` set, such as
+        ``harness.plugins.discover()`` for the project's ``[tool.harness] plugins``.
+        """
         self.config = _config(config, settings)
         if isinstance(tools, str | Tool) or callable(tools) or not _iterable(tools):
             raise HarnessError(
                 f"Agent(tools=...) takes a list of tools (@tool functions or registered tool "
                 f"names), got {describe(tools)}; write tools=[...]"
             )
-        if isinstance(plugins, str) or not _iterable(plugins):
-            raise HarnessError(
-                f"Agent(plugins=...) takes a list of plugin objects or modules, got "
-                f"{describe(plugins)}; write plugins=[...]"
-            )
-        self.plugins = get_plugins().with_extra(plugins)
+        self.plugins = _plugins(plugins)
         # A list of script steps is a convenient way to say ScriptedLLM(steps).
         if isinstance(llm, list):
             llm = ScriptedLLM(llm)
@@ -161,6 +161,18 @@ def _config(config: AgentConfig | None, settings: dict[str, Any]) -> AgentConfig
     except ValidationError as exc:
         problems = describe_errors(exc.errors(include_url=False), show_input=True)
         raise HarnessError(f"Agent: {problems}") from None
+
+
+def _plugins(plugins: Any) -> Plugins:
+    """The agent's plugin set: the one given, or the defaults with the given extras."""
+    if isinstance(plugins, Plugins):
+        return plugins
+    if isinstance(plugins, str) or not _iterable(plugins):
+        raise HarnessError(
+            f"Agent(plugins=...) takes a list of plugin objects or modules (or a Plugins set: "
+            f"harness.plugins.discover()), got {describe(plugins)}; write plugins=[...]"
+        )
+    return default_plugins().with_extra(plugins)
 
 
 def _iterable(value: Any) -> bool:

@@ -1,4 +1,4 @@
-"""Budgets (DESIGN section 12): limits on what a run may spend; crossing one ends it.
+"""Budgets (docs/loop.md#budgets): limits on what a run may spend; crossing one ends it.
 
 ``agent.budget`` sets any of ``tokens`` (total tokens of the run's LLM calls), ``cost``
 (US dollars, from usage and a price table), ``tool_calls`` (calls run) and ``sim_time``

@@ -1,6 +1,7 @@
 """Every hook a harness plugin can implement.
 
-Plugins implement them with ``harness.hookimpl`` (defined here). Registration hooks receive a
+Plugins implement them with ``hookimpl`` (defined here; a plugin imports it, and the types
+the hooks receive, from ``harness.plugin``: docs/plugins.md). Registration hooks receive a
 ``register`` callable; decision hooks are ``firstresult`` (the first non-None answer
 wins); event hooks are observers whose return values are ignored. pluggy is
 synchronous, so every hook is a plain function.

@@ -1,6 +1,6 @@
 """The agent loop: ask the planner for a plan, run it, until something ends the run.
 
-The exact semantics are DESIGN.md section 3: the run's state is a ``Run``
+The exact semantics are docs/loop.md's: the run's state is a ``Run``
 (harness.run), a tool plan runs through harness.toolplan. Per-iteration work is
 constant in the length of the run: nothing here walks the whole history.
 """

@@ -3,13 +3,14 @@
 Discovery, in order: the built-ins of DEFAULT_PLUGINS (ordinary plugins), the
 entry-point group ``harness``, the modules of ``[tool.harness] plugins`` in the
 project's pyproject.toml (imported with the project root on sys.path), and modules
-added at run time (``--harness-plugin``). ``HARNESS_DISABLE_PLUGINS`` (comma-separated
-names) blocks plugins by name.
+added at run time (``-p``, ``--harness-plugin``). ``HARNESS_DISABLE_PLUGINS``
+(comma-separated names) blocks plugins by name.
 
-There is one manager per project root, discovered once: a scenario file loads and runs
-with the plugins of its own project (the folder of the nearest pyproject.toml above
-it), wherever the command was started. ``get_plugins()`` without a root gives the
-current directory's project, or the one ``project_plugins(root)`` selects.
+Which set applies is explicit, never the current directory: ``Agent(...)`` gets
+``default_plugins()`` (the built-ins and the entry points, the same in any folder); the
+front ends ask for ``discover(root)``, a project's set, so that a scenario file loads and
+runs with the plugins of its own project wherever the command was started. One
+``PluginDiscovery`` keeps each set, found once.
 """
 
 from __future__ import annotations
@@ -18,9 +19,7 @@ import difflib
 import importlib
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -34,12 +33,13 @@ from harness.project import ProjectConfigError, project_config, project_root
 __all__ = [
     "DEFAULT_PLUGINS",
     "KINDS",
+    "PluginDiscovery",
     "PluginError",
     "Plugins",
-    "add_plugin_module",
-    "get_plugins",
+    "default_plugins",
+    "discover",
+    "discovery",
     "load_plugin_modules",
-    "project_plugins",
 ]
 
 DEFAULT_PLUGINS: tuple[str, ...] = (
@@ -291,14 +291,6 @@ def _explain_validation(name: str, plugin: Any, exc: pluggy.PluginValidationErro
 
 # -- discovery ---------------------------------------------------------------------------
 
-# Managers by project root (resolved). The current directory's project is also kept in
-# _global: found once, as before, so get_plugins() does not walk the folders each time.
-_managers: dict[Path, Plugins] = {}
-_global: Plugins | None = None
-_added_modules: list[str] = []
-# Set around loading and running a scenario: the project whose plugins apply.
-_project: ContextVar[Path | None] = ContextVar("harness_project", default=None)
-
 
 def _import_plugin(module: str, where: str, root: Path | None = None) -> Any:
     try:
@@ -335,31 +327,39 @@ def _disabled() -> set[str]:
     }
 
 
-def _discover(root: Path | None = None) -> Plugins:
-    root = root or project_root()
+def _discover(root: Path | None, added: tuple[str, ...] = ()) -> Plugins:
+    """A new manager: the built-ins and the entry points; with ``root``, that project's
+    ``[tool.harness] plugins``; then the ``added`` modules."""
     plugins = Plugins()
-    for name in _disabled():
+    disabled = _disabled()
+    for name in disabled:
         plugins.block(name)
     for module in DEFAULT_PLUGINS:
-        if module in _disabled():
-            continue
-        plugins.register(_import_plugin(module, "built-in plugins"), module)
+        if module not in disabled:
+            plugins.register(_import_plugin(module, "built-in plugins"), module)
     _load_entry_points(plugins)
+    if root is not None:
+        _load_project(plugins, root, disabled)
+    for module in added:
+        plugins.register(_import_plugin(module, "--harness-plugin"), module)
+    return plugins
+
+
+def _load_project(plugins: Plugins, root: Path, disabled: set[str]) -> None:
+    """The modules of ``[tool.harness] plugins``, imported with the project root on sys.path."""
     try:
         local = project_config(root).get("plugins", [])
     except ProjectConfigError as exc:
         raise PluginError(str(exc)) from None
-    if local:
-        if str(root) not in sys.path:
-            sys.path.insert(0, str(root))
-        where = f"{root / 'pyproject.toml'} [tool.harness] plugins"
-        for module in local:
-            if module not in _disabled():
-                plugins.register(_import_plugin(module, where, root), module)
-                plugins.origins[module] = "pyproject.toml [tool.harness] plugins"
-    for module in _added_modules:
-        plugins.register(_import_plugin(module, "--harness-plugin"), module)
-    return plugins
+    if not local:
+        return
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    where = f"{root / 'pyproject.toml'} [tool.harness] plugins"
+    for module in local:
+        if module not in disabled:
+            plugins.register(_import_plugin(module, where, root), module)
+            plugins.origins[module] = "pyproject.toml [tool.harness] plugins"
 
 
 def _load_entry_points(plugins: Plugins) -> None:
@@ -382,71 +382,81 @@ def _load_entry_points(plugins: Plugins) -> None:
             plugins.adopt(plugin, name)
 
 
-def _for_root(root: Path) -> Plugins:
-    found = _managers.get(root)
-    if found is None:
-        found = _managers[root] = _discover(root)
-    return found
+class PluginDiscovery:
+    """The plugin sets of one process, each discovered once, by (project root, added modules).
 
-
-def get_plugins(root: str | Path | None = None) -> Plugins:
-    """The plugin manager of the project at ``root`` (default: the current project).
-
-    Discovered once per project root. Without ``root``: the project ``project_plugins``
-    selected, else the current directory's.
+    ``default()``, what ``Agent(...)`` gets, is the built-ins and the installed entry
+    points: the same set in any folder. ``project(root)`` adds a project's ``[tool.harness]
+    plugins`` and the modules the front end added for the session (``-p``,
+    ``--harness-plugin``); the front ends (the ``harness`` command, the pytest plugin,
+    the scenario runner) are the only ones that name a project.
     """
-    global _global
-    if root is None:
-        root = _project.get()
-    if root is not None:
-        return _for_root(Path(root).resolve())
-    if _global is None:
-        _global = _for_root(project_root())
-    return _global
+
+    def __init__(self) -> None:
+        self._found: dict[tuple[Path | None, tuple[str, ...]], Plugins] = {}
+        self.added: tuple[str, ...] = ()
+
+    def default(self) -> Plugins:
+        """The built-ins and the installed entry points."""
+        return self._get(None, ())
+
+    def project(self, root: str | Path) -> Plugins:
+        """The plugins of the project at ``root``, with the added modules."""
+        return self._get(Path(root).resolve(), self.added)
+
+    def _get(self, root: Path | None, added: tuple[str, ...]) -> Plugins:
+        found = self._found.get((root, added))
+        if found is None:
+            found = self._found[(root, added)] = _discover(root, added)
+        return found
+
+    def add_modules(self, modules: Iterable[str]) -> None:
+        """Give every project these modules from now on (``-p``, ``--harness-plugin``).
+
+        Each is imported and its hooks checked now: one that does not load raises
+        PluginError here, not in the middle of a run.
+        """
+        for module in modules:
+            if module not in self.added:
+                Plugins().register(_import_plugin(module, "--harness-plugin"), module)
+                self.added = (*self.added, module)
+
+    def reset(self) -> None:
+        """Forget every plugin set and the added modules (the next use discovers again)."""
+        self._found.clear()
+        self.added = ()
 
 
-@contextmanager
-def project_plugins(root: str | Path | None) -> Iterator[None]:
-    """Inside, ``get_plugins()`` gives the plugins of the project at ``root``.
+# The process's one discovery: tests reset it, front ends add their -p modules to it.
+discovery = PluginDiscovery()
 
-    The scenario runner builds its Agent inside, so the planner, tools and hooks of a
-    scenario come from the scenario's own project. None changes nothing.
+
+def default_plugins() -> Plugins:
+    """The built-ins and the installed entry-point plugins (``Agent(...)``'s default)."""
+    return discovery.default()
+
+
+def discover(root: str | Path | None = None) -> Plugins:
+    """The plugins of the project at ``root``: the defaults, its ``[tool.harness] plugins``
+    and the modules added with ``-p`` / ``--harness-plugin``.
+
+    Without ``root``, the project of the current directory (the nearest folder with a
+    pyproject.toml): ``Agent(..., plugins=discover())`` in a script of the project.
     """
-    token = _project.set(Path(root).resolve() if root is not None else _project.get())
-    try:
-        yield
-    finally:
-        _project.reset(token)
-
-
-def add_plugin_module(module: str) -> None:
-    """Load ``module`` as a plugin for the rest of the process (``--harness-plugin``)."""
-    if module in _added_modules:
-        return
-    _added_modules.append(module)
-    for plugins in _managers.values():
-        plugins.register(_import_plugin(module, "--harness-plugin"), module)
+    return discovery.project(project_root() if root is None else root)
 
 
 def load_plugin_modules(modules: Iterable[str]) -> Plugins:
-    """Add plugin modules given at run time (``-p``, ``--harness-plugin``) and discover now.
+    """Add plugin modules given at run time (``-p``, ``--harness-plugin``); the current
+    project's plugins with them.
 
     Like ``[tool.harness] plugins``, they import from the project root: ``-p plugins.shop``
     works from the console script too, whose sys.path lacks the current directory. A
     module that does not load raises PluginError here, not in the middle of a run.
     """
     modules = list(modules)
-    root = str(project_root())
-    if modules and root not in sys.path:
-        sys.path.insert(0, root)
-    for module in modules:
-        add_plugin_module(module)
-    return get_plugins()
-
-
-def reset() -> None:
-    """Forget the discovered plugins (the next get_plugins() discovers again)."""
-    global _global
-    _global = None
-    _managers.clear()
-    _added_modules.clear()
+    root = project_root()
+    if modules and str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    discovery.add_modules(modules)
+    return discover(root)

@@ -1,4 +1,4 @@
-"""``AgentTool``: a sub-agent as a tool (DESIGN section 11).
+"""``AgentTool``: a sub-agent as a tool (docs/agents.md).
 
 A call runs the sub-agent on a fresh conversation whose user message is the call's
 ``task``; the result is the sub-run's final content. A sub-run that does not complete,

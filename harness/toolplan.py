@@ -1,9 +1,9 @@
 """Running one tool plan: validate every call, execute them, record the outcomes.
 
-The steps are DESIGN section 3's: all validation failures are collected before anything
-runs (``on_validation_error: stop`` then runs none of the plan), the calls of a plan run
-concurrently unless ``parallel_tools`` is false, and messages and records follow the
-model's order whatever order the calls finish in.
+The steps are those of docs/loop.md#tool-plans: all validation failures are collected
+before anything runs (``on_validation_error: stop`` then runs none of the plan), the
+calls of a plan run concurrently unless ``parallel_tools`` is false, and messages and
+records follow the model's order whatever order the calls finish in.
 """
 
 from __future__ import annotations
@@ -212,7 +212,7 @@ def _returned(value: Any, seconds: float) -> Outcome:
     except UnicodeEncodeError:
         # pydantic encodes dict keys as UTF-8: a lone surrogate in one fails there.
         result = to_jsonable_python(clean_data(value), fallback=str)
-    # Exactly json.dumps(result) (DESIGN section 2): what the model sees is stable.
+    # Exactly json.dumps(result) (docs/loop.md#tool-plans): what the model sees is stable.
     text = json.dumps(result)
     # json.dumps writes every surrogate as \udXXX (astral characters as a pair of
     # them): only then can a lone one hide in the data.

@@ -1,4 +1,6 @@
-"""User simulators for multi-turn scenarios (DESIGN section 12), and the built-in ``scripted``.
+"""User simulators for multi-turn scenarios, and the built-in ``scripted``.
+
+The user's reference: docs/scenarios.md#conversations.
 
 A ``turns:`` scenario is a conversation: before each turn the scenario's user simulator
 gives the next user message, then the loop runs on the conversation so far. A plugin adds

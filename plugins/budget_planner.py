@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness import FinalResponse, ToolAction, hookimpl
+from harness.plugin import FinalResponse, ToolAction, hookimpl
 
 
 class BudgetPlanner:

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness import hookimpl
-from harness.actions import CompleteAction, ExecuteToolsAction, MakeLLMRequestAction
-from harness.messages import AssistantMessage
+from harness.plugin import (
+    AssistantMessage,
+    CompleteAction,
+    ExecuteToolsAction,
+    MakeLLMRequestAction,
+    hookimpl,
+)
 
 
 class KeepGoingPlanner:

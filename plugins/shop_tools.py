@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from faker import Faker
 
-from harness import hookimpl, simclock, tool
+from harness.plugin import hookimpl, simclock, tool
 
 _FAKE = Faker("en_US")
 _LOCK = threading.Lock()

@@ -13,8 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from harness import hookimpl
-from harness.secrets import scrub_text
+from harness.plugin import hookimpl, scrub_text
 
 
 @hookimpl

@@ -42,10 +42,10 @@ def _repo_plugins_only_when_asked(request, monkeypatch):
 
     given = os.environ.get("HARNESS_DISABLE_PLUGINS", "")
     monkeypatch.setenv("HARNESS_DISABLE_PLUGINS", ",".join(filter(None, [given, *_REPO_PLUGINS])))
-    # Managers are cached per project: one found by an earlier test may hold them.
-    plugins.reset()
+    # Plugin sets are kept per project: one found by an earlier test may hold them.
+    plugins.discovery.reset()
     yield
-    plugins.reset()
+    plugins.discovery.reset()
 
 
 @pytest.fixture(autouse=True)
@@ -61,16 +61,16 @@ def _stop_served_scenarios():
 
 @pytest.fixture
 def fresh_plugins():
-    """Each test discovers harness plugins in its own folder, and leaves none behind.
+    """Each test discovers harness plugins afresh, and leaves none behind.
 
-    The plugin manager is process-wide and found from the current directory: one
+    Plugin sets are process-wide (harness.plugins.discovery keeps each project's): one
     discovered in a throw-away project must not serve the tests that run next.
     """
     from harness import plugins
 
-    plugins.reset()
+    plugins.discovery.reset()
     yield
-    plugins.reset()
+    plugins.discovery.reset()
 
 
 # Per test, in seconds (pytest-timeout): the slowest test takes about 15 s on a loaded

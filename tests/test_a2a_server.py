@@ -200,6 +200,23 @@ def test_streamed_status_comes_in_the_seeds_order_with_its_texts():
     ]
 
 
+def test_a_tool_that_raised_is_streamed_as_failed():
+    @tool
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        raise KeyError(key)
+
+    def failing() -> Agent:
+        script = [{"tool_calls": [{"lookup": {"key": "k"}}]}, {"content": "Not found."}]
+        return Agent(script, [lookup, add], max_iterations=6)
+
+    with running_app(create_app(failing)) as url:
+        events = asyncio.run(send(url, "look it up", "f1", streaming=True))
+    statuses = [u[2] for u in _updates(events) if u[0] == "status"]
+    assert "Tool lookup failed" in statuses
+    assert "Tool lookup finished" not in statuses
+
+
 def test_the_iteration_limit_fails_the_task_with_max_iterations_reached():
     def looping() -> Agent:
         return Agent(

@@ -136,3 +136,39 @@ def test_a_scripted_agent_run_loads_no_scenario_code():
         timeout=120,
     )
     assert out.stdout.strip() == "[]", out.stderr
+
+
+# A package's __init__.py is its facade, in one style: re-exports (imports and __all__),
+# and, for names whose module is heavy or needs an optional dependency, a _LAZY table
+# (name -> module) read by __getattr__, as pluggy does for __version__. Code lives in
+# modules, where "where is X defined?" is answered by the import line.
+_FACADE_NAMES = {"__all__", "__version__", "_LAZY"}
+# Code still in an __init__, to move into a module of its package once the work on these
+# packages in flight is merged (a move now would collide with it).
+_INIT_WITH_CODE = {"harness/cli/__init__.py", "harness/freeze/__init__.py"}
+
+
+def _init_style_problems(path: Path) -> list[str]:
+    problems = []
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Import | ast.ImportFrom | ast.Expr):
+            continue  # imports; the docstring (and harness's own logging set-up)
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = {t.id for t in targets if isinstance(t, ast.Name)}
+            if names <= _FACADE_NAMES:
+                continue
+        if isinstance(node, ast.FunctionDef) and node.name == "__getattr__":
+            continue
+        problems.append(f"{path.relative_to(ROOT).as_posix()}:{node.lineno}")
+    return problems
+
+
+def test_every_package_init_is_a_facade():
+    inits = sorted((ROOT / "harness").rglob("__init__.py"))
+    found = [p for path in inits for p in _init_style_problems(path)]
+    pending = {p.rsplit(":", 1)[0] for p in found}
+    assert pending <= _INIT_WITH_CODE, [
+        p for p in found if p.rsplit(":", 1)[0] not in _INIT_WITH_CODE
+    ]
+    assert pending == _INIT_WITH_CODE, "moved: take it off _INIT_WITH_CODE"

@@ -1,4 +1,4 @@
-"""Budgets (DESIGN section 12): each ends the run at the exact crossing, with termination
+"""Budgets (docs/loop.md#budgets): each ends the run at the exact crossing, with termination
 ``budget`` and ``final.data = {budget, limit, used}``."""
 
 from __future__ import annotations

@@ -208,6 +208,23 @@ def test_sequential_matching_ignores_bodies(recorded):
     assert (result.termination, result.final.content) == ("completed", "It is warm.")
 
 
+def test_a_request_that_differs_before_its_last_message_is_a_miss(tmp_path):
+    # The key covers every item of the conversation (match: body compares the whole
+    # body), not only the newest: another system prompt before the same user message is
+    # another request.
+    cassette = tmp_path / "weather.yaml"
+    app, serving = server(STEPS)
+    with serving as url:
+        recorded, _ = run(cassette, "once", url, system="Answer briefly.")
+    assert (recorded.final.content, app.count) == ("It is warm.", 2)
+    assert run(cassette, "none", system="Answer briefly.")[0].final.content == "It is warm."
+
+    result, _ = run(cassette, "none", system="Answer at length.")
+    assert result.termination == "llm_error"
+    assert result.final.error["type"] == "cassette_miss"
+    assert "request 1 of the run" in result.final.error["message"]
+
+
 def test_match_ignore_drops_fields_that_vary_between_runs(tmp_path):
     cassette = tmp_path / "dated.yaml"
     _, serving = server(STEPS)

@@ -214,7 +214,7 @@ def test_ctrl_c_leaves_reports_and_baseline_as_they_were(project, workers):
         timeout=300,
         start_new_session=True,
     )
-    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.returncode == 130, done.stdout + done.stderr  # docs/running.md#stopped-from-outside
     if not workers:
         assert "scenarios/s1.scenario.yaml ." in done.stdout  # some ran before it
     assert "interrupted: nothing was written" in done.stdout
@@ -460,7 +460,7 @@ def test_plugins_lists_hooks_and_registrations(project, capsys, monkeypatch):
     monkeypatch.syspath_prepend(str(project.path))
     from harness import plugins
 
-    plugins.reset()
+    plugins.discovery.reset()
     try:
         assert cli.main(["plugins", "-p", "probe_llm"]) == 0
         text = capsys.readouterr().out
@@ -475,7 +475,7 @@ def test_plugins_lists_hooks_and_registrations(project, capsys, monkeypatch):
         assert rows["probe_llm"]["registered"] == {"llms": ["probe"]}
         assert rows["harness.stagnation"]["hooks"] == ["harness_action_signature"]
     finally:
-        plugins.reset()
+        plugins.discovery.reset()
 
 
 def test_version_and_help(capsys):

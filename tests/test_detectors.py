@@ -1,5 +1,5 @@
-"""Stuck detectors (DESIGN section 12): each fires at an exact iteration, and its near
-miss runs to the end; ``on_stuck: nudge`` adds one message and stops on the next repeat."""
+"""Stuck detectors (docs/loop.md#stuck-detectors): each fires at an exact iteration, and its
+near miss runs to the end; ``on_stuck: nudge`` adds one message and stops on the next repeat."""
 
 from __future__ import annotations
 
@@ -159,6 +159,29 @@ def test_repeated_error_near_miss_different_errors_or_a_success_between():
     # a window of 5 is a near miss: four failures.
     result = run(broken, detectors={"repeated_error": {"window": 5}})
     assert result.termination == Termination.completed
+
+
+def test_repeated_error_counts_again_from_zero_after_the_tool_succeeds():
+    # The tool itself succeeding breaks its run of failures (docs/loop.md#stuck-detectors:
+    # "the same tool failed with the same error W times running"): two failures, a
+    # success, two failures is no run of three.
+    @tool
+    def unreliable(fail: bool) -> str:
+        """Fails when asked to."""
+        if fail:
+            raise RuntimeError("service down")
+        return "ok"
+
+    script = [call("unreliable", fail=f) for f in (True, True, False, True, True)]
+    result = Agent(
+        llm=[*script, {"content": "done"}],
+        tools=[unreliable],
+        planner="react",
+        detectors={"repeated_error": {}},
+    ).run("go")
+
+    assert result.termination == Termination.completed
+    assert [r.is_error for r in result.tool_calls] == [True, True, False, True, True]
 
 
 # -- same_result ----------------------------------------------------------------------------

@@ -3,6 +3,7 @@ expectation key, the project that uses them, and the same plugins packaged."""
 
 from __future__ import annotations
 
+import ast
 import re
 import sys
 import tomllib
@@ -14,7 +15,8 @@ from harness import Agent, plugins
 from harness.llm import ScriptedLLM
 from harness.scenario import run_scenario
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "plugins.md"
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "plugins.md"
 BLOCK = re.compile(r"```(?:python|toml|yaml)\n# file: (\S+)\n(.*?)```", re.DOTALL)
 
 
@@ -37,9 +39,9 @@ def _write(root: Path, files: dict[str, str], skip: str = "packaged/") -> None:
 
 @pytest.fixture
 def forget_shop():
-    plugins.reset()
+    plugins.discovery.reset()
     yield
-    plugins.reset()
+    plugins.discovery.reset()
     for name in [m for m in sys.modules if m == "shop" or m.startswith("shop.")]:
         del sys.modules[name]
 
@@ -91,7 +93,7 @@ def test_the_packaged_plugins_are_found_through_their_entry_points(
     project = tmp_path / "elsewhere"
     project.mkdir()
     (project / "pyproject.toml").write_text("[project]\nname = 'elsewhere'\n")
-    manager = plugins.get_plugins(project)
+    manager = plugins.discover(project)
     names = [name for name, _ in manager.plugins()]
     assert "shop-planner" in names and "shop-tools" in names
     agent = Agent(
@@ -103,3 +105,75 @@ def test_the_packaged_plugins_are_found_through_their_entry_points(
     )
     result = agent.run("Kettles?")
     assert result.final.content == "3 left." and result.tool_calls[0].result == 3
+
+
+# harness.plugin: the plugin author's one import.
+PLUGIN_API = {
+    "AbortRun",
+    "AgentConfig",
+    "AssistantMessage",
+    "CheckContext",
+    "CompleteAction",
+    "Conversation",
+    "DetectorSettings",
+    "EmptyAction",
+    "ExecuteToolsAction",
+    "FinalResponse",
+    "LLMChunk",
+    "LLMRequest",
+    "LLMResponse",
+    "MakeLLMRequestAction",
+    "Run",
+    "Stuck",
+    "TargetCall",
+    "TargetError",
+    "Tool",
+    "ToolAction",
+    "ToolCall",
+    "ToolCallDelta",
+    "ToolCallRecord",
+    "ToolResult",
+    "UserContext",
+    "current_run",
+    "hookimpl",
+    "scrub_text",
+    "simclock",
+    "tool",
+}
+
+
+def test_harness_plugin_holds_the_names_the_page_lists():
+    import harness
+    import harness.plugin as api
+    from harness.detectors import Stuck
+    from harness.external import TargetError
+    from harness.run import current_run
+
+    assert set(api.__all__) == PLUGIN_API
+    table = DOC.read_text().split("| names | for |\n|---|---|\n", 1)[1].split("\n\n", 1)[0]
+    listed = {n for row in table.splitlines() for n in re.findall(r"`(\w+)", row.split("|")[1])}
+    assert listed == PLUGIN_API
+    # The same objects as harness's own, not copies: isinstance and `is` checks hold.
+    for name in PLUGIN_API & set(harness.__all__):
+        assert getattr(api, name) is getattr(harness, name), name
+    assert (api.Stuck, api.TargetError, api.current_run) == (Stuck, TargetError, current_run)
+
+
+def _harness_imports(text: str) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "harness":
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "harness"}
+    return found
+
+
+def test_the_example_plugins_import_harness_plugin_only():
+    examples = {name: text for name, text in _files().items() if name.endswith(".py")}
+    examples |= {f"plugins/{p.name}": p.read_text() for p in (ROOT / "plugins").glob("*.py")}
+    imports = {name: _harness_imports(text) for name, text in examples.items()}
+    assert {name: found - {"harness.plugin"} for name, found in imports.items()} == {
+        name: set() for name in examples
+    }
+    assert sum(1 for found in imports.values() if found) >= 8

@@ -1,4 +1,4 @@
-"""External targets driven through their real clients (DESIGN section 10).
+"""External targets driven through their real clients (docs/external.md).
 
 Each example scenario of scenarios/external runs its agent (the raw openai SDK sync,
 async and streamed, pydantic-ai, the Agents SDK with its Chat Completions and Responses

@@ -1,5 +1,5 @@
 """Recording a target through the proxy, replaying it from the cassette, explained misses,
-and ``harness serve --cassette`` (DESIGN sections 7 and 10).
+and ``harness serve --cassette`` (docs/recording.md, docs/external.md).
 
 The proxy's upstream is another harness server on 127.0.0.1 (no internet): the
 recording is real HTTP through the real clients, into a real cassette file.

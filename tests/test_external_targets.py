@@ -1,5 +1,5 @@
 """Target kinds and how a target run ends: hangs, crashes, bad targets, skipped targets,
-plugin target kinds and plugin exception classification (DESIGN section 10).
+plugin target kinds and plugin exception classification (docs/external.md).
 
 Each test writes a small project (pyproject.toml, an agent module, a scenario) and runs
 it for real: the agent talks to harness's server on 127.0.0.1 through the openai SDK.
@@ -19,7 +19,7 @@ import pytest
 
 from harness import hookimpl
 from harness.cli import main
-from harness.plugins import get_plugins
+from harness.plugins import discover
 from harness.report import render_html
 from harness.results import build_results
 from harness.scenario import run_scenario
@@ -517,7 +517,7 @@ def test_a_plugin_registers_a_target_kind(tmp_path, monkeypatch, fresh_plugins):
         """,
     )
     result = run_scenario(path)
-    plugins = get_plugins(tmp_path)
+    plugins = discover(tmp_path)
     implemented = plugins.hook.harness_register_targets.get_hookimpls()
     sys.modules.pop("kinds_plugin", None)
 

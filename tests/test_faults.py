@@ -64,13 +64,13 @@ except OSError as exc:
 def project(pytester, monkeypatch):
     from harness import plugins
 
-    plugins.reset()
+    plugins.discovery.reset()
     (pytester.path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
     (pytester.path / "scenarios").mkdir()
     (pytester.path / "scenarios" / "a.scenario.yaml").write_text(GOOD.format(name="a"))
     monkeypatch.chdir(pytester.path)
     yield pytester.path
-    plugins.reset()
+    plugins.discovery.reset()
 
 
 @pytest.mark.filterwarnings("ignore:Benchmarks are automatically disabled")

@@ -46,12 +46,12 @@ def project(pytester, monkeypatch):
     """A throw-away project where `harness run` runs in this process (as test_cli does)."""
     from harness import plugins
 
-    plugins.reset()
+    plugins.discovery.reset()
     (pytester.path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
     (pytester.path / "scenarios").mkdir()
     monkeypatch.chdir(pytester.path)
     yield pytester.path
-    plugins.reset()
+    plugins.discovery.reset()
 
 
 # -- YAML tags and odd names ----------------------------------------------------------------

@@ -267,7 +267,7 @@ def test_calls_of_an_earlier_run_are_not_recorded_again():
 
 
 def test_calls_left_unanswered_in_a_continued_conversation_are_answered_before_a_request():
-    """DESIGN section 3: every unanswered call gets a ToolMessage before any request,
+    """docs/loop.md: every unanswered call gets a ToolMessage before any request,
     also one of the conversation the run continues (react asks the model first)."""
     sent = []
 
@@ -337,6 +337,26 @@ def test_final_answer_uses_a_late_text_answer_without_a_request():
     assert result.final.content == "Sunny and 72F."
     assert result.llm_calls == 2
     assert all(r["options"] == {} for r in llm.requests)
+
+
+def test_final_answer_after_a_late_reply_with_text_and_tool_calls_makes_one_more_request():
+    # Only assistant *text* is an answer (docs/loop.md#max_iterations): a late reply that
+    # also asks for tools is not, so its calls are answered and one more request made.
+    llm = RecordingLLM(
+        [
+            {"tool_calls": [{"get_weather": {"city": "SF"}}]},
+            {"content": "Let me check LA too.", "tool_calls": [{"get_weather": {"city": "LA"}}]},
+            {"content": "SF is sunny."},
+        ]
+    )
+    agent = Agent(llm=llm, tools=[get_weather], max_iterations=3, on_max_iterations="final_answer")
+    result = agent.run("weather?")
+
+    assert result.termination == Termination.max_iterations
+    assert result.llm_calls == 3
+    assert result.final.content == "SF is sunny."
+    assert [r["options"] for r in llm.requests] == [{}, {}, {"tool_choice": "none"}]
+    assert llm.requests[-1]["messages"][-1]["content"] == "not executed: max iterations reached"
 
 
 def test_final_answer_answered_with_tool_calls_is_a_scenario_error():

@@ -236,7 +236,7 @@ def test_without_any_signature_detection_is_off(monkeypatch, tmp_path):
     # may then look like another (it used to make every plan the same one).
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HARNESS_DISABLE_PLUGINS", "harness.stagnation")
-    monkeypatch.setattr(harness.plugins, "_global", harness.plugins._discover())
+    harness.plugins.discovery.reset()  # discovered again, with the variable
     script = [{"tool_calls": [{"get_weather": {"city": city}}]} for city in "ABCDE"]
 
     result, calls = run([*script, {"content": "done"}], planner="react")

@@ -17,7 +17,7 @@ from harness.errors import HarnessError
 from harness.llm.config import LLMConfig, LLMContext
 from harness.llm.openai_sdk import OpenAILLM
 from harness.llm.server import running_server
-from harness.plugins import get_plugins
+from harness.plugins import default_plugins
 
 # Nothing listens here: a replay that tried the network would get a connection error.
 OFFLINE = "http://127.0.0.1:9/v1"
@@ -256,8 +256,8 @@ def test_model_is_required():
 @pytest.mark.hooks("harness_register_llms")
 def test_openai_is_a_built_in_llm_provider():
     # Registered by harness.llm.openai_sdk's harness_register_llms, like any plugin's source.
-    assert get_plugins().llm_factory("openai") is OpenAILLM
-    assert "openai" in get_plugins().registered["harness.llm.openai_sdk"].llms
+    assert default_plugins().llm_factory("openai") is OpenAILLM
+    assert "openai" in default_plugins().registered["harness.llm.openai_sdk"].llms
 
 
 @pytest.mark.hooks("harness_agent_end")

@@ -41,14 +41,14 @@ def installed(tmp_path, monkeypatch):
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: polite-plugin\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text("[harness]\npolite = polite_plugin\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    plugins.reset()
+    plugins.discovery.reset()
     yield
-    plugins.reset()
+    plugins.discovery.reset()
     sys.modules.pop("polite_plugin", None)
 
 
 def test_an_installed_plugin_is_discovered_and_named_by_its_entry_point(installed):
-    manager = plugins.get_plugins()
+    manager = plugins.default_plugins()
     assert "polite" in [name for name, _ in manager.plugins()]
     result = Agent(ScriptedLLM([]), planner="polite").run("hello")
     assert result.final.content == "Thank you for asking."
@@ -57,7 +57,7 @@ def test_an_installed_plugin_is_discovered_and_named_by_its_entry_point(installe
 
 def test_an_installed_plugin_can_be_blocked_by_name(installed, monkeypatch):
     monkeypatch.setenv("HARNESS_DISABLE_PLUGINS", "polite")
-    manager = plugins.get_plugins()
+    manager = plugins.default_plugins()
     assert "polite" not in [name for name, _ in manager.plugins()]
     with pytest.raises(plugins.PluginError, match="unknown planner 'polite'"):
         Agent(ScriptedLLM([]), planner="polite")

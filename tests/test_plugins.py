@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -21,7 +25,9 @@ from harness import (
 from harness.llm import ScriptedLLM
 from harness.llm.config import LLMConfig
 from harness.messages import ToolCall, ToolMessage
-from harness.plugins import PluginError, Plugins, _discover, get_plugins
+from harness.plugins import DEFAULT_PLUGINS, PluginError, Plugins, default_plugins, discover
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @tool
@@ -118,7 +124,7 @@ def test_plugins_are_per_agent():
 
     with pytest.raises(PluginError, match="unknown planner 'two-step'"):
         Agent(llm=[], planner="two-step")
-    assert "two-step" not in get_plugins().registry("planners")
+    assert "two-step" not in default_plugins().registry("planners")
 
 
 def test_an_unknown_planner_is_a_clear_error():
@@ -132,7 +138,7 @@ def test_an_unknown_planner_is_a_clear_error():
 
 
 def test_the_built_in_planners_are_ordinary_plugins():
-    plugins = get_plugins()
+    plugins = default_plugins()
 
     assert {"agentbuilder", "react"} <= set(plugins.registry("planners"))
     assert plugins.registered["harness.planners.agentbuilder"].planners == ["agentbuilder"]
@@ -236,19 +242,19 @@ def test_llm_sources_are_registered_by_name():
         def harness_register_llms(self, register):
             register("echo", EchoLLM)
 
-    plugins = get_plugins().with_extra([Source()])
+    plugins = default_plugins().with_extra([Source()])
     config = LLMConfig(provider="echo")
 
     assert isinstance(plugins.llm_factory("echo")(config), EchoLLM)
     assert [r.llms for r in plugins.registered.values() if "echo" in r.llms] == [["echo"]]
     with pytest.raises(PluginError, match="unknown LLM provider 'echo'"):
-        get_plugins().llm_factory("echo")
+        default_plugins().llm_factory("echo")
 
 
 @pytest.mark.hooks("harness_register_llms")
 def test_the_scripted_llm_is_a_registered_source():
     # harness.llm.scripted is a built-in plugin registering it with harness_register_llms.
-    factory = get_plugins().llm_factory("scripted")
+    factory = default_plugins().llm_factory("scripted")
     llm = factory(LLMConfig(script=[{"content": "from the scenario"}]))
 
     assert isinstance(llm, ScriptedLLM)
@@ -266,10 +272,10 @@ def test_expectation_keys_are_registered_by_name():
         def harness_register_expectations(self, register):
             register("polite", check_polite)
 
-    plugins = get_plugins().with_extra([Expectations()])
+    plugins = default_plugins().with_extra([Expectations()])
 
     assert plugins.registry("expectations")["polite"] is check_polite
-    assert "polite" not in get_plugins().registry("expectations")
+    assert "polite" not in default_plugins().registry("expectations")
 
 
 @pytest.mark.hooks("harness_register_expectations")
@@ -279,7 +285,7 @@ def test_register_with_the_wrong_arguments_is_a_clear_error():
         def harness_register_expectations(self, register):
             register(lambda result, expected: (True, None))  # forgot the key
 
-    plugins = get_plugins().with_extra([Wrong()])
+    plugins = default_plugins().with_extra([Wrong()])
     with pytest.raises(PluginError, match=r"register\(name, factory\)"):
         plugins.registry("expectations")
 
@@ -307,7 +313,7 @@ def test_project_plugins_are_loaded_from_pyproject(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
-        plugins = _discover()
+        plugins = discover()
         assert "local" in plugins.registry("planners")
         assert plugins.registered[module].planners == ["local"]
     finally:
@@ -318,7 +324,52 @@ def test_harness_disable_plugins_blocks_by_name(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # no pyproject: no local plugins
     monkeypatch.setenv("HARNESS_DISABLE_PLUGINS", "harness.planners.react")
 
-    plugins = _discover()
+    plugins = default_plugins()
 
     assert "react" not in plugins.registry("planners")
     assert "agentbuilder" in plugins.registry("planners")
+
+
+# The same line, run as a script in two folders.
+AGENT_LINE = """\
+import json
+from harness import Agent
+agent = Agent(llm=[{"content": "x"}])
+names = [name for name, _ in agent.plugins.plugins()]
+print(json.dumps([names, sorted(agent.plugins.registry("planners"))]))
+"""
+
+
+@pytest.mark.repo_plugins
+def test_an_agent_gets_the_same_plugins_in_any_folder(tmp_path):
+    # This repository's pyproject lists plugins (a `budget` planner among them): an Agent
+    # built in its root must not get them, or Agent(planner="budget") would work here
+    # and fail in any other folder.
+    env = {k: v for k, v in os.environ.items() if k != "HARNESS_DISABLE_PLUGINS"}
+    env["PYTHONPATH"] = str(ROOT)  # this checkout's harness, wherever the script runs
+    seen = []
+    for folder in (ROOT, tmp_path):
+        done = subprocess.run(
+            [sys.executable, "-c", AGENT_LINE],
+            cwd=folder,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        seen.append(json.loads(done.stdout))
+    assert seen[0] == seen[1]
+    names, planners = seen[0]
+    assert "budget" not in planners and "plugins.budget_planner" not in names
+    assert set(DEFAULT_PLUGINS) <= set(names)
+
+
+@pytest.mark.repo_plugins
+def test_the_project_s_plugins_are_asked_for_by_root():
+    # What the front ends do: the project names its plugins; an Agent takes that set.
+    project = discover(ROOT)
+    assert "budget" in project.registry("planners")
+    assert "budget" not in default_plugins().registry("planners")
+    agent = Agent(llm=[{"content": "within budget"}], planner="budget", plugins=project)
+    assert agent.run("?").termination == Termination.completed

@@ -947,7 +947,7 @@ def test_the_fixture_builds_agents_and_registers_plugins_for_one_test(pytester):
         test_agent=textwrap.dedent(
             """\
             from harness import tool, hookimpl
-            from harness.plugins import get_plugins
+            from harness.plugins import discover
 
             @tool
             def add(a: int, b: int) -> int:
@@ -975,7 +975,7 @@ def test_the_fixture_builds_agents_and_registers_plugins_for_one_test(pytester):
                 assert seen.ends == 1
 
             def test_unregistered_afterwards():
-                assert not any(p is seen for _, p in get_plugins().plugins())
+                assert not any(p is seen for _, p in discover().plugins())
 
             def test_registering_a_loaded_plugin_again(harness):
                 import harness.stagnation as builtin
@@ -983,7 +983,7 @@ def test_the_fixture_builds_agents_and_registers_plugins_for_one_test(pytester):
 
             def test_a_plugin_loaded_before_stays_loaded():
                 import harness.stagnation as builtin
-                assert any(p is builtin for _, p in get_plugins().plugins())
+                assert any(p is builtin for _, p in discover().plugins())
             """
         )
     )

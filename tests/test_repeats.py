@@ -1,4 +1,4 @@
-"""Repeats: `repeat:` in a scenario and `harness run --repeat N` (DESIGN.md section 13).
+"""Repeats: `repeat:` in a scenario and `harness run --repeat N` (docs/running.md#repeats).
 
 Each scenario runs N times as items `path::name[k]`; every run's entry in results.json
 carries `repeats: {runs, passed, pass_rate, pass_all}`; scenarios whose runs disagree are

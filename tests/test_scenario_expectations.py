@@ -11,7 +11,7 @@ import yaml
 
 from harness import hookimpl
 from harness.errors import ScenarioError
-from harness.plugins import get_plugins
+from harness.plugins import discover
 from harness.scenario import load_scenario, run_scenario
 
 BASE = """\
@@ -311,7 +311,7 @@ class _CostPlugin:
 
 
 def test_plugin_expectation_key(tmp_path):
-    plugins = get_plugins()
+    plugins = discover()  # the scenarios' project: the current one
     plugin = _CostPlugin()
     plugins.register(plugin, "cost-plugin")
     try:

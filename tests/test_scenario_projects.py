@@ -47,12 +47,12 @@ OWN_MODULES = (
 @pytest.fixture
 def isolated(monkeypatch):
     """Fresh plugin managers; the test's plugin modules and sys.path entries go away after."""
-    plugins.reset()
+    plugins.discovery.reset()
     monkeypatch.setattr(sys, "path", list(sys.path))
     yield
     for name in [n for n in sys.modules if n.split(".")[0] in OWN_MODULES]:
         del sys.modules[name]
-    plugins.reset()
+    plugins.discovery.reset()
 
 
 def make_project(folder: Path, module: str, planner: str, answer: str) -> Path:
@@ -100,7 +100,7 @@ def test_a_run_started_elsewhere_gives_the_same_result(isolated, tmp_path, monke
     monkeypatch.chdir(ROOT)
     here = run_scenario(path)
     monkeypatch.chdir(tmp_path)
-    plugins.reset()
+    plugins.discovery.reset()
     elsewhere = run_scenario(path)
     assert elsewhere.status == "passed"
     stable = [json.loads(r.model_dump_json(exclude={"wall_time"})) for r in (here, elsewhere)]
@@ -113,9 +113,9 @@ def test_each_project_gets_its_own_plugins_found_once(isolated, tmp_path, monkey
     discovered = []
     discover = plugins._discover
 
-    def counting(root=None):
+    def counting(root, added=()):
         discovered.append(root)
-        return discover(root)
+        return discover(root, added)
 
     monkeypatch.setattr(plugins, "_discover", counting)
     monkeypatch.chdir(tmp_path)

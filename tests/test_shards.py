@@ -1,4 +1,4 @@
-"""Shards: `harness run --shard K/N [--durations F]` and `harness merge` (DESIGN.md 13).
+"""Shards: `harness run --shard K/N [--durations F]` and `harness merge` (docs/running.md#shards).
 
 The acceptance test splits a suite into 3 shards, runs each, merges them, and compares
 the merged results.json, report and baseline diff with those of a serial run.

@@ -493,12 +493,12 @@ def test_an_unstreamed_openai_source_streams_its_whole_replies_in_pieces(tmp_pat
 
 @pytest.mark.hooks("harness_llm_chunk")
 def test_the_example_scenario_streams_its_steps_chunks():
-    from harness.plugins import get_plugins
+    from harness.plugins import default_plugins
     from harness.scenario.loader import build_tools, load_scenario
 
     root = Path(__file__).resolve().parent.parent
     scenario = load_scenario(root / "scenarios" / "core" / "streamed-reply.scenario.yaml")
-    llm = get_plugins().llm_factory(scenario.llm.provider)(scenario.llm)
+    llm = default_plugins().llm_factory(scenario.llm.provider)(scenario.llm)
     observer = ChunkLog()
     tools = list(build_tools(scenario).values())
     result = Agent(llm=llm, tools=tools, plugins=[observer]).run(scenario.input)

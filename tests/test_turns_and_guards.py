@@ -1,5 +1,6 @@
-"""Section 12 in scenario files: multi-turn conversations, prompt injections and their
-guards, user simulator plugins, and `harness validate` errors for each new key."""
+"""docs/scenarios.md#conversations and #prompt-injection: multi-turn conversations, prompt
+injections and their guards, user simulator plugins, and `harness validate` errors for
+each new key."""
 
 from __future__ import annotations
 
@@ -134,7 +135,7 @@ class EchoUsers:
 def test_a_plugin_user_decides_the_next_message_from_the_conversation(tmp_path):
     from harness import plugins
 
-    manager = plugins.get_plugins()  # a folder without pyproject.toml: the current project
+    manager = plugins.discover()  # a folder without pyproject.toml: the current project
     echo = EchoUsers()
     manager.register(echo)
     try:

@@ -8,11 +8,13 @@ one of them is first used, so ``import harness`` stays light.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 __all__ = ["RemoteAgentTool", "create_app", "running_app", "serve_app"]
 
-_WHERE = {
+# Imported on first use (name -> module).
+_LAZY = {
     "create_app": "harness.a2a.app",
     "RemoteAgentTool": "harness.a2a.remote",
     "running_app": "harness.a2a.running",
@@ -21,9 +23,6 @@ _WHERE = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
+    if name not in _LAZY:
         raise AttributeError(f"module 'harness.a2a' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+    return getattr(importlib.import_module(_LAZY[name]), name)

@@ -1,4 +1,4 @@
-"""What a turn reports while it runs: the streamed status of DESIGN section 11.
+"""What a turn reports while it runs: the streamed status of docs/a2a.md.
 
 ``Turn`` collects the updates of one turn, in order, as plain ``(kind, text)`` pairs:
 ``status`` for the loop's progress (``Agentic iteration i/N``, ``Executing k tool

@@ -71,6 +71,12 @@ def _handlers() -> dict[str, _Handler]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``harness`` console script; returns the exit status."""
+    from harness.cli.stops import stopped_from_outside
+
+    return stopped_from_outside(lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in _DELEGATES:
         command = args[0]
@@ -109,7 +115,8 @@ def _delegate(command: str, argv: list[str]) -> int:
 
 
 def _guarded(command: str, call: Callable[[], int]) -> int:
-    """Run a command: bad input exits 2 with its message, a harness bug 3 with a traceback."""
+    """Run a command: bad input exits 2 with its message, a harness bug 3 with a traceback,
+    a stop from outside (Ctrl-C, a closed pipe) 130 or 141 quietly (harness.cli.stops)."""
     from harness.errors import HarnessError
 
     try:
@@ -120,6 +127,10 @@ def _guarded(command: str, call: Callable[[], int]) -> int:
     except KeyboardInterrupt:
         return EXIT["interrupted"]
     except Exception as exc:
+        from harness.cli.stops import output_closed, reader_gone
+
+        if output_closed(exc):
+            return reader_gone()
         import traceback
 
         traceback.print_exc()

@@ -28,6 +28,12 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
         self.usage_on_error = usage_on_error
 
+    def _print_message(self, message: str, file: Any = None) -> None:
+        # argparse drops write errors: help or a version printed into a closed pipe must
+        # end as any other output does (harness.cli.stops: exit 141).
+        if message:
+            (file or sys.stderr).write(message)
+
     def error(self, message: str) -> NoReturn:
         """Report bad input and exit (argparse's own ``error``, with harness's status)."""
         if self.usage_on_error:

@@ -30,11 +30,11 @@ def add_parser(commands: Any) -> None:
 
 def load_plugin_options(modules: list[str]) -> None:
     """Load ``-p`` modules now, so that one that does not load is named as the user did."""
-    from harness.plugins import PluginError, get_plugins, load_plugin_modules
+    from harness.plugins import PluginError, discover, load_plugin_modules
 
     if not modules:
         return
-    get_plugins()  # discovery's own errors (pyproject, entry points) are not -p's
+    discover()  # discovery's own errors (pyproject, entry points) are not -p's
     for module in modules:
         try:
             load_plugin_modules([module])
@@ -47,9 +47,9 @@ def load_plugin_options(modules: list[str]) -> None:
 
 def _rows() -> list[dict[str, Any]]:
     """One row per loaded plugin: name, origin, file, hooks and what it registered."""
-    from harness.plugins import KINDS, get_plugins
+    from harness.plugins import KINDS, discover
 
-    plugins = get_plugins()
+    plugins = discover()  # the project of the folder the command runs in
     for kind in KINDS:
         plugins.registry(kind)  # fills plugins.registered
     rows = []

@@ -307,6 +307,7 @@ class _Capture:
     def __init__(self, baseline: tuple[Path, Any] | None = None) -> None:
         self.config: Any = None
         self.baseline = baseline
+        self.ctrl_c = False
 
     @_pytest_hookimpl(trylast=True)  # after harness's own pytest_configure made the state
     def pytest_configure(self, config: Any) -> None:
@@ -317,6 +318,10 @@ class _Capture:
         state = get_state(config)
         if state is not None and self.baseline is not None:
             state.baseline_path, state.baseline = self.baseline
+
+    def pytest_keyboard_interrupt(self, excinfo: Any) -> None:
+        """Ctrl-C: pytest says 2 (as for collection errors), harness 130 (harness.cli.stops)."""
+        self.ctrl_c = excinfo.type is KeyboardInterrupt  # not pytest.exit()
 
     def state(self) -> Any:
         """The session's harness state (None when pytest stopped before configuring)."""
@@ -402,6 +407,8 @@ def run_command(options: argparse.Namespace, extra: list[str]) -> int:
     args = _pytest_args(options, paths, (json_path, html_path), extra)
     capture = _Capture(compare)  # the baseline, as --harness-baseline would load it
     status = _call_pytest(args, capture, lean=not options.all_pytest_plugins)
+    if capture.ctrl_c:
+        return EXIT["interrupted"]
     state = capture.state()
     if state is None or status not in (0, 1):
         return status

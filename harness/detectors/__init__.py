@@ -1,4 +1,5 @@
-"""Stuck detectors (DESIGN section 12): plugins that notice an agent going round in circles.
+"""Stuck detectors (docs/loop.md#stuck-detectors): plugins that notice an agent going round
+in circles.
 
 A plugin adds one with ``harness_register_detectors(register)``: ``register(name,
 factory)`` where ``factory(settings, config)`` gets the detector's ``DetectorSettings``

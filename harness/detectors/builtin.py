@@ -1,6 +1,6 @@
 """The built-in stuck detectors, registered like any plugin's.
 
-- ``repeat`` (the seed's, section 3): the plan equals each of the previous W plans;
+- ``repeat`` (docs/loop.md#stagnation): the plan equals each of the previous W plans;
 - ``alternating``: plans A, B, A, B, ... for W pairs, and the next plan is A again;
 - ``repeated_error``: the same tool failed with the same error W times running;
 - ``same_result``: the same call (tool and arguments) got the same result W times,

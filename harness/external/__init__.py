@@ -1,4 +1,4 @@
-"""External agents (DESIGN section 10): any agent that speaks the OpenAI API, run as a
+"""External agents (docs/external.md): any agent that speaks the OpenAI API, run as a
 scenario's ``target``.
 
 harness serves the scenario's model (script or cassette) on 127.0.0.1 with its own
@@ -11,28 +11,27 @@ served over HTTP, and the recording proxy), ``targets`` (the built-in ``python``
 
 from __future__ import annotations
 
-from importlib import import_module
+import importlib
 from typing import Any
 
-# Imported on first use: plugin discovery imports ``targets`` (a built-in plugin) for
-# every run, and the server, vcrpy and YAML must not load with it.
-_WHERE = {
-    "CassetteApp": "cassette",
-    "Observation": "observe",
-    "DEFAULT_TIMEOUT": "runner",
-    "DUMMY_API_KEY": "runner",
-    "TargetSpec": "runner",
-    "run_target": "runner",
-    "TargetCall": "targets",
-    "TargetError": "targets",
-    "TargetExit": "targets",
+# Imported on first use (name -> module): plugin discovery imports ``targets`` (a built-in
+# plugin) for every run, and the server, vcrpy and YAML must not load with it.
+_LAZY = {
+    "CassetteApp": "harness.external.cassette",
+    "Observation": "harness.external.observe",
+    "DEFAULT_TIMEOUT": "harness.external.runner",
+    "DUMMY_API_KEY": "harness.external.runner",
+    "TargetSpec": "harness.external.runner",
+    "run_target": "harness.external.runner",
+    "TargetCall": "harness.external.targets",
+    "TargetError": "harness.external.targets",
+    "TargetExit": "harness.external.targets",
 }
 
-__all__ = sorted(_WHERE)
+__all__ = sorted(_LAZY)
 
 
 def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
+    if name not in _LAZY:
         raise AttributeError(f"module 'harness.external' has no attribute {name!r}")
-    return getattr(import_module(f"harness.external.{module}"), name)
+    return getattr(importlib.import_module(_LAZY[name]), name)

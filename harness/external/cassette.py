@@ -1,4 +1,5 @@
-"""Serving a cassette over HTTP: replay with section 7's matching, and the recording proxy.
+"""Serving a cassette over HTTP: replay with docs/recording.md#matching, and the recording
+proxy.
 
 ``cassette_app`` answers each request from the cassette (``match: body`` or
 ``sequential``, through the same indexed vcrpy cassette the ``openai`` source uses). A
@@ -6,8 +7,8 @@ request the cassette cannot answer gets HTTP 400 with the explained miss (the fi
 scenario, the request's index in the run, a diff with the nearest recorded request);
 under a record mode that allows it, it is sent on to the upstream API instead (the real
 key from harness's own environment, never the target's dummy) and the interaction is
-recorded. ``close()`` writes what was recorded (scrubbed, atomically, section 7's
-readable format).
+recorded. ``close()`` writes what was recorded (scrubbed, atomically, in the readable
+format of docs/recording.md#the-cassette-file).
 """
 
 from __future__ import annotations

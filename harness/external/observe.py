@@ -4,7 +4,8 @@ Each request and answer at the HTTP boundary updates a ``harness.run.Run`` the w
 own loop would: one iteration and one LLM call per request, tool-call records from each
 reply (``not_run`` until a later request carries their results), usage, events and the
 same hooks (``harness_llm_request``, ``harness_llm_response``, ``harness_action_executed``
-...). Tool plans go through the stagnation detector and signature hook of section 3.
+...). Tool plans go through the stagnation detector and signature hook of
+docs/loop.md#stagnation.
 
 The server calls ``request`` and ``response`` from its own thread while the target runs
 in another: a lock keeps each update whole. Per-request work is the new part of the

@@ -1,5 +1,5 @@
 """Running an external target: serve the model on 127.0.0.1, call the target, observe,
-and end the run with the termination section 10 gives.
+and end the run with the termination docs/external.md#how-a-target-run-ends gives.
 
 The served application is given (the scripted server of ``harness.llm.server`` or a
 cassette app); this module wraps it in the observing middleware, starts it on a free
@@ -153,7 +153,7 @@ def _connection_failed(exc: BaseException) -> bool:
 def _ending(
     outcome: _Outcome, observation: Observation, spec: TargetSpec, plugins: Any
 ) -> tuple[Termination, FinalResponse]:
-    """The termination and final response of a target run (DESIGN section 10)."""
+    """The termination and final response of a target run (docs/external.md)."""
     run = observation.run
     stagnation = observation.stagnation
     if stagnation is not None and spec.on_stagnation == "stop":

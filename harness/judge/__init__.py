@@ -1,4 +1,4 @@
-"""Judged expectations (DESIGN section 14): a model grades the final answer or the
+"""Judged expectations (docs/judges.md): a model grades the final answer or the
 transcript against criteria, and its verdict's reason is the expectation's ``actual``.
 
 - ``prompt``: the documented Jinja prompt asking for ``{pass, score, reason}``;

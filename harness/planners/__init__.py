@@ -1,26 +1,6 @@
-"""Planners: the ``Planner`` protocol, and the built-in ones (each module an ordinary
-plugin registering one planner)."""
+"""Planners: the ``Planner`` protocol (``base``), and the built-in ones (``agentbuilder``,
+``react``: each module an ordinary plugin registering one planner)."""
 
-from __future__ import annotations
-
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol
-
-if TYPE_CHECKING:
-    from harness.config import AgentConfig
-    from harness.run import Run
+from harness.planners.base import Planner, PlannerFactory
 
 __all__ = ["Planner", "PlannerFactory"]
-
-
-class Planner(Protocol):
-    """Decides the next step of a run: ``step(run)``, sync or async, returns an action,
-    a list of ToolAction (a parallel set) or a FinalResponse."""
-
-    def step(self, run: Run) -> Any | Awaitable[Any]:
-        """The plan for this iteration."""
-        ...
-
-
-# What ``harness_register_planners`` registers: builds a planner for one run's config.
-PlannerFactory = Callable[["AgentConfig"], Planner]

@@ -94,24 +94,32 @@ class HarnessFixture:
         return result
 
     def agent(self, llm: Any = None, tools: Any = (), **options: Any) -> Agent:
-        """An Agent; ``llm`` may be a list of script steps (a ScriptedLLM)."""
+        """An Agent with the project's plugins and this test's (``register``); ``llm`` may
+        be a list of script steps (a ScriptedLLM), ``plugins=[...]`` adds more."""
         from harness.agent import Agent
 
-        return Agent([] if llm is None else llm, tools, **options)
+        extra = options.pop("plugins", ())
+        # Anything but a list of plugins goes to Agent as given, to be refused there.
+        plugins = self._plugins().with_extra(extra) if isinstance(extra, list | tuple) else extra
+        return Agent([] if llm is None else llm, tools, plugins=plugins, **options)
 
     def register(self, plugin: Any, name: str | None = None) -> Any:
-        """Register a harness plugin for this test only (unregistered at teardown)."""
-        from harness.plugins import get_plugins
-
+        """Register a harness plugin for this test only (unregistered at teardown): the
+        fixture's agents and the scenarios of the project get it."""
         # None: already registered (or blocked), so not this test's to unregister.
-        if get_plugins().register(plugin, name) is not None:
+        if self._plugins().register(plugin, name) is not None:
             self._registered.append(plugin)
         return plugin
 
-    def _teardown(self) -> None:
-        from harness.plugins import get_plugins
+    def _plugins(self) -> Any:
+        """The plugins of the project pytest was started in (the front end names it)."""
+        from harness.plugins import discover
+        from harness.project import project_root
 
-        plugins = get_plugins()
+        return discover(project_root(self._request.config.invocation_params.dir))
+
+    def _teardown(self) -> None:
+        plugins = self._plugins()
         for plugin in reversed(self._registered):
             with contextlib.suppress(ValueError, KeyError):
                 plugins.unregister(plugin)

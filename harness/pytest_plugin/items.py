@@ -278,12 +278,12 @@ def _culprit(exc: BaseException, root: Path) -> str | None:
     import traceback
     import types
 
-    from harness.plugins import get_plugins
+    from harness.plugins import discover
     from harness.project import display_path
 
     plugin_files: dict[Path, str] = {}
     try:
-        plugins = get_plugins(root).plugins()
+        plugins = discover(root).plugins()
     except Exception:  # never hide the exception being explained behind another one
         plugins = []
     for name, plugin in plugins:

@@ -13,7 +13,8 @@ __all__ = ["expand_matrix_items"]
 
 def expand_matrix_items(pairs: list[tuple[str, Scenario]]) -> list[tuple[str, Scenario]]:
     """Each (item name, scenario) with a matrix becomes one pair per combination."""
-    from harness.scenario.matrix import combination_label, expand_matrix
+    from harness.results import combination_label
+    from harness.scenario.matrix import expand_matrix
 
     out: list[tuple[str, Scenario]] = []
     for name, scenario in pairs:

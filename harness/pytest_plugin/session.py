@@ -409,9 +409,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if state.added_plugins:
         # Plugins added for this session must not leak into the next one in the same
         # process (pytester's in-process runs, `harness run` called from Python).
-        from harness.plugins import reset
+        from harness.plugins import discovery
 
-        reset()
+        discovery.reset()
 
 
 def _why(exc: BaseException) -> str:

@@ -369,7 +369,8 @@ def _stagnation_window(scenario: ScenarioResult, items: list[Item]) -> tuple[lis
         return [], 0
     entries = scenario.final.data.get("window")
     if isinstance(entries, list):
-        # A detector's own window (section 12): the iterations its repeats happened in.
+        # A detector's own window (docs/loop.md#stuck-detectors): the iterations its repeats
+        # happened in.
         marked = {e.get("iteration") for e in entries if isinstance(e, dict)}
         return sorted(i for i in marked if isinstance(i, int)), len(entries)
     size = scenario.agent.stagnation_window if scenario.agent else 0

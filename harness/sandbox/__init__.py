@@ -1,17 +1,12 @@
 """Sandboxes for code the model writes: one interface, backends by name.
 
 ``process`` (always), ``bubblewrap`` (``bwrap`` on PATH), ``docker`` (the Docker SDK
-and an engine); ``auto`` picks the strongest that works on this machine.
+and an engine); ``auto`` picks the strongest that works on this machine (``choice``).
+``CodeExecutionTool`` (``tool``) runs the model's code in one.
 """
 
-from __future__ import annotations
-
-from collections.abc import Callable
-
 from harness.sandbox.base import Execution, Limits, Sandbox, SandboxError
-from harness.sandbox.bubblewrap import BubblewrapSandbox
-from harness.sandbox.docker import DockerSandbox
-from harness.sandbox.process import ProcessSandbox
+from harness.sandbox.choice import BACKENDS, choose, get_sandbox
 
 __all__ = [
     "BACKENDS",
@@ -22,54 +17,3 @@ __all__ = [
     "choose",
     "get_sandbox",
 ]
-
-# Strongest first: the order `auto` tries them in.
-BACKENDS: dict[str, Callable[[], Sandbox]] = {
-    "docker": DockerSandbox,
-    "bubblewrap": BubblewrapSandbox,
-    "process": ProcessSandbox,
-}
-# One instance per backend and process: checking availability starts a probe.
-_made: dict[str, Sandbox] = {}
-
-
-def _instance(name: str) -> Sandbox:
-    if name not in _made:
-        _made[name] = BACKENDS[name]()
-    return _made[name]
-
-
-def get_sandbox(name: str = "auto") -> Sandbox:
-    """The backend called ``name`` (or the strongest available for ``auto``).
-
-    SandboxError when the name is unknown or the backend cannot run here, saying why.
-    """
-    if name == "auto":
-        return choose()[0]
-    if name not in BACKENDS:
-        known = ", ".join(["auto", *BACKENDS])
-        raise SandboxError(f"unknown sandbox {name!r}; use one of {known}")
-    sandbox = _instance(name)
-    reason = sandbox.unavailable()
-    if reason is not None:
-        raise SandboxError(f"sandbox {name!r} cannot run here: {reason}")
-    return sandbox
-
-
-def choose() -> tuple[Sandbox, str | None]:
-    """The strongest backend that works here; when that is ``process`` (which isolates
-    nothing), also a note saying so and why each stronger one cannot run."""
-    passed: list[str] = []
-    for candidate in BACKENDS:
-        sandbox = _instance(candidate)
-        reason = sandbox.unavailable()
-        if reason is None:
-            if candidate != "process":
-                return sandbox, None
-            return sandbox, (
-                "sandbox 'auto' fell back to 'process', which does not isolate the code "
-                "(it can read and write what this user can, and reach the network): "
-                + "; ".join(passed)
-            )
-        passed.append(f"{candidate}: {reason}")
-    raise SandboxError("no sandbox backend works here")  # process always does

@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from harness.sandbox import choose, get_sandbox
 from harness.sandbox.base import Limits
+from harness.sandbox.choice import choose, get_sandbox
 from harness.tools import Tool, arguments_model
 
 __all__ = ["CodeExecutionTool", "SandboxLimitError"]

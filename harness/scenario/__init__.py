@@ -1,6 +1,5 @@
 """Scenario files: schema, loading with line numbers, tool stubs, expectations, runner."""
 
-from harness.errors import ScenarioError
 from harness.scenario.loader import SUFFIX, build_tools, load_scenario
 from harness.scenario.matrix import expand_matrix
 from harness.scenario.runner import arun_scenario, run_scenario, scenario_id
@@ -9,7 +8,6 @@ from harness.scenario.schema import Scenario
 __all__ = [
     "SUFFIX",
     "Scenario",
-    "ScenarioError",
     "arun_scenario",
     "build_tools",
     "expand_matrix",

@@ -14,6 +14,7 @@ from typing import Any
 from harness.agent import Agent
 from harness.llm.base import LLM
 from harness.llm.config import LLMConfig
+from harness.plugins import discover
 from harness.scenario.params import SpecError
 from harness.scenario.schema import Scenario, SubAgentSpec
 from harness.tools import Tool
@@ -80,8 +81,10 @@ class SubAgents:
             raise SpecError(("agent",), unknown_agent(name, sorted(agents)))
         if name in self.built:
             return self.built[name]
+        # Sub-agents get the plugins of the scenario's project, as its agent does.
+        plugins = discover(self.scenario.root)
         if self.llm_source is None or self.build_tools is None:
-            return Agent([], []), spec.description or ""
+            return Agent([], [], plugins=plugins), spec.description or ""
         if name in self._building:  # the loader says where; a Scenario built in Python
             raise SpecError(("agent",), f"agent {name!r} reaches itself: {self._cycle(name)}")
         self._building.append(name)
@@ -90,7 +93,10 @@ class SubAgents:
         finally:
             self._building.pop()
         agent = Agent(
-            self.llm_source(name, spec.llm), list(tools.values()), config=spec.agent.to_config()
+            self.llm_source(name, spec.llm),
+            list(tools.values()),
+            config=spec.agent.to_config(),
+            plugins=plugins,
         )
         self.built[name] = (agent, spec.description or "")
         return self.built[name]

@@ -1,4 +1,4 @@
-"""Scenarios with a ``target:`` (DESIGN section 10): their checks when the file loads, and
+"""Scenarios with a ``target:`` (docs/external.md): their checks when the file loads, and
 their run (the scenario's model served to the target, the run observed).
 
 The served model is the scenario's script (harness's own server) or its cassette
@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import importlib.util
 import shutil
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +19,10 @@ from harness.actions import RunResult
 from harness.config import AgentConfig
 from harness.errors import HarnessError
 from harness.plugins import Plugins
+from harness.scenario.issues import IssueSink
 from harness.scenario.schema import Scenario, TargetSection
 
 __all__ = ["arun_target", "check_target", "check_target_section", "target_key_problems"]
-
-Issue = Callable[[tuple[str | int, ...], str], None]
 
 # A target brings its own loop: these agent settings would not change anything.
 _APPLIES = {"stagnation"}
@@ -77,7 +76,7 @@ def target_key_problems(
     return problems
 
 
-def check_target(scenario: Scenario, plugins: Plugins, issue: Issue) -> None:
+def check_target(scenario: Scenario, plugins: Plugins, issue: IssueSink) -> None:
     """Problems of a target scenario, each with its field; a missing requirement marks it
     skipped instead (``scenario.skip_reason``)."""
     target = scenario.target
@@ -109,7 +108,7 @@ def check_target(scenario: Scenario, plugins: Plugins, issue: Issue) -> None:
 
 
 def check_target_section(
-    target: TargetSection, root: Path, plugins: Plugins, issue: Issue
+    target: TargetSection, root: Path, plugins: Plugins, issue: IssueSink
 ) -> str | None:
     """The ``target:`` mapping's own problems (its keys, its kind's check); why the
     scenario is skipped when the target needs what is not installed, else None."""

@@ -1,5 +1,6 @@
-"""Checks beyond the schema for section 12's keys, when a scenario file loads: the stuck
-detectors, the budget and its prices, the conversation's turns and user simulator.
+"""Checks beyond the schema, when a scenario file loads, for the keys of docs/scenarios.md's
+last sections: the stuck detectors, the budget and its prices, the conversation's turns
+and user simulator.
 
 Each problem is an issue at its key's line (``path:line: field: message``), so
 ``harness validate`` reports it and exit status is 2, before anything runs.
@@ -7,7 +8,6 @@ Each problem is an issue at its key's line (``path:line: field: message``), so
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
@@ -17,11 +17,10 @@ from harness.config import AgentConfig, ModelPrice
 from harness.errors import HarnessError, validation_message
 from harness.plugins import PluginError, Plugins
 from harness.project import ProjectConfigError, project_config
+from harness.scenario.issues import IssueSink
 from harness.scenario.schema import Scenario
 
 __all__ = ["check_guards", "project_prices", "with_prices"]
-
-Issue = Callable[[tuple[str | int, ...], str], None]
 
 
 def project_prices(scenario: Scenario) -> dict[str, ModelPrice]:
@@ -61,7 +60,7 @@ def with_prices(config: AgentConfig, scenario: Scenario) -> AgentConfig:
     return config.model_copy(update=update) if update else config
 
 
-def check_failing(expect: Any, at: tuple[str | int, ...], issue: Issue) -> None:
+def check_failing(expect: Any, at: tuple[str | int, ...], issue: IssueSink) -> None:
     """``failing`` names expectations given in the same ``expect``."""
     if expect is None or not expect.failing:
         return
@@ -79,7 +78,7 @@ def check_failing(expect: Any, at: tuple[str | int, ...], issue: Issue) -> None:
             )
 
 
-def check_guards(scenario: Scenario, plugins: Plugins, issue: Issue) -> None:
+def check_guards(scenario: Scenario, plugins: Plugins, issue: IssueSink) -> None:
     """Detectors, budget, turns and user: every problem as an issue."""
     check_failing(scenario.expect, ("expect",), issue)
     for k, turn in enumerate(scenario.turns or []):
@@ -115,7 +114,7 @@ def check_guards(scenario: Scenario, plugins: Plugins, issue: Issue) -> None:
                 )
 
 
-def _check_cost(scenario: Scenario, issue: Issue) -> None:
+def _check_cost(scenario: Scenario, issue: IssueSink) -> None:
     budget = scenario.agent.budget
     if budget is None or budget.cost is None:
         return

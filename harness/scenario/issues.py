@@ -7,6 +7,7 @@ import difflib
 import json
 import re
 import shlex
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -17,10 +18,13 @@ from harness.scenario.hints import dedent_hint
 from harness.scenario.schema import Scenario
 from harness.scenario.yamlsource import Located, dotted
 
-__all__ = ["Issue", "validation_issues"]
+__all__ = ["Issue", "IssueSink", "validation_issues"]
 
 # (file, line or None, dotted field path, message): one problem of a scenario file.
 Issue = tuple[str, int | None, str, str]
+# What a check beyond the schema is given to report a problem: issue(field path, message);
+# the loader makes each call an Issue, with the file and the field's line.
+IssueSink = Callable[[tuple[str | int, ...], str], None]
 
 
 def _vocabulary(model: type[BaseModel], seen: set[type] | None = None) -> set[str]:

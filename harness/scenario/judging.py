@@ -3,17 +3,15 @@ for them, and the ``Judge`` the runner hands to the checks."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from harness.judge import Judge, ScriptedJudge
 from harness.project import project_config
 from harness.scenario.expect_schema import JudgeSpec
+from harness.scenario.issues import IssueSink
 from harness.scenario.schema import Scenario
 
 __all__ = ["build_judge", "check_judges", "judged"]
-
-Issue = Callable[[tuple[str | int, ...], str], None]
 
 
 def judged(scenario: Scenario) -> list[tuple[tuple[str, ...], JudgeSpec]]:
@@ -34,7 +32,7 @@ def _project_model(scenario: Scenario) -> Any:
     return project_config(scenario.root).get("judge_model")
 
 
-def check_judges(scenario: Scenario, issue: Issue) -> None:
+def check_judges(scenario: Scenario, issue: IssueSink) -> None:
     """Judges need something to answer them; a judge script replies with verdicts."""
     judges = judged(scenario)
     script = scenario.llm.judge_script

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from harness.errors import HarnessError, ScenarioError
 from harness.files import read_bounded
 from harness.messages import Conversation, MessageItemError, messages_from_openai
-from harness.plugins import PluginError, Plugins, get_plugins
+from harness.plugins import PluginError, Plugins, discover
 from harness.project import display_path, project_root
 from harness.scenario.agents import SubAgents, agent_cycles
 from harness.scenario.dotted import DottedKeyError, expand_dotted, split_dotted
@@ -140,7 +140,7 @@ def build_tools(
     """
     issues: list[Issue] = []
     located = located or scenario.source
-    plugins = get_plugins(scenario.root)
+    plugins = discover(scenario.root)
 
     def build(name: str, spec: SubAgentSpec, agents: SubAgents) -> dict[str, Tool]:
         tools = _build_tools(
@@ -263,7 +263,7 @@ def _registry_issues(located: Located, path: Path) -> list[Issue]:
     if not extra and not isinstance(target, dict):
         return []
     try:
-        plugins = get_plugins(project_root(path))
+        plugins = discover(project_root(path))
     except PluginError:
         return []  # said when the schema is fixed and the file loads further
     issues: list[Issue] = []
@@ -291,7 +291,7 @@ def _check(scenario: Scenario, located: Located) -> list[Issue]:
         issues.append((file, located.line_of(path), dotted(path), message))
 
     try:
-        plugins = get_plugins(scenario.root)
+        plugins = discover(scenario.root)
     except PluginError as exc:  # the scenario's project lists a plugin that does not load
         return [(file, None, "", str(exc))]
     _check_agent(scenario, plugins, issue)

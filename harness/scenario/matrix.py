@@ -12,7 +12,6 @@ from __future__ import annotations
 import difflib
 import itertools
 import json
-from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
@@ -20,18 +19,16 @@ from pydantic import ValidationError
 from harness.errors import HarnessError, validation_message
 from harness.plugins import PluginError, Plugins
 from harness.results import combination_label
+from harness.scenario.issues import IssueSink
 from harness.scenario.schema import AgentSection, Scenario
 
 __all__ = [
     "check_matrix",
-    "combination_label",
     "combinations",
     "expand_matrix",
     "first_llm",
     "matrix_field",
 ]
-
-Issue = Callable[[tuple[str | int, ...], str], None]
 
 _MODEL_KEYS = ("model", "llm.model")
 
@@ -106,7 +103,7 @@ def first_llm(scenario: Scenario) -> Any:
     return scenario.llm
 
 
-def check_matrix(scenario: Scenario, plugins: Plugins, issue: Issue) -> None:
+def check_matrix(scenario: Scenario, plugins: Plugins, issue: IssueSink) -> None:
     """Unknown keys and values a combination could not run with, each at its line."""
     matrix = scenario.matrix
     if matrix is None:
@@ -148,7 +145,7 @@ def _check_values(
     key: str,
     where: tuple[str, str],
     values: list[Any],
-    issue: Issue,
+    issue: IssueSink,
 ) -> None:
     shown: list[str] = []
     for i, value in enumerate(values):

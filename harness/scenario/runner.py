@@ -14,7 +14,7 @@ from harness.config import AgentConfig
 from harness.errors import HarnessError, RecordingRefused, ScenarioSkipped
 from harness.llm.base import LLM, close_llm
 from harness.llm.config import RECORD_MODES
-from harness.plugins import Plugins, get_plugins
+from harness.plugins import Plugins, discover
 from harness.results import ExpectationResult, ScenarioId, ScenarioResult, Status, TurnResult
 from harness.scenario.agents import SubAgents
 from harness.scenario.expectations import RequestCapture, evaluate
@@ -61,7 +61,7 @@ async def arun_scenario(
     if scenario.skip_reason is not None:
         raise ScenarioSkipped(f"{sid}: skipped: {scenario.skip_reason}", scenario.skip_reason)
     # The plugins of the scenario's own project, wherever the run started.
-    project = get_plugins(scenario.root)
+    project = discover(scenario.root)
     # Only a scenario that asks what was sent observes the requests.
     wanted = {r.call for r in (scenario.expect.requests or [])} if scenario.expect else set()
     if scenario.turns is not None:

@@ -77,7 +77,7 @@ AgentSection = create_model(
 
 
 class TargetSection(BaseModel):
-    """An external agent run against the scenario's model (DESIGN section 10).
+    """An external agent run against the scenario's model (docs/external.md).
 
     One kind key: ``python`` or ``command`` (built-ins), or a kind a plugin registers
     with ``harness_register_targets`` (extra keys name it).

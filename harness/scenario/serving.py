@@ -20,12 +20,11 @@ from harness.agent import Agent
 from harness.config import AgentConfig
 from harness.llm.base import LLM
 from harness.llm.config import LLMConfig, LLMContext
-from harness.plugins import Plugins, get_plugins, project_plugins
-from harness.results import ScenarioId
+from harness.plugins import Plugins, discover
+from harness.results import ScenarioId, combination_label
 from harness.scenario.agents import KeptOpen, SubAgents
 from harness.scenario.guards import with_prices
 from harness.scenario.loader import build_tools, load_scenario
-from harness.scenario.matrix import combination_label
 from harness.scenario.schema import Scenario
 
 __all__ = [
@@ -85,7 +84,7 @@ def scenario_agent(
     is the agent's LLM source when the caller made it (default: a new one); ``config``
     its settings (default: the scenario's, with its prices).
     """
-    project = get_plugins(scenario.root)
+    project = discover(scenario.root)
     if llm is None:
         llm = llm_source(scenario, project, record_mode, disable_recording)
 
@@ -93,14 +92,13 @@ def scenario_agent(
         return KeptOpen(llm_source(scenario, project, record_mode, disable_recording, config))
 
     agents = agents if agents is not None else SubAgents(scenario)
-    with project_plugins(scenario.root):
-        tools = build_tools(scenario, serve=served_url, llm_source=sub_llm, agents=agents)
-        return Agent(
-            llm,
-            list(tools.values()),
-            config=config or with_prices(scenario.agent.to_config(), scenario),
-            plugins=plugins,
-        )
+    tools = build_tools(scenario, serve=served_url, llm_source=sub_llm, agents=agents)
+    return Agent(
+        llm,
+        list(tools.values()),
+        config=config or with_prices(scenario.agent.to_config(), scenario),
+        plugins=project.with_extra(plugins),
+    )
 
 
 def agent_factory(scenario: str | Path | Scenario) -> Callable[[], Agent]:

@@ -14,7 +14,6 @@ from harness.llm.cassettes.format import (
 from harness.llm.cassettes.matching import VOLATILE_FIELDS, BodyKeyer, ItemChain
 from harness.llm.cassettes.paths import default_cassette_path, resolve_cassette_path
 from harness.llm.cassettes.session import CassetteSession, ReplayStats, expected_key
-from harness.secrets import Scrubber
 
 __all__ = [
     "VOLATILE_FIELDS",
@@ -24,7 +23,6 @@ __all__ = [
     "ItemChain",
     "LoadedInteraction",
     "ReplayStats",
-    "Scrubber",
     "default_cassette_path",
     "dump_cassette",
     "expected_key",

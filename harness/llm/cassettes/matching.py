@@ -24,7 +24,6 @@ __all__ = [
     "BodyKeyer",
     "ItemChain",
     "body_diff",
-    "canonical_json",
     "parse_json_body",
 ]
 

@@ -1,7 +1,7 @@
 """``harness serve``: an OpenAI-compatible server answering from a script.
 
 It lets agents written in any language be tested against scripted replies, and
-lets recording be exercised with no internet. It is stateless (DESIGN section 7):
+lets recording be exercised with no internet. It is stateless (docs/recording.md):
 a request whose input holds k assistant replies gets the script's reply k+1. An
 error step takes no position of its own: it fails one attempt at the next reply's
 position; attempts are counted per hash of the conversation, so a client's retry

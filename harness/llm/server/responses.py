@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from harness.llm.chunks import pieces
 from harness.llm.server.fit import check_fits
 from harness.llm.server.state import Reply, ScriptState
 from harness.llm.server.wire import (
@@ -23,7 +24,6 @@ from harness.llm.server.wire import (
     ApiError,
     check_reply,
     json_response,
-    pieces,
     read_json,
     sse,
 )

@@ -9,7 +9,6 @@ from typing import Any
 from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse, StreamingResponse
 
-from harness.llm.chunks import pieces
 from harness.llm.server.state import Reply, ScriptState
 
 __all__ = [
@@ -19,7 +18,6 @@ __all__ = [
     "check_reply",
     "http_error",
     "json_response",
-    "pieces",
     "read_json",
     "sse",
 ]
