@@ -22,21 +22,22 @@ def _tree(tmp_path: Path, test_text: str | None) -> Path:
     (tmp_path / "tests").mkdir()
     if test_text is not None:
         (tmp_path / "tests" / "test_one.py").write_text(test_text)
-    # `python -m pip install ...` does nothing here; everything else is the real thing.
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
+    # The venv .ci/run makes is given (HARNESS_CI_VENV): its `python -m pip install ...`
+    # does nothing here; everything else is the real thing.
+    venv = tmp_path / "venv"
+    bin_dir = venv / "bin"
+    bin_dir.mkdir(parents=True)
     shim = bin_dir / "python"
     shim.write_text(
         f'#!/bin/sh\nif [ "$1" = "-m" ] && [ "$2" = "pip" ]; then exit 0; fi\n'
         f'exec {sys.executable} "$@"\n'
     )
     shim.chmod(0o755)
-    return bin_dir
+    return venv
 
 
-def _ci(tmp_path: Path, bin_dir: Path) -> subprocess.CompletedProcess:
-    scripts = Path(sys.executable).parent  # where this environment's pytest lives
-    env = {**os.environ, "PATH": f"{bin_dir}:{scripts}:{os.environ.get('PATH', '')}"}
+def _ci(tmp_path: Path, venv: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HARNESS_CI_VENV": str(venv)}
     env.pop("PYTEST_ADDOPTS", None)
     return subprocess.run(
         ["bash", str(tmp_path / ".ci" / "run")],
@@ -49,14 +50,36 @@ def _ci(tmp_path: Path, bin_dir: Path) -> subprocess.CompletedProcess:
 
 
 def test_ci_fails_when_no_test_is_collected(tmp_path):
-    bin_dir = _tree(tmp_path, None)
-    result = _ci(tmp_path, bin_dir)
+    venv = _tree(tmp_path, None)
+    result = _ci(tmp_path, venv)
     assert result.returncode == 5, result.stdout + result.stderr
     assert "no tests ran" in result.stdout
 
 
 def test_ci_passes_when_the_tests_pass(tmp_path):
-    bin_dir = _tree(tmp_path, "def test_ok():\n    assert True\n")
-    result = _ci(tmp_path, bin_dir)
+    venv = _tree(tmp_path, "def test_ok():\n    assert True\n")
+    result = _ci(tmp_path, venv)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 passed" in result.stdout
+
+
+def test_ci_needs_no_python_on_path_but_python3(tmp_path):
+    # A stock Debian has python3 and no `python`: .ci/run uses python3 and its own venv.
+    venv = _tree(tmp_path, "def test_ok():\n    assert True\n")
+    only = tmp_path / "only-python3"
+    only.mkdir()
+    (only / "python3").symlink_to(sys.executable)
+    path = f"{only}:/usr/bin:/bin"
+    assert shutil.which("python", path=path) is None
+    env = {**os.environ, "HARNESS_CI_VENV": str(venv), "PATH": path}
+    env.pop("PYTEST_ADDOPTS", None)
+    result = subprocess.run(
+        ["bash", str(tmp_path / ".ci" / "run")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 passed" in result.stdout
