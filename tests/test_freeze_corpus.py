@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.cassettes.format import load_cassette_file
+from harness.cassettes.matching import parse_json_body
 from harness.cli.freeze import freeze_main
-from harness.llm.cassettes.format import load_cassette_file
-from harness.llm.cassettes.matching import parse_json_body
-from harness.llm.replies import read_reply
 from harness.scenario import run_scenario
+from harness.wires.replies import read_reply
 
 FOREIGN = Path(__file__).parent / "fixtures" / "foreign-cassettes"
 

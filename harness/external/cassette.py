@@ -16,7 +16,7 @@ import os
 from types import SimpleNamespace
 from typing import Any
 
-from harness.llm.cassettes.session import CassetteSession, key_refused, no_key_refusal
+from harness.cassettes.session import CassetteSession, key_refused, no_key_refusal
 from harness.secrets import Scrubber
 
 __all__ = ["DEFAULT_UPSTREAM", "CassetteApp"]

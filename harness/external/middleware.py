@@ -1,7 +1,7 @@
 """An ASGI middleware in front of the served application: it shows each model request and
 its answer to an ``Observation``, and answers a request itself when harness stops the run.
 
-It wraps the existing server (``harness.llm.server.create_app``) or the cassette app
+It wraps the existing server (``harness.serve.create_app``) or the cassette app
 unchanged: the request body is read once and handed on, the answer's bytes are passed
 through as they are sent (streams stay streams) and read when the answer is complete, or
 when the client went away in the middle of it.
@@ -13,8 +13,8 @@ import json
 from typing import Any
 
 from harness.external.observe import Observation, Refusal
-from harness.llm.replies import api_of
-from harness.llm.server.wire import PARSED_BODY
+from harness.serve.wire import PARSED_BODY
+from harness.wires.replies import api_of
 
 __all__ = ["ObservingApp"]
 
@@ -40,7 +40,7 @@ class ObservingApp:
     """``app`` with every model request and answer observed by ``observation``."""
 
     def __init__(self, app: Any, observation: Observation) -> None:
-        # `app` by that name: harness.llm.server.find_state walks wrappers through it.
+        # `app` by that name: harness.serve.find_state walks wrappers through it.
         self.app = app
         self.observation = observation
 

@@ -32,10 +32,10 @@ from harness.external.wire import (
     tool_results,
 )
 from harness.llm.base import LLMRequest, LLMResponse
-from harness.llm.replies import answer_body
 from harness.messages import Conversation, clean_reply, clean_text
 from harness.run import Run
 from harness.secrets import Scrubber
+from harness.wires.replies import answer_body
 
 __all__ = ["SERVED", "Observation", "ObservedTool", "Refusal"]
 

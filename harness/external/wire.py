@@ -2,7 +2,7 @@
 
 Chat Completions and the Responses API are read into the same shapes: the tool results
 a request carries, the conversation as harness messages, and the reply (read by
-harness.llm.replies, as freeze reads recorded ones) as harness tool calls. Nothing here
+harness.wires.replies, as freeze reads recorded ones) as harness tool calls. Nothing here
 touches the network.
 """
 
@@ -12,7 +12,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.llm import replies
 from harness.messages import (
     AssistantMessage,
     Message,
@@ -23,6 +22,7 @@ from harness.messages import (
     message_from_openai,
     text_of,
 )
+from harness.wires import replies
 
 __all__ = [
     "ObservedReply",

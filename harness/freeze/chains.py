@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlparse
 
+from harness.cassettes.format import LoadedInteraction
 from harness.freeze.recorded import (
     FreezeError,
     Item,
@@ -18,8 +19,7 @@ from harness.freeze.recorded import (
     conversation_items,
     dialogue,
 )
-from harness.llm.cassettes.format import LoadedInteraction
-from harness.llm.replies import WireReply
+from harness.wires.replies import WireReply
 
 __all__ = ["history_of", "rebuild_chains", "skipped_interactions"]
 

@@ -19,12 +19,12 @@ from typing import Any
 from urllib.parse import urlparse
 
 from harness.canonical import canonical_json
+from harness.cassettes.format import LoadedInteraction, interaction_line
+from harness.cassettes.matching import parse_json_body
 from harness.errors import HarnessError
-from harness.llm.cassettes.format import LoadedInteraction, interaction_line
-from harness.llm.cassettes.matching import parse_json_body
 from harness.llm.chunks import SSEBody
-from harness.llm.replies import WireReply, answer_body, api_of, reply_of
 from harness.messages import parse_arguments, text_of
+from harness.wires.replies import WireReply, answer_body, api_of, reply_of
 
 __all__ = [
     "FreezeError",

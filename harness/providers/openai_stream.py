@@ -1,6 +1,6 @@
 """Streamed OpenAI replies: SDK chunks and Responses API events as ``LLMChunk``s.
 
-Used by the ``openai`` source (harness.llm.openai_sdk); the SDK's own objects come in,
+Used by the ``openai`` source (harness.providers.openai); the SDK's own objects come in,
 harness's chunks and replies go out.
 """
 

@@ -13,15 +13,15 @@ command's job (``harness.cli.serve``). Modules: ``state`` (positions, attempts),
 (routes), ``running`` (uvicorn).
 """
 
-from harness.llm.server.app import create_app
-from harness.llm.server.running import (
+from harness.serve.app import create_app
+from harness.serve.running import (
     DEFAULT_PORT,
     running_app,
     running_server,
     serve,
     serve_app,
 )
-from harness.llm.server.state import DEFAULT_MAX_DELAY, ScriptState
+from harness.serve.state import DEFAULT_MAX_DELAY, ScriptState
 
 __all__ = [
     "DEFAULT_MAX_DELAY",

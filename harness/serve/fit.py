@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.llm.server.state import Reply
-from harness.llm.server.wire import ApiError
+from harness.serve.state import Reply
+from harness.serve.wire import ApiError
 
 __all__ = ["check_fits"]
 

@@ -10,7 +10,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse, StreamingResponse
 
 from harness.llm.chunks import pieces
-from harness.llm.server.state import Reply, ScriptState
+from harness.serve.state import Reply, ScriptState
 
 __all__ = [
     "MODEL_ID",

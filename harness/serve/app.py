@@ -10,10 +10,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from harness.llm.script import ScriptStep
-from harness.llm.server.chat import chat_completions
-from harness.llm.server.responses import responses
-from harness.llm.server.state import DEFAULT_MAX_DELAY, ScriptState
-from harness.llm.server.wire import MODEL_ID, ApiError, http_error, json_response
+from harness.serve.chat import chat_completions
+from harness.serve.responses import responses
+from harness.serve.state import DEFAULT_MAX_DELAY, ScriptState
+from harness.serve.wire import MODEL_ID, ApiError, http_error, json_response
 
 __all__ = ["create_app", "find_state"]
 

@@ -19,7 +19,6 @@ from harness.hookspecs import hookimpl
 from harness.llm.base import JUDGE_ROLE, ROLE_HEADER, LLMRequest, LLMResponse
 from harness.llm.chunks import LLMChunk, message_chunks
 from harness.llm.config import LLMConfig
-from harness.llm.openai_stream import accumulate_chat_stream, final_response, usage_dict
 from harness.messages import (
     AssistantMessage,
     Conversation,
@@ -29,9 +28,10 @@ from harness.messages import (
     UserMessage,
 )
 from harness.project import project_relative
+from harness.providers.openai_stream import accumulate_chat_stream, final_response, usage_dict
 
 if TYPE_CHECKING:
-    from harness.llm.cassettes.session import CassetteSession
+    from harness.cassettes.session import CassetteSession
 
 __all__ = ["PLACEHOLDER_API_KEY", "OpenAILLM"]
 
@@ -111,7 +111,7 @@ class OpenAILLM:
     @property
     def cassette_path(self) -> Path:
         """Where this source's cassette is read and written."""
-        from harness.llm.cassettes.paths import resolve_cassette_path
+        from harness.cassettes.paths import resolve_cassette_path
 
         return resolve_cassette_path(self.config)
 
@@ -119,7 +119,7 @@ class OpenAILLM:
         if not self.uses_cassette:
             return None
         if self._session is None:
-            from harness.llm.cassettes.session import CassetteSession
+            from harness.cassettes.session import CassetteSession
 
             path = self.cassette_path
             shown = project_relative(path, self.context.project_root)
@@ -184,7 +184,7 @@ class OpenAILLM:
             kwargs["timeout"] = self.config.timeout
         ssl_context = _shared_ssl_context(httpx)
         if session is not None:
-            from harness.llm.cassettes.session import cassette_transport
+            from harness.cassettes.session import cassette_transport
 
             # Retries under a cassette would replay recorded 429s with real back-off
             # sleeps and change the x-stainless-retry-count header between runs.
@@ -221,7 +221,7 @@ class OpenAILLM:
             params = self._chat_params(request)
         token = None
         if session is not None:
-            from harness.llm.cassettes.session import expected_key
+            from harness.cassettes.session import expected_key
 
             session.requests_sent += 1
             if session.match == "body":
@@ -243,7 +243,7 @@ class OpenAILLM:
             raise self._error(exc, request, session) from None
         finally:
             if token is not None:
-                from harness.llm.cassettes.session import expected_key
+                from harness.cassettes.session import expected_key
 
                 expected_key.reset(token)
         return LLMResponse(message=message, usage=usage, latency=0.0)

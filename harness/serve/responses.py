@@ -16,9 +16,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from harness.llm.server.fit import check_fits
-from harness.llm.server.state import Reply, ScriptState
-from harness.llm.server.wire import (
+from harness.serve.fit import check_fits
+from harness.serve.state import Reply, ScriptState
+from harness.serve.wire import (
     MODEL_ID,
     ApiError,
     check_reply,

@@ -1,0 +1,1 @@
+"""LLM sources on a model vendor's official SDK, live or through a cassette."""
