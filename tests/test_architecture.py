@@ -45,7 +45,9 @@ def _number(layers: list[tuple[str, list[str]]], name: str) -> int:
     return [layer for layer, _ in layers].index(name)
 
 
-def _engine_imports(edges: list[importgraph.Edge], layers: list[tuple[str, list[str]]]) -> list[str]:
+def _engine_imports(
+    edges: list[importgraph.Edge], layers: list[tuple[str, list[str]]]
+) -> list[str]:
     """Imports of a wire or an integration by the engine or a layer below it."""
     engine, wires = _number(layers, "engine"), _number(layers, "wires")
     integrations = _number(layers, "integrations")

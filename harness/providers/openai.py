@@ -22,13 +22,11 @@ from harness.llm.config import LLMConfig
 from harness.messages import (
     AssistantMessage,
     Conversation,
-    SystemMessage,
     ToolCall,
-    ToolMessage,
-    UserMessage,
 )
 from harness.project import project_relative
 from harness.providers.openai_stream import accumulate_chat_stream, final_response, usage_dict
+from harness.wires import OPENAI_RESPONSES
 
 if TYPE_CHECKING:
     from harness.cassettes.session import CassetteSession
@@ -383,16 +381,17 @@ class OpenAILLM:
             n = 0
         for message in messages[n:]:
             known.append(message)
-            self._input_items.extend(_input_items(message))
+            self._input_items.extend(OPENAI_RESPONSES.request_items(message))
         return list(self._input_items)
 
     def _responses_params(self, request: LLMRequest) -> dict[str, Any]:
         params: dict[str, Any] = {"model": self.config.model, "input": self._input(request)}
         if request.tools:
-            params["tools"] = [_responses_tool(t.openai_schema()) for t in request.tools]
+            tool = OPENAI_RESPONSES.request_tool
+            params["tools"] = [tool(t.openai_schema()) for t in request.tools]
         options = self._options(request)
         if "tool_choice" in options:
-            options["tool_choice"] = _responses_tool_choice(options["tool_choice"])
+            options["tool_choice"] = OPENAI_RESPONSES.request_tool_choice(options["tool_choice"])
         params.update(options)
         if self.config.stream:
             params["stream"] = True
@@ -444,50 +443,6 @@ def _tool_call(
     call_id: str | None, name: str, arguments: str | None, call: int, index: int
 ) -> ToolCall:
     return ToolCall.from_text(call_id or f"call_{call}_{index}", name or "", arguments)
-
-
-def _input_items(message: Any) -> list[dict[str, Any]]:
-    """One harness message as Responses API input items."""
-    if isinstance(message, SystemMessage | UserMessage):
-        return [{"role": message.role, "content": message.content}]
-    if isinstance(message, ToolMessage):
-        output = {"call_id": message.tool_call_id, "output": message.content}
-        return [{"type": "function_call_output", **output}]
-    if isinstance(message, AssistantMessage):
-        # Reasoning items go back verbatim, before the output they led to: reasoning
-        # models need them for multi-round tool use.
-        items: list[dict[str, Any]] = [dict(item) for item in message.reasoning]
-        if message.content:
-            items.append({"role": "assistant", "content": message.content})
-        items.extend(
-            {
-                "type": "function_call",
-                "call_id": call.id,
-                "name": call.name,
-                "arguments": call.arguments_json(),
-            }
-            for call in message.tool_calls
-        )
-        return items
-    raise HarnessError(f"cannot send a {type(message).__name__} to the Responses API")
-
-
-def _responses_tool(schema: dict[str, Any]) -> dict[str, Any]:
-    function = schema.get("function", {})
-    tool: dict[str, Any] = {"type": "function", "name": function.get("name")}
-    if function.get("description"):
-        tool["description"] = function["description"]
-    tool["parameters"] = function.get("parameters", {"type": "object", "properties": {}})
-    # The Responses API makes function tools strict unless told otherwise; harness
-    # asks for strict mode only when the tool does, as with Chat Completions.
-    tool["strict"] = bool(function.get("strict", False))
-    return tool
-
-
-def _responses_tool_choice(choice: Any) -> Any:
-    if isinstance(choice, dict) and isinstance(choice.get("function"), dict):
-        return {"type": "function", "name": choice["function"].get("name")}
-    return choice
 
 
 def _from_response(response: Any, call: int) -> tuple[AssistantMessage, Any]:

@@ -1,4 +1,4 @@
-"""``harness serve``: an OpenAI-compatible server answering from a script.
+"""``harness serve``: a model server answering from a script, on every wire.
 
 It lets agents written in any language be tested against scripted replies, and
 lets recording be exercised with no internet. It is stateless (DESIGN section 7):
@@ -9,8 +9,9 @@ of the same request gets the reply. ``POST /v1/reset`` forgets those counts.
 
 The server is given its script steps; reading them from a scenario file is the
 command's job (``harness.cli.serve``). Modules: ``state`` (positions, attempts),
-``wire`` (JSON, streams, errors), ``chat`` and ``responses`` (the two APIs), ``app``
-(routes), ``running`` (uvicorn).
+``answer`` (one handler for every wire of ``harness.wires``: read the request, pick the
+reply, write it), ``fit`` (a reply's calls against the tools offered), ``wire`` (JSON,
+streams, errors), ``app`` (routes), ``running`` (uvicorn).
 """
 
 from harness.serve.app import create_app
