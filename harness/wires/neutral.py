@@ -16,15 +16,18 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from harness.canonical import canonical_json
+from harness.llm.base import LLMRequest
 from harness.llm.chunks import LLMChunk
 from harness.messages import AssistantMessage, Message, ToolCall, parse_arguments
 
 __all__ = [
     "MODEL_ID",
+    "ClientSide",
     "Item",
     "SSEBody",
     "ServedReply",
     "ServedRequest",
+    "StreamReader",
     "ToolOffer",
     "ToolSpec",
     "Wire",
@@ -34,6 +37,7 @@ __all__ = [
     "arguments_item",
     "arguments_text",
     "read_sse",
+    "without_none",
 ]
 
 # The model a served answer names when the request names none.
@@ -66,15 +70,30 @@ class WireReply:
     cut_off: str | None = None
     not_json: str | None = None
     failed: str | None = None
+    # The model's opaque reasoning items (None values left out), to be sent back as they
+    # came: reasoning models need them for multi-round tool use.
+    reasoning: list[dict[str, Any]] = field(default_factory=list)
 
-    def message(self) -> AssistantMessage:
-        """The reply as a harness AssistantMessage (a call without an id gets ``""``)."""
+    def message(self, call: int | None = None) -> AssistantMessage:
+        """The reply as a harness AssistantMessage, as observed (a call without an id gets
+        ``""``); with ``call``, as the own loop keeps it: calls without an id get
+        ``call_<call>_<i>`` as scripted calls do, a missing finish_reason is ``tool_calls``
+        or ``stop``, and the reasoning items are kept to be sent back."""
+        if call is None:
+            calls = [
+                ToolCall.from_text(str(call_id or ""), str(name or ""), arguments)
+                for call_id, name, arguments in self.tool_calls
+            ]
+            return AssistantMessage(
+                content=self.content, tool_calls=calls, finish_reason=self.finish_reason
+            )
         calls = [
-            ToolCall.from_text(str(call_id or ""), str(name or ""), arguments)
-            for call_id, name, arguments in self.tool_calls
+            ToolCall.from_text(call_id or f"call_{call}_{i}", name or "", arguments)
+            for i, (call_id, name, arguments) in enumerate(self.tool_calls)
         ]
+        finish = self.finish_reason or ("tool_calls" if calls else "stop")
         return AssistantMessage(
-            content=self.content, tool_calls=calls, finish_reason=self.finish_reason
+            content=self.content, tool_calls=calls, finish_reason=finish, reasoning=self.reasoning
         )
 
     def items(self) -> tuple[Item, ...]:
@@ -160,6 +179,15 @@ def arguments_item(text: Any) -> Any:
     return canonical_json(args) if raw is None else ("raw", raw)
 
 
+def without_none(value: Any) -> Any:
+    """``value`` with every None value of a mapping left out, at any depth."""
+    if isinstance(value, dict):
+        return {k: without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_none(v) for v in value]
+    return value
+
+
 @dataclass
 class SSEBody:
     """A server-sent-events body, read: the JSON objects of its ``data:`` lines, whether
@@ -208,10 +236,54 @@ def answer_body(raw: bytes | str | None) -> tuple[Any, bool] | None:
         return None
 
 
+class ClientSide(Protocol):
+    """The wire as the own loop's SDK source speaks it: requests written from an
+    ``LLMRequest``, whole answers read (``Wire.client``; one per source, which may keep
+    what it converted of a conversation that only grows)."""
+
+    path: str  # where requests go, under the API root an SDK's base URL names
+
+    def body(
+        self, model: str, request: LLMRequest, options: dict[str, Any], stream: bool
+    ) -> dict[str, Any]:
+        """The request body: the conversation, the tools, the options, streaming."""
+        ...
+
+    def reply(self, answer: Any) -> WireReply:
+        """The reply of a whole answer's JSON; WireError when it holds none."""
+        ...
+
+
+class StreamReader(Protocol):
+    """Reads one streamed answer event by event, as it arrives (``Wire.stream_reader``)."""
+
+    # Why the stream says the answer failed (its error event), once it has; else None.
+    problem: str | None
+
+    def add(self, event: dict[str, Any]) -> LLMChunk | None:
+        """Take the next event; the piece of the reply it carries, if any."""
+        ...
+
+    def reply(self) -> WireReply:
+        """The reply the events so far add up to."""
+        ...
+
+    def closing(self) -> LLMChunk | None:
+        """The last piece to hand on once the stream ended, when its events carry no
+        finish_reason and usage of their own."""
+        ...
+
+    @property
+    def empty(self) -> bool:
+        """No event so far said anything of a reply."""
+        ...
+
+
 class Wire(Protocol):
     """One model API's JSON and streams, read into and written from the neutral forms.
 
-    Stateless: every method works on the body or answer it is given.
+    Stateless: every method works on the body or answer it is given (a ``client()`` or a
+    ``stream_reader()`` is a new object for one source or one stream).
     """
 
     name: str  # the wire's name in docs and matrices (openai-chat)
@@ -270,6 +342,14 @@ class Wire(Protocol):
 
     def answer_items(self, answer: tuple[Any, bool] | None) -> tuple[str | None, list[Any]]:
         """An answer's id and its output as conversation items, for a server-side chain."""
+        ...
+
+    def stream_reader(self) -> StreamReader:
+        """A reader of one streamed answer's events (the JSON of each ``data:`` line)."""
+        ...
+
+    def client(self) -> ClientSide:
+        """The wire as a client speaks it (the own loop's SDK sources)."""
         ...
 
     def read_error(self, status: int, payload: Any) -> WireError:

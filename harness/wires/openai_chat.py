@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from harness.canonical import canonical_json
+from harness.llm.base import LLMRequest
 from harness.llm.chunks import ChunkAccumulator, LLMChunk, ToolCallDelta
 from harness.messages import Message, message_from_openai, text_of
 from harness.wires import openai_shared
@@ -31,7 +32,7 @@ from harness.wires.neutral import (
     arguments_text,
 )
 
-__all__ = ["WIRE", "ChatWire", "normalized_role"]
+__all__ = ["WIRE", "ChatClient", "ChatStream", "ChatWire", "normalized_role"]
 
 
 def normalized_role(role: Any) -> Any:
@@ -156,6 +157,14 @@ class ChatWire:
     def read_error(self, status: int, payload: Any) -> WireError:
         """OpenAI's ``{"error": {...}}``."""
         return openai_shared.read_error(status, payload)
+
+    def stream_reader(self) -> ChatStream:
+        """A reader of ``chat.completion.chunk`` events."""
+        return ChatStream()
+
+    def client(self) -> ChatClient:
+        """Chat Completions as the ``openai`` source speaks it."""
+        return ChatClient()
 
     # -- serving -----------------------------------------------------------------------
 
@@ -282,7 +291,9 @@ def _chunk(event: dict[str, Any]) -> LLMChunk:
         if not isinstance(choice, dict) or choice.get("index", 0) != 0:
             continue
         delta = choice.get("delta") or {}
-        content = delta.get("content") or delta.get("refusal")
+        content = delta.get("content")
+        if not content and delta.get("refusal"):
+            content = delta["refusal"]  # a refusal is the model's answer too
         for tc in delta.get("tool_calls") or []:
             function = tc.get("function") or {}
             index, call_id = tc.get("index", 0), tc.get("id")
@@ -290,13 +301,70 @@ def _chunk(event: dict[str, Any]) -> LLMChunk:
                 ToolCallDelta(index, call_id, function.get("name"), function.get("arguments"))
             )
         finish = choice.get("finish_reason") or finish
-    usage = openai_shared.usage_of(event["usage"]) if event.get("usage") else None
+    usage = (openai_shared.usage_of(event["usage"]) or None) if event.get("usage") else None
     return LLMChunk(content=content, tool_calls=tuple(deltas), finish_reason=finish, usage=usage)
 
 
+class ChatStream:
+    """A streamed completion read chunk by chunk (``ChunkAccumulator``: tool-call pieces
+    by index, the first id kept, a name some providers resend in every chunk not doubled)."""
+
+    def __init__(self) -> None:
+        self._acc = ChunkAccumulator()
+        # Chat Completions streams carry errors as HTTP errors, never as an event.
+        self.problem: str | None = None
+
+    def add(self, event: dict[str, Any]) -> LLMChunk:
+        """The ``chat.completion.chunk`` as a piece of the reply."""
+        chunk = _chunk(event)
+        self._acc.add(chunk)
+        return chunk
+
+    def reply(self) -> WireReply:
+        """What the chunks so far add up to."""
+        acc = self._acc
+        return WireReply(acc.text or None, list(acc.calls()), acc.finish_reason, acc.usage or {})
+
+    @property
+    def empty(self) -> bool:
+        """Never: a completion's stream is a reply however little it holds."""
+        return False
+
+    def closing(self) -> None:
+        """None: the chunks carry the finish_reason and usage themselves."""
+        return None
+
+
+class ChatClient:
+    """Requests of the own loop as Chat Completions bodies (harness's messages and tools
+    are in this API's form already), and whole completions read."""
+
+    path = "/chat/completions"
+
+    def body(
+        self, model: str, request: LLMRequest, options: dict[str, Any], stream: bool
+    ) -> dict[str, Any]:
+        """``messages``, ``tools`` and the options; a stream asks for its usage."""
+        params: dict[str, Any] = {"model": model, "messages": request.messages}
+        if request.tools:
+            params["tools"] = request.tool_schemas
+        params.update(options)
+        if stream:
+            params["stream"] = True
+            params["stream_options"] = {**params.get("stream_options", {}), "include_usage": True}
+        return params
+
+    def reply(self, answer: Any) -> WireReply:
+        """Choice 0 of a completion; WireError when it has no choice."""
+        reply = WIRE.read_reply(answer, False)
+        if reply is None or not answer.get("choices"):
+            raise WireError(502, "the model returned no choices")
+        return reply
+
+
 def _stream(events: list[Any]) -> WireReply:
-    acc = ChunkAccumulator()
+    reader = ChatStream()
     for event in events:
         if isinstance(event, dict):
-            acc.add(_chunk(event))
-    return WireReply(acc.text or None, list(acc.calls()), acc.finish_reason, acc.usage or {})
+            reader.add(event)
+    return reader.reply()

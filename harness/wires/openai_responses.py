@@ -17,6 +17,8 @@ from typing import Any
 
 from harness.canonical import canonical_json
 from harness.errors import HarnessError
+from harness.llm.base import LLMRequest
+from harness.llm.chunks import LLMChunk, ToolCallDelta
 from harness.messages import (
     AssistantMessage,
     Message,
@@ -38,10 +40,11 @@ from harness.wires.neutral import (
     WireReply,
     arguments_item,
     arguments_text,
+    without_none,
 )
 from harness.wires.openai_chat import normalized_role
 
-__all__ = ["WIRE", "ResponsesWire"]
+__all__ = ["WIRE", "ResponsesClient", "ResponsesStream", "ResponsesWire"]
 
 # The events a Responses API stream ends with, one of them always.
 _RESPONSE_ENDS = ("response.completed", "response.incomplete", "response.failed")
@@ -203,6 +206,14 @@ class ResponsesWire:
         """OpenAI's ``{"error": {...}}``."""
         return openai_shared.read_error(status, payload)
 
+    def stream_reader(self) -> ResponsesStream:
+        """A reader of Responses API stream events."""
+        return ResponsesStream()
+
+    def client(self) -> ResponsesClient:
+        """The Responses API as the ``openai`` source speaks it."""
+        return ResponsesClient()
+
     # -- serving -----------------------------------------------------------------------
 
     def served_request(self, body: dict[str, Any], known: int) -> ServedRequest:
@@ -305,6 +316,7 @@ def _messages(items: list[Any], names: dict[str, str]) -> list[Message]:
 def _whole(body: dict[str, Any]) -> WireReply:
     texts: list[str] = []
     calls: list[tuple[str | None, str, str | None]] = []
+    reasoning: list[dict[str, Any]] = []
     for item in body.get("output") or []:
         if not isinstance(item, dict):
             continue
@@ -313,28 +325,143 @@ def _whole(body: dict[str, Any]) -> WireReply:
         elif item.get("type") == "function_call":
             name = str(item.get("name") or "")
             calls.append((item.get("call_id"), name, arguments_text(item.get("arguments"))))
-    if calls:
-        finish = "tool_calls"
-    elif body.get("status") == "incomplete":
-        finish = "length"
-    else:
-        finish = "stop"
+        elif item.get("type") == "reasoning":
+            reasoning.append(without_none(item))
     usage = openai_shared.usage_of(body.get("usage"))
-    reply = WireReply("".join(texts) or None, calls, finish, usage)
+    reply = WireReply("".join(texts) or None, calls, _finish(body, calls), usage)
+    reply.reasoning = reasoning
     if body.get("status") == "failed":
         error = body.get("error") if isinstance(body.get("error"), dict) else {}
         reply.failed = str(error.get("message") or error.get("code") or "no message")
     return reply
 
 
+def _finish(body: dict[str, Any], calls: list[Any]) -> str:
+    """The API has none: ``tool_calls``, else an incomplete answer's reason (``length``
+    for max_output_tokens), else ``stop``."""
+    if calls:
+        return "tool_calls"
+    if body.get("status") == "incomplete":
+        details = body.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, dict) else None
+        return "length" if reason == "max_output_tokens" else str(reason or "length")
+    return "stop"
+
+
+class ResponsesStream:
+    """A streamed response read event by event: text and function-call pieces as they
+    arrive (calls numbered in output order), the response its last event carries, else
+    the items finished so far."""
+
+    def __init__(self) -> None:
+        self._calls: dict[Any, int] = {}  # output_index -> the call's index in the reply
+        self._end: dict[str, Any] | None = None
+        self._items: list[Any] = []
+        self.problem: str | None = None
+
+    def add(self, event: dict[str, Any]) -> LLMChunk | None:
+        """Take one event; the piece of the reply it carries, if any."""
+        kind = event.get("type")
+        if kind in _RESPONSE_ENDS:
+            self._end = event
+            if kind == "response.failed":
+                error = (event.get("response") or {}).get("error")
+                message = error.get("message") if isinstance(error, dict) else None
+                self.problem = message or "the response failed"
+        elif kind == "error":
+            self.problem = event.get("message") or "stream error"
+        elif kind == "response.output_item.done":
+            self._items.append(event.get("item"))
+        return _piece(event, kind, self._calls)
+
+    def reply(self) -> WireReply:
+        """The response of the last event that ends a stream, else the items done."""
+        if self._end is not None:
+            return _whole(self._end.get("response") or {})
+        # A stream cut before its last event: the items it finished.
+        return _whole({"output": self._items})
+
+    @property
+    def empty(self) -> bool:
+        """Neither a response nor a finished item so far."""
+        return self._end is None and not self._items
+
+    def closing(self) -> LLMChunk:
+        """The reply's finish_reason and usage: no event of this API carries them."""
+        reply = self.reply()
+        return LLMChunk(finish_reason=reply.finish_reason, usage=reply.usage or None)
+
+
+class ResponsesClient:
+    """Requests of the own loop as Responses API bodies (input items converted once per
+    message of a conversation that only grows), and whole responses read."""
+
+    path = "/responses"
+
+    def __init__(self) -> None:
+        self._messages: list[Any] = []
+        self._items: list[dict[str, Any]] = []
+
+    def body(
+        self, model: str, request: LLMRequest, options: dict[str, Any], stream: bool
+    ) -> dict[str, Any]:
+        """``input``, ``tools`` and the options in this API's form."""
+        params: dict[str, Any] = {"model": model, "input": self._input(request)}
+        if request.tools:
+            params["tools"] = [WIRE.request_tool(t.openai_schema()) for t in request.tools]
+        options = dict(options)
+        if "tool_choice" in options:
+            options["tool_choice"] = WIRE.request_tool_choice(options["tool_choice"])
+        params.update(options)
+        if stream:
+            params["stream"] = True
+        return params
+
+    def reply(self, answer: Any) -> WireReply:
+        """The response's output (an empty reply when the answer holds none)."""
+        return WIRE.read_reply(answer, False) or WireReply()
+
+    def _input(self, request: LLMRequest) -> list[dict[str, Any]]:
+        messages = request.conversation.messages
+        known = self._messages
+        n = len(known)
+        # Conversations only grow: the first and last known messages tell whether
+        # this is the same one, extended.
+        same = n == 0 or (
+            len(messages) >= n and messages[0] is known[0] and messages[n - 1] is known[n - 1]
+        )
+        if not same:
+            known.clear()
+            self._items.clear()
+            n = 0
+        for message in messages[n:]:
+            known.append(message)
+            self._items.extend(WIRE.request_items(message))
+        return list(self._items)
+
+
+def _piece(event: dict[str, Any], kind: Any, calls: dict[Any, int]) -> LLMChunk | None:
+    """The piece of the reply a stream event carries, if any."""
+    if kind in ("response.output_text.delta", "response.refusal.delta"):
+        return LLMChunk(content=event.get("delta"))
+    item = event.get("item")
+    added = kind == "response.output_item.added" and isinstance(item, dict)
+    if added and item.get("type") == "function_call":
+        index = calls.setdefault(event.get("output_index"), len(calls))
+        call_id, name, arguments = item.get("call_id"), item.get("name"), item.get("arguments")
+        return LLMChunk(tool_calls=(ToolCallDelta(index, call_id, name, arguments),))
+    if kind == "response.function_call_arguments.delta" and event.get("output_index") in calls:
+        delta = ToolCallDelta(calls[event["output_index"]], arguments=event.get("delta"))
+        return LLMChunk(tool_calls=(delta,))
+    return None
+
+
 def _stream(events: list[Any]) -> WireReply:
-    events = [e for e in events if isinstance(e, dict)]
-    for event in reversed(events):
-        if event.get("type") in _RESPONSE_ENDS:
-            return _whole(event.get("response") or {})
-    # A stream cut before its last event: the items it finished.
-    done = [e.get("item") for e in events if e.get("type") == "response.output_item.done"]
-    return _whole({"output": done})
+    reader = ResponsesStream()
+    for event in events:
+        if isinstance(event, dict):
+            reader.add(event)
+    return reader.reply()
 
 
 _MERGED = ("response.created", "response.in_progress", "response.completed", "response.incomplete")
