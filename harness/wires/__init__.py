@@ -4,9 +4,10 @@ harness's neutral request and reply (``harness.wires.neutral``).
 Everything that speaks to or about a model goes through a wire: ``harness serve`` reads
 requests and writes answers with it, the external observer and freeze read requests and
 answers with it, cassette matching hashes its conversation field item by item, and the
-``openai`` source writes its requests with it. No caller reads a model API's JSON itself:
-a caller holds a ``Wire`` (found by ``wire_for(path)`` or ``wire_named(api)``) and calls
-its methods. The wires: ``openai_chat`` (Chat Completions) and ``openai_responses`` (the
+``openai`` source writes its requests and reads its answers with it (``Wire.client``,
+``Wire.stream_reader``: the SDK only carries the JSON). No caller reads a model API's JSON
+itself: a caller holds a ``Wire`` (found by ``wire_for(path)`` or ``wire_named(api)``) and
+calls its methods. The wires: ``openai_chat`` (Chat Completions) and ``openai_responses`` (the
 Responses API; ``openai_responses_serving`` is how serve answers it), sharing OpenAI's
 error and tool layouts (``openai_shared``).
 
@@ -32,12 +33,11 @@ Why the neutral side fits the next APIs without changing a caller:
   ``:streamGenerateContent?alt=sse``). Parts map the same way: ``text``, ``functionCall``
   (name and args object) -> a call, ``functionResponse`` -> a tool result,
   ``systemInstruction`` -> ``instructions``, ``thought`` parts -> reasoning. Its calls
-  often carry no id, which the neutral side already allows (``WireReply`` and
-  ``ChunkAccumulator`` hold calls whose id is None, as some OpenAI-compatible servers
-  answer); the Gemini wire names them by position as ``ChunkAccumulator.message`` does
-  (``call_<n>_<i>``) and keys each ``functionResponse`` in ``tool_results`` by the id of
-  the call of that name it answers, in order, so the observer pairs results by id as
-  for every other wire. Streaming is chosen by the path, not the body: ``streams(body,
+  often carry no id. The Gemini wire gives each such call an id made from the reply alone
+  (its place in the reply and its name), and ``tool_results`` names each
+  ``functionResponse`` the same way from the model turn it answers (the turn is sent back
+  in ``contents``; responses match its calls by order and name), so the observer pairs
+  results by id as for every other wire, unchanged. Streaming is chosen by the path, not the body: ``streams(body,
   path)`` takes both; the model name is in the path too (``paths`` are route templates).
   Errors ``{"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "message"}}`` are a
   ``WireError`` again.
