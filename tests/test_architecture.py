@@ -243,3 +243,28 @@ def test_a_scripted_agent_run_loads_no_scenario_code():
         timeout=120,
     )
     assert out.stdout.strip() == "[]", out.stderr
+
+
+WIRE_FREE_RUN = """
+import sys
+from harness import Agent
+
+result = Agent(llm=[{"content": "Sunny."}]).run("weather?")
+assert result.termination == "completed", result.final
+outside = ("harness.wires", "harness.serve", "harness.cassettes", "openai", "starlette", "vcr")
+print(sorted(m for m in sys.modules if m.startswith(outside)))
+"""
+
+
+def test_a_scripted_agent_run_loads_no_wire_server_cassette_or_sdk():
+    # The integrations' built-ins are discovered with the engine's, and load those only
+    # when used: the engine's run needs none of them.
+    out = subprocess.run(
+        [sys.executable, "-c", WIRE_FREE_RUN],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert out.stdout.strip() == "[]", out.stderr

@@ -26,11 +26,11 @@ from harness.messages import (
     Conversation,
 )
 from harness.project import project_relative
-from harness.wires import OPENAI_CHAT, Wire, wire_named
-from harness.wires.neutral import WireError, WireReply
 
 if TYPE_CHECKING:
     from harness.cassettes.session import CassetteSession
+    from harness.wires import Wire
+    from harness.wires.neutral import WireReply
 
 __all__ = ["PLACEHOLDER_API_KEY", "OpenAILLM"]
 
@@ -92,8 +92,11 @@ class OpenAILLM:
         self._remaining: int | None = None
         self._stats: Any = None
         # The API's wire writes the requests and reads the answers.
+        from harness.wires import wire_named  # loaded with the first source, not with harness
+
         self._wire = wire_named(config.api)
         self._side = self._wire.client()
+        self._judge_side = wire_named("chat").client()
 
     # -- cassette ------------------------------------------------------------------------
 
@@ -264,8 +267,8 @@ class OpenAILLM:
         except Exception as exc:
             raise self._error(exc, request, session) from None
         try:
-            reply = OPENAI_CHAT.client().reply(body)
-        except WireError:
+            reply = self._judge_side.reply(body)
+        except _wire_error():
             raise LLMError("the judge model returned no choices", type="llm_error") from None
         message = AssistantMessage(content=reply.content, finish_reason="stop")
         return LLMResponse(message=message, usage=reply.usage or None, latency=0.0)
@@ -327,8 +330,8 @@ class OpenAILLM:
         else:
             try:
                 reply = self._side.reply(answer)
-            except WireError as exc:
-                raise LLMError(exc.message, type="llm_error") from None
+            except _wire_error() as exc:
+                raise LLMError(str(exc), type="llm_error") from None
         return reply.message(request.call), reply.usage or None
 
 
@@ -356,6 +359,12 @@ async def _post(client: Any, path: str, body: dict[str, Any]) -> Any:
     return await client.post(
         path, body=body, cast_to=object, stream=stream, stream_cls=AsyncStream[object]
     )
+
+
+def _wire_error() -> type[Exception]:
+    from harness.wires.neutral import WireError
+
+    return WireError
 
 
 async def _read_stream(wire: Wire, stream: Any, emit: Any) -> WireReply:

@@ -37,8 +37,9 @@ Why the neutral side fits the next APIs without changing a caller:
   (its place in the reply and its name), and ``tool_results`` names each
   ``functionResponse`` the same way from the model turn it answers (the turn is sent back
   in ``contents``; responses match its calls by order and name), so the observer pairs
-  results by id as for every other wire, unchanged. Streaming is chosen by the path, not the body: ``streams(body,
-  path)`` takes both; the model name is in the path too (``paths`` are route templates).
+  results by id as for every other wire, unchanged. Streaming is chosen by the path, not
+  the body: ``streams(body, path)`` takes both; the model name is in the path too
+  (``paths`` are route templates).
   Errors ``{"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "message"}}`` are a
   ``WireError`` again.
 
