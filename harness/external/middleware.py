@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from harness.external.observe import Observation, Refusal
-from harness.serve.wire import PARSED_BODY
+from harness.serve.http import PARSED_BODY
 from harness.wires import Wire, wire_for
 from harness.wires.neutral import WireError
 

@@ -10,7 +10,7 @@ of the same request gets the reply. ``POST /v1/reset`` forgets those counts.
 The server is given its script steps; reading them from a scenario file is the
 command's job (``harness.cli.serve``). Modules: ``state`` (positions, attempts),
 ``answer`` (one handler for every wire of ``harness.wires``: read the request, pick the
-reply, write it), ``fit`` (a reply's calls against the tools offered), ``wire`` (JSON,
+reply, write it), ``fit`` (a reply's calls against the tools offered), ``http`` (JSON,
 streams, errors), ``app`` (routes), ``running`` (uvicorn).
 """
 

@@ -12,8 +12,8 @@ from typing import Any
 
 from harness.llm.base import JUDGE_ROLE, request_role
 from harness.serve.fit import check_fits
+from harness.serve.http import ApiError, check_reply, json_response, read_json, sse
 from harness.serve.state import ScriptState
-from harness.serve.wire import ApiError, check_reply, json_response, read_json, sse
 from harness.wires import Wire
 from harness.wires.neutral import WireError
 

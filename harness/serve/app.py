@@ -11,8 +11,8 @@ from starlette.routing import Route
 
 from harness.llm.script import ScriptStep
 from harness.serve.answer import endpoint
+from harness.serve.http import ApiError, http_error, json_response
 from harness.serve.state import DEFAULT_MAX_DELAY, ScriptState
-from harness.serve.wire import ApiError, http_error, json_response
 from harness.wires import WIRES
 from harness.wires.neutral import MODEL_ID
 

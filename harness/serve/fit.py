@@ -8,8 +8,8 @@ names the script step, the tool and what the request offered points at the scrip
 
 from __future__ import annotations
 
+from harness.serve.http import ApiError
 from harness.serve.state import Reply
-from harness.serve.wire import ApiError
 from harness.wires.neutral import ToolOffer
 
 __all__ = ["check_fits"]
