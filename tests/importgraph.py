@@ -93,12 +93,19 @@ def _string_tuples(tree: ast.Module) -> dict[str, list[str]]:
 
 
 def facade(package: Path = PACKAGE) -> dict[str, str]:
-    """Name -> the module the facade (``harness/__init__.py``) takes it from, lazy names too."""
+    """Name -> the module the facade (``harness/__init__.py``) takes it from, lazy names too
+    (an ``if name == ...`` or ``if name in NAMES`` branch of ``__getattr__`` importing a
+    module, or a ``{name: module}`` table it reads)."""
     tree = ast.parse((package / "__init__.py").read_text(encoding="utf-8"))
     constants = _string_tuples(tree)
     found: dict[str, str] = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
+            # A table of lazy names (name -> module) that ``__getattr__`` reads.
+            for key, value in zip(node.value.keys, node.value.values, strict=True):
+                if isinstance(key, ast.Constant) and isinstance(value, ast.Constant):
+                    found.setdefault(str(key.value), str(value.value))
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             for alias in node.names:
                 found[alias.asname or alias.name] = node.module
         elif isinstance(node, ast.If):

@@ -147,10 +147,11 @@ def test_the_checker_sees_an_integration_imported_through_the_facade(tmp_path):
     package = tmp_path / "harness"
     (package / "a2a").mkdir(parents=True)
     (package / "__init__.py").write_text(
-        "from harness.agent import Agent\n_LAZY = ('CodeExecutionTool',)\n"
+        "from harness.agent import Agent\n_TOOLS = ('CodeExecutionTool',)\n"
+        "_LAZY = {'run_scenario': 'harness.scenario'}\n"
         "def __getattr__(name):\n"
         "    if name == 'RemoteAgentTool':\n        import harness.a2a.remote\n"
-        "    if name in _LAZY:\n        import harness.sandbox.tool\n"
+        "    if name in _TOOLS:\n        import harness.sandbox.tool\n"
     )
     (package / "a2a" / "__init__.py").write_text("")
     (package / "a2a" / "remote.py").write_text("")
@@ -162,6 +163,7 @@ def test_the_checker_sees_an_integration_imported_through_the_facade(tmp_path):
         ("harness.loop", "harness.a2a.remote"),
     ]
     assert importgraph.facade(package)["CodeExecutionTool"] == "harness.sandbox.tool"
+    assert importgraph.facade(package)["run_scenario"] == "harness.scenario"
     assert _engine_imports(found, _layers()) == [
         "harness/loop.py:1: harness.loop imports harness.a2a.remote"
     ]
