@@ -57,7 +57,7 @@ def _script(rounds: int) -> list[dict]:
 
 def _llm(cassette: Path, mode: str, base_url: str):
     from harness.llm.config import LLMConfig, LLMContext
-    from harness.llm.openai_sdk import OpenAILLM
+    from harness.providers.openai import OpenAILLM
 
     config = LLMConfig(
         provider="openai", model="gpt-4o-mini", cassette=str(cassette), base_url=base_url
@@ -75,7 +75,7 @@ def _agent(llm, rounds: int):
 
 def record(rounds: int, folder: Path) -> Path:
     """Record a run of ``rounds`` tool rounds through harness serve (reused when present)."""
-    from harness.llm.server import running_server
+    from harness.serve import running_server
 
     cassette = folder / f"rounds-{rounds}.yaml"
     if cassette.is_file():
@@ -136,7 +136,7 @@ def vcrpy_scan(cassette: Path) -> float:
     from vcr.matchers import method, path
     from vcr.request import Request
 
-    from harness.llm.cassettes import load_cassette_file
+    from harness.cassettes import load_cassette_file
 
     plain = Cassette(str(cassette), match_on=(method, path), record_mode="none")
     for item in load_cassette_file(cassette):

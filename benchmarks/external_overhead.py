@@ -128,7 +128,7 @@ def bare_app(steps: list[dict[str, Any]]) -> Any:
 
 
 def time_bare(rounds: int) -> float:
-    from harness.llm.server import running_app
+    from harness.serve import running_app
 
     app = bare_app(script(rounds))
     gc.collect()
@@ -146,8 +146,8 @@ def time_bare(rounds: int) -> float:
 def time_harness(rounds: int) -> float:
     from harness.external import TargetSpec, run_target
     from harness.llm.script import parse_step
-    from harness.llm.server import create_app
     from harness.plugins import discover
+    from harness.serve import create_app
 
     steps = [parse_step(i, s) for i, s in enumerate(script(rounds))]
     spec = TargetSpec("python", "benchmarks.external_overhead:agent", timeout=600)

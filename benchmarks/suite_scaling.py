@@ -96,9 +96,9 @@ def record_cassette(path: Path, rounds: int) -> None:
 
         from harness import Agent
         from harness.llm.config import LLMConfig, LLMContext
-        from harness.llm.openai_sdk import OpenAILLM
         from harness.llm.script import ScriptStep
-        from harness.llm.server import running_server
+        from harness.providers.openai import OpenAILLM
+        from harness.serve import running_server
 
         steps = [
             ScriptStep.model_validate({"tool_calls": [{"lookup": {"key": f"item-{i}"}}]})

@@ -32,6 +32,8 @@ from harness.project import ProjectConfigError, project_config, project_root
 
 __all__ = [
     "DEFAULT_PLUGINS",
+    "ENGINE_PLUGINS",
+    "INTEGRATION_PLUGINS",
     "KINDS",
     "PluginDiscovery",
     "PluginError",
@@ -42,18 +44,24 @@ __all__ = [
     "load_plugin_modules",
 ]
 
-DEFAULT_PLUGINS: tuple[str, ...] = (
+# The engine's built-ins: engine modules (or lower), which the scripted loop needs.
+ENGINE_PLUGINS: tuple[str, ...] = (
     "harness.stagnation",
     "harness.planners.agentbuilder",
     "harness.planners.react",
     "harness.llm.scripted",
-    "harness.llm.openai_sdk",
     "harness.checks",
-    "harness.judge.judges",
-    "harness.external.targets",
     "harness.detectors.builtin",
     "harness.users",
 )
+# The integrations' built-ins (the openai source, the judged expectations, the target
+# kinds), loaded after the engine's; tests/test_architecture.py checks each string's layer.
+INTEGRATION_PLUGINS: tuple[str, ...] = (
+    "harness.providers.openai",
+    "harness.judge.judges",
+    "harness.external.targets",
+)
+DEFAULT_PLUGINS: tuple[str, ...] = (*ENGINE_PLUGINS, *INTEGRATION_PLUGINS)
 
 _HOOK_PREFIX = "harness_"
 _SPEC_NAMES = frozenset(name for name in dir(hookspecs) if name.startswith(_HOOK_PREFIX))

@@ -234,9 +234,7 @@ def _record(
     group: int,
 ) -> None:
     """Messages and records in the model's order, then the hooks; an abort ends the run.
-
-    All messages and records come before any hook fires: an observer that raises must
-    not lose the results of calls that ran.
+    (All come before any hook fires: an observer that raises must not lose the results.)
     """
     ran, skipped = prepared[: len(outcomes)], prepared[len(outcomes) :]
     records: list[ToolCallRecord] = []

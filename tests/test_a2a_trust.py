@@ -392,8 +392,8 @@ def _a2a_app():
 
 
 def _serve_app():
-    from harness.llm.server import create_app as serve_create_app
-    from harness.llm.server import running_app as serve_running_app
+    from harness.serve import create_app as serve_create_app
+    from harness.serve import running_app as serve_running_app
 
     return serve_create_app([]), serve_running_app, "/models"
 

@@ -1,6 +1,7 @@
-"""The structure ARCHITECTURE.md describes, checked: layers import only downward, no
-import circles, no module or function too long to read, and a scripted Agent run loads
-no scenario code."""
+"""The structure ARCHITECTURE.md describes, checked: layers import only downward, the
+engine never imports an integration (not through the facade, not as a built-in loaded by
+name), a wire imports only the model, no import circles, no module or function too long to
+read, and a scripted Agent run loads no scenario code."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import importgraph
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_MODULE_LINES = 600
-MAX_FUNCTION_LINES = 70
+MAX_FUNCTION_LINES = 60
 
 
 def _layers() -> list[tuple[str, list[str]]]:
@@ -37,6 +38,45 @@ def _rank(module: str, layers: list[tuple[str, list[str]]]) -> int | None:
             ):
                 best = (rank, len(prefix))
     return best[0] if best else None
+
+
+def _number(layers: list[tuple[str, list[str]]], name: str) -> int:
+    """The rank of the layer called ``name``."""
+    return [layer for layer, _ in layers].index(name)
+
+
+def _engine_imports(
+    edges: list[importgraph.Edge], layers: list[tuple[str, list[str]]]
+) -> list[str]:
+    """Imports of a wire or an integration by the engine or a layer below it."""
+    engine, wires = _number(layers, "engine"), _number(layers, "wires")
+    integrations = _number(layers, "integrations")
+    found = []
+    for edge in edges:
+        source, target = _rank(edge.source, layers), _rank(edge.target, layers)
+        if source is not None and source <= engine and target in (wires, integrations):
+            found.append(f"{edge.file}:{edge.line}: {edge.source} imports {edge.target}")
+    return found
+
+
+def _misplaced_builtins(
+    builtins: dict[str, list[tuple[str, int]]], layers: list[tuple[str, list[str]]]
+) -> list[str]:
+    """Built-in plugins named in a tuple their layer does not belong to."""
+    engine, integrations = _number(layers, "engine"), _number(layers, "integrations")
+    allowed = {
+        "ENGINE_PLUGINS": lambda rank: rank <= engine,
+        "INTEGRATION_PLUGINS": lambda rank: rank == integrations,
+        "DEFAULT_PLUGINS": lambda rank: rank <= integrations,
+    }
+    found = []
+    for name, modules in builtins.items():
+        for module, line in modules:
+            rank = _rank(module, layers)
+            where = "in no layer" if rank is None else f"in the {layers[rank][0]} layer"
+            if rank is None or not allowed.get(name, lambda _: False)(rank):
+                found.append(f"harness/plugins.py:{line}: {name} names {module}, {where}")
+    return found
 
 
 def test_every_module_is_in_a_layer():
@@ -74,6 +114,75 @@ def test_the_checker_sees_an_upward_import(tmp_path):
     ]
     layers = _layers()
     assert _rank("harness.errors", layers) < _rank("harness.scenario", layers)
+
+
+def test_the_engine_never_imports_an_integration():
+    # Implied by the order of the layers, said on its own: it is the rule most worth keeping
+    # (the loop core runs with no SDK, server, wire, sandbox or judge loaded).
+    assert _engine_imports(importgraph.edges(), _layers()) == []
+
+
+def test_the_engine_loads_no_integration_as_a_built_in():
+    # Built-ins are imported by their names: each name is checked against its layer.
+    builtins = importgraph.string_imports()
+    assert set(builtins) >= {"ENGINE_PLUGINS", "INTEGRATION_PLUGINS", "DEFAULT_PLUGINS"}
+    assert _misplaced_builtins(builtins, _layers()) == []
+
+
+def test_a_wire_imports_only_the_model_and_the_base():
+    layers = _layers()
+    model, wires = _number(layers, "model"), _number(layers, "wires")
+    wide = [
+        f"{edge.file}:{edge.line}: {edge.source} imports {edge.target}"
+        for edge in importgraph.edges()
+        if _rank(edge.source, layers) == wires
+        and _rank(edge.target, layers) not in (*range(model + 1), wires)
+    ]
+    assert wide == []
+
+
+def test_the_checker_sees_an_integration_imported_through_the_facade(tmp_path):
+    # `from harness import RemoteAgentTool` in the loop: a lazy name of the facade, taken
+    # from harness.a2a (an integration), is an import of harness.a2a.remote.
+    package = tmp_path / "harness"
+    (package / "a2a").mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        "from harness.agent import Agent\n_TOOLS = ('CodeExecutionTool',)\n"
+        "_LAZY = {'run_scenario': 'harness.scenario'}\n"
+        "def __getattr__(name):\n"
+        "    if name == 'RemoteAgentTool':\n        import harness.a2a.remote\n"
+        "    if name in _TOOLS:\n        import harness.sandbox.tool\n"
+    )
+    (package / "a2a" / "__init__.py").write_text("")
+    (package / "a2a" / "remote.py").write_text("")
+    (package / "agent.py").write_text("")
+    (package / "loop.py").write_text("from harness import Agent, RemoteAgentTool\n")
+    found = importgraph.edges(package)
+    assert [(e.source, e.target) for e in found] == [
+        ("harness.loop", "harness.agent"),
+        ("harness.loop", "harness.a2a.remote"),
+    ]
+    assert importgraph.facade(package)["CodeExecutionTool"] == "harness.sandbox.tool"
+    assert importgraph.facade(package)["run_scenario"] == "harness.scenario"
+    assert _engine_imports(found, _layers()) == [
+        "harness/loop.py:1: harness.loop imports harness.a2a.remote"
+    ]
+
+
+def test_the_checker_sees_an_integration_among_the_engine_built_ins(tmp_path):
+    package = tmp_path / "harness"
+    package.mkdir()
+    (package / "plugins.py").write_text(
+        "ENGINE_PLUGINS = (\n    'harness.checks',\n    'harness.serve.app',\n)\n"
+        "INTEGRATION_PLUGINS = ('harness.loop', 'harness.judge.judges')\n"
+        "DEFAULT_PLUGINS = (*ENGINE_PLUGINS, *INTEGRATION_PLUGINS, 'harness.report.html')\n"
+    )
+    found = _misplaced_builtins(importgraph.string_imports(package), _layers())
+    assert found == [
+        "harness/plugins.py:3: ENGINE_PLUGINS names harness.serve.app, in the integrations layer",
+        "harness/plugins.py:5: INTEGRATION_PLUGINS names harness.loop, in the engine layer",
+        "harness/plugins.py:6: DEFAULT_PLUGINS names harness.report.html, in the report layer",
+    ]
 
 
 def test_no_import_circles():
@@ -172,3 +281,28 @@ def test_every_package_init_is_a_facade():
         p for p in found if p.rsplit(":", 1)[0] not in _INIT_WITH_CODE
     ]
     assert pending == _INIT_WITH_CODE, "moved: take it off _INIT_WITH_CODE"
+
+
+WIRE_FREE_RUN = """
+import sys
+from harness import Agent
+
+result = Agent(llm=[{"content": "Sunny."}]).run("weather?")
+assert result.termination == "completed", result.final
+outside = ("harness.wires", "harness.serve", "harness.cassettes", "openai", "starlette", "vcr")
+print(sorted(m for m in sys.modules if m.startswith(outside)))
+"""
+
+
+def test_a_scripted_agent_run_loads_no_wire_server_cassette_or_sdk():
+    # The integrations' built-ins are discovered with the engine's, and load those only
+    # when used: the engine's run needs none of them.
+    out = subprocess.run(
+        [sys.executable, "-c", WIRE_FREE_RUN],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert out.stdout.strip() == "[]", out.stderr

@@ -15,17 +15,17 @@ import pytest
 import yaml
 
 from harness import Agent, tool
-from harness.errors import HarnessError
-from harness.llm.cassettes import (
+from harness.cassettes import (
     dump_cassette,
     load_cassette_file,
     load_cassette_text,
     resolve_cassette_path,
 )
+from harness.errors import HarnessError
 from harness.llm.config import LLMConfig, LLMContext
-from harness.llm.openai_sdk import OpenAILLM
 from harness.llm.script import ScriptStep
-from harness.llm.server import create_app, running_app
+from harness.providers.openai import OpenAILLM
+from harness.serve import create_app, running_app
 
 OFFLINE = "http://127.0.0.1:9/v1"
 FOREIGN = Path(__file__).parent / "fixtures" / "foreign-cassettes"

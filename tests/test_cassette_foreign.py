@@ -15,7 +15,7 @@ import pytest
 
 from harness import Agent, tool
 from harness.llm.config import LLMConfig, LLMContext
-from harness.llm.openai_sdk import OpenAILLM
+from harness.providers.openai import OpenAILLM
 
 FOREIGN = Path(__file__).parent / "fixtures" / "foreign-cassettes"
 

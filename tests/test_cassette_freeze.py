@@ -11,9 +11,9 @@ from harness import Agent, tool
 from harness.cli.freeze import freeze_main
 from harness.freeze import FreezeError, freeze
 from harness.llm.config import LLMConfig, LLMContext
-from harness.llm.openai_sdk import OpenAILLM
-from harness.llm.server import running_server
+from harness.providers.openai import OpenAILLM
 from harness.scenario import run_scenario
+from harness.serve import running_server
 
 FOREIGN = Path(__file__).parent / "fixtures" / "foreign-cassettes"
 

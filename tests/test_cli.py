@@ -617,7 +617,7 @@ llm: {provider: openai, model: gpt-4o-mini%s}
 
 @pytest.mark.parametrize("status", [401, 403])
 def test_a_refused_key_is_never_recorded(project, run, monkeypatch, status):
-    from harness.llm.server import running_server
+    from harness.serve import running_server
 
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID"):
         monkeypatch.delenv(name, raising=False)

@@ -16,8 +16,8 @@ import openai
 import pytest
 import yaml
 
-from harness.llm.server import running_server
 from harness.scenario import run_scenario
+from harness.serve import running_server
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "sk-recording-secret-0123456789abcdef"

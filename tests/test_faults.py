@@ -111,7 +111,7 @@ def full_cassettes(project):
 
 def test_a_full_disk_while_saving_a_cassette_is_one_line_and_exit_3(project, full_cassettes):
     from harness.llm.script import ScriptStep
-    from harness.llm.server import create_app, running_app
+    from harness.serve import create_app, running_app
 
     (project / "scenarios" / "rec.scenario.yaml").write_text(
         "input: Weather?\nllm: {provider: openai, model: gpt-4o-mini, base_url: BASE}\n"
@@ -250,7 +250,7 @@ def test_a_write_killed_midway_leaves_nothing_for_git_after_the_next_run(tmp_pat
 def test_a_replay_clears_what_a_killed_recording_left(tmp_path):
     from harness import Agent
     from harness.llm.config import LLMConfig, LLMContext
-    from harness.llm.openai_sdk import OpenAILLM
+    from harness.providers.openai import OpenAILLM
 
     cassette = tmp_path / "weather.yaml"
     cassette.write_text("interactions: []\n")

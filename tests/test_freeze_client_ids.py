@@ -17,8 +17,8 @@ import vcr
 import yaml
 
 from harness.freeze import freeze
-from harness.llm.server import running_server
 from harness.scenario import run_scenario
+from harness.serve import running_server
 
 pydantic_ai = pytest.importorskip("pydantic_ai", reason="pydantic-ai is a test extra")
 

@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.cassettes.format import load_cassette_file
+from harness.cassettes.matching import parse_json_body
 from harness.cli.freeze import freeze_main
-from harness.llm.cassettes.format import load_cassette_file
-from harness.llm.cassettes.matching import parse_json_body
-from harness.llm.replies import read_reply
 from harness.scenario import run_scenario
+from harness.wires import read_answer, wire_named
 
 FOREIGN = Path(__file__).parent / "fixtures" / "foreign-cassettes"
 
@@ -158,7 +158,7 @@ def _traits(path: Path) -> set[str]:
         answer = interaction.response["body"]["string"] or b""
         streamed = answer.lstrip().startswith((b"data:", b"event:"))
         traits.add(f"{api}{' streamed' if streamed else ''}")
-        reply = read_reply(api, answer)
+        reply = read_answer(wire_named(api), answer)
         if reply is not None and len(reply.tool_calls) > 1:
             traits.add(f"{api} parallel calls")
     return traits
@@ -377,7 +377,7 @@ def test_every_stream_of_the_corpus_ran_to_its_end():
             if not answer.lstrip().startswith((b"data:", b"event:")):
                 continue
             api = "chat" if uri.endswith("/chat/completions") else "responses"
-            reply = read_reply(api, answer)
+            reply = read_answer(wire_named(api), answer)
             assert reply is not None and reply.cut_off is None and reply.not_json is None
             streams += 1
     assert streams >= 6

@@ -14,10 +14,10 @@ import yaml
 from harness import cli
 from harness.errors import ScenarioError
 from harness.judge import VerdictError, judge_messages, parse_verdict, prompt_source
-from harness.llm.server import running_server
 from harness.report.html import render_html
 from harness.results import build_results
 from harness.scenario import load_scenario, run_scenario
+from harness.serve import running_server
 
 pytestmark = pytest.mark.usefixtures("fresh_plugins")
 

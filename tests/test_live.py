@@ -13,8 +13,8 @@ from scenario_texts import SESSION_TESTS
 
 from harness import cli
 from harness.llm.script import parse_step
-from harness.llm.server import create_app, running_app
 from harness.results import load_results
+from harness.serve import create_app, running_app
 
 pytestmark = SESSION_TESTS
 

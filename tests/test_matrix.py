@@ -16,9 +16,9 @@ from scenario_texts import SESSION_TESTS
 
 from harness import cli
 from harness.errors import HarnessError
-from harness.llm.server import running_server
 from harness.results import Results
 from harness.scenario import expand_matrix, load_scenario, run_scenario, scenario_id
+from harness.serve import running_server
 
 pytestmark = SESSION_TESTS
 

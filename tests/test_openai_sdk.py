@@ -15,9 +15,9 @@ import yaml
 from harness import Agent, tool
 from harness.errors import HarnessError
 from harness.llm.config import LLMConfig, LLMContext
-from harness.llm.openai_sdk import OpenAILLM
-from harness.llm.server import running_server
 from harness.plugins import default_plugins
+from harness.providers.openai import OpenAILLM
+from harness.serve import running_server
 
 # Nothing listens here: a replay that tried the network would get a connection error.
 OFFLINE = "http://127.0.0.1:9/v1"
@@ -146,9 +146,9 @@ class Headers:
 def test_only_recording_restricts_accept_encoding_to_what_cassettes_can_decode(
     tmp_path, monkeypatch
 ):
-    from harness.llm.openai_sdk import _httpx
     from harness.llm.script import ScriptStep
-    from harness.llm.server import create_app, running_app
+    from harness.providers.openai import _httpx
+    from harness.serve import create_app, running_app
 
     # As when zstandard is installed: the HTTP client then offers zstd, which vcrpy
     # cannot decode into a readable cassette.
@@ -255,9 +255,9 @@ def test_model_is_required():
 
 @pytest.mark.hooks("harness_register_llms")
 def test_openai_is_a_built_in_llm_provider():
-    # Registered by harness.llm.openai_sdk's harness_register_llms, like any plugin's source.
+    # Registered by harness.providers.openai's harness_register_llms, like any plugin's source.
     assert default_plugins().llm_factory("openai") is OpenAILLM
-    assert "openai" in default_plugins().registered["harness.llm.openai_sdk"].llms
+    assert "openai" in default_plugins().registered["harness.providers.openai"].llms
 
 
 @pytest.mark.hooks("harness_agent_end")

@@ -342,7 +342,7 @@ llm: {provider: openai, model: gpt-4o-mini, cassette: weather.yaml, base_url: "U
 
 def test_a_cassette_miss_shows_its_message_whole_below_the_trajectory(pytester, monkeypatch):
     from harness.llm.script import ScriptStep
-    from harness.llm.server import create_app, running_app
+    from harness.serve import create_app, running_app
 
     for name in ("OPENAI_API_KEY", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from harness.llm.script import parse_step
-from harness.llm.server import create_app, running_app
+from harness.serve import create_app, running_app
 
 KEY = "sk-Canary7Qw3Zp9Xv2Rt8Ym4Kd6Hs1Jb5Nc0Lm2"
 ORG = "org-Zx81QmLw0Pe5Rt7Yu3Io9Kj"
@@ -354,7 +354,7 @@ def test_a_cassette_keeps_only_the_headers_that_describe_the_exchange(project, m
 @pytest.mark.parametrize("header", ["X-Portkey-Api-Key", "Helicone-Auth", "x-goog-api-key"])
 def test_a_credential_in_a_request_header_harness_does_not_know_is_dropped(header):
     # A proxy's or another provider's key: no variable holds it and no list names it.
-    from harness.llm.cassettes import dump_cassette
+    from harness.cassettes import dump_cassette
 
     recording = interaction([{"role": "user", "content": "hi"}], chat_stream(["Hello."]))
     recording["request"]["headers"][header] = [f"Bearer {TOKEN}"]

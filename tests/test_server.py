@@ -21,7 +21,7 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.llm.script import ScriptStep
-from harness.llm.server import create_app, running_app, running_server
+from harness.serve import create_app, running_app, running_server
 
 
 def http(method: str, url: str, body: bytes | None = None) -> tuple[int, bytes]:

@@ -13,7 +13,7 @@ import json
 import openai
 import pytest
 
-from harness.llm.server import running_server
+from harness.serve import running_server
 
 WEATHER = {
     "type": "function",

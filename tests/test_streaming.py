@@ -15,9 +15,9 @@ from harness.llm import ScriptedLLM
 from harness.llm.base import LLMResponse
 from harness.llm.chunks import LLMChunk, ToolCallDelta, pieces
 from harness.llm.config import LLMConfig, LLMContext
-from harness.llm.openai_sdk import OpenAILLM
-from harness.llm.server import running_server
 from harness.messages import AssistantMessage
+from harness.providers.openai import OpenAILLM
+from harness.serve import running_server
 
 OFFLINE = "http://127.0.0.1:9/v1"  # nothing listens: a replay that used the network fails
 

@@ -17,8 +17,8 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 
-from harness.cli.exitcodes import EXIT
 from harness.cli.parsing import Parser, UsageError, to_stderr
+from harness.exitcodes import EXIT
 
 __all__ = ["EXIT", "main"]
 

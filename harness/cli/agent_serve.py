@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.cli.exitcodes import EXIT
 from harness.cli.parsing import Parser, parse, to_stderr
 from harness.errors import HarnessError, describe
+from harness.exitcodes import EXIT
 
 __all__ = ["agent_serve_main"]
 

@@ -7,8 +7,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.cli.exitcodes import EXIT
 from harness.cli.parsing import Parser, parse, to_stderr
+from harness.exitcodes import EXIT
 
 __all__ = ["freeze_main"]
 

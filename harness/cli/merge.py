@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.cli.baseline import load_baseline, update_baseline
-from harness.cli.exitcodes import EXIT
 from harness.cli.parsing import Parser, UsageError, parse, to_stderr
+from harness.exitcodes import EXIT
 
 if TYPE_CHECKING:
     from harness.baseline import BaselineDiff

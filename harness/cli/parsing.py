@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from harness.cli.exitcodes import EXIT
+from harness.exitcodes import EXIT
 
 __all__ = ["Parser", "UsageError", "parse", "to_stderr"]
 

@@ -6,8 +6,8 @@ import argparse
 import json
 from typing import Any
 
-from harness.cli.exitcodes import EXIT
 from harness.cli.parsing import UsageError
+from harness.exitcodes import EXIT
 
 __all__ = ["PLUGIN_HELP", "add_parser", "load_plugin_options", "plugins_command"]
 

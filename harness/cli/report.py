@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.cli.baseline import load_baseline
-from harness.cli.exitcodes import EXIT
 from harness.cli.parsing import Parser, UsageError, parse, to_stderr
+from harness.exitcodes import EXIT
 from harness.report.diff import diff_results
 from harness.report.html import write_html
 from harness.results import ResultsFileError, load_results

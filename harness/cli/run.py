@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from harness.cli.baseline import load_baseline, update_baseline
-from harness.cli.exitcodes import EXIT
 from harness.cli.parsing import UsageError, to_stderr
 from harness.cli.plugins import load_plugin_options
+from harness.exitcodes import EXIT
 
 if TYPE_CHECKING:
     from harness.baseline import BaselineDiff

@@ -1,5 +1,5 @@
 """``harness serve SCENARIO [--host H] [--port N] [--max-delay S]``: a scenario's
-``llm.script`` served as an OpenAI-compatible API (``harness.llm.server`` serves it);
+``llm.script`` served as an OpenAI-compatible API (``harness.serve`` serves it);
 ``harness serve --cassette FILE``: a recorded cassette served the same way
 (``harness.external.CassetteApp``)."""
 
@@ -10,11 +10,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.cli.exitcodes import EXIT
 from harness.cli.parsing import Parser, parse, to_stderr
 from harness.errors import HarnessError
+from harness.exitcodes import EXIT
 from harness.llm.script import ScriptStep
-from harness.llm.server import DEFAULT_MAX_DELAY, DEFAULT_PORT, serve
+from harness.serve import DEFAULT_MAX_DELAY, DEFAULT_PORT, serve
 
 __all__ = ["serve_main"]
 
@@ -162,10 +162,10 @@ def _until_stopped(what: Any, host: str, start: Callable[[Callable[[int], None]]
 
 def _serve_cassette(args: Any) -> int:
     """``harness serve --cassette FILE``: the cassette's interactions, to any client."""
+    from harness.cassettes import CassetteSession
     from harness.errors import LLMError
     from harness.external import CassetteApp
-    from harness.llm.cassettes import CassetteSession
-    from harness.llm.server import serve_app
+    from harness.serve import serve_app
 
     path = args.cassette
     if not path.is_file():

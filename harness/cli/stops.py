@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from harness.cli.exitcodes import EXIT
+from harness.exitcodes import EXIT
 
 __all__ = ["output_closed", "reader_gone", "stopped_from_outside"]
 

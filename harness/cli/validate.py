@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.cli.exitcodes import EXIT
 from harness.cli.parsing import UsageError, to_stderr
 from harness.cli.plugins import PLUGIN_HELP, load_plugin_options
+from harness.exitcodes import EXIT
 
 __all__ = ["add_parsers", "schema_command", "validate_command"]
 

@@ -3,9 +3,9 @@ scenario's ``target``.
 
 harness serves the scenario's model (script or cassette) on 127.0.0.1 with its own
 server, observes every request and answer at that boundary, and rebuilds the run from
-them. Modules: ``wire`` (reading both APIs' bodies), ``observe`` (the observed run),
-``middleware`` (the ASGI observer in front of the served app), ``cassette`` (a cassette
-served over HTTP, and the recording proxy), ``targets`` (the built-in ``python`` and
+them (each API's bodies read by its wire, ``harness.wires``). Modules: ``observe`` (the
+observed run), ``middleware`` (the ASGI observer in front of the served app), ``cassette``
+(a cassette served over HTTP, and the recording proxy), ``targets`` (the built-in ``python`` and
 ``command`` kinds, and the frameworks' limit exceptions), ``runner`` (one target run).
 """
 

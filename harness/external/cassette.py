@@ -17,8 +17,10 @@ import os
 from types import SimpleNamespace
 from typing import Any
 
-from harness.llm.cassettes.session import CassetteSession, key_refused, no_key_refusal
+from harness.cassettes.session import CassetteSession, key_refused, no_key_refusal
 from harness.secrets import Scrubber
+from harness.wires import OPENAI_CHAT, wire_for
+from harness.wires.neutral import WireError
 
 __all__ = ["DEFAULT_UPSTREAM", "CassetteApp"]
 
@@ -100,7 +102,7 @@ class CassetteApp:
                 SimpleNamespace(failed_request=request),  # type: ignore[arg-type]
                 session.requests_sent,
             )
-            return _error(400, miss.message, "cassette_miss")
+            return _error(path, 400, miss.message, "cassette_miss")
         return await self._forward(scope, request, body)
 
     async def _forward(self, scope: dict[str, Any], request: Any, body: bytes) -> tuple:
@@ -109,7 +111,7 @@ class CassetteApp:
             # Refused before anything goes out, as the own loop refuses it; a 401 so that
             # the target's SDK gives up at once instead of retrying.
             self.refused = refusal
-            return _error(401, refusal, "recording_refused")
+            return _error(scope["path"], 401, refusal, "recording_refused")
         httpx = _httpx()
         headers = {
             k.decode("latin-1"): v.decode("latin-1")
@@ -129,7 +131,7 @@ class CassetteApp:
             message = Scrubber().text(
                 f"recording proxy: {request.uri}: {type(exc).__name__}: {exc}"
             )
-            return _error(502, message, "upstream_error")
+            return _error(scope["path"], 502, message, "upstream_error")
         kept = {k: [v] for k, v in answer.headers.items() if k.lower() not in _DROPPED}
         if answer.status_code in (401, 403):
             # Never written: every later run would replay the refusal.
@@ -174,8 +176,9 @@ def _served(response: dict[str, Any]) -> tuple[int, list, bytes]:
     return int(response["status"]["code"]), _headers(response.get("headers") or {}), content
 
 
-def _error(status: int, message: str, code: str) -> tuple[int, list, bytes]:
+def _error(path: str, status: int, message: str, code: str) -> tuple[int, list, bytes]:
+    """An error answer in the form of the wire of ``path`` (OpenAI's for any other path)."""
     import json
 
-    error = {"message": message, "type": "invalid_request_error", "param": None, "code": code}
-    return status, [(b"content-type", b"application/json")], json.dumps({"error": error}).encode()
+    body = (wire_for(path) or OPENAI_CHAT).render_error(WireError(status, message, code))
+    return status, [(b"content-type", b"application/json")], json.dumps(body).encode()

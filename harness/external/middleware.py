@@ -1,7 +1,7 @@
 """An ASGI middleware in front of the served application: it shows each model request and
 its answer to an ``Observation``, and answers a request itself when harness stops the run.
 
-It wraps the existing server (``harness.llm.server.create_app``) or the cassette app
+It wraps the existing server (``harness.serve.create_app``) or the cassette app
 unchanged: the request body is read once and handed on, the answer's bytes are passed
 through as they are sent (streams stay streams) and read when the answer is complete, or
 when the client went away in the middle of it.
@@ -13,8 +13,9 @@ import json
 from typing import Any
 
 from harness.external.observe import Observation, Refusal
-from harness.llm.replies import api_of
-from harness.llm.server.wire import PARSED_BODY
+from harness.serve.http import PARSED_BODY
+from harness.wires import Wire, wire_for
+from harness.wires.neutral import WireError
 
 __all__ = ["ObservingApp"]
 
@@ -31,23 +32,22 @@ async def _read_body(receive: Any) -> bytes:
     return b"".join(chunks)
 
 
-def _error_body(status: int, message: str) -> bytes:
-    error = {"message": message, "type": "invalid_request_error", "param": None, "code": None}
-    return json.dumps({"error": error}).encode()
+def _error_body(wire: Wire, status: int, message: str) -> bytes:
+    return json.dumps(wire.render_error(WireError(status, message))).encode()
 
 
 class ObservingApp:
     """``app`` with every model request and answer observed by ``observation``."""
 
     def __init__(self, app: Any, observation: Observation) -> None:
-        # `app` by that name: harness.llm.server.find_state walks wrappers through it.
+        # `app` by that name: harness.serve.find_state walks wrappers through it.
         self.app = app
         self.observation = observation
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         """The ASGI entry point."""
-        api = api_of(scope.get("path", "")) if scope.get("type") == "http" else None
-        if api is None or scope.get("method") != "POST":
+        wire = wire_for(scope.get("path", "")) if scope.get("type") == "http" else None
+        if wire is None or scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
         raw = await _read_body(receive)
@@ -59,14 +59,15 @@ class ObservingApp:
             # Parsed once: the server reads it from the scope (see PARSED_BODY).
             scope = {**scope, PARSED_BODY: body}
         try:
-            call = self.observation.request(api, body if isinstance(body, dict) else {})
+            call = self.observation.request(wire, body if isinstance(body, dict) else {})
         except Refusal as refusal:
-            await _answer(send, refusal.status, _error_body(refusal.status, refusal.message))
+            error = _error_body(wire, refusal.status, refusal.message)
+            await _answer(send, refusal.status, error)
             return
-        await self._pass(scope, receive, send, raw, api, call)
+        await self._pass(scope, receive, send, raw, wire, call)
 
     async def _pass(
-        self, scope: Any, receive: Any, send: Any, raw: bytes, api: str, call: int
+        self, scope: Any, receive: Any, send: Any, raw: bytes, wire: Wire, call: int
     ) -> None:
         given = False
 
@@ -89,7 +90,7 @@ class ObservingApp:
                 chunks.append(message.get("body", b""))
                 if not message.get("more_body") and not done:
                     done = True
-                    self.observation.response(api, call, status, b"".join(chunks))
+                    self.observation.response(wire, call, status, b"".join(chunks))
             await send(message)
 
         try:
@@ -99,7 +100,7 @@ class ObservingApp:
                 # The client left (or the app failed) before the answer was complete:
                 # what was sent is still what the target saw.
                 done = True
-                self.observation.response(api, call, status, b"".join(chunks))
+                self.observation.response(wire, call, status, b"".join(chunks))
 
 
 async def _answer(send: Any, status: int, body: bytes) -> None:

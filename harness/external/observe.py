@@ -23,20 +23,12 @@ from pydantic_core import to_jsonable_python
 
 from harness.actions import FinalResponse, RunResult, Termination, ToolAction, ToolCallRecord
 from harness.config import AgentConfig
-from harness.external.wire import (
-    error_of,
-    instructions_of,
-    items_of,
-    messages_of,
-    read_reply,
-    response_items,
-    tool_results,
-)
 from harness.llm.base import LLMRequest, LLMResponse
-from harness.llm.replies import answer_body
 from harness.messages import Conversation, clean_reply, clean_text
 from harness.run import Run
 from harness.secrets import Scrubber
+from harness.wires import Wire
+from harness.wires.neutral import ToolSpec, WireReply, answer_body
 
 __all__ = ["SERVED", "Observation", "ObservedTool", "Refusal"]
 
@@ -55,12 +47,11 @@ class _Unreachable:
 class ObservedTool:
     """A tool the target declared in a request (what ``LLMRequest.tools`` holds)."""
 
-    def __init__(self, schema: dict[str, Any]) -> None:
-        function = schema.get("function") if isinstance(schema.get("function"), dict) else schema
-        self.schema = schema
-        self.name = str(function.get("name") or "")
-        self.description = function.get("description")
-        self.parameters = function.get("parameters") or {}
+    def __init__(self, spec: ToolSpec) -> None:
+        self.schema = spec.raw
+        self.name = spec.name or ""
+        self.description = spec.description
+        self.parameters = spec.parameters or {}
 
     def openai_schema(self) -> dict[str, Any]:
         """The Chat Completions form of the tool."""
@@ -139,15 +130,12 @@ class Observation:
         self.run.emit("agent_start")
         self.run.hook.harness_agent_start(run=self.run)
 
-    def request(self, api: str, body: dict[str, Any]) -> int:
+    def request(self, wire: Wire, body: dict[str, Any]) -> int:
         """A request arrived; its call number. Raises Refusal when harness stopped the run."""
         with self.lock:
             run = self.run
-            items = [
-                *self._chains.get(str(body.get("previous_response_id")), []),
-                *items_of(api, body),
-            ]
-            self._read_results(api, items)
+            items = [*self._chains.get(str(wire.previous(body)), []), *wire.items(body)]
+            self._read_results(wire, items)
             run.iteration += 1
             run.llm_calls += 1
             call = run.llm_calls
@@ -155,13 +143,13 @@ class Observation:
             if run.observed.iteration_start:
                 run.hook.harness_iteration_start(run=run, iteration=run.iteration)
             run.emit("llm_request", call=call, sim=run.sim_time)
-            self._last = (api, body, items)
-            if api == "responses":
-                self._asked[call] = items
+            self._last = (wire, body, items)
+            self._asked[call] = items
             if run.observed.llm_request:
-                self._follow(api, body, items)
-                options = {k: v for k, v in body.items() if k not in ("messages", "input", "tools")}
-                request = LLMRequest(run.conversation, self._tools_of(body), options, call)
+                self._follow(wire, body, items)
+                kept = (wire.items_field, "tools")
+                options = {k: v for k, v in body.items() if k not in kept}
+                request = LLMRequest(run.conversation, self._tools_of(wire, body), options, call)
                 run.hook.harness_llm_request(run=run, request=request)
             if self._stop:
                 repeats = self.detector.window + 1
@@ -172,12 +160,13 @@ class Observation:
                 raise Refusal(400, message)
             return call
 
-    def response(self, api: str, call: int, status: int, raw: bytes) -> None:
+    def response(self, wire: Wire, call: int, status: int, raw: bytes) -> None:
         """The answer to request ``call`` was sent (``raw``: its whole body)."""
         with self.lock:
             asked = self._asked.pop(call, None)
+            answer = answer_body(raw)  # read once: the reply and the chain both need it
             if status >= 400:
-                error = error_of(status, raw)
+                error = _failure(wire, status, answer)
                 error["message"] = self.shown(str(error["message"]))
                 self.last_error = error
                 # Said in the run: an SDK may retry it and go on, leaving no other trace.
@@ -185,10 +174,9 @@ class Observation:
                 return
             self.last_error = None
             run = self.run
-            answer = answer_body(raw)  # read once: the reply and the chain both need it
-            reply = read_reply(api, answer)
+            reply = (wire.read_reply(*answer) if answer is not None else None) or WireReply()
             if asked is not None:
-                response_id, output = response_items(answer)
+                response_id, output = wire.answer_items(answer)
                 if response_id is not None:
                     self._chains[response_id] = [*asked, *output]
             message = clean_reply(reply.message())
@@ -246,7 +234,7 @@ class Observation:
                 self._stop = True
         self.detector.add(signature)
 
-    def _read_results(self, api: str, items: list[Any]) -> None:
+    def _read_results(self, wire: Wire, items: list[Any]) -> None:
         """Fill the pending calls' results from this request's new items."""
         pending, self._pending = self._pending, []
         # Items after those of the previous request are new (a client sends the whole
@@ -255,9 +243,9 @@ class Observation:
         self._items_seen = len(items)
         if not pending:
             return
-        found = tool_results(api, items, start)
+        found = wire.tool_results(items, start)
         if start and any(r.id not in found for r in pending):
-            found = tool_results(api, items, 0)
+            found = wire.tool_results(items, 0)
         run = self.run
         for record in pending:
             if record.id not in found:
@@ -277,24 +265,25 @@ class Observation:
                     action = ToolAction(tool_call=call)
                     run.hook.harness_action_executed(run=run, action=action, result=record)
 
-    def _follow(self, api: str, body: dict[str, Any], items: list[Any]) -> None:
+    def _follow(self, wire: Wire, body: dict[str, Any], items: list[Any]) -> None:
         """Bring ``run.conversation`` up to this request, converting only the new items
         while the target extends the history it sent last time."""
         known, last = self._followed
-        head = instructions_of(api, body)
+        head = wire.instructions(body)
         extends = known and len(items) >= known and items[known - 1] == last and head == self._head
         if not extends:
             known, self._names = 0, {}
             self.run.conversation = Conversation(messages=head)
             self._head = head
-        self.run.conversation.extend(messages_of(api, items[known:], self._names))
+        self.run.conversation.extend(wire.messages(items[known:], self._names))
         self._followed = (len(items), items[-1] if items else None)
 
-    def _tools_of(self, body: dict[str, Any]) -> list[ObservedTool]:
+    def _tools_of(self, wire: Wire, body: dict[str, Any]) -> list[ObservedTool]:
         raw = body.get("tools")
         if raw != self._tools_raw:
             self._tools_raw = raw
-            self._tools = [ObservedTool(t) for t in raw or [] if isinstance(t, dict)]
+            specs = wire.tools([t for t in raw or [] if isinstance(t, dict)])
+            self._tools = [ObservedTool(spec) for spec in specs]
         return self._tools
 
     # -- the end ----------------------------------------------------------------------------
@@ -334,8 +323,17 @@ class Observation:
         """The last request's messages, and the last reply when it was answered."""
         if self._last is None:
             return Conversation()
-        api, body, items = self._last
-        messages = [*instructions_of(api, body), *messages_of(api, items)]
+        wire, body, items = self._last
+        messages = [*wire.instructions(body), *wire.messages(items)]
         if self.last_error is None and self._last_reply is not None:
             messages.append(self._last_reply)
         return Conversation(messages=messages)
+
+
+def _failure(wire: Wire, status: int, answer: tuple[Any, bool] | None) -> dict[str, Any]:
+    """``{type, message, status}`` of an error answer, its type harness's name for it."""
+    error = wire.read_error(status, answer[0] if answer is not None else None)
+    kind = {"timeout": "timeout", "script_exhausted": "script_exhausted"}.get(str(error.code))
+    if kind is None:
+        kind = "cassette_miss" if error.code == "cassette_miss" else "http_error"
+    return {"type": kind, "message": error.message, "status": status}

@@ -1,7 +1,7 @@
 """Running an external target: serve the model on 127.0.0.1, call the target, observe,
 and end the run with the termination docs/external.md#how-a-target-run-ends gives.
 
-The served application is given (the scripted server of ``harness.llm.server`` or a
+The served application is given (the scripted server of ``harness.serve`` or a
 cassette app); this module wraps it in the observing middleware, starts it on a free
 port, calls the target with ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` set, and turns how
 the target ended into the run's termination and final response.
@@ -21,7 +21,7 @@ from harness.errors import HarnessError, exception_chain
 from harness.external.middleware import ObservingApp
 from harness.external.observe import Observation
 from harness.external.targets import TargetCall
-from harness.llm.server import running_app
+from harness.serve import running_app
 
 __all__ = ["DEFAULT_TIMEOUT", "DUMMY_API_KEY", "TargetSpec", "run_target", "where_raised"]
 

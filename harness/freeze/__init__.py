@@ -19,6 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.cassettes.format import (
+    CassetteFormatError,
+    LoadedInteraction,
+    load_cassette_file,
+    readable_yaml,
+)
 from harness.freeze.build import (
     build_scenario,
     build_target_scenario,
@@ -34,12 +40,6 @@ from harness.freeze.recorded import (
     fill_client_ids,
     read_calls,
     split_runs,
-)
-from harness.llm.cassettes.format import (
-    CassetteFormatError,
-    LoadedInteraction,
-    load_cassette_file,
-    readable_yaml,
 )
 from harness.results import ScenarioResult
 from harness.secrets import Scrubber

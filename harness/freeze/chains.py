@@ -11,35 +11,11 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlparse
 
-from harness.freeze.recorded import (
-    FreezeError,
-    Item,
-    RecordedCall,
-    conversation_items,
-    dialogue,
-)
-from harness.llm.cassettes.format import LoadedInteraction
-from harness.llm.replies import WireReply
+from harness.cassettes.format import LoadedInteraction
+from harness.freeze.recorded import FreezeError, Item, RecordedCall, dialogue
+from harness.wires import wire_for, wire_named
 
 __all__ = ["history_of", "rebuild_chains", "skipped_interactions"]
-
-
-def _reply_items(reply: WireReply) -> tuple[Item, ...]:
-    """The reply as the conversation holds it once it is sent back."""
-    message: dict[str, Any] = {"role": "assistant", "content": reply.content}
-    if reply.tool_calls:
-        message["tool_calls"] = [
-            {"id": call_id, "function": {"name": name, "arguments": arguments}}
-            for call_id, name, arguments in reply.tool_calls
-        ]
-    return conversation_items("chat", {"messages": [message]})
-
-
-def _conversation_id(body: dict[str, Any]) -> str | None:
-    conversation = body.get("conversation")
-    if isinstance(conversation, dict):
-        conversation = conversation.get("id")
-    return str(conversation) if conversation else None
 
 
 def rebuild_chains(calls: list[RecordedCall], shown: str) -> None:
@@ -47,8 +23,9 @@ def rebuild_chains(calls: list[RecordedCall], shown: str) -> None:
     by_id: dict[str, RecordedCall] = {}
     latest: dict[str, RecordedCall] = {}  # conversation id -> its latest answered request
     for call in calls:
-        previous = call.body.get("previous_response_id")
-        conversation = _conversation_id(call.body)
+        wire = wire_named(call.api)
+        previous = wire.previous(call.body)
+        conversation = wire.thread(call.body)
         parent = None
         if previous:
             parent = by_id.get(str(previous))
@@ -65,7 +42,7 @@ def rebuild_chains(calls: list[RecordedCall], shown: str) -> None:
             own = call.conversation
             system = own[: len(own) - len(dialogue(own))]
             call.conversation = (
-                system + dialogue(parent.conversation) + _reply_items(parent.reply) + dialogue(own)
+                system + dialogue(parent.conversation) + parent.reply.items() + dialogue(own)
             )
             call.chained = True
         if call.reply is not None:
@@ -83,7 +60,7 @@ def skipped_interactions(interactions: list[LoadedInteraction]) -> list[str]:
     for number, interaction in enumerate(interactions, 1):
         request = interaction.request
         url = urlparse(str(request.get("uri", "")))
-        if url.path.endswith(("/chat/completions", "/responses")):
+        if wire_for(url.path) is not None:
             continue
         where = f"{url.netloc}{url.path}" if url.netloc != "api.openai.com" else url.path
         skipped.append(f"{number} ({request.get('method', '?')} {where})")

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.freeze.recorded import Item, RecordedCall, conversation_items, dialogue, tool_items
+from harness.freeze.recorded import Item, RecordedCall, dialogue, tool_items
 from harness.hookspecs import hookimpl
 from harness.results import ScenarioResult
 from harness.secrets import masked_repr
+from harness.wires import OPENAI_CHAT, wire_named
 
 __all__ = ["Sent", "expectations", "first_difference", "run_offline", "set_aside"]
 
@@ -54,7 +55,7 @@ class _Requests:
         """Keep this request."""
         self.seen.append(
             Sent(
-                conversation_items("chat", {"messages": request.messages}),
+                OPENAI_CHAT.normalized({"messages": request.messages}),
                 tool_items(request.tool_schemas),
                 _choice(request.options.get("tool_choice")),
             )
@@ -151,7 +152,7 @@ def set_aside(recorded: list[RecordedCall]) -> list[str]:
             f"({_short(systems[0])} -> {_short(systems[changed - 1])}): a scenario "
             "sends one, so the frozen run keeps the first and the system text is not compared"
         )
-    offered = [tuple(t[0] for t in tool_items(call.body.get("tools"))) for call in recorded]
+    offered = [tuple(t[0] for t in _recorded_tools(call)) for call in recorded]
     if len(set(offered)) > 1:
         listing = "; ".join(
             f"request {n}: {', '.join(names) or 'none'}" for n, names in enumerate(offered, 1)
@@ -181,7 +182,7 @@ def first_difference(
     recorded_base = recorded[0].body.get("tool_choice")
     sent_base = sent[0].tool_choice if sent else None
     system_changes = len({_system(call.conversation) for call in recorded}) > 1
-    tools_change = len({tool_items(call.body.get("tools")) for call in recorded}) > 1
+    tools_change = len({_recorded_tools(call) for call in recorded}) > 1
     for number, (call, request) in enumerate(zip(recorded, sent, strict=False), 1):
         where = f"request {number} (interaction {call.number})"
         mine, theirs = request.conversation, call.conversation
@@ -192,7 +193,7 @@ def first_difference(
             if contradiction is not None:
                 return "contradiction", f"{where}: {contradiction}"
             return "content", f"{where}: {_conversation_difference(mine, theirs)}"
-        tools = tool_items(call.body.get("tools"))
+        tools = _recorded_tools(call)
         if not tools_change and request.tools != tools:
             return "content", f"{where}: {_tools_difference(request.tools, tools)}"
         theirs = call.body.get("tool_choice")
@@ -240,3 +241,8 @@ def expectations(result: ScenarioResult) -> dict[str, Any]:
         expect["final"] = final
     expect["script_consumed"] = True
     return expect
+
+
+def _recorded_tools(call: RecordedCall) -> tuple[Item, ...]:
+    """The normalized tool definitions of a recorded request."""
+    return tool_items(call.body.get("tools"), wire_named(call.api))

@@ -19,25 +19,21 @@ from typing import Any
 from urllib.parse import urlparse
 
 from harness.canonical import canonical_json
+from harness.cassettes.format import LoadedInteraction, interaction_line
+from harness.cassettes.matching import parse_json_body
 from harness.errors import HarnessError
-from harness.llm.cassettes.format import LoadedInteraction, interaction_line
-from harness.llm.cassettes.matching import parse_json_body
-from harness.llm.chunks import SSEBody
-from harness.llm.replies import WireReply, answer_body, api_of, reply_of
-from harness.messages import parse_arguments, text_of
+from harness.wires import Wire, wire_for, wire_named
+from harness.wires.neutral import Item, ToolSpec, WireReply, answer_body
 
 __all__ = [
     "FreezeError",
     "RecordedCall",
     "RecordedRun",
-    "conversation_items",
     "dialogue",
     "read_calls",
     "split_runs",
     "tool_items",
 ]
-
-Item = tuple[Any, ...]
 
 
 class FreezeError(HarnessError):
@@ -83,81 +79,20 @@ class RecordedRun:
 # -- normalized conversations --------------------------------------------------------------
 
 
-def _arguments(text: Any) -> Any:
-    args, raw = parse_arguments(text if isinstance(text, str) or text is None else str(text))
-    return canonical_json(args) if raw is None else ("raw", raw)
+def tool_items(tools: Any, wire: Wire | None = None) -> tuple[Item, ...]:
+    """The normalized tool definitions of a request (read by ``wire``, OpenAI's layouts by
+    default)."""
+    return tuple(_tool_item(spec) for spec in (wire or wire_named("chat")).tools(tools))
 
 
-def _role(role: Any) -> Any:
-    return "system" if role == "developer" else role
-
-
-def conversation_items(api: str, body: dict[str, Any]) -> tuple[Item, ...]:
-    """The normalized conversation a request carries."""
-    items: list[Item] = []
-    if api == "responses":
-        if body.get("instructions"):
-            items.append(("message", "system", text_of(body["instructions"])))
-        given = body.get("input")
-        if isinstance(given, str):
-            given = [{"role": "user", "content": given}]
-        for entry in given or []:
-            if not isinstance(entry, dict):
-                items.append(("other", canonical_json(entry)))
-            elif entry.get("type") == "function_call":
-                args = _arguments(entry.get("arguments"))
-                items.append(("call", entry.get("call_id"), entry.get("name"), args))
-            elif entry.get("type") == "function_call_output":
-                output = text_of(entry.get("output")) or ""
-                items.append(("result", entry.get("call_id"), output))
-            elif entry.get("type") == "reasoning":
-                continue
-            elif entry.get("role"):
-                text = text_of(entry.get("content"))
-                if text or entry.get("role") != "assistant":
-                    items.append(("message", _role(entry.get("role")), text or ""))
-            else:
-                items.append(("other", canonical_json(entry)))
-        return tuple(items)
-    for message in body.get("messages") or []:
-        if not isinstance(message, dict):
-            items.append(("other", canonical_json(message)))
-            continue
-        role = message.get("role")
-        text = text_of(message.get("content"))
-        if role == "tool":
-            items.append(("result", message.get("tool_call_id"), text or ""))
-        elif role == "assistant":
-            if text:
-                items.append(("message", "assistant", text))
-            for call in message.get("tool_calls") or []:
-                function = call.get("function") or {}
-                args = _arguments(function.get("arguments"))
-                items.append(("call", call.get("id"), function.get("name"), args))
-        else:
-            items.append(("message", _role(role), text or ""))
-    return tuple(items)
-
-
-def tool_items(tools: Any) -> tuple[Item, ...]:
-    """The normalized tool definitions of a request (Chat Completions or Responses form)."""
-    items: list[Item] = []
-    for tool in tools or []:
-        if not isinstance(tool, dict):
-            items.append(("other", canonical_json(tool)))
-            continue
-        function = tool.get("function") if isinstance(tool.get("function"), dict) else tool
-        if tool.get("type", "function") != "function" or not function.get("name"):
-            items.append(("other", canonical_json(tool)))
-            continue
-        parameters = function.get("parameters") or {"type": "object", "properties": {}}
-        if isinstance(parameters, dict):
-            # Stubs forbid extra arguments whatever the recorded schema said.
-            parameters = {k: v for k, v in parameters.items() if k != "additionalProperties"}
-        items.append(
-            (function["name"], function.get("description") or None, canonical_json(parameters))
-        )
-    return tuple(items)
+def _tool_item(spec: ToolSpec) -> Item:
+    if spec.name is None:
+        return ("other", canonical_json(spec.raw))
+    parameters = spec.parameters or {"type": "object", "properties": {}}
+    if isinstance(parameters, dict):
+        # Stubs forbid extra arguments whatever the recorded schema said.
+        parameters = {k: v for k, v in parameters.items() if k != "additionalProperties"}
+    return (spec.name, spec.description or None, canonical_json(parameters))
 
 
 # -- reading calls ----------------------------------------------------------------------------
@@ -225,15 +160,14 @@ def _unfinished(reply: WireReply) -> str | None:
     return None
 
 
-def _reply(api: str, answer: tuple[Any, bool] | None, raw: Any) -> WireReply | str:
+def _reply(wire: Wire, answer: tuple[Any, bool] | None, raw: Any) -> WireReply | str:
     """The reply of a successful answer, or what is wrong with it."""
     if answer is None:
         why = _json_error(raw)
         return f"the response body is neither JSON ({why}) nor Server-Sent Events: {_DAMAGED}"
-    reply = reply_of(api, *answer)
+    reply = wire.read_reply(*answer)
     if reply is None:
-        kind = "Chat Completions" if api == "chat" else "Responses API"
-        return f"the response body is not a {kind} response"
+        return f"the response body is not a {wire.label} response"
     return _unfinished(reply) or reply
 
 
@@ -250,9 +184,10 @@ def read_calls(interactions: list[LoadedInteraction], path: Path, shown: str) ->
 
     calls: list[RecordedCall] = []
     for number, interaction in enumerate(interactions, 1):
-        api = api_of(urlparse(interaction.request["uri"]).path)
-        if api is None:
+        wire = wire_for(urlparse(interaction.request["uri"]).path)
+        if wire is None:
             continue
+        api = wire.api
         body = _request_body(interaction, api)
         if isinstance(body, str):
             raise refuse(number, "request", body)
@@ -261,34 +196,21 @@ def read_calls(interactions: list[LoadedInteraction], path: Path, shown: str) ->
         answer = answer_body(raw)
         reply = error = None
         if status >= 400:
-            payload = answer[0] if answer is not None else None
-            details = payload.get("error") if isinstance(payload, dict) else None
-            message = details.get("message") if isinstance(details, dict) else None
-            error = {"status": status, "message": message or f"HTTP {status}"}
+            failure = wire.read_error(status, answer[0] if answer is not None else None)
+            error = {"status": status, "message": failure.message}
         else:
-            reply = _reply(api, answer, raw)
+            reply = _reply(wire, answer, raw)
             if isinstance(reply, str):
                 raise refuse(number, "response", reply)
         try:
-            conversation = conversation_items(api, body)
+            conversation = wire.normalized(body)
         except (AttributeError, TypeError):
             raise refuse(number, "request", "the request's conversation is malformed") from None
         call = RecordedCall(number, api, body, reply, error, conversation)
-        if reply is not None and api == "responses" and answer is not None:
-            call.response_id = _response_id(answer[0])
+        if reply is not None:
+            call.response_id = wire.answer_items(answer)[0]
         calls.append(call)
     return calls
-
-
-def _response_id(payload: Any) -> str | None:
-    """The id of a Responses API answer (JSON, or the events of a stream)."""
-    if isinstance(payload, SSEBody):
-        for event in payload.events:
-            response = event.get("response") if isinstance(event, dict) else None
-            if isinstance(response, dict) and response.get("id"):
-                return str(response["id"])
-        return None
-    return str(payload["id"]) if isinstance(payload, dict) and payload.get("id") else None
 
 
 # -- runs -------------------------------------------------------------------------------------

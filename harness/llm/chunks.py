@@ -7,21 +7,17 @@ Responses streams, ``harness serve``): a chunk is a Chat Completions delta, flat
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from harness.messages import AssistantMessage, ToolCall
 
 __all__ = [
     "ChunkAccumulator",
     "LLMChunk",
-    "SSEBody",
     "ToolCallDelta",
     "message_chunks",
     "pieces",
-    "read_sse",
     "reply_chunks",
 ]
 
@@ -178,39 +174,3 @@ def message_chunks(message: AssistantMessage, usage: dict[str, int] | None) -> l
     not stream)."""
     calls = [(c.id, c.name, c.arguments_json()) for c in message.tool_calls]
     return reply_chunks(message.content, calls, message.finish_reason, usage)
-
-
-@dataclass
-class SSEBody:
-    """A server-sent-events body, read: the JSON objects of its ``data:`` lines, whether
-    one said ``[DONE]``, and the first ``data:`` line that is not JSON, if any
-    (``(its line in the body, the JSON error)``): a stream cut in the middle of a line
-    ends on one."""
-
-    events: list[dict[str, Any]]
-    done: bool = False
-    not_json: tuple[int, str] | None = None
-
-
-def read_sse(text: str) -> SSEBody:
-    """The ``data:`` lines of a server-sent-events body (JSON values that are not objects
-    left out): a streamed reply as recorded or observed."""
-    body = SSEBody([])
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.startswith("data:"):
-            continue
-        payload = line[5:].strip()
-        if payload == "[DONE]":
-            body.done = True
-            continue
-        if not payload:
-            continue
-        try:
-            event = json.loads(payload)
-        except ValueError as exc:
-            if body.not_json is None:
-                body.not_json = (number, str(exc))
-            continue
-        if isinstance(event, dict):
-            body.events.append(event)
-    return body

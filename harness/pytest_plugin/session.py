@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.cli.exitcodes import EXIT
+from harness.exitcodes import EXIT
 from harness.pytest_plugin.options import SUFFIX, session_options
 
 if TYPE_CHECKING:

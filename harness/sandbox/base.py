@@ -346,7 +346,17 @@ async def run_limited(
             readers.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await readers
-    status = process.returncode
+    return _execution(outputs, process.returncode, timed_out, sandbox, survivors)
+
+
+def _execution(
+    outputs: tuple[_Output, _Output],
+    status: int | None,
+    timed_out: bool,
+    sandbox: str,
+    survivors: list[int],
+) -> Execution:
+    """What a run gives back: its output, its status, and the limit it hit, if any."""
     execution = Execution(
         stdout=outputs[0].text(),
         stderr=outputs[1].text(),

@@ -136,11 +136,11 @@ def _served(
 ) -> tuple[Any, Any]:
     """The app serving the scenario's model, and the cassette app (None for a script)."""
     if scenario.llm.provider == "scripted":
-        from harness.llm.server import create_app
+        from harness.serve import create_app
 
         return create_app(list(scenario.llm.script)), None
+    from harness.cassettes import CassetteSession
     from harness.external import CassetteApp
-    from harness.llm.cassettes import CassetteSession
     from harness.project import project_relative
 
     path = scenario.cassette_path(scenario_id=sid, record_mode=record_mode)

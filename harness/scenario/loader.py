@@ -453,6 +453,32 @@ def _check_script(
             )
 
 
+_Named = list[tuple[tuple[str | int, ...], str]]
+
+
+def _expected_tool_names(
+    expect: ExpectSection, top: tuple[str | int, ...], scripted: bool
+) -> tuple[_Named, _Named]:
+    """(where, tool name) of the guards of an ``expect`` and of the names its other
+    expectations need called (a ``count`` that allows 0 only in a scripted run)."""
+    named: _Named = []
+    calls = expect.tool_calls
+    guarded: _Named = [
+        ((*top, "never_called", k), n) for k, n in enumerate(expect.never_called or [])
+    ]
+    if calls is not None:
+        at = (*top, "tool_calls")
+        guarded += [((*at, "forbid", k, "name"), c.name) for k, c in enumerate(calls.forbid or [])]
+        named += [((*at, "sequence", k), n) for k, n in enumerate(calls.sequence or [])]
+        named += [((*at, "include", k, "name"), c.name) for k, c in enumerate(calls.include or [])]
+        for name, rng in (calls.count or {}).items():
+            if scripted or not rng.contains(0):
+                named.append(((*at, "count", name), name))
+    for g, group in enumerate(expect.parallel_groups or []):
+        named += [((*top, "parallel_groups", g, k), n) for k, n in enumerate(group)]
+    return guarded, named
+
+
 def _check_expected_tools(
     scenario: Scenario,
     expect: ExpectSection,
@@ -471,21 +497,7 @@ def _check_expected_tools(
     if scenario.target is not None and not scripted:
         return  # a recorded target's tools are its own: any name may be called
     possible = defined | {c.name for s in scenario.llm.script for c in s.tool_calls}
-    named: list[tuple[tuple[str | int, ...], str]] = []
-    calls = expect.tool_calls
-    guarded: list[tuple[tuple[str | int, ...], str]] = [
-        ((*top, "never_called", k), n) for k, n in enumerate(expect.never_called or [])
-    ]
-    if calls is not None:
-        at = (*top, "tool_calls")
-        guarded += [((*at, "forbid", k, "name"), c.name) for k, c in enumerate(calls.forbid or [])]
-        named += [((*at, "sequence", k), n) for k, n in enumerate(calls.sequence or [])]
-        named += [((*at, "include", k, "name"), c.name) for k, c in enumerate(calls.include or [])]
-        for name, rng in (calls.count or {}).items():
-            if scripted or not rng.contains(0):
-                named.append(((*at, "count", name), name))
-    for g, group in enumerate(expect.parallel_groups or []):
-        named += [((*top, "parallel_groups", g, k), n) for k, n in enumerate(group)]
+    guarded, named = _expected_tool_names(expect, top, scripted)
     for path, name in guarded:
         if name not in possible:
             hint = difflib.get_close_matches(name, sorted(possible), n=1)

@@ -298,7 +298,7 @@ class Scenario(BaseModel):
         """The cassette a recorded model's ``llm:`` section names or implies (its
         ``cassette:``, else the default path from the file); ``context``: the rest of
         ``LLMContext`` (scenario_id, record_mode, ...) as the source gets it."""
-        from harness.llm.cassettes import resolve_cassette_path
+        from harness.cassettes import resolve_cassette_path
         from harness.llm.config import LLMContext
 
         where = LLMContext(scenario_file=self._path, project_root=self.root, **context)

@@ -12,6 +12,7 @@ from typing import Any
 from harness.canonical import canonical_json
 from harness.llm.chunks import LLMChunk, reply_chunks
 from harness.llm.script import ScriptStep, wire_calls
+from harness.wires.neutral import ServedReply
 
 __all__ = ["DEFAULT_MAX_DELAY", "Reply", "ScriptState"]
 
@@ -58,22 +59,25 @@ class Reply:
         # A judge's verdict (from the judge script), not the agent's reply.
         self.judge = judge
 
-    def tool_calls(self) -> list[dict[str, Any]]:
-        """The step's calls with their ids and arguments as the model sends them."""
+    def tool_calls(self) -> list[tuple[str | None, str, str]]:
+        """The step's calls ``(id, name, arguments text)`` as the model sends them."""
         if self.step is None:
             return []
-        return [
-            {"id": call_id, "name": name, "arguments": arguments}
-            for call_id, name, arguments in wire_calls(self.step, self.n)
-        ]
+        return wire_calls(self.step, self.n)
 
     def chunks(self) -> list[LLMChunk]:
         """The reply streamed: the step's ``chunks`` as given, else cut as the API cuts."""
         if self.step is not None and self.step.chunks is not None:
             return self.step.stream(self.n)
-        calls = [(c["id"], c["name"], c["arguments"]) for c in self.tool_calls()]
         content = self.step.content if self.step else None
-        return reply_chunks(content, calls, self.finish_reason(), self.usage())
+        return reply_chunks(content, self.tool_calls(), self.finish_reason(), self.usage())
+
+    def served(self, streamed: bool) -> ServedReply:
+        """The reply as a wire writes it (its pieces only when ``streamed``)."""
+        content = self.step.content if self.step else None
+        chunks = self.chunks() if streamed else []
+        calls = self.tool_calls()
+        return ServedReply(self.n, content, calls, self.finish_reason(), self.usage(), chunks)
 
     def usage(self) -> dict[str, int]:
         """The step's usage (zeros when the script gives none)."""

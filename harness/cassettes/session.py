@@ -23,17 +23,17 @@ from vcr.matchers import path as match_path
 from vcr.record_mode import RecordMode
 from vcr.request import Request
 
-from harness.errors import LLMError, RecordingRefused
-from harness.files import remove_leftovers
-from harness.llm.base import AGENT_ROLE, request_role
-from harness.llm.cassettes.format import (
+from harness.cassettes.format import (
     CassetteFormatError,
     ReadablePersister,
     ReadableSerializer,
     _no_gc,
     load_cassette_text,
 )
-from harness.llm.cassettes.matching import BodyKeyer, body_diff, parse_json_body
+from harness.cassettes.matching import BodyKeyer, body_diff, parse_json_body
+from harness.errors import LLMError, RecordingRefused
+from harness.files import remove_leftovers
+from harness.llm.base import AGENT_ROLE, request_role
 from harness.secrets import Scrubber
 
 __all__ = [

@@ -4,16 +4,16 @@ Imported lazily by the ``openai`` LLM source (vcrpy is only needed when a casset
 used).
 """
 
-from harness.llm.cassettes.format import (
+from harness.cassettes.format import (
     CassetteFormatError,
     LoadedInteraction,
     dump_cassette,
     load_cassette_file,
     load_cassette_text,
 )
-from harness.llm.cassettes.matching import VOLATILE_FIELDS, BodyKeyer, ItemChain
-from harness.llm.cassettes.paths import default_cassette_path, resolve_cassette_path
-from harness.llm.cassettes.session import CassetteSession, ReplayStats, expected_key
+from harness.cassettes.matching import VOLATILE_FIELDS, BodyKeyer, ItemChain
+from harness.cassettes.paths import default_cassette_path, resolve_cassette_path
+from harness.cassettes.session import CassetteSession, ReplayStats, expected_key
 
 __all__ = [
     "VOLATILE_FIELDS",

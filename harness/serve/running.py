@@ -9,8 +9,8 @@ from typing import Any
 
 from harness.asgi import ServerLimits, serve_forever, serving_in_thread
 from harness.llm.script import ScriptStep, parse_step
-from harness.llm.server.app import create_app, find_state
-from harness.llm.server.state import DEFAULT_MAX_DELAY
+from harness.serve.app import create_app, find_state
+from harness.serve.state import DEFAULT_MAX_DELAY
 
 __all__ = [
     "DEFAULT_PORT",

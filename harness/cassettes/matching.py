@@ -1,11 +1,12 @@
 """Request matching for `match: body`: canonical JSON keys, built incrementally.
 
 A request body holds the whole conversation, so hashing it from scratch would make
-each replayed request cost more than the one before. The key is instead a chain:
-one digest per conversation item (``messages`` for Chat Completions, ``input`` for
-the Responses API), chained in order, plus one digest of everything else. The LLM
-source keeps the chain of the conversation it is sending and extends it by the new
-items only; a cassette computes the same key from a stored body when it loads.
+each replayed request cost more than the one before. The key is instead a chain: one
+digest per conversation item (in the field each wire names: ``messages`` for Chat
+Completions, ``input`` for the Responses API), chained in order, plus one digest of
+everything else. The LLM source keeps the chain of the conversation it is sending and
+extends it by the new items only; a cassette computes the same key from a stored body
+when it loads.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from harness.canonical import canonical_json
+from harness.wires import WIRES
 
 __all__ = [
     "VOLATILE_FIELDS",
@@ -38,8 +40,8 @@ VOLATILE_FIELDS: tuple[str, ...] = (
     "previous_response_id",
 )
 
-# The fields that hold the conversation, hashed item by item.
-_ITEM_FIELDS = ("messages", "input")
+# The fields that hold the conversation, hashed item by item: each wire's.
+_ITEM_FIELDS = tuple(dict.fromkeys(wire.items_field for wire in WIRES))
 
 _WILDCARD = "*"
 

@@ -1,4 +1,4 @@
-"""``harness serve``: an OpenAI-compatible server answering from a script.
+"""``harness serve``: a model server answering from a script, on every wire.
 
 It lets agents written in any language be tested against scripted replies, and
 lets recording be exercised with no internet. It is stateless (docs/recording.md):
@@ -9,19 +9,20 @@ of the same request gets the reply. ``POST /v1/reset`` forgets those counts.
 
 The server is given its script steps; reading them from a scenario file is the
 command's job (``harness.cli.serve``). Modules: ``state`` (positions, attempts),
-``wire`` (JSON, streams, errors), ``chat`` and ``responses`` (the two APIs), ``app``
-(routes), ``running`` (uvicorn).
+``answer`` (one handler for every wire of ``harness.wires``: read the request, pick the
+reply, write it), ``fit`` (a reply's calls against the tools offered), ``http`` (JSON,
+streams, errors), ``app`` (routes), ``running`` (uvicorn).
 """
 
-from harness.llm.server.app import create_app
-from harness.llm.server.running import (
+from harness.serve.app import create_app
+from harness.serve.running import (
     DEFAULT_PORT,
     running_app,
     running_server,
     serve,
     serve_app,
 )
-from harness.llm.server.state import DEFAULT_MAX_DELAY, ScriptState
+from harness.serve.state import DEFAULT_MAX_DELAY, ScriptState
 
 __all__ = [
     "DEFAULT_MAX_DELAY",

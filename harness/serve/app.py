@@ -10,10 +10,11 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from harness.llm.script import ScriptStep
-from harness.llm.server.chat import chat_completions
-from harness.llm.server.responses import responses
-from harness.llm.server.state import DEFAULT_MAX_DELAY, ScriptState
-from harness.llm.server.wire import MODEL_ID, ApiError, http_error, json_response
+from harness.serve.answer import endpoint
+from harness.serve.http import ApiError, http_error, json_response
+from harness.serve.state import DEFAULT_MAX_DELAY, ScriptState
+from harness.wires import WIRES
+from harness.wires.neutral import MODEL_ID
 
 __all__ = ["create_app", "find_state"]
 
@@ -49,8 +50,11 @@ def create_app(
     ``judge_steps``)."""
     app = Starlette(
         routes=[
-            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
-            Route("/v1/responses", responses, methods=["POST"]),
+            *(
+                Route(path, endpoint(wire), methods=["POST"])
+                for wire in WIRES
+                for path in wire.paths
+            ),
             Route("/v1/models", models, methods=["GET"]),
             Route("/v1/models/{model_id:path}", model, methods=["GET"]),
             Route("/v1/reset", reset, methods=["POST"]),

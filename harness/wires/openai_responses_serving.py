@@ -1,11 +1,12 @@
-"""``POST /v1/responses``: the Responses API wire format, whole or streamed.
+"""How ``harness serve`` answers the Responses API: the replies a request holds, and the
+response it gets, whole or as a stream of events.
 
-The model's earlier replies in ``input`` are counted in rounds (one per reply, however
-its function calls and their outputs interleave), and a request asking for encrypted
-reasoning must send back each earlier reply's reasoning item, as a reasoning model
-requires. A request chained on an earlier response (``previous_response_id``) continues
-that response's conversation: serve's response ids name their reply
-(``resp_harness_3``), so the chain's length is read from the id, statelessly.
+The model's earlier replies in ``input`` are counted in rounds (one per reply, however its
+function calls and their outputs interleave), and a request asking for encrypted reasoning
+must send back each earlier reply's reasoning item, as a reasoning model requires. A
+request chained on an earlier response (``previous_response_id``) continues that
+response's conversation: serve's response ids name their reply (``resp_harness_3``), so
+the chain's length is read from the id, statelessly.
 """
 
 from __future__ import annotations
@@ -17,18 +18,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from harness.llm.chunks import pieces
-from harness.llm.server.fit import check_fits
-from harness.llm.server.state import Reply, ScriptState
-from harness.llm.server.wire import (
-    MODEL_ID,
-    ApiError,
-    check_reply,
-    json_response,
-    read_json,
-    sse,
-)
+from harness.wires.neutral import MODEL_ID, ServedReply, ServedRequest, WireError
 
-__all__ = ["responses"]
+__all__ = ["response_events", "response_object", "served_request"]
 
 _REASONING_INCLUDE = "reasoning.encrypted_content"
 # The ids serve gives a reply's items name its round: fc_harness_2_0, call_2_0, msg_harness_2.
@@ -36,42 +28,29 @@ _ROUND_ID = re.compile(r"^(?:(?:fc|msg|rs)_harness_(\d+)(?:_\d+)?|call_(\d+)_\d+
 _RESPONSE_ID = re.compile(r"^resp_harness_([1-9]\d*)$")
 
 
-async def responses(request: Any) -> Any:
-    """POST /v1/responses."""
-    state: ScriptState = request.app.state.script
-    body = await read_json(request)
+def served_request(body: dict[str, Any], known: int) -> ServedRequest:
+    """The replies a request holds (rounds in ``input`` plus those of its chain, ``known``:
+    the replies the script holds), its conversation, and whether it asks for reasoning;
+    WireError 400 for input the API would refuse."""
     items = body.get("input")
     if isinstance(items, str):
         items = [{"role": "user", "content": items}]
     if not isinstance(items, list):
-        raise ApiError(400, "input must be a string or a list")
+        raise WireError(400, "input must be a string or a list")
     reasoning = _REASONING_INCLUDE in (body.get("include") or [])
     previous = body.get("previous_response_id")
-    chained = _chain_length(state, previous)
+    chained = _chain_length(previous, known)
     rounds = _rounds(items)
     if reasoning:
         missing = _missing_reasoning(rounds, chained)
         if missing:
-            raise ApiError(400, missing)
+            raise WireError(400, missing)
     # A chained request is its own conversation: the same items after another response.
     conversation = items if previous is None else {"previous": previous, "input": items}
-    reply = state.pick(chained + len(rounds), conversation, "responses")
-    await check_reply(state, reply)
-    check_fits(reply, body)
-    await state.hold(reply.step.latency if reply.step else 0)
-    response = _response_object(body, reply, reasoning)
-    if not body.get("stream"):
-        return json_response(response)
-    return sse(_response_events(response))
+    return ServedRequest(chained + len(rounds), conversation, reasoning)
 
 
-# -- reading the input ------------------------------------------------------------------------
-
-
-def _opaque_reasoning(reply: int) -> str:
-    # Stands for a reasoning model's encrypted state: the server checks that the
-    # client sends it back unchanged.
-    return base64.b64encode(f"harness-reasoning:{reply}".encode()).decode()
+# -- serving: the replies a request holds ------------------------------------------------------
 
 
 def _is_model_output(item: Any) -> bool:
@@ -111,18 +90,18 @@ def _rounds(items: list[Any]) -> list[list[dict[str, Any]]]:
     return rounds
 
 
-def _chain_length(state: ScriptState, previous: Any) -> int:
+def _chain_length(previous: Any, known: int) -> int:
     """The replies a ``previous_response_id`` chain holds (0 when there is none).
 
     Response ``resp_harness_N`` was reply N, and its conversation held the N-1 replies
-    before it: the chain is N replies long. Any other id was never given by this server,
-    and the real API's 400 says so.
+    before it: the chain is N replies long. Any other id was never given by this server
+    (nor one past the ``known`` replies of its script), and the real API's 400 says so.
     """
     if previous is None:
         return 0
     found = _RESPONSE_ID.match(str(previous))
-    if found is None or int(found.group(1)) > len(state.positions):
-        raise ApiError(
+    if found is None or int(found.group(1)) > known:
+        raise WireError(
             400,
             f"Previous response with id '{previous}' not found.",
             "previous_response_not_found",
@@ -148,10 +127,16 @@ def _missing_reasoning(rounds: list[list[dict[str, Any]]], chained: int = 0) -> 
     return None
 
 
-# -- the response -----------------------------------------------------------------------------
+# -- serving: the response ---------------------------------------------------------------------
 
 
-def _output(reply: Reply, reasoning: bool) -> list[dict[str, Any]]:
+def _opaque_reasoning(reply: int) -> str:
+    # Stands for a reasoning model's encrypted state: the server checks that the
+    # client sends it back unchanged.
+    return base64.b64encode(f"harness-reasoning:{reply}".encode()).decode()
+
+
+def _output(reply: ServedReply, reasoning: bool) -> list[dict[str, Any]]:
     """The response's output items: reasoning, the message, the function calls."""
     n = reply.n
     output: list[dict[str, Any]] = []
@@ -164,35 +149,34 @@ def _output(reply: Reply, reasoning: bool) -> list[dict[str, Any]]:
                 "encrypted_content": _opaque_reasoning(n),
             }
         )
-    content = reply.step.content if reply.step else None
-    if content:
+    if reply.content:
         output.append(
             {
                 "type": "message",
                 "id": f"msg_harness_{n}",
                 "status": "completed",
                 "role": "assistant",
-                "content": [{"type": "output_text", "text": content, "annotations": []}],
+                "content": [{"type": "output_text", "text": reply.content, "annotations": []}],
             }
         )
-    for i, call in enumerate(reply.tool_calls()):
+    for i, (call_id, name, arguments) in enumerate(reply.tool_calls):
         output.append(
             {
                 "type": "function_call",
                 "id": f"fc_harness_{n}_{i}",
-                "call_id": call["id"],
-                "name": call["name"],
-                "arguments": call["arguments"],
+                "call_id": call_id,
+                "name": name,
+                "arguments": arguments,
                 "status": "completed",
             }
         )
     return output
 
 
-def _response_object(body: dict[str, Any], reply: Reply, reasoning: bool) -> dict[str, Any]:
+def response_object(body: dict[str, Any], reply: ServedReply, reasoning: bool) -> dict[str, Any]:
     """The whole ``response`` object."""
-    usage = reply.usage()
-    truncated = reply.finish_reason() == "length"
+    usage = reply.usage
+    truncated = reply.finish_reason == "length"
     return {
         "id": f"resp_harness_{reply.n}",
         "object": "response",
@@ -226,9 +210,6 @@ def _echoed_tool(tool: Any) -> Any:
     if not isinstance(tool, dict) or tool.get("type") != "function":
         return tool
     return {"description": None, **tool, "strict": tool.get("strict", True)}
-
-
-# -- streamed ---------------------------------------------------------------------------------
 
 
 class _Events:
@@ -269,7 +250,7 @@ def _call_events(event: _Events, item: dict[str, Any], where: dict[str, int]) ->
     )
 
 
-def _response_events(response: dict[str, Any]) -> Iterator[str]:
+def response_events(response: dict[str, Any]) -> Iterator[str]:
     """The stream's events: created, each output item piece by piece, completed."""
     event = _Events()
     started = {**response, "status": "in_progress", "output": [], "usage": None}

@@ -1,8 +1,10 @@
 """The ``openai`` LLM source: the official SDK, live or through a vcrpy cassette.
 
-Chat Completions (streamed or not) and the Responses API (``api: responses``).
-``openai`` and ``vcrpy`` are imported when the first request is made, so importing
-harness stays fast.
+Chat Completions (streamed or not) and the Responses API (``api: responses``). The SDK
+sends the request and hands back the answer's JSON (each event's, streamed); the API's
+wire (``harness.wires``) reads it, as ``harness serve``, the observer and freeze read the
+same API. ``openai`` and ``vcrpy`` are imported when the first request is made, so
+importing harness stays fast.
 """
 
 from __future__ import annotations
@@ -19,19 +21,16 @@ from harness.hookspecs import hookimpl
 from harness.llm.base import JUDGE_ROLE, ROLE_HEADER, LLMRequest, LLMResponse
 from harness.llm.chunks import LLMChunk, message_chunks
 from harness.llm.config import LLMConfig
-from harness.llm.openai_stream import accumulate_chat_stream, final_response, usage_dict
 from harness.messages import (
     AssistantMessage,
     Conversation,
-    SystemMessage,
-    ToolCall,
-    ToolMessage,
-    UserMessage,
 )
 from harness.project import project_relative
 
 if TYPE_CHECKING:
-    from harness.llm.cassettes.session import CassetteSession
+    from harness.cassettes.session import CassetteSession
+    from harness.wires import Wire
+    from harness.wires.neutral import WireReply
 
 __all__ = ["PLACEHOLDER_API_KEY", "OpenAILLM"]
 
@@ -92,9 +91,12 @@ class OpenAILLM:
         self._chains: dict[str, Any] = {}
         self._remaining: int | None = None
         self._stats: Any = None
-        # Responses API input items per conversation message, built once per message.
-        self._input_messages: list[Any] = []
-        self._input_items: list[dict[str, Any]] = []
+        # The API's wire writes the requests and reads the answers.
+        from harness.wires import wire_named  # loaded with the first source, not with harness
+
+        self._wire = wire_named(config.api)
+        self._side = self._wire.client()
+        self._judge_side = wire_named("chat").client()
 
     # -- cassette ------------------------------------------------------------------------
 
@@ -111,7 +113,7 @@ class OpenAILLM:
     @property
     def cassette_path(self) -> Path:
         """Where this source's cassette is read and written."""
-        from harness.llm.cassettes.paths import resolve_cassette_path
+        from harness.cassettes.paths import resolve_cassette_path
 
         return resolve_cassette_path(self.config)
 
@@ -119,7 +121,7 @@ class OpenAILLM:
         if not self.uses_cassette:
             return None
         if self._session is None:
-            from harness.llm.cassettes.session import CassetteSession
+            from harness.cassettes.session import CassetteSession
 
             path = self.cassette_path
             shown = project_relative(path, self.context.project_root)
@@ -184,7 +186,7 @@ class OpenAILLM:
             kwargs["timeout"] = self.config.timeout
         ssl_context = _shared_ssl_context(httpx)
         if session is not None:
-            from harness.llm.cassettes.session import cassette_transport
+            from harness.cassettes.session import cassette_transport
 
             # Retries under a cassette would replay recorded 429s with real back-off
             # sleeps and change the x-stainless-retry-count header between runs.
@@ -215,13 +217,11 @@ class OpenAILLM:
     ) -> LLMResponse:
         """Send the conversation through the SDK (or the cassette) and return the reply."""
         session = self._open_session()
-        if self.config.api == "responses":
-            params = self._responses_params(request)
-        else:
-            params = self._chat_params(request)
+        options = self._options(request)
+        params = self._side.body(self.config.model or "", request, options, self.config.stream)
         token = None
         if session is not None:
-            from harness.llm.cassettes.session import expected_key
+            from harness.cassettes.session import expected_key
 
             session.requests_sent += 1
             if session.match == "body":
@@ -233,17 +233,14 @@ class OpenAILLM:
             # The client is opened and closed inside the running loop: a client that
             # outlives its loop fails later with "Event loop is closed".
             async with self._client(session) as client:
-                if self.config.api == "responses":
-                    message, usage = await self._responses(client, params, request, emit)
-                else:
-                    message, usage = await self._chat(client, params, request, emit)
+                message, usage = await self._ask(client, params, request, emit)
         except LLMError:
             raise
         except Exception as exc:
             raise self._error(exc, request, session) from None
         finally:
             if token is not None:
-                from harness.llm.cassettes.session import expected_key
+                from harness.cassettes.session import expected_key
 
                 expected_key.reset(token)
         return LLMResponse(message=message, usage=usage, latency=0.0)
@@ -264,20 +261,17 @@ class OpenAILLM:
         request = LLMRequest(conversation=Conversation(), tools=[], call=call)
         try:
             async with self._client(session, {ROLE_HEADER: JUDGE_ROLE}) as client:
-                from openai.types.chat import ChatCompletion, ChatCompletionChunk
-
-                response = await _post(
-                    client, "/chat/completions", params, ChatCompletion, ChatCompletionChunk
-                )
+                body = await _post(client, "/chat/completions", params)
         except LLMError:
             raise
         except Exception as exc:
             raise self._error(exc, request, session) from None
-        if not response.choices:
-            raise LLMError("the judge model returned no choices", type="llm_error")
-        content = response.choices[0].message.content
-        message = AssistantMessage(content=content, finish_reason="stop")
-        return LLMResponse(message=message, usage=usage_dict(response.usage), latency=0.0)
+        try:
+            reply = self._judge_side.reply(body)
+        except _wire_error():
+            raise LLMError("the judge model returned no choices", type="llm_error") from None
+        message = AssistantMessage(content=reply.content, finish_reason="stop")
+        return LLMResponse(message=message, usage=reply.usage or None, latency=0.0)
 
     def _error(
         self, exc: Exception, request: LLMRequest, session: CassetteSession | None
@@ -318,7 +312,7 @@ class OpenAILLM:
             return LLMError(scrub(f"Connection error{where}: {reason}"), type="connection_error")
         return LLMError(scrub(f"{type(exc).__name__}: {exc}"), type="llm_error")
 
-    # -- Chat Completions ----------------------------------------------------------------
+    # -- the request ---------------------------------------------------------------------
 
     def _options(self, request: LLMRequest) -> dict[str, Any]:
         options = {**self.config.options, **request.options}
@@ -327,89 +321,18 @@ class OpenAILLM:
             options.pop("tool_choice", None)
         return options
 
-    def _chat_params(self, request: LLMRequest) -> dict[str, Any]:
-        params: dict[str, Any] = {"model": self.config.model, "messages": request.messages}
-        if request.tools:
-            params["tools"] = request.tool_schemas
-        params.update(self._options(request))
-        if self.config.stream:
-            params["stream"] = True
-            params["stream_options"] = {**params.get("stream_options", {}), "include_usage": True}
-        return params
-
-    async def _chat(
+    async def _ask(
         self, client: Any, params: dict[str, Any], request: LLMRequest, emit: Any
-    ) -> Any:
-        from openai.types.chat import ChatCompletion, ChatCompletionChunk
-
+    ) -> tuple[AssistantMessage, dict[str, int] | None]:
+        answer = await _post(client, self._side.path, params)
         if params.get("stream"):
-            stream = await _post(
-                client, "/chat/completions", params, ChatCompletion, ChatCompletionChunk
-            )
-            return await accumulate_chat_stream(stream, request.call, emit)
-        response = await _post(
-            client, "/chat/completions", params, ChatCompletion, ChatCompletionChunk
-        )
-        if not response.choices:
-            raise LLMError("the model returned no choices", type="llm_error")
-        choice = response.choices[0]
-        message = choice.message
-        calls = [
-            _tool_call(call.id, call.function.name, call.function.arguments, request.call, i)
-            for i, call in enumerate(message.tool_calls or [])
-            if getattr(call, "function", None) is not None
-        ]
-        finish = choice.finish_reason or ("tool_calls" if calls else "stop")
-        # A refusal is the model's answer too, in its own field.
-        content = message.content or getattr(message, "refusal", None) or None
-        reply = AssistantMessage(content=content, tool_calls=calls, finish_reason=finish)
-        return reply, usage_dict(response.usage)
-
-    # -- Responses API -------------------------------------------------------------------
-
-    def _input(self, request: LLMRequest) -> list[dict[str, Any]]:
-        """Responses API ``input`` items, converted once per conversation message."""
-        messages = request.conversation.messages
-        known = self._input_messages
-        n = len(known)
-        # Conversations only grow: the first and last known messages tell whether
-        # this is the same one, extended.
-        same = n == 0 or (
-            len(messages) >= n and messages[0] is known[0] and messages[n - 1] is known[n - 1]
-        )
-        if not same:
-            known.clear()
-            self._input_items.clear()
-            n = 0
-        for message in messages[n:]:
-            known.append(message)
-            self._input_items.extend(_input_items(message))
-        return list(self._input_items)
-
-    def _responses_params(self, request: LLMRequest) -> dict[str, Any]:
-        params: dict[str, Any] = {"model": self.config.model, "input": self._input(request)}
-        if request.tools:
-            params["tools"] = [_responses_tool(t.openai_schema()) for t in request.tools]
-        options = self._options(request)
-        if "tool_choice" in options:
-            options["tool_choice"] = _responses_tool_choice(options["tool_choice"])
-        params.update(options)
-        if self.config.stream:
-            params["stream"] = True
-        return params
-
-    async def _responses(
-        self, client: Any, params: dict[str, Any], request: LLMRequest, emit: Any
-    ) -> Any:
-        from openai.types.responses import Response, ResponseStreamEvent
-
-        response = await _post(client, "/responses", params, Response, ResponseStreamEvent)
-        if not params.get("stream"):
-            return _from_response(response, request.call)
-        message, usage = _from_response(await final_response(response, emit), request.call)
-        if emit is not None:
-            emit(LLMChunk(finish_reason=message.finish_reason, usage=usage))
-        return message, usage
+            reply = await _read_stream(self._wire, answer, emit)
+        else:
+            try:
+                reply = self._side.reply(answer)
+            except _wire_error() as exc:
+                raise LLMError(str(exc), type="llm_error") from None
+        return reply.message(request.call), reply.usage or None
 
 
 def _request_url(exc: Exception) -> str | None:
@@ -421,8 +344,9 @@ def _request_url(exc: Exception) -> str | None:
     return url.split("?", 1)[0]
 
 
-async def _post(client: Any, path: str, body: dict[str, Any], cast_to: Any, chunk: Any) -> Any:
-    """POST ``body`` as it is, through the SDK's client (auth, errors, typed parsing, SSE).
+async def _post(client: Any, path: str, body: dict[str, Any]) -> Any:
+    """POST ``body`` as it is, through the SDK's client (auth, errors, SSE); the answer's
+    JSON comes back as it is (a stream: each event's), for its wire to read.
 
     ``create()`` would first walk every message of the conversation through the SDK's
     typed-parameter transform, which leaves plain JSON unchanged and costs more than
@@ -433,93 +357,34 @@ async def _post(client: Any, path: str, body: dict[str, Any], cast_to: Any, chun
 
     stream = bool(body.get("stream"))
     return await client.post(
-        path, body=body, cast_to=cast_to, stream=stream, stream_cls=AsyncStream[chunk]
+        path, body=body, cast_to=object, stream=stream, stream_cls=AsyncStream[object]
     )
 
 
-# -- conversions ---------------------------------------------------------------------------
+def _wire_error() -> type[Exception]:
+    from harness.wires.neutral import WireError
+
+    return WireError
 
 
-def _tool_call(
-    call_id: str | None, name: str, arguments: str | None, call: int, index: int
-) -> ToolCall:
-    return ToolCall.from_text(call_id or f"call_{call}_{index}", name or "", arguments)
-
-
-def _input_items(message: Any) -> list[dict[str, Any]]:
-    """One harness message as Responses API input items."""
-    if isinstance(message, SystemMessage | UserMessage):
-        return [{"role": message.role, "content": message.content}]
-    if isinstance(message, ToolMessage):
-        output = {"call_id": message.tool_call_id, "output": message.content}
-        return [{"type": "function_call_output", **output}]
-    if isinstance(message, AssistantMessage):
-        # Reasoning items go back verbatim, before the output they led to: reasoning
-        # models need them for multi-round tool use.
-        items: list[dict[str, Any]] = [dict(item) for item in message.reasoning]
-        if message.content:
-            items.append({"role": "assistant", "content": message.content})
-        items.extend(
-            {
-                "type": "function_call",
-                "call_id": call.id,
-                "name": call.name,
-                "arguments": call.arguments_json(),
-            }
-            for call in message.tool_calls
-        )
-        return items
-    raise HarnessError(f"cannot send a {type(message).__name__} to the Responses API")
-
-
-def _responses_tool(schema: dict[str, Any]) -> dict[str, Any]:
-    function = schema.get("function", {})
-    tool: dict[str, Any] = {"type": "function", "name": function.get("name")}
-    if function.get("description"):
-        tool["description"] = function["description"]
-    tool["parameters"] = function.get("parameters", {"type": "object", "properties": {}})
-    # The Responses API makes function tools strict unless told otherwise; harness
-    # asks for strict mode only when the tool does, as with Chat Completions.
-    tool["strict"] = bool(function.get("strict", False))
-    return tool
-
-
-def _responses_tool_choice(choice: Any) -> Any:
-    if isinstance(choice, dict) and isinstance(choice.get("function"), dict):
-        return {"type": "function", "name": choice["function"].get("name")}
-    return choice
-
-
-def _from_response(response: Any, call: int) -> tuple[AssistantMessage, Any]:
-    texts: list[str] = []
-    calls: list[ToolCall] = []
-    reasoning: list[dict[str, Any]] = []
-    for item in response.output or []:
-        kind = getattr(item, "type", None)
-        if kind == "message":
-            for part in item.content or []:
-                text = getattr(part, "text", None)
-                if text is None:
-                    text = getattr(part, "refusal", None)
-                if text:
-                    texts.append(text)
-        elif kind == "function_call":
-            calls.append(_tool_call(item.call_id, item.name, item.arguments, call, len(calls)))
-        elif kind == "reasoning":
-            # Kept as sent (None values dropped), to be sent back on the next request.
-            reasoning.append(item.to_dict(mode="json", exclude_none=True))
-    if calls:
-        finish = "tool_calls"
-    elif getattr(response, "status", None) == "incomplete":
-        details = getattr(response, "incomplete_details", None)
-        reason = getattr(details, "reason", None)
-        finish = "length" if reason == "max_output_tokens" else (reason or "length")
-    else:
-        finish = "stop"
-    message = AssistantMessage(
-        content="".join(texts) or None, tool_calls=calls, finish_reason=finish, reasoning=reasoning
-    )
-    return message, usage_dict(getattr(response, "usage", None))
+async def _read_stream(wire: Wire, stream: Any, emit: Any) -> WireReply:
+    """Read a streamed answer with ``wire``, each piece handed to ``emit`` as it arrives;
+    LLMError when the stream says the answer failed, or ends without one."""
+    reader = wire.stream_reader()
+    async for event in stream:
+        if not isinstance(event, dict):
+            continue
+        chunk = reader.add(event)
+        if emit is not None and chunk is not None:
+            emit(chunk)
+        if reader.problem is not None:
+            raise LLMError(reader.problem, type="http_error")
+    if reader.empty:
+        raise LLMError("the response stream ended without a response", type="llm_error")
+    closing = reader.closing()
+    if emit is not None and closing is not None:
+        emit(closing)
+    return reader.reply()
 
 
 # -- the plugin ----------------------------------------------------------------------------

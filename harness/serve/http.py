@@ -1,5 +1,5 @@
-"""What both APIs share on the wire: JSON answers, Server-Sent Events, and errors in
-OpenAI's ``{"error": {...}}`` format (raised as ``ApiError``, answered by ``http_error``)."""
+"""What every served API shares: JSON answers, Server-Sent Events, and errors (raised as
+``ApiError``, answered by ``http_error`` in the form of the wire the request came on)."""
 
 from __future__ import annotations
 
@@ -9,20 +9,21 @@ from typing import Any
 from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse, StreamingResponse
 
-from harness.llm.server.state import Reply, ScriptState
+from harness.serve.state import Reply, ScriptState
+from harness.wires import OPENAI_CHAT, wire_for
+from harness.wires.neutral import WireError
 
 __all__ = [
-    "MODEL_ID",
     "PARSED_BODY",
     "ApiError",
     "check_reply",
+    "error_answer",
     "http_error",
     "json_response",
     "read_json",
     "sse",
 ]
 
-MODEL_ID = "harness-script"
 # The ASGI scope key under which a middleware hands on the request's parsed JSON body.
 PARSED_BODY = "harness.parsed_body"
 
@@ -44,29 +45,16 @@ def sse(events: Iterator[str]) -> StreamingResponse:
     )
 
 
-def _error_type(status: int) -> str:
-    return {
-        400: "invalid_request_error",
-        401: "authentication_error",
-        403: "permission_error",
-        404: "not_found_error",
-        409: "conflict_error",
-        422: "invalid_request_error",
-        429: "rate_limit_error",
-    }.get(status, "server_error" if status >= 500 else "invalid_request_error")
-
-
-def _error_body(
-    status: int, message: str, code: str | None = None, param: str | None = None
-) -> dict[str, Any]:
-    return {
-        "error": {"message": message, "type": _error_type(status), "param": param, "code": code}
-    }
+def error_answer(path: str, error: WireError) -> JSONResponse:
+    """``error`` answered in the form of the wire ``path`` belongs to (OpenAI's for a path
+    that is no model API's)."""
+    wire = wire_for(path) or OPENAI_CHAT
+    return json_response(wire.render_error(error), error.status)
 
 
 class ApiError(HTTPException):
-    """An error answer as the OpenAI API gives it: the status, and the body's message and
-    code."""
+    """An error answer: the status, and the body's message and code (written by the wire
+    of the request's path)."""
 
     def __init__(
         self, status: int, message: str, code: str | None = None, param: str | None = None
@@ -76,21 +64,19 @@ class ApiError(HTTPException):
         self.code = code
         self.param = param
 
-    def response(self) -> JSONResponse:
-        """The answer: ``{"error": {message, type, param, code}}`` with the status."""
-        return json_response(
-            _error_body(self.status_code, self.message, self.code, self.param), self.status_code
-        )
+    def error(self) -> WireError:
+        """The error, wire-neutral."""
+        return WireError(self.status_code, self.message, self.code, self.param)
 
 
 async def http_error(request: Any, exc: HTTPException) -> JSONResponse:
     """The app's handler of HTTP errors: an ApiError as raised; Starlette's own 404 and
     405 (no such route or method) in the API's format too."""
+    path = request.url.path
     if isinstance(exc, ApiError):
-        return exc.response()
-    status = exc.status_code
-    message = f"{request.method} {request.url.path} is not an endpoint of harness serve"
-    return json_response(_error_body(status, message), status)
+        return error_answer(path, exc.error())
+    message = f"{request.method} {path} is not an endpoint of harness serve"
+    return error_answer(path, WireError(exc.status_code, message))
 
 
 async def read_json(request: Any) -> dict[str, Any]:

@@ -1,0 +1,52 @@
+"""Answering a model request on any wire: read it, pick the script's reply, write it.
+
+The wire (``harness.wires``) says how many replies the request's conversation holds and
+what tools it offers, and writes the reply whole or streamed in its own form; the script
+state (``state``) picks the reply; what an error step or an exhausted script answers is
+``wire.check_reply``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.llm.base import JUDGE_ROLE, request_role
+from harness.serve.fit import check_fits
+from harness.serve.http import ApiError, check_reply, json_response, read_json, sse
+from harness.serve.state import ScriptState
+from harness.wires import Wire
+from harness.wires.neutral import WireError
+
+__all__ = ["answer", "endpoint"]
+
+
+async def answer(request: Any, wire: Wire) -> Any:
+    """The answer to a POST of ``wire``'s API."""
+    state: ScriptState = request.app.state.script
+    body = await read_json(request)
+    try:
+        asked = wire.served_request(body, len(state.positions))
+    except WireError as error:
+        raise ApiError(error.status, error.message, error.code, error.param) from None
+    if request_role(request.headers) == JUDGE_ROLE:
+        reply = state.pick_judge()
+    else:
+        reply = state.pick(asked.replies, asked.conversation, wire.api)
+    await check_reply(state, reply)
+    check_fits(reply, wire.tool_offer(body))
+    await state.hold(reply.step.latency if reply.step else 0)
+    streamed = wire.streams(body, request.url.path)
+    served = reply.served(streamed)
+    if not streamed:
+        return json_response(wire.render_reply(served, body, asked))
+    return sse(wire.render_stream(served, body, asked))
+
+
+def endpoint(wire: Wire) -> Any:
+    """The route endpoint of ``wire``'s API (a plain function, as Starlette wants)."""
+
+    async def answer_wire(request: Any) -> Any:
+        return await answer(request, wire)
+
+    answer_wire.__doc__ = f"POST {', '.join(wire.paths)}."
+    return answer_wire
