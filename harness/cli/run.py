@@ -17,14 +17,14 @@ import pluggy
 
 from harness.cli.baseline import load_baseline, update_baseline
 from harness.cli.exitcodes import EXIT
-from harness.cli.parsing import UsageError, to_stderr
+from harness.cli.parsing import Parser, UsageError, to_stderr
 from harness.cli.plugins import load_plugin_options
 
 if TYPE_CHECKING:
     from harness.baseline import BaselineDiff
     from harness.results import Results
 
-__all__ = ["add_parsers", "run_command"]
+__all__ = ["add_arguments", "declare", "handle"]
 
 REPORTS = Path("reports")
 _AUTOLOAD = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
@@ -42,25 +42,24 @@ def _workers(value: str) -> str:
     raise argparse.ArgumentTypeError(f"expected a number of workers or 'auto', got {value!r}")
 
 
-def add_parsers(commands: Any) -> None:
-    """Add ``harness run`` and ``harness record`` (the same options) to the subcommands."""
-    for name, record in (("run", False), ("record", True)):
-        sub = commands.add_parser(
-            name,
-            help="record cassettes: run with --record-mode once"
-            if record
-            else "run scenario files through pytest and write reports/",
-            description=(
-                "Run scenarios through pytest (record mode 'once' by default). "
-                if record
-                else "Run scenarios through pytest. "
-            )
-            + "Options pytest knows but harness does not go after `--`.",
-        )
-        _add_selection(sub)
-        _add_recording(sub, record)
-        _add_scale(sub)
-        _add_outputs(sub)
+def add_arguments(parser: Parser) -> None:
+    """``harness run``'s description and options."""
+    declare(parser, record=False)
+
+
+def declare(parser: Parser, *, record: bool) -> None:
+    """The options of ``harness run``, or of ``harness record`` (record mode ``once``)."""
+    parser.description = (
+        "Run scenarios through pytest (record mode 'once' by default). "
+        if record
+        else "Run scenarios through pytest. "
+    ) + "Options pytest knows but harness does not go after `--`."
+    parser.passes_on = True
+    parser.unknown_hint = "; pytest options go after `--`: harness run scenarios/ -- --maxfail 3"
+    _add_selection(parser)
+    _add_recording(parser, record)
+    _add_scale(parser)
+    _add_outputs(parser)
 
 
 def _add_selection(sub: argparse.ArgumentParser) -> None:
@@ -384,8 +383,8 @@ def _changed(diff: BaselineDiff) -> bool:
     return True
 
 
-def run_command(options: argparse.Namespace, extra: list[str]) -> int:
-    """``harness run`` / ``harness record``; ``extra``: the pytest options after ``--``."""
+def handle(options: argparse.Namespace) -> int:
+    """``harness run`` / ``harness record``; ``options.passed_on``: pytest's, after ``--``."""
     if options.durations and not options.shard:
         raise UsageError("--durations balances shards: it needs --shard K/N")
     if options.live and options.record_mode not in (None, "none"):
@@ -399,7 +398,7 @@ def run_command(options: argparse.Namespace, extra: list[str]) -> int:
     load_plugin_options(options.plugins)
     compare = _comparison(options, root, baseline, label)
 
-    args = _pytest_args(options, paths, (json_path, html_path), extra)
+    args = _pytest_args(options, paths, (json_path, html_path), options.passed_on)
     capture = _Capture(compare)  # the baseline, as --harness-baseline would load it
     status = _call_pytest(args, capture, lean=not options.all_pytest_plugins)
     state = capture.state()
