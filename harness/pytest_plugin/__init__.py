@@ -4,7 +4,8 @@ Loaded through the ``pytest11`` entry point, so it is active in every pytest ses
 the environment: everything here stays inert (and cheap to import) until a
 ``*.scenario.yaml`` file is collected or a ``--harness-*`` option is given.
 
-- ``options``: the command-line options and how a session reads them;
+- ``options``: every option of a session, declared once (the plugin's and ``harness
+  run``'s flags are made from it), and ``SessionOptions``, what a session reads of them;
 - ``session``: the per-session state, gathering results (also from xdist workers),
   writing results.json, the HTML report and the baseline diff, and the summary;
 - ``items``: collection of scenario files, the item that runs one, how its failure
@@ -27,8 +28,9 @@ from harness.pytest_plugin.items import (
     pytest_report_teststatus,
     pytest_runtest_makereport,
 )
-from harness.pytest_plugin.options import SUFFIX, pytest_addoption
+from harness.pytest_plugin.options import SUFFIX, SessionOptions, pytest_addoption
 from harness.pytest_plugin.session import (
+    Baseline,
     SuiteState,
     diff_against_baseline,
     get_state,
@@ -40,9 +42,11 @@ from harness.pytest_plugin.sharding import pytest_collection_modifyitems
 
 __all__ = [
     "SUFFIX",
+    "Baseline",
     "HarnessFixture",
     "ScenarioFile",
     "ScenarioItem",
+    "SessionOptions",
     "SuiteState",
     "diff_against_baseline",
     "get_state",

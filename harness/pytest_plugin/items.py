@@ -93,7 +93,7 @@ def _repeat(scenario: Scenario, config: pytest.Config) -> int:
     if "repeat" in scenario.model_fields_set:
         return scenario.repeat
     state = get_state(config)
-    return (state.repeat if state is not None else None) or 1
+    return (state.options.repeat if state is not None else None) or 1
 
 
 def _expanded(scenario: Scenario) -> list[tuple[str, Scenario]]:
@@ -157,7 +157,9 @@ class ScenarioItem(pytest.Item):
 
         state = state_of(self.config)
         return arun_scenario(
-            self.scenario, state.record_mode, disable_recording=state.disable_recording
+            self.scenario,
+            state.options.record_mode,
+            disable_recording=state.options.disable_recording,
         )
 
     def _outcome(self) -> ScenarioResult:
@@ -165,7 +167,7 @@ class ScenarioItem(pytest.Item):
         from harness.sync import run_sync
 
         state = state_of(self.config)
-        if state.concurrency > 1:
+        if state.options.concurrency > 1:
             from harness.pytest_plugin.live import run_ahead
 
             run_ahead(self, state)

@@ -87,10 +87,10 @@ def run_ahead(item: Any, state: Any) -> None:
     """Start ``item``'s run and those of the next items this process will run (twice the
     concurrency of them: enough to keep every slot busy while pytest reports)."""
     if state.runs is None:
-        state.runs = ConcurrentRuns(state.concurrency)
+        state.runs = ConcurrentRuns(state.options.concurrency)
     runs: ConcurrentRuns = state.runs
     runs.submit(item.nodeid, item.arun)
-    window = 2 * state.concurrency
+    window = 2 * state.options.concurrency
     if state.is_worker:
         upcoming = queued_items(item.config, item.session)
     else:

@@ -15,20 +15,20 @@ import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pytest
 
 from harness.cli.exitcodes import EXIT
-from harness.pytest_plugin.options import SUFFIX, session_options
+from harness.pytest_plugin.options import SUFFIX, SessionOptions, session_options
 
 if TYPE_CHECKING:
     from harness.baseline import BaselineDiff
     from harness.pytest_plugin.live import ConcurrentRuns
     from harness.results import Results, ScenarioResult
-    from harness.shards import Shard
 
 __all__ = [
+    "Baseline",
     "SuiteState",
     "diff_against_baseline",
     "get_state",
@@ -37,6 +37,13 @@ __all__ = [
     "state_of",
     "summary_lines",
 ]
+
+
+class Baseline(NamedTuple):
+    """The results a session compares with, and the file they came from."""
+
+    path: Path
+    results: Results
 
 
 @dataclass(eq=False)  # hashable by identity: pytest keeps plugins in sets
@@ -48,21 +55,12 @@ class SuiteState:
     """
 
     config: pytest.Config
-    record_mode: str = "none"
-    disable_recording: bool = False
-    json_path: Path | None = None
-    html_path: Path | None = None
-    baseline_path: Path | None = None
-    baseline: Results | None = None
-    # --harness-live, --harness-repeat, --harness-concurrency (see harness.pytest_plugin.live).
-    live: bool = False
-    repeat: int | None = None
-    concurrency: int = 1
+    options: SessionOptions = field(default_factory=SessionOptions)
+    baseline: Baseline | None = None
+    # The runs --harness-concurrency started ahead (see harness.pytest_plugin.live).
     runs: ConcurrentRuns | None = None
-    # --harness-shard and --harness-durations (see harness.pytest_plugin.sharding): the
-    # shard, the wall times it is planned by, its meta.shard and the ids of the plan.
-    shard: Shard | None = None
-    durations: dict[str, float] | None = None
+    # --harness-shard (see harness.pytest_plugin.sharding): its meta.shard and the ids of
+    # the plan.
     shard_meta: dict[str, Any] | None = None
     planned_ids: set[str] = field(default_factory=set)
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
@@ -117,7 +115,7 @@ class SuiteState:
             results.meta["shard"] = {**self.shard_meta, "not_run": sorted(not_run)}
         if self.baseline is not None:
             self.diff = diff_against_baseline(
-                self.baseline, results, self.baseline_path, not_run=self.not_run(results)
+                self.baseline.results, results, self.baseline.path, not_run=self.not_run(results)
             )
             results.baseline = self.diff
         return results
@@ -165,7 +163,7 @@ class SuiteState:
         root = project_root(self.config.invocation_params.dir)
         collected_files = self.collected_files
         not_run = set()
-        for old in self.baseline.scenarios:
+        for old in self.baseline.results.scenarios:
             if old.id in ran:
                 continue
             if old.id in self.collected_ids or old.file in self.unloaded_files:
@@ -279,7 +277,8 @@ class SuiteState:
         # Ctrl-C, collection errors and pytest's own crashes stop a session part way: its
         # results would overwrite good reports with partial ones. Nothing selected: none.
         self.interrupted = status in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
-        if (self.json_path or self.html_path) and status != 5 and not self.interrupted:
+        reports = self.options.json_path or self.options.html_path
+        if reports and status != 5 and not self.interrupted:
             self._write_reports()
         if self.collection_errors and status in (0, 1, 5):
             status = EXIT["bad_input"]
@@ -293,20 +292,21 @@ class SuiteState:
         except Exception as exc:  # a bug between results and reports must still show
             self.report_errors.append(f"results not built: {type(exc).__name__}: {exc}")
             return
-        if self.json_path is not None:
+        json_path, html_path = self.options.json_path, self.options.html_path
+        if json_path is not None:
             try:
-                self.final.write(self.json_path)
-                self.written.append(self.json_path)
+                self.final.write(json_path)
+                self.written.append(json_path)
             except Exception as exc:
-                self.report_errors.append(f"{self.shown(self.json_path)} not written: {_why(exc)}")
-        if self.html_path is not None:
+                self.report_errors.append(f"{self.shown(json_path)} not written: {_why(exc)}")
+        if html_path is not None:
             try:
                 from harness.report import write_html
 
-                write_html(self.html_path, self.final)  # the diff is in self.final.baseline
-                self.written.append(self.html_path)
+                write_html(html_path, self.final)  # the diff is in self.final.baseline
+                self.written.append(html_path)
             except Exception as exc:
-                self.report_errors.append(f"{self.shown(self.html_path)} not written: {_why(exc)}")
+                self.report_errors.append(f"{self.shown(html_path)} not written: {_why(exc)}")
 
     @pytest.hookimpl(trylast=True)
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
@@ -329,7 +329,7 @@ class SuiteState:
             or self.report_errors
             or self.collection_errors
             or self.skipped
-            or (self.interrupted and (self.json_path or self.html_path))
+            or (self.interrupted and (self.options.json_path or self.options.html_path))
         ):
             return
         terminalreporter.write_sep("=", "harness summary")
@@ -365,14 +365,17 @@ def state_of(config: pytest.Config) -> SuiteState:
 def pytest_configure(config: pytest.Config) -> None:
     """Make the session's state, register it, and load --harness-plugin and the baseline."""
     config.addinivalue_line("markers", "scenario: a harness scenario (*.scenario.yaml) item")
-    state = SuiteState(config, **session_options(config))
+    state = SuiteState(config, session_options(config))
     config.stash[_STATE] = state
     config.pluginmanager.register(state, "harness-suite")
     modules = config.getoption("harness_plugin") or []
     if modules:
         _load_harness_plugins(modules, state)
-    if state.baseline_path is not None and not state.is_worker:
-        state.baseline = _load_baseline(config.getoption("harness_baseline"))
+    baseline_path = state.options.baseline_path
+    if baseline_path is not None and not state.is_worker:
+        state.baseline = Baseline(
+            baseline_path, _load_baseline(config.getoption("harness_baseline"))
+        )
 
 
 def _load_harness_plugins(modules: list[str], state: SuiteState) -> None:
@@ -433,7 +436,7 @@ def summary_lines(state: SuiteState, *, cwd: Path, slowest: int = 5) -> list[str
     if state.skipped:
         lines.append(f"skipped: {len(state.skipped)} (not run, so not in results.json)")
     if state.diff is not None:
-        shown = _shown(state.baseline_path, cwd) if state.baseline_path else "baseline"
+        shown = _shown(state.baseline.path, cwd) if state.baseline else "baseline"
         lines.extend(baseline_lines(state.diff, shown))
     if state.collection_errors:
         count = len(state.collection_errors)
