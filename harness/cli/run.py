@@ -22,6 +22,7 @@ from harness.cli.plugins import load_plugin_options
 
 if TYPE_CHECKING:
     from harness.baseline import BaselineDiff
+    from harness.pytest_plugin import SuiteState
     from harness.results import Results
 
 __all__ = ["add_arguments", "declare", "handle"]
@@ -222,7 +223,7 @@ class _Capture:
         if state is not None and self.baseline is not None:
             state.baseline = Baseline(*self.baseline)
 
-    def state(self) -> Any:
+    def state(self) -> SuiteState | None:
         """The session's harness state (None when pytest stopped before configuring)."""
         from harness.pytest_plugin import get_state
 
@@ -320,11 +321,11 @@ def handle(options: argparse.Namespace) -> int:
     state = capture.state()
     if state is None or status not in (0, 1):
         return status
-    if options.update_baseline and state.final is not None:
-        failed = _write_baseline(options, baseline, state.final)
+    final, diff = state.outputs.final, state.outputs.diff
+    if options.update_baseline and final is not None:
+        failed = _write_baseline(options, baseline, final)
         if failed is not None:
             return failed
-    changes_fail = options.fail_on_change and status == 0 and state.diff is not None
-    if changes_fail and _changed(state.diff):
+    if options.fail_on_change and status == 0 and diff is not None and _changed(diff):
         return EXIT["failed"]
     return status

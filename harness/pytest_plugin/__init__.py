@@ -6,8 +6,11 @@ the environment: everything here stays inert (and cheap to import) until a
 
 - ``options``: every option of a session, declared once (the plugin's and ``harness
   run``'s flags are made from it), and ``SessionOptions``, what a session reads of them;
-- ``session``: the per-session state, gathering results (also from xdist workers),
-  writing results.json, the HTML report and the baseline diff, and the summary;
+- ``session``: the per-session state (its options, its ledger and its outputs),
+  gathering results (also from xdist workers), writing results.json, the HTML report and
+  the baseline diff, and the summary;
+- ``ledger``: what a session collected, deselected, skipped and could not load (xdist
+  workers send theirs to the controller);
 - ``items``: collection of scenario files, the item that runs one, how its failure
   reads and whose code an escaped exception came from;
 - ``fixture``: the ``harness`` fixture for hand-written tests;
@@ -28,9 +31,11 @@ from harness.pytest_plugin.items import (
     pytest_report_teststatus,
     pytest_runtest_makereport,
 )
+from harness.pytest_plugin.ledger import CollectionLedger
 from harness.pytest_plugin.options import SUFFIX, SessionOptions, pytest_addoption
 from harness.pytest_plugin.session import (
     Baseline,
+    SessionOutputs,
     SuiteState,
     diff_against_baseline,
     get_state,
@@ -43,10 +48,12 @@ from harness.pytest_plugin.sharding import pytest_collection_modifyitems
 __all__ = [
     "SUFFIX",
     "Baseline",
+    "CollectionLedger",
     "HarnessFixture",
     "ScenarioFile",
     "ScenarioItem",
     "SessionOptions",
+    "SessionOutputs",
     "SuiteState",
     "diff_against_baseline",
     "get_state",

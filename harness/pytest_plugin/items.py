@@ -109,10 +109,10 @@ def _expanded(scenario: Scenario) -> list[tuple[str, Scenario]]:
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
-    """Note each scenario the session collected (see SuiteState.not_run)."""
+    """Note each scenario the session collected (see CollectionLedger.not_run)."""
     state = get_state(item.config)
     if state is not None and isinstance(item, ScenarioItem):
-        state.collected_ids.add(item.scenario_id)
+        state.ledger.collected_ids.add(item.scenario_id)
 
 
 class ScenarioFailed(Exception):
@@ -194,7 +194,7 @@ class ScenarioItem(pytest.Item):
         except RecordingRefused as exc:
             # The key is wrong for every scenario: stop the session in one line, exit 2.
             line = f"harness: {exc}"
-            state_of(self.config).stopped_by = line
+            state_of(self.config).outputs.stopped_by = line
             pytest.exit(line, returncode=2)
         except NotWritten as exc:
             # A recording that could not be saved (a full disk): the scenario errors with

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness.pytest_plugin.ledger import ShardMeta
 from harness.pytest_plugin.session import get_state
 
 __all__ = ["item_key", "pytest_collection_modifyitems"]
@@ -39,11 +40,11 @@ def pytest_collection_modifyitems(
     if others:
         config.hook.pytest_deselected(items=others)
     items[:] = kept
-    state.shard_meta = {
-        "index": shard.index,
-        "total": shard.total,
-        "plan": plan_digest(keys, shard.total, durations),
-        "by": "durations" if durations else "count",
-        "selected": len(set(keys)),
-    }
-    state.planned_ids = set(keys)
+    state.ledger.shard = ShardMeta(
+        index=shard.index,
+        total=shard.total,
+        plan=plan_digest(keys, shard.total, durations),
+        by="durations" if durations else "count",
+        selected=len(set(keys)),
+    )
+    state.ledger.planned_ids = set(keys)
