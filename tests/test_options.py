@@ -5,6 +5,7 @@ give the session the same value."""
 from __future__ import annotations
 
 import re
+import sys
 
 import pytest
 from scenario_texts import PASSING, SESSION_TESTS
@@ -154,3 +155,13 @@ def test_a_bad_value_gets_the_same_message_from_both_front_ends(
     assert result.ret == 4
     assert message in result.stderr.str()
     assert plain[-2] in result.stderr.str()
+
+
+def test_harness_run_reads_the_table_before_pytest_starts_without_a_warning(project):
+    # `harness run` imports the plugin's package for its table; pytest, loading the
+    # plugin with -p afterwards, warned that it could not assertion-rewrite it.
+    result = project.run(sys.executable, "-m", "harness.cli", "run", timeout=300)
+    assert result.ret == 0, result.stdout.str()
+    output = result.stdout.str() + result.stderr.str()
+    assert "1 passed" in output
+    assert "warnings summary" not in output and "Warning" not in output

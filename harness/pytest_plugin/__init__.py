@@ -19,6 +19,10 @@ the environment: everything here stays inert (and cheap to import) until a
 
 pytest registers this module (the entry point names it), so the hooks of these modules
 are imported here: pytest finds a plugin's hooks among its module's attributes.
+
+PYTEST_DONT_REWRITE: ``harness run`` imports this package (for its table of options)
+before it starts pytest, which then warned that the module, already imported, could not
+be assertion-rewritten; the plugin holds no test assertions to rewrite.
 """
 
 from harness.pytest_plugin.fixture import HarnessFixture, harness
