@@ -19,13 +19,19 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.cli.freeze import freeze_main
+from harness.cli import main
 from harness.llm.cassettes.format import load_cassette_file
 from harness.llm.cassettes.matching import parse_json_body
 from harness.llm.replies import read_reply
 from harness.scenario import run_scenario
 
 FOREIGN = Path(__file__).parent / "fixtures" / "foreign-cassettes"
+
+
+def freeze_main(argv: list[str]) -> int:
+    """``harness freeze ARGV...``, in this process."""
+    return main(["freeze", *argv])
+
 
 # name -> the final answer and the tool calls of the frozen run, in order.
 PASSES = {
