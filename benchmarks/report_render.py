@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.cli.report import report_main
+from harness import cli
 from harness.report import render_html
 
 TARGET_SECONDS = 5.0
@@ -113,7 +113,7 @@ def main() -> int:
         json_size = results_path.stat().st_size
         out = args.keep or Path(tmp) / "report.html"
         started = time.perf_counter()
-        status = report_main([str(results_path), "-o", str(out)])
+        status = cli.main(["report", str(results_path), "-o", str(out)])
         end_to_end = time.perf_counter() - started
         assert status == 0, status
         page = None if args.no_browser else browser_figures(out)

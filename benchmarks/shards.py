@@ -135,7 +135,7 @@ def show(label: str, shards: list[tuple[float, float]]) -> tuple[float, float]:
 
 def time_merge(root: Path, shards: int) -> tuple[float, float]:
     """(read + check + merge, the whole `harness merge` with both files written) in s."""
-    from harness.cli.merge import merge_main
+    from harness.cli import main
     from harness.results import load_results
     from harness.shards import merge
 
@@ -147,8 +147,15 @@ def time_merge(root: Path, shards: int) -> tuple[float, float]:
     out = io.StringIO()
     started = time.perf_counter()
     with contextlib.redirect_stdout(out):
-        status = merge_main(
-            [*names, "--json", str(root / "merged.json"), "--html", str(root / "merged.html")]
+        status = main(
+            [
+                "merge",
+                *names,
+                "--json",
+                str(root / "merged.json"),
+                "--html",
+                str(root / "merged.html"),
+            ]
         )
     whole = time.perf_counter() - started
     assert status == 0, out.getvalue()

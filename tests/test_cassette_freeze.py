@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from harness import Agent, tool
-from harness.cli.freeze import freeze_main
+from harness.cli import main
 from harness.freeze import FreezeError, freeze
 from harness.llm.config import LLMConfig, LLMContext
 from harness.providers.openai import OpenAILLM
@@ -16,6 +16,11 @@ from harness.scenario import run_scenario
 from harness.serve import running_server
 
 FOREIGN = Path(__file__).parent / "fixtures" / "foreign-cassettes"
+
+
+def freeze_main(argv: list[str]) -> int:
+    """``harness freeze ARGV...``, in this process."""
+    return main(["freeze", *argv])
 
 
 @pytest.fixture(autouse=True)

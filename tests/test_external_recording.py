@@ -186,7 +186,7 @@ def test_harness_record_then_harness_run_on_a_target_scenario(project, monkeypat
 
 @pytest.mark.parametrize("client", ["raw-sync", "pydantic-ai"])
 def test_a_target_recording_freezes_into_a_script_for_the_same_target(project, monkeypatch, client):
-    from harness.cli.freeze import freeze_main
+    from harness.cli import main
 
     pytest.importorskip(CLIENTS[client][1])
     path = write_scenario(project, client, "Weather in Paris and Rome?")
@@ -196,7 +196,7 @@ def test_a_target_recording_freezes_into_a_script_for_the_same_target(project, m
     monkeypatch.delenv("OPENAI_BASE_URL")
 
     out = project / "frozen.scenario.yaml"
-    assert freeze_main(["--scenario", str(path), "-o", str(out)]) == 0
+    assert main(["freeze", "--scenario", str(path), "-o", str(out)]) == 0
     frozen = yaml.safe_load(out.read_text())
     # The same agent runs against the recorded replies: its own tools answer, so the
     # frozen file has the target and a script, and no stubs.
@@ -216,7 +216,7 @@ def test_a_target_recording_freezes_into_a_script_for_the_same_target(project, m
 
 
 def test_a_target_stopped_by_its_frameworks_limit_freezes_ending_there(project, monkeypatch):
-    from harness.cli.freeze import freeze_main
+    from harness.cli import main
 
     pytest.importorskip("pydantic_ai")
     path = project / "limited.scenario.yaml"
@@ -233,7 +233,7 @@ def test_a_target_stopped_by_its_frameworks_limit_freezes_ending_there(project, 
     assert recorded.termination == "max_iterations"
 
     out = project / "frozen.scenario.yaml"
-    assert freeze_main(["--scenario", str(path), "-o", str(out)]) == 0
+    assert main(["freeze", "--scenario", str(path), "-o", str(out)]) == 0
     # The one agent setting a target has stays: the frozen run watches the same window.
     assert yaml.safe_load(out.read_text())["agent"] == {"stagnation": {"window": 5}}
     replayed = run_scenario(out)

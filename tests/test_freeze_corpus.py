@@ -21,11 +21,17 @@ import yaml
 
 from harness.cassettes.format import load_cassette_file
 from harness.cassettes.matching import parse_json_body
-from harness.cli.freeze import freeze_main
+from harness.cli import main
 from harness.scenario import run_scenario
 from harness.wires import read_answer, wire_named
 
 FOREIGN = Path(__file__).parent / "fixtures" / "foreign-cassettes"
+
+
+def freeze_main(argv: list[str]) -> int:
+    """``harness freeze ARGV...``, in this process."""
+    return main(["freeze", *argv])
+
 
 # name -> the final answer and the tool calls of the frozen run, in order.
 PASSES = {

@@ -484,7 +484,7 @@ def test_the_slowest_list_leaves_out_what_would_show_as_0_00s(pytester, tmp_path
         for i, wall_time in enumerate(wall_times):
             result = run_scenario(path)
             scenarios.append(result.model_copy(update={"id": f"s{i}", "wall_time": wall_time}))
-        state.final = build_results(scenarios)
+        state.outputs.final = build_results(scenarios)
         return summary_lines(state, cwd=tmp_path)
 
     assert not any("slowest" in line for line in summary(0.001, 0.0049))

@@ -9,10 +9,15 @@ import pytest
 from report_samples import sample_baseline, sample_results
 
 import harness.report
-from harness.cli.report import report_main
+from harness.cli import main
 from harness.report import render_html
 from harness.report.diff import diff_results
 from harness.results import Results, ResultsFileError, load_results
+
+
+def report_main(argv: list[str]) -> int:
+    """``harness report ARGV...``, in this process."""
+    return main(["report", *argv])
 
 
 @pytest.fixture(autouse=True)

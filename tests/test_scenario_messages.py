@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.cli.serve import serve_main
 from harness.errors import ScenarioError
 from harness.scenario import load_scenario
 
@@ -283,9 +282,9 @@ def test_serving_a_recorded_scenario_names_its_cassette(project, capsys):
         "llm: {provider: openai, model: gpt-4o-mini, cassette: ../cassettes/new.yaml}\n"
     )
 
-    served = serve_main(["scenarios/rec.scenario.yaml"])
+    served = main(["serve", "scenarios/rec.scenario.yaml"])
     recorded = capsys.readouterr().err
-    not_yet = serve_main(["scenarios/new.scenario.yaml"])
+    not_yet = main(["serve", "scenarios/new.scenario.yaml"])
 
     assert served == not_yet == 2
     assert recorded == (

@@ -356,9 +356,7 @@ def test_responses_api_demands_reasoning_items_back_when_include_asks():
 
 
 def _start_cli(scenario: Path, *extra: str) -> tuple[subprocess.Popen, str]:
-    code = (
-        "import sys; from harness.cli.serve import serve_main; sys.exit(serve_main(sys.argv[1:]))"
-    )
+    code = "import sys; from harness.cli import main; sys.exit(main(['serve', *sys.argv[1:]]))"
     process = subprocess.Popen(
         [sys.executable, "-c", code, str(scenario), "--port", "0", *extra],
         stdout=subprocess.PIPE,
@@ -404,9 +402,7 @@ def test_serve_command_answers_and_stops_cleanly_on_a_signal(tmp_path, sig):
 def test_serve_command_rejects_a_bad_scenario(tmp_path):
     bad = tmp_path / "bad.scenario.yaml"
     bad.write_text("input: hi\nllm:\n  script:\n    - contnet: typo\n")
-    code = (
-        "import sys; from harness.cli.serve import serve_main; sys.exit(serve_main(sys.argv[1:]))"
-    )
+    code = "import sys; from harness.cli import main; sys.exit(main(['serve', *sys.argv[1:]]))"
     result = subprocess.run(
         [sys.executable, "-c", code, str(bad), "--port", "0"],
         capture_output=True,

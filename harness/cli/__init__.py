@@ -1,18 +1,16 @@
 """The ``harness`` command: every front end, one module per command.
 
-``run`` (run and record, through pytest), ``validate`` (validate and schema),
-``plugins``, ``report``, ``serve``, ``freeze``, ``merge`` and ``agent-serve``; ``parsing``
-holds the one argument parser, ``exitcodes`` the one table of exit statuses, ``baseline``
-the baseline's reading and writing. ``report``, ``serve``, ``freeze``, ``merge`` and
-``agent-serve`` parse their own arguments (``report_main``, ``serve_main``,
-``freeze_main``, ``merge_main``, ``agent_serve_main``): ``main`` hands them the rest of
-the command line. Command modules are imported when their command runs, so that
-``harness --version`` and the pytest plugin (which reads ``exitcodes``) stay light.
+Every command has one shape: a module named in ``COMMANDS`` with ``add_arguments(parser)``
+(its description and options, on the subcommand's ``Parser``) and ``handle(options)``
+(what it does; its exit status). ``parsing`` holds the argument parser, ``exitcodes`` the
+one table of exit statuses, ``baseline`` the baseline's reading and writing. A command's
+module is imported only when that command runs (``harness --help`` needs only the lines
+in ``COMMANDS``), so that ``harness --version`` and the pytest plugin (which reads
+``exitcodes``) stay light.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
 from collections.abc import Callable, Sequence
@@ -20,26 +18,29 @@ from collections.abc import Callable, Sequence
 from harness.cli.parsing import Parser, UsageError, to_stderr
 from harness.exitcodes import EXIT
 
-__all__ = ["EXIT", "main"]
+__all__ = ["COMMANDS", "EXIT", "main"]
 
-# Commands that parse their own arguments: module, function, help.
-_DELEGATES = {
-    "report": ("harness.cli.report", "report_main", "render saved results as HTML"),
-    "serve": ("harness.cli.serve", "serve_main", "an OpenAI-compatible server for a scenario"),
-    "freeze": ("harness.cli.freeze", "freeze_main", "a scenario file from a recorded cassette"),
-    "merge": ("harness.cli.merge", "merge_main", "join the results of `harness run --shard` jobs"),
+# Every command, in the order `harness --help` lists them: its module and its line there.
+COMMANDS = {
+    "run": ("harness.cli.run", "run scenario files through pytest and write reports/"),
+    "record": ("harness.cli.record", "record cassettes: run with --record-mode once"),
+    "validate": ("harness.cli.validate", "check scenario files without running them"),
+    "schema": ("harness.cli.schema", "print the JSON Schema of scenario files"),
+    "plugins": ("harness.cli.plugins", "list plugins, their hooks and what they registered"),
+    "report": ("harness.cli.report", "render saved results as HTML"),
+    "serve": ("harness.cli.serve", "an OpenAI-compatible server for a scenario"),
+    "freeze": ("harness.cli.freeze", "a scenario file from a recorded cassette"),
+    "merge": ("harness.cli.merge", "join the results of `harness run --shard` jobs"),
     "agent-serve": (
         "harness.cli.agent_serve",
-        "agent_serve_main",
         "an agent served over A2A, one session per contextId",
     ),
 }
-_Handler = Callable[[argparse.Namespace, list[str]], int]
 
 
-def _parser() -> Parser:
+def _parser(command: str | None) -> tuple[Parser, Parser | None]:
+    """The parser of ``harness``, and the subcommand's, with ``command``'s arguments."""
     from harness import __version__
-    from harness.cli import plugins, run, validate
 
     parser = Parser(
         prog="harness",
@@ -47,26 +48,13 @@ def _parser() -> Parser:
     )
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
-    run.add_parsers(commands)
-    validate.add_parsers(commands)
-    plugins.add_parser(commands)
-    for name, (_, _, help_text) in _DELEGATES.items():
-        commands.add_parser(name, help=help_text, add_help=False)
-    return parser
-
-
-def _handlers() -> dict[str, _Handler]:
-    from harness.cli.plugins import plugins_command
-    from harness.cli.run import run_command
-    from harness.cli.validate import schema_command, validate_command
-
-    return {
-        "run": run_command,
-        "record": run_command,
-        "validate": validate_command,
-        "schema": schema_command,
-        "plugins": plugins_command,
-    }
+    chosen = None
+    for name, (module, help_text) in COMMANDS.items():
+        sub = commands.add_parser(name, help=help_text)
+        if name == command:
+            importlib.import_module(module).add_arguments(sub)
+            chosen = sub
+    return parser, chosen
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -78,40 +66,36 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] in _DELEGATES:
-        command = args[0]
-        return _guarded(command, lambda: _delegate(command, args[1:]))
-    extra: list[str] = []
-    if args and args[0] in ("run", "record") and "--" in args:
+    parser, sub = _parser(args[0] if args and args[0] in COMMANDS else None)
+    passed_on: list[str] = []
+    if sub is not None and sub.passes_on and "--" in args:
         cut = args.index("--")
-        args, extra = args[:cut], args[cut + 1 :]
-    parser = _parser()
+        args, passed_on = args[:cut], args[cut + 1 :]
     try:
         options, unknown = parser.parse_known_args(args)
     except SystemExit as exc:  # --help, --version (0) and usage errors (2)
         return int(exc.code or 0)
     command = options.command
-    if command is None:
+    if command is None or sub is None:
         parser.print_help(sys.stderr)
         return EXIT["bad_input"]
     if unknown:
-        hint = (
-            "; pytest options go after `--`: harness run scenarios/ -- --maxfail 3"
-            if command in ("run", "record")
-            else ""
-        )
-        to_stderr(
-            f"harness {command}: unrecognized arguments: {' '.join(unknown)}{hint}",
-        )
-        return EXIT["bad_input"]
-    handler = _handlers()[command]
-    return _guarded(command, lambda: handler(options, extra))
+        return _refuse(sub, unknown)
+    options.passed_on = passed_on
+    handle = importlib.import_module(COMMANDS[command][0]).handle
+    return _guarded(command, lambda: int(handle(options)))
 
 
-def _delegate(command: str, argv: list[str]) -> int:
-    module_name, function, _ = _DELEGATES[command]
-    target = getattr(importlib.import_module(module_name), function)
-    return int(target(argv) or 0)
+def _refuse(sub: Parser, unknown: list[str]) -> int:
+    """Arguments the command does not know: its parser says how they are refused."""
+    message = f"unrecognized arguments: {' '.join(unknown)}"
+    if sub.unknown_hint is None:
+        try:
+            sub.error(message)
+        except SystemExit as exc:
+            return int(exc.code or 0)
+    to_stderr(f"{sub.prog}: {message}{sub.unknown_hint}")
+    return EXIT["bad_input"]
 
 
 def _guarded(command: str, call: Callable[[], int]) -> int:

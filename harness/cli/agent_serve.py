@@ -9,22 +9,24 @@ the one a factory makes: ``module:attr`` names a function (or class) that return
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.cli.parsing import Parser, parse, to_stderr
+from harness.cli.parsing import Parser, to_stderr
 from harness.errors import HarnessError, describe
 from harness.exitcodes import EXIT
 
-__all__ = ["agent_serve_main"]
+__all__ = ["add_arguments", "handle"]
 
 DEFAULT_PORT = 8001
 
 
-def _parser() -> Parser:
+def add_arguments(parser: Parser) -> None:
+    """``harness agent-serve``'s description and options."""
     from harness.a2a.sessions import (
         DEFAULT_MAX_MESSAGE,
         DEFAULT_MAX_SESSION,
@@ -33,10 +35,9 @@ def _parser() -> Parser:
         DEFAULT_SESSION_TTL,
     )
 
-    parser = Parser(
-        prog="harness agent-serve",
-        description="Serve an agent over A2A (agent card, SendMessage, SendStreamingMessage, "
-        "GetTask and the v0.3 names; GET /sessions/ID, POST /sessions).",
+    parser.description = (
+        "Serve an agent over A2A (agent card, SendMessage, SendStreamingMessage, "
+        "GetTask and the v0.3 names; GET /sessions/ID, POST /sessions)."
     )
     parser.add_argument(
         "agent",
@@ -79,7 +80,6 @@ def _parser() -> Parser:
         default=DEFAULT_MAX_TURNS,
         help=f"turns running or waiting at once (default {DEFAULT_MAX_TURNS})",
     )
-    return parser
 
 
 def _is_scenario(target: str) -> bool:
@@ -133,11 +133,8 @@ def _problem(args: Any) -> str | None:
     return None
 
 
-def agent_serve_main(argv: Sequence[str] | None = None) -> int:
+def handle(args: argparse.Namespace) -> int:
     """``harness agent-serve``: serve until SIGTERM or Ctrl-C; 0 then, 2 on bad input."""
-    args = parse(_parser(), argv)
-    if isinstance(args, int):
-        return args
     problem = _problem(args)
     if problem is not None:
         to_stderr(f"harness agent-serve: {problem}")

@@ -3,21 +3,19 @@ as an editable scripted scenario (``harness.freeze`` makes it)."""
 
 from __future__ import annotations
 
+import argparse
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
-from harness.cli.parsing import Parser, parse, to_stderr
+from harness.cli.parsing import Parser, to_stderr
 from harness.exitcodes import EXIT
 
-__all__ = ["freeze_main"]
+__all__ = ["add_arguments", "handle"]
 
 
-def _parser() -> Parser:
-    parser = Parser(
-        prog="harness freeze",
-        description="Turn a recorded cassette into an editable scripted scenario.",
-    )
+def add_arguments(parser: Parser) -> None:
+    """``harness freeze``'s description and options."""
+    parser.description = "Turn a recorded cassette into an editable scripted scenario."
     parser.add_argument(
         "cassette", type=Path, nargs="?", help="a vcrpy cassette (default: --scenario's)"
     )
@@ -30,18 +28,14 @@ def _parser() -> Parser:
     parser.add_argument(
         "--run", type=int, help="which recorded run to freeze (1-based; default the last)"
     )
-    return parser
 
 
-def freeze_main(argv: Sequence[str] | None = None) -> int:
+def handle(args: argparse.Namespace) -> int:
     """``harness freeze``: the scenario on stdout, or written to ``-o``."""
     from harness.errors import HarnessError
     from harness.files import atomic_write
     from harness.freeze import freeze
 
-    args = parse(_parser(), argv)
-    if isinstance(args, int):
-        return args
     try:
         frozen = freeze(args.cassette, scenario=args.scenario, run=args.run, output=args.output)
     except HarnessError as exc:

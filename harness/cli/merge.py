@@ -5,32 +5,31 @@ and one baseline diff, as one serial run would have written them."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.cli.baseline import load_baseline, update_baseline
-from harness.cli.parsing import Parser, UsageError, parse, to_stderr
+from harness.cli.parsing import Parser, UsageError, to_stderr
 from harness.exitcodes import EXIT
 
 if TYPE_CHECKING:
     from harness.baseline import BaselineDiff
     from harness.results import Results
 
-__all__ = ["merge_main"]
+__all__ = ["add_arguments", "handle"]
 
 PROG = "harness merge"
 REPORTS = Path("reports")
 
 
-def _parser() -> Parser:
-    # Every refusal is one line: no usage first.
-    parser = Parser(
-        prog=PROG,
-        description="Merge the results.json files of `harness run --shard K/N` jobs into one "
-        "results.json, HTML report and baseline diff.",
-        usage_on_error=False,
+def add_arguments(parser: Parser) -> None:
+    """``harness merge``'s description and options."""
+    parser.description = (
+        "Merge the results.json files of `harness run --shard K/N` jobs into one "
+        "results.json, HTML report and baseline diff."
     )
+    # Every refusal is one line: no usage first.
+    parser.usage_on_error = False
     parser.add_argument("shards", nargs="+", metavar="SHARD.json", help="every shard's results")
     parser.add_argument(
         "--json", metavar="OUT", help="results file (default: reports/results.json)"
@@ -44,7 +43,6 @@ def _parser() -> Parser:
     parser.add_argument(
         "--update-baseline", action="store_true", help="write the merged results as baseline"
     )
-    return parser
 
 
 def _error(message: str) -> int:
@@ -52,15 +50,12 @@ def _error(message: str) -> int:
     return EXIT["bad_input"]
 
 
-def merge_main(argv: Sequence[str] | None = None) -> int:
+def handle(args: argparse.Namespace) -> int:
     """Run ``harness merge``: 0 all passed, 1 a scenario failed, 2 refused, 3 not written."""
     from harness.project import project_root
     from harness.results import ResultsFileError, load_results
     from harness.shards import MergeError, merge
 
-    args = parse(_parser(), argv)
-    if isinstance(args, int):
-        return args
     root = project_root()
     try:
         merged = merge([(name, load_results(name, what="shard")) for name in args.shards])

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from harness.exitcodes import EXIT
 
-__all__ = ["Parser", "UsageError", "parse", "to_stderr"]
+__all__ = ["Parser", "UsageError", "to_stderr"]
 
 
 class UsageError(Exception):
@@ -20,13 +19,20 @@ class UsageError(Exception):
 class Parser(argparse.ArgumentParser):
     """argparse, exiting with the bad-input status on bad input: ``prog: error: message``.
 
-    ``usage_on_error``: print the command's usage first, as argparse does. ``harness
-    report`` turns it off: its errors are one line, whatever went wrong.
+    A command's ``add_arguments`` may set three attributes. ``usage_on_error``: print the
+    command's usage first, as argparse does (``harness report`` turns it off: its errors
+    are one line, whatever went wrong). ``unknown_hint``: None, an argument the command
+    does not know is argparse's error like any other; a string, it is one line without
+    usage, ``prog: unrecognized arguments: ARGS`` and the hint. ``passes_on``: the
+    arguments after ``--`` are not the command's but passed on (``harness run``'s, to
+    pytest), as ``options.passed_on``.
     """
 
     def __init__(self, *args: Any, usage_on_error: bool = True, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.usage_on_error = usage_on_error
+        self.unknown_hint: str | None = None
+        self.passes_on = False
 
     def _print_message(self, message: str, file: Any = None) -> None:
         # argparse drops write errors: help or a version printed into a closed pipe must
@@ -39,18 +45,6 @@ class Parser(argparse.ArgumentParser):
         if self.usage_on_error:
             self.print_usage(sys.stderr)
         self.exit(EXIT["bad_input"], f"{self.prog}: error: {message}\n")
-
-
-def parse(parser: Parser, argv: Sequence[str] | None) -> argparse.Namespace | int:
-    """The parsed options, or the exit status when argparse stopped (``--help``, bad input).
-
-    Commands return their status rather than exit: ``harness.cli.main`` is called
-    in-process (tests, ``harness run``'s own callers).
-    """
-    try:
-        return parser.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
 
 
 def to_stderr(line: str) -> None:

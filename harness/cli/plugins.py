@@ -6,26 +6,25 @@ import argparse
 import json
 from typing import Any
 
-from harness.cli.parsing import UsageError
+from harness.cli.parsing import Parser, UsageError
 from harness.exitcodes import EXIT
 
-__all__ = ["PLUGIN_HELP", "add_parser", "load_plugin_options", "plugins_command"]
+__all__ = ["PLUGIN_HELP", "add_arguments", "handle", "load_plugin_options"]
 
 PLUGIN_HELP = "load a harness plugin module first (repeatable), as harness run -p does"
 
 
-def add_parser(commands: Any) -> None:
-    """Add ``harness plugins`` to the subcommands."""
-    sub = commands.add_parser(
-        "plugins",
-        help="list plugins, their hooks and what they registered",
-        description="List the plugins harness loads here (built-ins, entry points, the "
-        "project's [tool.harness] plugins, -p), with their hooks and what they registered.",
+def add_arguments(parser: Parser) -> None:
+    """``harness plugins``' description and options."""
+    parser.description = (
+        "List the plugins harness loads here (built-ins, entry points, the "
+        "project's [tool.harness] plugins, -p), with their hooks and what they registered."
     )
-    sub.add_argument(
+    parser.unknown_hint = ""
+    parser.add_argument(
         "-p", dest="plugins", action="append", default=[], metavar="MODULE", help=PLUGIN_HELP
     )
-    sub.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument("--json", action="store_true", help="print JSON")
 
 
 def load_plugin_options(modules: list[str]) -> None:
@@ -72,7 +71,7 @@ def _rows() -> list[dict[str, Any]]:
     return rows
 
 
-def plugins_command(options: argparse.Namespace, extra: list[str]) -> int:
+def handle(options: argparse.Namespace) -> int:
     """``harness plugins [-p MODULE] [--json]``."""
     load_plugin_options(options.plugins)
     rows = _rows()

@@ -2,28 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import argparse
 from pathlib import Path
 
 from harness.cli.baseline import load_baseline
-from harness.cli.parsing import Parser, UsageError, parse, to_stderr
+from harness.cli.parsing import Parser, UsageError, to_stderr
 from harness.exitcodes import EXIT
 from harness.report.diff import diff_results
 from harness.report.html import write_html
 from harness.results import ResultsFileError, load_results
 
-__all__ = ["report_main"]
+__all__ = ["add_arguments", "handle"]
 
 PROG = "harness report"
 
 
-def _parser() -> Parser:
+def add_arguments(parser: Parser) -> None:
+    """``harness report``'s description and options."""
+    parser.description = "Render saved results (results.json) into one self-contained HTML report."
     # Every error of this command is one line, a bad flag's too: no usage first.
-    parser = Parser(
-        prog=PROG,
-        description="Render saved results (results.json) into one self-contained HTML report.",
-        usage_on_error=False,
-    )
+    parser.usage_on_error = False
     parser.add_argument(
         "results", metavar="RESULTS.json", help="results written by harness run --json"
     )
@@ -39,19 +37,15 @@ def _parser() -> Parser:
         help="where to write the report (default: report.html beside RESULTS.json)",
     )
     parser.add_argument("--title", default="harness report", help="the page title")
-    return parser
 
 
 def _error(message: str) -> None:
     to_stderr(f"{PROG}: error: {message}")
 
 
-def report_main(argv: Sequence[str] | None = None) -> int:
+def handle(args: argparse.Namespace) -> int:
     """Run ``harness report``: 0 when the report was written, 2 on bad input, 3 if it
     could not be written."""
-    args = parse(_parser(), argv)
-    if isinstance(args, int):
-        return args
     try:
         results = load_results(args.results)
         diff = None

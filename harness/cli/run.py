@@ -16,15 +16,16 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from harness.cli.baseline import load_baseline, update_baseline
-from harness.cli.parsing import UsageError, to_stderr
+from harness.cli.parsing import Parser, UsageError, to_stderr
 from harness.cli.plugins import load_plugin_options
 from harness.exitcodes import EXIT
 
 if TYPE_CHECKING:
     from harness.baseline import BaselineDiff
+    from harness.pytest_plugin import SuiteState
     from harness.results import Results
 
-__all__ = ["add_parsers", "run_command"]
+__all__ = ["add_arguments", "declare", "handle"]
 
 REPORTS = Path("reports")
 _AUTOLOAD = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
@@ -36,139 +37,57 @@ _pytest_hookimpl = pluggy.HookimplMarker("pytest")
 # -- the options ---------------------------------------------------------------------------
 
 
-def _workers(value: str) -> str:
-    if value in ("auto", "logical") or (value.isdigit() and int(value) >= 0):
-        return value
-    raise argparse.ArgumentTypeError(f"expected a number of workers or 'auto', got {value!r}")
+def add_arguments(parser: Parser) -> None:
+    """``harness run``'s description and options."""
+    declare(parser, record=False)
 
 
-def add_parsers(commands: Any) -> None:
-    """Add ``harness run`` and ``harness record`` (the same options) to the subcommands."""
-    for name, record in (("run", False), ("record", True)):
-        sub = commands.add_parser(
-            name,
-            help="record cassettes: run with --record-mode once"
-            if record
-            else "run scenario files through pytest and write reports/",
-            description=(
-                "Run scenarios through pytest (record mode 'once' by default). "
-                if record
-                else "Run scenarios through pytest. "
-            )
-            + "Options pytest knows but harness does not go after `--`.",
-        )
-        _add_selection(sub)
-        _add_recording(sub, record)
-        _add_scale(sub)
-        _add_outputs(sub)
+def declare(parser: Parser, *, record: bool) -> None:
+    """The options of ``harness run``, or of ``harness record`` (record mode ``once``).
 
+    Those a session reads are the pytest plugin's (``harness.pytest_plugin.options``),
+    declared there once, with the flags this command gives them; the rest are its own.
+    """
+    from harness.pytest_plugin.options import OPTIONS
 
-def _add_selection(sub: argparse.ArgumentParser) -> None:
-    """Which scenarios run, and how (PATHS, -k, -m, -n, -p)."""
-    sub.add_argument(
+    parser.description = (
+        "Run scenarios through pytest (record mode 'once' by default). "
+        if record
+        else "Run scenarios through pytest. "
+    ) + "Options pytest knows but harness does not go after `--`."
+    parser.passes_on = True
+    parser.unknown_hint = "; pytest options go after `--`: harness run scenarios/ -- --maxfail 3"
+    parser.add_argument(
         "paths",
         nargs="*",
         metavar="PATHS",
         help="scenario files or folders (default: scenarios/ of the project)",
     )
-    sub.add_argument("-k", dest="keyword", metavar="EXPR", help="select by name (pytest -k)")
-    sub.add_argument("-m", dest="markexpr", metavar="MARK", help="select by tag (pytest -m)")
-    sub.add_argument(
-        "-n", dest="workers", type=_workers, metavar="N", help="run in N processes (xdist)"
-    )
-    sub.add_argument(
-        "-p",
-        dest="plugins",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="load a harness plugin module (repeatable)",
-    )
+    record_mode = {
+        "default": "once",
+        "help": "cassette record mode (default: once: record what the cassette lacks)",
+    }
+    for option in OPTIONS:
+        if option.run is not None:
+            declared = {"help": option.run_help or option.help}
+            if record and option.dest == "record_mode":
+                declared |= record_mode
+            parser.add_argument(option.run, **option.arguments(**declared))
+    _add_own(parser)
 
 
-def _add_recording(sub: argparse.ArgumentParser, record: bool) -> None:
-    """--record-mode (``once`` for harness record) and --disable-recording."""
-    from harness.llm.config import RECORD_MODES
-
-    sub.add_argument(
-        "--record-mode",
-        choices=RECORD_MODES,
-        default="once" if record else None,
-        help="cassette record mode (default: "
-        + ("once: record what the cassette lacks)" if record else "none: replay only)"),
-    )
-    sub.add_argument(
-        "--disable-recording",
-        action="store_true",
-        help="run recorded scenarios live and write no cassette",
-    )
-
-
-def _count(value: str) -> int:
-    if value.isdigit() and int(value) >= 1:
-        return int(value)
-    raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value!r}")
-
-
-def _shard(value: str) -> str:
-    from harness.shards import Shard
-
-    try:
-        return str(Shard.parse(value))
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _add_scale(sub: argparse.ArgumentParser) -> None:
-    """Repeats, live runs, and shards (docs/running.md, "Repeats, live runs and shards")."""
-    sub.add_argument(
-        "--repeat",
-        type=_count,
-        metavar="N",
-        help="run each scenario N times: pass rates, flaky scenarios (a file's repeat: wins)",
-    )
-    sub.add_argument(
-        "--live",
-        action="store_true",
-        help="talk to the real endpoint: no cassette read or written, the SDK retries 429s",
-    )
-    sub.add_argument(
-        "--concurrency",
-        type=_count,
-        metavar="N",
-        help="scenario runs in flight at once in each process (default 1)",
-    )
-    sub.add_argument(
-        "--shard",
-        type=_shard,
-        metavar="K/N",
-        help="run shard K of N (for CI machines; join them with `harness merge`)",
-    )
-    sub.add_argument(
-        "--durations",
-        metavar="F",
-        help="with --shard: balance the shards by the wall times in this results.json",
-    )
-
-
-def _add_outputs(sub: argparse.ArgumentParser) -> None:
-    """The reports, the baseline, and which pytest plugins load."""
-    sub.add_argument("--json", metavar="F", help="results file (default: reports/results.json)")
-    sub.add_argument("--html", metavar="F", help="HTML report (default: reports/report.html)")
-    sub.add_argument(
-        "--baseline",
-        metavar="F",
-        help="results to compare with (default: reports/baseline.json when it exists)",
-    )
-    sub.add_argument(
+def _add_own(parser: Parser) -> None:
+    """The options of this command alone: the baseline's update and check, and which
+    pytest plugins load."""
+    parser.add_argument(
         "--update-baseline", action="store_true", help="write this run's results as baseline"
     )
-    sub.add_argument(
+    parser.add_argument(
         "--fail-on-change",
         action="store_true",
         help="exit 1 on any regression or change against the baseline",
     )
-    sub.add_argument(
+    parser.add_argument(
         "--all-pytest-plugins",
         action="store_true",
         help="load every installed pytest plugin, as plain pytest does (default: only "
@@ -219,10 +138,10 @@ def _scenario_paths(given: list[str]) -> tuple[Path, list[str]]:
 
 def _baseline_file(options: argparse.Namespace, root: Path) -> tuple[Path, str]:
     """The baseline's path, and how messages name it."""
-    if options.baseline:
-        baseline = Path(options.baseline)
+    if options.harness_baseline:
+        baseline = Path(options.harness_baseline)
         if not baseline.is_file() and not options.update_baseline:
-            raise UsageError(f"--baseline {options.baseline}: no such file")
+            raise UsageError(f"--baseline {options.harness_baseline}: no such file")
         return baseline, "--baseline"
     # The user never typed --baseline: messages name the file.
     return root / REPORTS / "baseline.json", "default baseline"
@@ -256,45 +175,31 @@ def _plugin_autoloads() -> bool:
 
 
 def _pytest_args(
-    options: argparse.Namespace, paths: list[str], outputs: tuple[Path, Path], extra: list[str]
+    options: argparse.Namespace, paths: list[str], outputs: tuple[Path, Path]
 ) -> list[str]:
     """pytest's command line for the options (``outputs``: the JSON and HTML files)."""
+    from harness.pytest_plugin.options import pytest_args
+
     json_path, html_path = outputs
-    args = [*paths, "--harness-scenarios-only"]
-    args += ["--harness-json", str(json_path), "--harness-html", str(html_path)]
-    if options.keyword:
-        args += ["-k", options.keyword]
-    if options.markexpr:
-        args += ["-m", options.markexpr]
-    if options.workers is not None:
-        args += ["-n", options.workers]
-    for module in options.plugins:
-        args += ["--harness-plugin", module]
-    if options.record_mode:
-        args += ["--record-mode", options.record_mode]
-    if options.disable_recording:
-        args.append("--disable-recording")
-    if options.repeat is not None:
-        args += ["--harness-repeat", str(options.repeat)]
-    if options.live:
-        args.append("--harness-live")
-    if options.concurrency is not None:
-        args += ["--harness-concurrency", str(options.concurrency)]
-    if options.shard:
-        args += ["--harness-shard", options.shard]
-    if options.durations:
-        args += ["--harness-durations", options.durations]
+    values = vars(options) | {
+        "harness_scenarios_only": True,
+        "harness_json": str(json_path),
+        "harness_html": str(html_path),
+        # Loaded here, and handed to the session (_Capture) rather than read again.
+        "harness_baseline": None,
+    }
+    args = [*paths, *pytest_args(values)]
     lean = not options.all_pytest_plugins
     if lean or not _plugin_autoloads():
         # (Without autoload, or from a source tree without the entry point installed.)
         args += ["-p", "harness.pytest_plugin"]
-    if lean and options.workers is not None:
+    if lean and options.numprocesses is not None:
         args += ["-p", "xdist.plugin"]
     if lean:
         # pytest's unraisable-exception check runs gc.collect() five times as each
         # process ends; over a large suite's heap that was a second per process.
         args += ["-p", "no:unraisableexception"]
-    return args + extra
+    return args + options.passed_on
 
 
 # -- pytest --------------------------------------------------------------------------------
@@ -312,18 +217,18 @@ class _Capture:
     @_pytest_hookimpl(trylast=True)  # after harness's own pytest_configure made the state
     def pytest_configure(self, config: Any) -> None:
         """Keep the config; give harness's session state the loaded baseline."""
-        from harness.pytest_plugin import get_state
+        from harness.pytest_plugin import Baseline, get_state
 
         self.config = config
         state = get_state(config)
         if state is not None and self.baseline is not None:
-            state.baseline_path, state.baseline = self.baseline
+            state.baseline = Baseline(*self.baseline)
 
     def pytest_keyboard_interrupt(self, excinfo: Any) -> None:
         """Ctrl-C: pytest says 2 (as for collection errors), harness 130 (harness.cli.stops)."""
         self.ctrl_c = excinfo.type is KeyboardInterrupt  # not pytest.exit()
 
-    def state(self) -> Any:
+    def state(self) -> SuiteState | None:
         """The session's harness state (None when pytest stopped before configuring)."""
         from harness.pytest_plugin import get_state
 
@@ -389,22 +294,33 @@ def _changed(diff: BaselineDiff) -> bool:
     return True
 
 
-def run_command(options: argparse.Namespace, extra: list[str]) -> int:
-    """``harness run`` / ``harness record``; ``extra``: the pytest options after ``--``."""
-    if options.durations and not options.shard:
+def _check(options: argparse.Namespace) -> None:
+    """What argparse cannot check: options given together, then the durations file (named
+    as the user typed it; the session reads it again, as plain pytest would)."""
+    from harness.pytest_plugin.options import read_durations
+
+    if options.harness_durations and not options.harness_shard:
         raise UsageError("--durations balances shards: it needs --shard K/N")
-    if options.live and options.record_mode not in (None, "none"):
+    if options.harness_live and options.record_mode not in (None, "none"):
         raise UsageError("--live records nothing: use `harness run --live` without --record-mode")
+    if options.harness_durations:
+        read_durations(options.harness_durations, "--durations")
+
+
+def handle(options: argparse.Namespace) -> int:
+    """``harness run`` / ``harness record``; ``options.passed_on``: pytest's, after ``--``."""
+    _check(options)
     root, paths = _scenario_paths(options.paths)
     # Defaults live in the project's reports/ (where baseline.json is committed), so a
     # run started from a subfolder writes the same files; given paths are cwd-relative.
-    json_path = Path(options.json) if options.json else root / REPORTS / "results.json"
-    html_path = Path(options.html) if options.html else root / REPORTS / "report.html"
+    given_json, given_html = options.harness_json, options.harness_html
+    json_path = Path(given_json) if given_json else root / REPORTS / "results.json"
+    html_path = Path(given_html) if given_html else root / REPORTS / "report.html"
     baseline, label = _baseline_file(options, root)
-    load_plugin_options(options.plugins)
+    load_plugin_options(options.harness_plugin)
     compare = _comparison(options, root, baseline, label)
 
-    args = _pytest_args(options, paths, (json_path, html_path), extra)
+    args = _pytest_args(options, paths, (json_path, html_path))
     capture = _Capture(compare)  # the baseline, as --harness-baseline would load it
     status = _call_pytest(args, capture, lean=not options.all_pytest_plugins)
     if capture.ctrl_c:
@@ -412,11 +328,11 @@ def run_command(options: argparse.Namespace, extra: list[str]) -> int:
     state = capture.state()
     if state is None or status not in (0, 1):
         return status
-    if options.update_baseline and state.final is not None:
-        failed = _write_baseline(options, baseline, state.final)
+    final, diff = state.outputs.final, state.outputs.diff
+    if options.update_baseline and final is not None:
+        failed = _write_baseline(options, baseline, final)
         if failed is not None:
             return failed
-    changes_fail = options.fail_on_change and status == 0 and state.diff is not None
-    if changes_fail and _changed(state.diff):
+    if options.fail_on_change and status == 0 and diff is not None and _changed(diff):
         return EXIT["failed"]
     return status

@@ -5,25 +5,26 @@
 
 from __future__ import annotations
 
+import argparse
 import ipaddress
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.cli.parsing import Parser, parse, to_stderr
+from harness.cli.parsing import Parser, to_stderr
 from harness.errors import HarnessError
 from harness.exitcodes import EXIT
 from harness.llm.script import ScriptStep
 from harness.serve import DEFAULT_MAX_DELAY, DEFAULT_PORT, serve
 
-__all__ = ["serve_main"]
+__all__ = ["add_arguments", "handle"]
 
 
-def _parser() -> Parser:
-    parser = Parser(
-        prog="harness serve",
-        description="Serve a scenario's llm.script as an OpenAI-compatible API "
-        "(POST /v1/chat/completions, POST /v1/responses, GET /v1/models, POST /v1/reset).",
+def add_arguments(parser: Parser) -> None:
+    """``harness serve``'s description and options."""
+    parser.description = (
+        "Serve a scenario's llm.script as an OpenAI-compatible API "
+        "(POST /v1/chat/completions, POST /v1/responses, GET /v1/models, POST /v1/reset)."
     )
     parser.add_argument(
         "scenario", type=Path, nargs="?", help="a *.scenario.yaml file with llm.script"
@@ -48,7 +49,6 @@ def _parser() -> Parser:
         default=DEFAULT_MAX_DELAY,
         help="longest a response is held, for `error: timeout` and latency (default 30 s)",
     )
-    return parser
 
 
 def _script_of(path: Path) -> tuple[list[ScriptStep], list[ScriptStep], str | None]:
@@ -103,11 +103,8 @@ def _problem(args: Any, steps: list[ScriptStep], recorded: str | None) -> str | 
     return None
 
 
-def serve_main(argv: Sequence[str] | None = None) -> int:
+def handle(args: argparse.Namespace) -> int:
     """``harness serve``: serve until SIGTERM or Ctrl-C; 0 then, 2 on bad input."""
-    args = parse(_parser(), argv)
-    if isinstance(args, int):
-        return args
     if (args.scenario is None) == (args.cassette is None):
         to_stderr(
             "harness serve: give a scenario file or --cassette FILE (one of them)",

@@ -4,9 +4,13 @@ Loaded through the ``pytest11`` entry point, so it is active in every pytest ses
 the environment: everything here stays inert (and cheap to import) until a
 ``*.scenario.yaml`` file is collected or a ``--harness-*`` option is given.
 
-- ``options``: the command-line options and how a session reads them;
-- ``session``: the per-session state, gathering results (also from xdist workers),
-  writing results.json, the HTML report and the baseline diff, and the summary;
+- ``options``: every option of a session, declared once (the plugin's and ``harness
+  run``'s flags are made from it), and ``SessionOptions``, what a session reads of them;
+- ``session``: the per-session state (its options, its ledger and its outputs),
+  gathering results (also from xdist workers), writing results.json, the HTML report and
+  the baseline diff, and the summary;
+- ``ledger``: what a session collected, deselected, skipped and could not load (xdist
+  workers send theirs to the controller);
 - ``items``: collection of scenario files, the item that runs one, how its failure
   reads and whose code an escaped exception came from;
 - ``fixture``: the ``harness`` fixture for hand-written tests;
@@ -15,6 +19,10 @@ the environment: everything here stays inert (and cheap to import) until a
 
 pytest registers this module (the entry point names it), so the hooks of these modules
 are imported here: pytest finds a plugin's hooks among its module's attributes.
+
+PYTEST_DONT_REWRITE: ``harness run`` imports this package (for its table of options)
+before it starts pytest, which then warned that the module, already imported, could not
+be assertion-rewritten; the plugin holds no test assertions to rewrite.
 """
 
 from harness.pytest_plugin.fixture import HarnessFixture, harness
@@ -27,8 +35,11 @@ from harness.pytest_plugin.items import (
     pytest_report_teststatus,
     pytest_runtest_makereport,
 )
-from harness.pytest_plugin.options import SUFFIX, pytest_addoption
+from harness.pytest_plugin.ledger import CollectionLedger
+from harness.pytest_plugin.options import SUFFIX, SessionOptions, pytest_addoption
 from harness.pytest_plugin.session import (
+    Baseline,
+    SessionOutputs,
     SuiteState,
     diff_against_baseline,
     get_state,
@@ -40,9 +51,13 @@ from harness.pytest_plugin.sharding import pytest_collection_modifyitems
 
 __all__ = [
     "SUFFIX",
+    "Baseline",
+    "CollectionLedger",
     "HarnessFixture",
     "ScenarioFile",
     "ScenarioItem",
+    "SessionOptions",
+    "SessionOutputs",
     "SuiteState",
     "diff_against_baseline",
     "get_state",

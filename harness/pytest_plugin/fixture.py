@@ -25,8 +25,8 @@ class HarnessFixture:
         self._request = request
         self._registered: list[Any] = []
         state = get_state(request.config)
-        self.record_mode = state.record_mode if state else "none"
-        self.disable_recording = state.disable_recording if state else False
+        self.record_mode = state.options.record_mode if state else "none"
+        self.disable_recording = state.options.disable_recording if state else False
 
     def path(self, path: str | Path) -> Path:
         """A scenario path: as given when it exists, else next to the test file."""

@@ -93,7 +93,7 @@ def _repeat(scenario: Scenario, config: pytest.Config) -> int:
     if "repeat" in scenario.model_fields_set:
         return scenario.repeat
     state = get_state(config)
-    return (state.repeat if state is not None else None) or 1
+    return (state.options.repeat if state is not None else None) or 1
 
 
 def _expanded(scenario: Scenario) -> list[tuple[str, Scenario]]:
@@ -109,10 +109,10 @@ def _expanded(scenario: Scenario) -> list[tuple[str, Scenario]]:
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
-    """Note each scenario the session collected (see SuiteState.not_run)."""
+    """Note each scenario the session collected (see CollectionLedger.not_run)."""
     state = get_state(item.config)
     if state is not None and isinstance(item, ScenarioItem):
-        state.collected_ids.add(item.scenario_id)
+        state.ledger.collected_ids.add(item.scenario_id)
 
 
 class ScenarioFailed(Exception):
@@ -157,7 +157,9 @@ class ScenarioItem(pytest.Item):
 
         state = state_of(self.config)
         return arun_scenario(
-            self.scenario, state.record_mode, disable_recording=state.disable_recording
+            self.scenario,
+            state.options.record_mode,
+            disable_recording=state.options.disable_recording,
         )
 
     def _outcome(self) -> ScenarioResult:
@@ -165,7 +167,7 @@ class ScenarioItem(pytest.Item):
         from harness.sync import run_sync
 
         state = state_of(self.config)
-        if state.concurrency > 1:
+        if state.options.concurrency > 1:
             from harness.pytest_plugin.live import run_ahead
 
             run_ahead(self, state)
@@ -192,7 +194,7 @@ class ScenarioItem(pytest.Item):
         except RecordingRefused as exc:
             # The key is wrong for every scenario: stop the session in one line, exit 2.
             line = f"harness: {exc}"
-            state_of(self.config).stopped_by = line
+            state_of(self.config).outputs.stopped_by = line
             pytest.exit(line, returncode=2)
         except NotWritten as exc:
             # A recording that could not be saved (a full disk): the scenario errors with

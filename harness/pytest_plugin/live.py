@@ -17,9 +17,12 @@ import asyncio
 import concurrent.futures
 import threading
 from collections.abc import Callable, Coroutine, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from harness.pytest_plugin.session import SuiteState
 
 __all__ = ["ConcurrentRuns", "queued_items", "run_ahead"]
 
@@ -83,18 +86,18 @@ class ConcurrentRuns:
         self._loop = self._thread = None
 
 
-def run_ahead(item: Any, state: Any) -> None:
+def run_ahead(item: Any, state: SuiteState) -> None:
     """Start ``item``'s run and those of the next items this process will run (twice the
     concurrency of them: enough to keep every slot busy while pytest reports)."""
     if state.runs is None:
-        state.runs = ConcurrentRuns(state.concurrency)
+        state.runs = ConcurrentRuns(state.options.concurrency)
     runs: ConcurrentRuns = state.runs
     runs.submit(item.nodeid, item.arun)
-    window = 2 * state.concurrency
+    window = 2 * state.options.concurrency
     if state.is_worker:
         upcoming = queued_items(item.config, item.session)
     else:
-        upcoming = _following(item, state, window)
+        upcoming = _following(item, runs, window)
     started = 0
     for other in upcoming:
         if started >= window:
@@ -105,10 +108,9 @@ def run_ahead(item: Any, state: Any) -> None:
         started += 1
 
 
-def _following(item: Any, state: Any, window: int) -> list[pytest.Item]:
+def _following(item: Any, runs: ConcurrentRuns, window: int) -> list[pytest.Item]:
     """The items after ``item`` in a serial session's order (a bounded slice)."""
     items = item.session.items
-    runs: ConcurrentRuns = state.runs
     if runs.positions is None or len(runs.positions) != len(items):
         runs.positions = {id(other): i for i, other in enumerate(items)}
     at = runs.positions.get(id(item))

@@ -1,4 +1,11 @@
-"""The plugin's command-line options, and how a session reads them.
+"""The options of a harness session, each declared once, and how a session reads them.
+
+``OPTIONS`` is the one declaration of every option: its pytest flag, the flag ``harness
+run`` gives it, its validator, default and help. The plugin's ``pytest_addoption`` and
+``harness run``'s argument parser are both made from it, and ``harness run`` hands pytest
+what it parsed with ``pytest_args`` (its short flags become the plugin's long ones), so a
+value is checked by the same function whichever front end it came through. A session
+reads its options once, into the frozen ``SessionOptions``.
 
 ``--record-mode`` and ``--disable-recording`` are pytest-recording's options too: when
 that plugin is installed and not blocked it owns them, and harness reads them the same
@@ -11,15 +18,29 @@ import argparse
 import importlib.util
 import os
 import shlex
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
 from harness.llm.config import RECORD_MODES
 
-__all__ = ["SUFFIX", "pytest_addoption", "session_options"]
+if TYPE_CHECKING:
+    from harness.shards import Shard
+
+__all__ = [
+    "OPTIONS",
+    "SUFFIX",
+    "Option",
+    "SessionOptions",
+    "pytest_addoption",
+    "pytest_args",
+    "read_durations",
+    "session_options",
+]
 
 # The scenario files the plugin collects (harness.scenario.loader.SUFFIX, kept here so
 # that loading the plugin imports no scenario code).
@@ -27,6 +48,200 @@ SUFFIX = ".scenario.yaml"
 
 # The pytest-recording plugin, under the names pytest may register it with.
 _RECORDING = ("recording", "pytest_recording.plugin")
+
+
+# -- the validators ------------------------------------------------------------------------
+
+
+def _count(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value!r}")
+    return int(value)
+
+
+def _shard(value: str) -> Shard:
+    from harness.shards import Shard
+
+    try:
+        return Shard.parse(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _workers(value: str) -> str:
+    if value in ("auto", "logical") or (value.isdigit() and int(value) >= 0):
+        return value
+    raise argparse.ArgumentTypeError(f"expected a number of workers or 'auto', got {value!r}")
+
+
+def read_durations(path: str, flag: str) -> dict[str, float]:
+    """The wall times by id in an earlier results.json (``--durations``); a
+    ResultsFileError naming ``flag`` and the file when it cannot be used."""
+    from harness.results import load_results
+    from harness.shards import durations_of
+
+    return durations_of(load_results(path, what=flag))
+
+
+# -- the declarations ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option: its pytest flag, ``harness run``'s flag for it, and how both parse it.
+
+    ``owner``: who adds the pytest flag; harness adds its own, and pytest-recording's
+    unless that plugin does (see the module's docstring); ``-k``, ``-m`` and ``-n`` are
+    pytest's and xdist's, which ``harness run`` passes on. ``run_help``: ``harness run``'s
+    words where its default differs from plain pytest's (it writes reports/ by default).
+    """
+
+    pytest: str
+    run: str | None
+    help: str
+    owner: Literal["harness", "recording", "pytest", "xdist"] = "harness"
+    action: Literal["store", "store_true", "append"] = "store"
+    type: Callable[[str], Any] | None = None
+    choices: tuple[str, ...] | None = None
+    default: Any = None
+    metavar: str | None = None
+    run_help: str | None = None
+    dest_name: str | None = None
+
+    @property
+    def dest(self) -> str:
+        """The attribute both parsers store the value in (pytest's name for it)."""
+        return self.dest_name or self.pytest.lstrip("-").replace("-", "_")
+
+    def arguments(self, **overrides: Any) -> dict[str, Any]:
+        """``add_argument``'s keyword arguments (pytest's ``addoption`` takes the same)."""
+        declared: dict[str, Any] = {"action": self.action, "dest": self.dest, "help": self.help}
+        if self.action != "store_true":
+            declared |= {"type": self.type, "choices": self.choices, "metavar": self.metavar}
+        declared["default"] = [] if self.action == "append" else self.default
+        declared |= overrides
+        return {key: value for key, value in declared.items() if value is not None}
+
+    def as_pytest_args(self, value: Any) -> list[str]:
+        """What ``harness run`` passes pytest for ``value`` (nothing for the default)."""
+        if value is None or value is False or value == self.default:
+            return []
+        if self.action == "store_true":
+            return [self.pytest]
+        values = value if self.action == "append" else [value]
+        return [arg for each in values for arg in (self.pytest, str(each))]
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("-k", "-k", "select by name (pytest -k)", "pytest", metavar="EXPR", dest_name="keyword"),
+    Option("-m", "-m", "select by tag (pytest -m)", "pytest", metavar="MARK", dest_name="markexpr"),
+    Option(
+        "-n",
+        "-n",
+        "run in N processes (xdist)",
+        "xdist",
+        type=_workers,
+        metavar="N",
+        dest_name="numprocesses",
+    ),
+    Option(
+        "--harness-plugin",
+        "-p",
+        "load a harness plugin module (repeatable; reaches xdist workers too)",
+        action="append",
+        metavar="MODULE",
+    ),
+    Option(
+        "--record-mode",
+        "--record-mode",
+        "cassette record mode (default: none: replay only)",
+        "recording",
+        choices=RECORD_MODES,
+    ),
+    Option(
+        "--disable-recording",
+        "--disable-recording",
+        "run recorded scenarios live and write no cassette",
+        "recording",
+        action="store_true",
+    ),
+    Option(
+        "--harness-repeat",
+        "--repeat",
+        "run each scenario N times: pass rates, flaky scenarios (a file's repeat: wins)",
+        type=_count,
+        metavar="N",
+    ),
+    Option(
+        "--harness-live",
+        "--live",
+        "talk to the real endpoint: no cassette read or written, the SDK retries 429s",
+        action="store_true",
+    ),
+    Option(
+        "--harness-concurrency",
+        "--concurrency",
+        "scenario runs in flight at once in each process (default 1)",
+        type=_count,
+        default=1,
+        metavar="N",
+    ),
+    Option(
+        "--harness-shard",
+        "--shard",
+        "run shard K of N (for CI machines; join them with `harness merge`)",
+        type=_shard,
+        metavar="K/N",
+    ),
+    # A file, read when the session starts, as the baseline is (read_durations).
+    Option(
+        "--harness-durations",
+        "--durations",
+        "with --harness-shard: balance the shards by the wall times in this results.json",
+        metavar="F",
+        run_help="with --shard: balance the shards by the wall times in this results.json",
+    ),
+    Option(
+        "--harness-json",
+        "--json",
+        "write results.json here",
+        metavar="F",
+        run_help="results file (default: reports/results.json)",
+    ),
+    Option(
+        "--harness-html",
+        "--html",
+        "write the HTML report here",
+        metavar="F",
+        run_help="HTML report (default: reports/report.html)",
+    ),
+    Option(
+        "--harness-baseline",
+        "--baseline",
+        "compare the results with this results.json (the diff goes into the reports)",
+        metavar="F",
+        run_help="results to compare with (default: reports/baseline.json when it exists)",
+    ),
+    Option(
+        "--harness-scenarios-only",
+        None,
+        "collect only *.scenario.yaml files from folders (what `harness run` uses)",
+        action="store_true",
+    ),
+)
+
+
+def pytest_args(values: Mapping[str, Any]) -> list[str]:
+    """pytest's flags for the options' values, by dest (``harness run``'s parsed options)."""
+    return [
+        arg
+        for option in OPTIONS
+        if option.dest in values
+        for arg in option.as_pytest_args(values[option.dest])
+    ]
+
+
+# -- pytest's options ----------------------------------------------------------------------
 
 
 def _plugin_args(pluginmanager: pytest.PytestPluginManager) -> list[str]:
@@ -89,129 +304,57 @@ def _recording_owns_options(pluginmanager: pytest.PytestPluginManager) -> bool:
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     """Harness's options, in a group of their own."""
     group = parser.getgroup("harness", "harness scenarios (*.scenario.yaml)")
-    if not _recording_owns_options(pluginmanager):
-        # Same names, values and defaults as pytest-recording's, so that a session reads
-        # them the same way whichever plugin defined them.
-        group.addoption(
-            "--record-mode",
-            action="store",
-            default=None,
-            choices=RECORD_MODES,
-            help="cassette record mode for recorded scenarios (default: none = replay only)",
-        )
-        group.addoption(
-            "--disable-recording",
-            action="store_true",
-            default=False,
-            help="run recorded scenarios live against the endpoint and write no cassette",
-        )
-    group.addoption(
-        "--harness-plugin",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="load a harness plugin module (repeatable; reaches xdist workers too)",
-    )
-    group.addoption(
-        "--harness-json", metavar="PATH", default=None, help="write results.json to PATH"
-    )
-    group.addoption(
-        "--harness-html", metavar="PATH", default=None, help="write the HTML report to PATH"
-    )
-    group.addoption(
-        "--harness-baseline",
-        metavar="PATH",
-        default=None,
-        help="compare the results with this results.json (the diff goes into the reports)",
-    )
-    _add_scale_options(group)
-    group.addoption(
-        "--harness-scenarios-only",
-        action="store_true",
-        default=False,
-        help="collect only *.scenario.yaml files from folders (what `harness run` uses)",
-    )
+    # Same names, values and defaults as pytest-recording's, so that a session reads
+    # them the same way whichever plugin defined them.
+    owners = {"harness"} if _recording_owns_options(pluginmanager) else {"harness", "recording"}
+    for option in OPTIONS:
+        if option.owner in owners:
+            group.addoption(option.pytest, **option.arguments())
 
 
-def _count(value: str) -> int:
-    if not value.isdigit() or int(value) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value!r}")
-    return int(value)
+# -- what a session reads ------------------------------------------------------------------
 
 
-def _shard(value: str) -> Any:
-    from harness.shards import Shard
+@dataclass(frozen=True)
+class SessionOptions:
+    """A session's options, read once (``session_options``): recording, scale, reports."""
 
-    try:
-        return Shard.parse(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _durations(value: str) -> dict[str, float]:
-    # Read while the options are parsed: a file that cannot be used is a usage error.
-    from harness.results import ResultsFileError, load_results
-    from harness.shards import durations_of
-
-    try:
-        return durations_of(load_results(value, what="durations file"))
-    except ResultsFileError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    record_mode: str = "none"
+    disable_recording: bool = False
+    # --harness-live, --harness-repeat, --harness-concurrency (see harness.pytest_plugin.live).
+    live: bool = False
+    repeat: int | None = None
+    concurrency: int = 1
+    # --harness-shard and the wall times it is planned by (harness.pytest_plugin.sharding).
+    shard: Shard | None = None
+    durations: Mapping[str, float] | None = None
+    json_path: Path | None = None
+    html_path: Path | None = None
+    baseline_path: Path | None = None
 
 
-def _add_scale_options(group: Any) -> None:
-    """Repeats, live runs with requests in flight at once, and shards."""
-    group.addoption(
-        "--harness-repeat",
-        type=_count,
-        default=None,
-        metavar="N",
-        help="run each scenario N times (ids path::name[k]; a scenario's own repeat: wins)",
-    )
-    group.addoption(
-        "--harness-live",
-        action="store_true",
-        default=False,
-        help="run recorded scenarios live: no cassette read or written (--disable-recording)",
-    )
-    group.addoption(
-        "--harness-concurrency",
-        type=_count,
-        default=1,
-        metavar="N",
-        help="scenario runs in flight at once in each process (default 1)",
-    )
-    group.addoption(
-        "--harness-shard",
-        type=_shard,
-        default=None,
-        metavar="K/N",
-        help="run shard K of N of the selected scenarios (merge with `harness merge`)",
-    )
-    group.addoption(
-        "--harness-durations",
-        type=_durations,
-        default=None,
-        metavar="PATH",
-        help="an earlier results.json: balance the shards by its wall times",
-    )
+def session_options(config: pytest.Config) -> SessionOptions:
+    """The session's options (their defaults when harness came in after they were parsed)."""
+    from harness.results import ResultsFileError
 
-
-def session_options(config: pytest.Config) -> dict[str, Any]:
-    """The session's recording settings and report paths (fields of SuiteState)."""
     live = bool(config.getoption("harness_live", False))
-    return {
-        "record_mode": config.getoption("record_mode", None) or "none",
-        "disable_recording": live or bool(config.getoption("disable_recording", False)),
-        "live": live,
-        "repeat": config.getoption("harness_repeat", None),
-        "concurrency": config.getoption("harness_concurrency", 1) or 1,
-        "shard": config.getoption("harness_shard", None),
-        "durations": config.getoption("harness_durations", None),
-        "json_path": _out_path(config, config.getoption("harness_json")),
-        "html_path": _out_path(config, config.getoption("harness_html")),
-        "baseline_path": _out_path(config, config.getoption("harness_baseline")),
-    }
+    durations = config.getoption("harness_durations", None)
+    try:
+        times = read_durations(durations, "--harness-durations") if durations else None
+    except ResultsFileError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    return SessionOptions(
+        record_mode=config.getoption("record_mode", None) or "none",
+        disable_recording=live or bool(config.getoption("disable_recording", False)),
+        live=live,
+        repeat=config.getoption("harness_repeat", None),
+        concurrency=config.getoption("harness_concurrency", 1) or 1,
+        shard=config.getoption("harness_shard", None),
+        durations=times,
+        json_path=_out_path(config, config.getoption("harness_json", None)),
+        html_path=_out_path(config, config.getoption("harness_html", None)),
+        baseline_path=_out_path(config, config.getoption("harness_baseline", None)),
+    )
 
 
 def _out_path(config: pytest.Config, value: str | None) -> Path | None:

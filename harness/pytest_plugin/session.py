@@ -15,20 +15,22 @@ import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pytest
 
 from harness.exitcodes import EXIT
-from harness.pytest_plugin.options import SUFFIX, session_options
+from harness.pytest_plugin.ledger import CollectionLedger
+from harness.pytest_plugin.options import SUFFIX, SessionOptions, session_options
 
 if TYPE_CHECKING:
     from harness.baseline import BaselineDiff
     from harness.pytest_plugin.live import ConcurrentRuns
     from harness.results import Results, ScenarioResult
-    from harness.shards import Shard
 
 __all__ = [
+    "Baseline",
+    "SessionOutputs",
     "SuiteState",
     "diff_against_baseline",
     "get_state",
@@ -39,62 +41,51 @@ __all__ = [
 ]
 
 
+class Baseline(NamedTuple):
+    """The results a session compares with, and the file they came from."""
+
+    path: Path
+    results: Results
+
+
+@dataclass
+class SessionOutputs:
+    """What a session made: its results, the reports written, and what went wrong."""
+
+    started: datetime = field(default_factory=lambda: datetime.now(UTC))
+    # Scenario id -> its ScenarioResult as JSON (what the test reports carry).
+    results: dict[str, str] = field(default_factory=dict)
+    # results.json as written (with its baseline diff), and the files written.
+    final: Results | None = None
+    diff: BaselineDiff | None = None
+    written: list[Path] = field(default_factory=list)
+    # Harness crashes (exit 3) and reports not written (exit 3), one line each.
+    internal_errors: list[str] = field(default_factory=list)
+    report_errors: list[str] = field(default_factory=list)
+    # Stopped part way (Ctrl-C, pytest's own crash): nothing written.
+    interrupted: bool = False
+    # The one line harness stopped the session with (a refused recording).
+    stopped_by: str | None = None
+
+
 @dataclass(eq=False)  # hashable by identity: pytest keeps plugins in sets
 class SuiteState:
-    """What one pytest session knows about its scenarios (one per process).
+    """What one pytest session knows about its scenarios (one per process): its
+    options, what it collected (``ledger``) and what it made (``outputs``).
 
     It is registered as a pytest plugin for the session, so the hooks that gather
     results and write reports have it at hand, workers and controller alike.
     """
 
     config: pytest.Config
-    record_mode: str = "none"
-    disable_recording: bool = False
-    json_path: Path | None = None
-    html_path: Path | None = None
-    baseline_path: Path | None = None
-    baseline: Results | None = None
-    # --harness-live, --harness-repeat, --harness-concurrency (see harness.pytest_plugin.live).
-    live: bool = False
-    repeat: int | None = None
-    concurrency: int = 1
+    options: SessionOptions = field(default_factory=SessionOptions)
+    baseline: Baseline | None = None
+    ledger: CollectionLedger = field(default_factory=CollectionLedger)
+    outputs: SessionOutputs = field(default_factory=SessionOutputs)
+    # The runs --harness-concurrency started ahead (see harness.pytest_plugin.live).
     runs: ConcurrentRuns | None = None
-    # --harness-shard and --harness-durations (see harness.pytest_plugin.sharding): the
-    # shard, the wall times it is planned by, its meta.shard and the ids of the plan.
-    shard: Shard | None = None
-    durations: dict[str, float] | None = None
-    shard_meta: dict[str, Any] | None = None
-    planned_ids: set[str] = field(default_factory=set)
-    started: datetime = field(default_factory=lambda: datetime.now(UTC))
-    # scenario id -> its ScenarioResult as JSON (what the test reports carry).
-    results: dict[str, str] = field(default_factory=dict)
-    # nodeid of a scenario file that did not load -> the error text (de-duplicated).
-    collection_errors: dict[str, str] = field(default_factory=dict)
-    internal_errors: list[str] = field(default_factory=list)
-    report_errors: list[str] = field(default_factory=list)
-    written: list[Path] = field(default_factory=list)
-    final: Results | None = None
-    diff: BaselineDiff | None = None
+    # --harness-plugin modules, forgotten when the session ends.
     added_plugins: list[str] = field(default_factory=list)
-    # What this run collected, deselected or not: ids and files relative to the project
-    # root (xdist workers send theirs to the controller). A baseline id the run collected
-    # but did not run is "not run", never "removed".
-    collected_ids: set[str] = field(default_factory=set)
-    unloaded_files: set[str] = field(default_factory=set)
-    # Node ids deselected in a worker, for the controller's "N deselected".
-    deselected: list[str] = field(default_factory=list)
-    # Scenarios skipped (by a skip or skipif mark, say): not run, so not in results.json.
-    skipped: set[str] = field(default_factory=set)
-    interrupted: bool = False
-    # The one line harness stopped the session with (a refused recording).
-    stopped_by: str | None = None
-
-    @property
-    def collected_files(self) -> set[str]:
-        """The files of the collected scenarios (an id is ``path::name``)."""
-        from harness.results import ScenarioId
-
-        return {ScenarioId.parse(scenario_id).file for scenario_id in self.collected_ids}
 
     @property
     def is_worker(self) -> bool:
@@ -109,17 +100,23 @@ class SuiteState:
         """results.json for the scenarios seen so far (sorted by id; baseline diff added)."""
         from harness.results import build_results
 
-        scenarios = [self._read_result(sid, text) for sid, text in self.results.items()]
-        results = build_results(scenarios, started=self.started)
-        if self.shard_meta is not None:
-            # What was collected but not selected, or skipped: a merged diff's "not run".
-            not_run = (self.collected_ids - self.planned_ids) | self.skipped
-            results.meta["shard"] = {**self.shard_meta, "not_run": sorted(not_run)}
+        outputs = self.outputs
+        scenarios = [self._read_result(sid, text) for sid, text in outputs.results.items()]
+        results = build_results(scenarios, started=outputs.started)
+        if self.ledger.shard is not None:
+            not_run = self.ledger.shard_not_run()
+            results.meta["shard"] = {**self.ledger.shard, "not_run": not_run}
         if self.baseline is not None:
-            self.diff = diff_against_baseline(
-                self.baseline, results, self.baseline_path, not_run=self.not_run(results)
+            from harness.project import project_root
+
+            ran = {s.id for s in results.scenarios}
+            root = project_root(self.config.invocation_params.dir)
+            old = self.baseline.results
+            not_run_ids = self.ledger.not_run(old, ran, root, self._within_paths)
+            outputs.diff = diff_against_baseline(
+                old, results, self.baseline.path, not_run=not_run_ids
             )
-            results.baseline = self.diff
+            results.baseline = outputs.diff
         return results
 
     def _read_result(self, sid: str, text: str) -> ScenarioResult:
@@ -143,8 +140,8 @@ class SuiteState:
             if all(err.get("input") is None for err in errors):
                 message += " (infinity or NaN, which JSON cannot hold)"
         line = f"{sid}: {message}"
-        if line not in self.report_errors:  # built for the reports, then the summary
-            self.report_errors.append(line)
+        if line not in self.outputs.report_errors:  # built for the reports, then the summary
+            self.outputs.report_errors.append(line)
         raw = json.loads(text)
         return ScenarioResult(
             id=sid,
@@ -154,28 +151,6 @@ class SuiteState:
             termination="error",
             final=FinalResponse(error={"type": "error", "message": message}),
         )
-
-    def not_run(self, results: Results) -> set[str]:
-        """Baseline ids this run did not run and that are not gone: deselected, skipped,
-        outside the given paths, or in a file that did not load."""
-        from harness.project import project_root
-
-        assert self.baseline is not None
-        ran = {s.id for s in results.scenarios}
-        root = project_root(self.config.invocation_params.dir)
-        collected_files = self.collected_files
-        not_run = set()
-        for old in self.baseline.scenarios:
-            if old.id in ran:
-                continue
-            if old.id in self.collected_ids or old.file in self.unloaded_files:
-                not_run.add(old.id)  # collected, then deselected, skipped or not reached
-            elif old.file in collected_files:
-                continue  # its file was collected and no longer holds it: removed
-            elif (root / old.file).exists() or not self._within_paths(root / old.file):
-                not_run.add(old.id)  # a file this run did not look at
-            # else: the file is gone from where this run looked: removed
-        return not_run
 
     def _within_paths(self, path: Path) -> bool:
         """Whether ``path`` lies under one of the paths this session collects from."""
@@ -194,24 +169,19 @@ class SuiteState:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """The run starts now (results.json's ``meta.started``)."""
-        self.started = datetime.now(UTC)
+        self.outputs.started = datetime.now(UTC)
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         """A worker keeps what it deselected, for the controller's count."""
         if self.is_worker:
-            self.deselected.extend(item.nodeid for item in items)
+            self.ledger.deselected.extend(item.nodeid for item in items)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """A worker sends what it collected to the controller."""
-        if self.is_worker and (self.collected_ids or self.unloaded_files):
+        sent = self.ledger.as_sent() if self.is_worker else None
+        if sent is not None:
             # Sent to the controller when the worker finishes (pytest_testnodedown).
-            self.config.workeroutput["harness"] = {  # type: ignore[attr-defined]
-                "collected_ids": sorted(self.collected_ids),
-                "unloaded_files": sorted(self.unloaded_files),
-                "deselected": self.deselected,
-                "shard_meta": self.shard_meta,
-                "planned_ids": sorted(self.planned_ids),
-            }
+            self.config.workeroutput["harness"] = sent  # type: ignore[attr-defined]
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
@@ -219,11 +189,7 @@ class SuiteState:
         sent = (getattr(node, "workeroutput", None) or {}).get("harness")
         if not sent:
             return
-        self.collected_ids.update(sent["collected_ids"])
-        self.unloaded_files.update(sent["unloaded_files"])
-        if sent.get("shard_meta") is not None:  # every worker planned the same shard
-            self.shard_meta = sent["shard_meta"]
-            self.planned_ids.update(sent["planned_ids"])
+        self.ledger.take(sent)
         # Workers deselect and the controller never hears of it: count them as a serial
         # run does (each worker deselects the same items, so the set is taken once).
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -241,32 +207,33 @@ class SuiteState:
         text = getattr(report, "harness_result", None)
         if text is None:
             if report.skipped and SUFFIX + "::" in report.nodeid:
-                self.skipped.add(report.nodeid)
+                self.ledger.skipped.add(report.nodeid)
             return
         # Keyed by id: a rerun of the same scenario replaces its earlier result.
-        self.results[report.harness_id] = text  # type: ignore[attr-defined]
+        self.outputs.results[report.harness_id] = text  # type: ignore[attr-defined]
         internal = getattr(report, "harness_internal", None)
         if internal:
-            self.internal_errors.append(internal)
+            self.outputs.internal_errors.append(internal)
         not_written = getattr(report, "harness_not_written", None)
         if not_written:
-            self.report_errors.append(not_written)
+            self.outputs.report_errors.append(not_written)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         """Note a scenario file that did not load (once), and stop as serial pytest does."""
         if not report.failed or not report.nodeid.endswith(SUFFIX):
             return
-        if report.nodeid in self.collection_errors:
+        errors = self.ledger.collection_errors
+        if report.nodeid in errors:
             return  # the same file, reported again by another xdist worker
-        self.collection_errors[report.nodeid] = str(report.longrepr)
-        self.unloaded_files.add(_project_file(Path(self.config.rootpath, report.nodeid)))
+        errors[report.nodeid] = str(report.longrepr)
+        self.ledger.unloaded_files.add(_project_file(Path(self.config.rootpath, report.nodeid)))
         if self.is_worker or self.config.getoption("continue_on_collection_errors", False):
             return
         # Serial pytest stops after collection errors and runs nothing; under xdist the
         # workers would run on and exit 1. Stop there too, so both end the same way.
         dsession = self.config.pluginmanager.get_plugin("dsession")
         if dsession is not None and getattr(dsession, "shouldstop", None) is False:
-            dsession.shouldstop = f"{len(self.collection_errors)} scenario file(s) did not load"
+            dsession.shouldstop = f"{len(errors)} scenario file(s) did not load"
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -275,61 +242,70 @@ class SuiteState:
             self.runs.close()  # runs started ahead that no item took (the session stopped)
         if self.is_worker:
             return
+        outputs = self.outputs
         status = int(session.exitstatus)
         # Ctrl-C, collection errors and pytest's own crashes stop a session part way: its
         # results would overwrite good reports with partial ones. Nothing selected: none.
-        self.interrupted = status in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.INTERNAL_ERROR)
-        if (self.json_path or self.html_path) and status != 5 and not self.interrupted:
+        outputs.interrupted = status in (
+            pytest.ExitCode.INTERRUPTED,
+            pytest.ExitCode.INTERNAL_ERROR,
+        )
+        reports = self.options.json_path or self.options.html_path
+        if reports and status != 5 and not outputs.interrupted:
             self._write_reports()
-        if self.collection_errors and status in (0, 1, 5):
+        if self.ledger.collection_errors and status in (0, 1, 5):
             status = EXIT["bad_input"]
-        if self.report_errors or self.internal_errors:
+        if outputs.report_errors or outputs.internal_errors:
             status = EXIT["internal"]
         session.exitstatus = status
 
     def _write_reports(self) -> None:
+        outputs = self.outputs
         try:
-            self.final = self.build()
+            final = outputs.final = self.build()
         except Exception as exc:  # a bug between results and reports must still show
-            self.report_errors.append(f"results not built: {type(exc).__name__}: {exc}")
+            outputs.report_errors.append(f"results not built: {type(exc).__name__}: {exc}")
             return
-        if self.json_path is not None:
+        json_path, html_path = self.options.json_path, self.options.html_path
+        if json_path is not None:
             try:
-                self.final.write(self.json_path)
-                self.written.append(self.json_path)
+                final.write(json_path)
+                outputs.written.append(json_path)
             except Exception as exc:
-                self.report_errors.append(f"{self.shown(self.json_path)} not written: {_why(exc)}")
-        if self.html_path is not None:
+                outputs.report_errors.append(f"{self.shown(json_path)} not written: {_why(exc)}")
+        if html_path is not None:
             try:
                 from harness.report import write_html
 
-                write_html(self.html_path, self.final)  # the diff is in self.final.baseline
-                self.written.append(self.html_path)
+                write_html(html_path, final)  # the diff is in final.baseline
+                outputs.written.append(html_path)
             except Exception as exc:
-                self.report_errors.append(f"{self.shown(self.html_path)} not written: {_why(exc)}")
+                outputs.report_errors.append(f"{self.shown(html_path)} not written: {_why(exc)}")
 
     @pytest.hookimpl(trylast=True)
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         """A session harness stopped ends on harness's line alone: pytest would show it
         as ``_pytest.outcomes.Exit: <line>``, its exception's class path first."""
-        if self.stopped_by is None or not isinstance(excinfo.value, pytest.exit.Exception):
+        stopped_by = self.outputs.stopped_by
+        if stopped_by is None or not isinstance(excinfo.value, pytest.exit.Exception):
             return
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         memo = getattr(reporter, "_keyboardinterrupt_memo", None)
         if getattr(memo, "reprcrash", None) is not None:
-            memo.reprcrash.message = self.stopped_by  # type: ignore[union-attr]
+            memo.reprcrash.message = stopped_by  # type: ignore[union-attr]
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """Print the harness summary."""
         if self.is_worker or self.config.get_verbosity() < -1:
             return
+        outputs, ledger = self.outputs, self.ledger
         if not (
-            self.results
-            or self.written
-            or self.report_errors
-            or self.collection_errors
-            or self.skipped
-            or (self.interrupted and (self.json_path or self.html_path))
+            outputs.results
+            or outputs.written
+            or outputs.report_errors
+            or ledger.collection_errors
+            or ledger.skipped
+            or (outputs.interrupted and (self.options.json_path or self.options.html_path))
         ):
             return
         terminalreporter.write_sep("=", "harness summary")
@@ -365,14 +341,17 @@ def state_of(config: pytest.Config) -> SuiteState:
 def pytest_configure(config: pytest.Config) -> None:
     """Make the session's state, register it, and load --harness-plugin and the baseline."""
     config.addinivalue_line("markers", "scenario: a harness scenario (*.scenario.yaml) item")
-    state = SuiteState(config, **session_options(config))
+    state = SuiteState(config, session_options(config))
     config.stash[_STATE] = state
     config.pluginmanager.register(state, "harness-suite")
     modules = config.getoption("harness_plugin") or []
     if modules:
         _load_harness_plugins(modules, state)
-    if state.baseline_path is not None and not state.is_worker:
-        state.baseline = _load_baseline(config.getoption("harness_baseline"))
+    baseline_path = state.options.baseline_path
+    if baseline_path is not None and not state.is_worker:
+        state.baseline = Baseline(
+            baseline_path, _load_baseline(config.getoption("harness_baseline"))
+        )
 
 
 def _load_harness_plugins(modules: list[str], state: SuiteState) -> None:
@@ -424,29 +403,30 @@ def summary_lines(state: SuiteState, *, cwd: Path, slowest: int = 5) -> list[str
     """The end-of-run summary: counts, slowest scenarios, baseline diff, report paths."""
     from harness.report.text import baseline_lines, results_lines
 
-    results = state.final
-    if results is None and state.results:
+    outputs, ledger = state.outputs, state.ledger
+    results = outputs.final
+    if results is None and outputs.results:
         results = state.build()
     lines: list[str] = []
     if results is not None and results.scenarios:
         lines.extend(results_lines(results, slowest=slowest))
-    if state.skipped:
-        lines.append(f"skipped: {len(state.skipped)} (not run, so not in results.json)")
-    if state.diff is not None:
-        shown = _shown(state.baseline_path, cwd) if state.baseline_path else "baseline"
-        lines.extend(baseline_lines(state.diff, shown))
-    if state.collection_errors:
-        count = len(state.collection_errors)
+    if ledger.skipped:
+        lines.append(f"skipped: {len(ledger.skipped)} (not run, so not in results.json)")
+    if outputs.diff is not None:
+        shown = _shown(state.baseline.path, cwd) if state.baseline else "baseline"
+        lines.extend(baseline_lines(outputs.diff, shown))
+    if ledger.collection_errors:
+        count = len(ledger.collection_errors)
         lines.append(
             f"{count} scenario file(s) did not load"
-            + ("" if state.written else "; reports not written")
+            + ("" if outputs.written else "; reports not written")
         )
-    elif state.interrupted:
+    elif outputs.interrupted:
         lines.append("interrupted: nothing was written (reports and baseline left as they were)")
-    lines.extend(f"harness crashed: {error}" for error in state.internal_errors)
-    lines.extend(f"report error: {error}" for error in state.report_errors)
-    if state.written:
-        lines.append("results: " + ", ".join(_shown(p, cwd) for p in state.written))
+    lines.extend(f"harness crashed: {error}" for error in outputs.internal_errors)
+    lines.extend(f"report error: {error}" for error in outputs.report_errors)
+    if outputs.written:
+        lines.append("results: " + ", ".join(_shown(p, cwd) for p in outputs.written))
     return lines
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness.pytest_plugin.ledger import ShardMeta
 from harness.pytest_plugin.session import get_state
 
 __all__ = ["item_key", "pytest_collection_modifyitems"]
@@ -27,23 +28,23 @@ def pytest_collection_modifyitems(
 ) -> None:
     """Keep this shard's items; deselect the others."""
     state = get_state(config)
-    if state is None or state.shard is None:
+    if state is None or state.options.shard is None:
         return
     from harness.shards import plan, plan_digest
 
-    shard = state.shard
+    shard, durations = state.options.shard, state.options.durations
     keys = [item_key(item) for item in items]
-    mine = set(plan(keys, shard.total, state.durations)[shard.index - 1])
+    mine = set(plan(keys, shard.total, durations)[shard.index - 1])
     kept = [item for item, key in zip(items, keys, strict=True) if key in mine]
     others = [item for item, key in zip(items, keys, strict=True) if key not in mine]
     if others:
         config.hook.pytest_deselected(items=others)
     items[:] = kept
-    state.shard_meta = {
-        "index": shard.index,
-        "total": shard.total,
-        "plan": plan_digest(keys, shard.total, state.durations),
-        "by": "durations" if state.durations else "count",
-        "selected": len(set(keys)),
-    }
-    state.planned_ids = set(keys)
+    state.ledger.shard = ShardMeta(
+        index=shard.index,
+        total=shard.total,
+        plan=plan_digest(keys, shard.total, durations),
+        by="durations" if durations else "count",
+        selected=len(set(keys)),
+    )
+    state.ledger.planned_ids = set(keys)
