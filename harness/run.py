@@ -127,7 +127,7 @@ class Run:
         self.config = config
         # A run started inside another run (a sub-agent's, from a tool call) is its child.
         self.parent: Run | None = _current.get()
-        self.depth = 0 if self.parent is None else self.parent.depth + 1
+        self.depth: int = 0 if self.parent is None else self.parent.depth + 1
         self.memory: list[dict[str, Any]] = []
         self.events: list[Event] = []
         # Free space for planners and plugins that keep state across iterations.

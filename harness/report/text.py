@@ -272,14 +272,15 @@ def ending_sentence(scenario: ScenarioResult) -> str:
     if kind == "budget":
         data = final.data
         return f"Budget exceeded: {data.budget} used {data.used}, limit {data.limit}"
+    if kind == "stagnation" and is_target(scenario) and scenario.agent is not None:
+        # The observer sees a plan only once it ran: the request after it is refused.
+        repeats = scenario.agent.stagnation_window + 1
+        return (
+            f"Stagnation: the same plan ran {repeats} times in a row; the agent's next "
+            "request was refused (HTTP 400)"
+        )
     if kind == "stagnation":
         window = scenario.agent.stagnation_window if scenario.agent else final.data.window
-        if is_target(scenario):
-            # The observer sees a plan only once it ran: the request after it is refused.
-            return (
-                f"Stagnation: the same plan ran {window + 1} times in a row; the agent's next "
-                "request was refused (HTTP 400)"
-            )
         return (
             f"Stagnation: the plan repeated the previous {window} identical plans and was declined"
         )
