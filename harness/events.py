@@ -122,7 +122,7 @@ def _made(cls: type[_E], values: dict[str, Any]) -> _E:
 
     For the loop's per-round events (each kind's ``of``): the values are typed already,
     and validating them a second time cost the loop more than the rest of its bookkeeping
-    (docs/performance.md). tests/test_events.py checks that each ``of`` makes what the
+    (docs/performance.md). tests/test_run_record.py checks that each ``of`` makes what the
     validating constructor makes.
     """
     event = _new(cls)
