@@ -197,6 +197,11 @@ class Run:
         """
         if isinstance(event, str):
             event = event_of({"event": event, "iteration": self._ledger.iteration, **data})
+        elif data:
+            raise TypeError(
+                f"run.emit({type(event).__name__}(...), {', '.join(data)}=...): an event's "
+                "fields go in the event"
+            )
         self.events.append(event)
 
     def remember(self, kind: str, content: Any) -> None:

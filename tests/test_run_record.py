@@ -226,3 +226,15 @@ def test_version_1_results_read_as_typed_records():
     assert (first.final.error.type, first.final.error.max_iterations) == ("max_iterations", 3)
     assert not any(isinstance(e, OtherEvent) for s in old.scenarios for e in s.events)
     assert isinstance(first.events[-1], AgentEndEvent)
+
+
+def test_an_events_fields_go_in_the_event():
+    class Confused:
+        @hookimpl
+        def harness_iteration_start(self, run, iteration):
+            run.emit(IterationStartEvent(iteration=iteration), note="x")
+
+    result = Agent(llm=[{"content": "hi"}], plugins=[Confused()]).run("?")
+
+    assert result.final.error.exception == "TypeError"
+    assert "run.emit(IterationStartEvent(...), note=...)" in result.final.error.message
