@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_serializer, model_validator
 
+from harness.events import EventList, JSONRecord, ToolCallStatus
 from harness.messages import Conversation, Message, ToolCall
 
 __all__ = [
@@ -14,9 +15,13 @@ __all__ = [
     "CompleteAction",
     "EmptyAction",
     "ExecuteToolsAction",
+    "FinalData",
     "FinalResponse",
+    "InvalidCall",
     "MakeLLMRequestAction",
+    "ObservedStagnation",
     "RunData",
+    "RunError",
     "RunFields",
     "RunResult",
     "SubRun",
@@ -70,14 +75,104 @@ class CompleteAction(BaseModel):
 Action = EmptyAction | MakeLLMRequestAction | ExecuteToolsAction | ToolAction | CompleteAction
 
 
+class _GivenKeys(JSONRecord):
+    """A record whose JSON is exactly the keys it was given, in the order given: users
+    match ``final.error`` and ``final.data`` in their scenario files, and a planner's
+    ``FinalResponse(data={...})`` may add keys of its own (kept, after the typed ones)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    _keys: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _remember_keys(cls, data: Any, handler: Any) -> Any:
+        record = handler(data)
+        if isinstance(data, dict):
+            record._keys = tuple(data)
+        return record
+
+    @model_serializer(mode="wrap")
+    def _only_given(self, handler: Any) -> Any:
+        data = handler(self)
+        return {key: data[key] for key in self._keys if key in data}
+
+    def merged(self, **keys: Any) -> Self:
+        """A copy with these keys set (a new key goes last, as in a dict)."""
+        given = {key: getattr(self, key) for key in self._keys}
+        return type(self).model_validate({**given, **keys})
+
+
+class InvalidCall(JSONRecord):
+    """A call whose arguments failed validation (``final.error.errors``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    call_id: str
+    tool: str
+    errors: list[dict[str, Any]] = Field(default_factory=list)  # pydantic's error entries
+
+
+class RunError(_GivenKeys):
+    """``final.error``: what went wrong, when the run did not simply complete.
+
+    ``type`` says what: ``max_iterations``, ``validation_error``, ``error`` (an exception in
+    a planner, a hook, harness, or an external target), the LLM errors (``http_error``,
+    ``timeout``, ``script_exhausted``, ``cassette_miss``, ``connection_error``,
+    ``recording_refused``, ``llm_error``), an external target's ``timeout`` and
+    ``stagnation`` refusal, or a termination a plugin classified a target's exception as.
+    docs/results.md lists which keys each termination has.
+    """
+
+    type: str = "error"
+    exception: str | None = None  # the exception's class name
+    message: str = ""
+    max_iterations: int | None = None
+    errors: list[InvalidCall] = Field(default_factory=list)  # validation_error's calls
+    exit_status: int | None = None  # a command target's
+    stderr: str | None = None  # the tail of a command target's stderr
+    status: int | None = None  # the HTTP status of an LLM error
+    where: str | None = None  # where a target's own code raised: path:line in function
+
+
+class ObservedStagnation(JSONRecord):
+    """The first repeated plan of an external target (``final.data.stagnation_observed``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    iteration: int
+    signature: Any
+    window: int
+
+
+class FinalData(_GivenKeys):
+    """``final.data``: what harness adds to how the run ended, and a planner's own keys.
+
+    Stagnation (``stagnation``, ``signature`` or ``detector``, ``window``), a budget
+    (``budget``, ``limit``, ``used``), an output tool (``output_tool``, ``output``), a
+    target's observed stagnation (``stagnation_observed``), a reply cut by its length
+    (``truncated``). docs/results.md lists which keys each termination has.
+    """
+
+    stagnation: bool | None = None
+    detector: str | None = None  # the stuck detector that stopped the run
+    signature: Any = None  # the repeated plan's signature (the seed's repeat)
+    # The seed's window size, or a detector's window: [{iteration, ...}, ...].
+    window: int | list[dict[str, Any]] | None = None
+    budget: str | None = None  # tokens | cost | tool_calls | sim_time
+    limit: int | float | None = None
+    used: int | float | None = None
+    output_tool: str | None = None
+    output: Any = None  # the output tool call's arguments
+    stagnation_observed: ObservedStagnation | None = None
+    truncated: bool = False
+
+
 class FinalResponse(BaseModel):
     """The structured end of every run."""
 
     model_config = ConfigDict(extra="forbid")
     operation: str = "display_message"
     content: str | None = None
-    data: dict[str, Any] = Field(default_factory=dict)
-    error: dict[str, Any] | None = None
+    data: FinalData = Field(default_factory=FinalData)
+    error: RunError | None = None
 
 
 class Termination(StrEnum):
@@ -91,9 +186,6 @@ class Termination(StrEnum):
     llm_error = "llm_error"
     error = "error"
     budget = "budget"
-
-
-ToolCallStatus = Literal["ok", "error", "invalid", "unknown_tool", "not_run"]
 
 
 class ToolCallRecord(BaseModel):
@@ -129,7 +221,7 @@ class RunFields(BaseModel):
     # in the model's order (plans stopped by stagnation or validation are not included).
     parallel_groups: list[list[str]] = Field(default_factory=list)
     final: FinalResponse = Field(default_factory=FinalResponse)
-    events: list[dict[str, Any]] = Field(default_factory=list)
+    events: EventList = Field(default_factory=list)
     memory: list[dict[str, Any]] = Field(default_factory=list)
     usage: dict[str, int] = Field(default_factory=dict)
     sim_time: float = 0.0

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.actions import FinalResponse, Termination
+from harness.actions import FinalData, FinalResponse, Termination
 from harness.config import AgentConfig, BudgetSettings, ModelPrice
 from harness.errors import HarnessError
 from harness.messages import ToolCall
@@ -114,7 +114,7 @@ class Budget:
         """Before a plan: RunStopped (the plan not run) when it would cross tool_calls."""
         limit = self.settings.tool_calls
         if limit is not None and self.made + len(calls) > limit:
-            run.record_not_run(calls, "the tool-call budget is spent")
+            run._ledger.decline_plan(calls, "the tool-call budget is spent")
             self._stop(run, "tool_calls", limit, self.made + len(calls))
 
     def after_plan(self, run: Run, first_record: int) -> None:
@@ -128,5 +128,6 @@ class Budget:
     def _stop(self, run: Run, name: str, limit: Any, used: Any) -> None:
         run.remember("error", f"Budget exceeded: {name} used {used}, limit {limit}")
         raise RunStopped(
-            Termination.budget, FinalResponse(data={"budget": name, "limit": limit, "used": used})
+            Termination.budget,
+            FinalResponse(data=FinalData(budget=name, limit=limit, used=used)),
         )

@@ -170,12 +170,14 @@ def check_equals(result: CheckContext, expected: str) -> tuple[bool, Any]:
 
 def check_final_data(result: CheckContext, expected: dict[str, Any]) -> tuple[bool, Any]:
     """``final.data``: the final data matches partially."""
-    return partial_match(expected, result.final.data), result.final.data
+    data = result.final.data.model_dump()
+    return partial_match(expected, data), data
 
 
 def check_final_error(result: CheckContext, expected: dict[str, Any]) -> tuple[bool, Any]:
     """``final.error``: the final error matches partially."""
-    return partial_match(expected, result.final.error or {}), result.final.error
+    error = result.final.error.model_dump() if result.final.error is not None else None
+    return partial_match(expected, error or {}), error
 
 
 def check_requests(result: CheckContext, expected: list[Any]) -> tuple[bool, Any]:

@@ -18,6 +18,7 @@ from harness.actions import (
     ExecuteToolsAction,
     FinalResponse,
     MakeLLMRequestAction,
+    RunError,
     RunResult,
     Termination,
     ToolAction,
@@ -25,6 +26,7 @@ from harness.actions import (
 from harness.budgets import Budget
 from harness.detectors import Detectors
 from harness.errors import AbortRun, HarnessError, LLMError, describe, raised_at
+from harness.events import AgentStartEvent, IterationStartEvent
 from harness.messages import (
     AssistantMessage,
     Conversation,
@@ -51,19 +53,18 @@ def _last_turn(conversation: Conversation) -> Any:
 async def _iterate(
     run: Run, planner: Planner, detectors: Detectors, budget: Budget | None
 ) -> tuple[Termination, FinalResponse]:
-    config = run.config
-    hook = run.hook
-    limit = config.max_iterations
+    ledger = run._ledger
+    limit = run.config.max_iterations
     while True:
-        if run.iteration >= limit:
+        if ledger.iteration >= limit:
             return await _at_limit(run)
-        run.iteration += 1
-        log.info("Agentic iteration %d/%d", run.iteration, limit)
-        run.emit("iteration_start")
-        if run.observed.iteration_start:
-            hook.harness_iteration_start(run=run, iteration=run.iteration)
-        if run.sink is not None:
-            run.sink.iteration_start(run)
+        iteration = ledger.begin_iteration()
+        log.info("Agentic iteration %d/%d", iteration, limit)
+        run.emit(IterationStartEvent.of(iteration))
+        if run._observed.iteration_start:
+            run._hook.harness_iteration_start(run=run, iteration=iteration)
+        if run._sink is not None:
+            run._sink.iteration_start(run)
 
         plan = planner.step(run)
         if inspect.isawaitable(plan):
@@ -101,7 +102,7 @@ async def _iterate(
             continue  # declined with a nudge: the planner goes on
         if budget is not None:
             budget.before_plan(run, calls)
-        first_record = len(run.records)
+        first_record = len(ledger.records)
         await run_plan(run, calls)
         detectors.after_plan(run, first_record)
         if budget is not None:
@@ -114,9 +115,9 @@ def _mark_truncation(run: Run, final: FinalResponse) -> FinalResponse:
         isinstance(last, AssistantMessage)
         and last.finish_reason == "length"
         and not last.tool_calls
-        and not final.data.get("truncated")
+        and not final.data.truncated
     ):
-        return final.model_copy(update={"data": {**final.data, "truncated": True}})
+        return final.model_copy(update={"data": final.data.merged(truncated=True)})
     return final
 
 
@@ -124,7 +125,7 @@ async def _at_limit(run: Run) -> tuple[Termination, FinalResponse]:
     limit = run.config.max_iterations
     log.warning("Max agentic iterations reached without final response")
     run.remember("final", "Max iterations reached")
-    error = {"type": "max_iterations", "message": "Max iterations reached", "max_iterations": limit}
+    error = RunError(type="max_iterations", message="Max iterations reached", max_iterations=limit)
     if run.config.on_max_iterations != "final_answer":
         return Termination.max_iterations, FinalResponse(error=error)
     last = _last_turn(run.conversation)
@@ -133,7 +134,7 @@ async def _at_limit(run: Run) -> tuple[Termination, FinalResponse]:
         return Termination.max_iterations, _mark_truncation(
             run, FinalResponse(content=last.content, error=error)
         )
-    run.unanswered_reason = "max iterations reached"
+    run._ledger.give_up_pending("max iterations reached")
     message = await run.call_llm(tool_choice="none")
     if message.tool_calls:
         raise AbortRun('the model answered a tool_choice="none" request with tool calls')
@@ -154,15 +155,15 @@ def _with_place(exc: BaseException) -> str:
 
 def _error_final(exc: BaseException) -> FinalResponse:
     return FinalResponse(
-        error={
-            "type": "error",
+        error=RunError(
+            type="error",
             # AbortRun's message is written for people (file, line, field): its class name
             # would only say that harness stopped the run on purpose.
-            "exception": None if isinstance(exc, AbortRun) else type(exc).__name__,
+            exception=None if isinstance(exc, AbortRun) else type(exc).__name__,
             # Where a plugin's own code raised: a planner's typo points into the planner.
-            "message": clean_text(f"{exc}{_place(exc)}"),
-            "status": None,
-        }
+            message=clean_text(f"{exc}{_place(exc)}"),
+            status=None,
+        )
     )
 
 
@@ -173,11 +174,11 @@ async def execute(run: Run, planner_factory: PlannerFactory) -> RunResult:
     config ends the run in ``error`` like any other planner failure.
     """
     started = time.perf_counter()
-    hook = run.hook
+    ledger = run._ledger
     entered = enter_run(run)
     try:
-        run.emit("agent_start")
-        hook.harness_agent_start(run=run)
+        run.emit(AgentStartEvent(iteration=ledger.iteration))
+        run._hook.harness_agent_start(run=run)
         planner = planner_factory(run.config)
         if not callable(getattr(planner, "step", None)):
             raise HarnessError(
@@ -191,25 +192,23 @@ async def execute(run: Run, planner_factory: PlannerFactory) -> RunResult:
         termination, final = stop.termination, stop.final
     except LLMError as exc:
         # An error body is the server's text: it may hold lone surrogates too.
-        error = {**exc.as_error(), "message": clean_text(exc.message)}
+        error = RunError(**{**exc.as_error(), "message": clean_text(exc.message)})
         termination, final = Termination.llm_error, FinalResponse(error=error)
-        run.remember("error", f"LLM error: {error['message']}")
+        run.remember("error", f"LLM error: {error.message}")
     except Exception as exc:  # a planner, hook, template or harness bug: still a result
         log.debug("run ended in error", exc_info=True)
         termination, final = Termination.error, _error_final(exc)
-        text = final.error["message"] if isinstance(exc, AbortRun) else _with_place(exc)
+        text = str(exc) if isinstance(exc, AbortRun) else _with_place(exc)
         run.remember("error", clean_text(text))
     finally:
         leave_run(entered)
     # Calls the limit, an error or the planner left behind are still requested calls.
-    run.record_pending()
-    run.termination = termination
-    run.emit("agent_end", termination=termination.value)
-    try:
-        hook.harness_agent_end(run=run, final=final)
-    except Exception as exc:  # an observer's bug at the very end still makes the run `error`
-        termination, final = Termination.error, _error_final(exc)
-        run.termination = termination
-        run.events[-1]["termination"] = termination.value
+    ledger.close()
+
+    def failed(exc: Exception) -> FinalResponse:
+        # An observer's bug at the very end still makes the run `error`.
         run.remember("error", clean_text(_with_place(exc)))
-    return run.result(termination, final, started)
+        return _error_final(exc)
+
+    termination, final = ledger.end(termination, final, failed)
+    return ledger.result(termination, final, started)

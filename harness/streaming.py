@@ -7,7 +7,7 @@ arrives, and a source without one is asked with ``complete()`` and its whole rep
 into pieces, so that every source streams. Each piece goes to the ``harness_llm_chunk``
 hook and, under ``astream``, out as an ``llm_delta`` event.
 
-The loop and the tool plan hand their events to ``run.sink`` (an ``EventSink``) only
+The loop and the tool plan hand their events to ``run._sink`` (an ``EventSink``) only
 when it is set: a run that is not streamed pays one attribute test per event.
 """
 
@@ -109,8 +109,9 @@ class EventSink:
 
 async def stream_reply(run: Run, request: LLMRequest) -> LLMResponse:
     """Ask the run's source for a streamed reply, handing each piece on as it arrives."""
-    hook = run.hook.harness_llm_chunk if run.hook.harness_llm_chunk.get_hookimpls() else None
-    sink = run.sink
+    chunks = run._hook.harness_llm_chunk
+    hook = chunks if chunks.get_hookimpls() else None
+    sink = run._sink
 
     def emit(chunk: LLMChunk) -> None:
         if hook is not None:
@@ -118,11 +119,11 @@ async def stream_reply(run: Run, request: LLMRequest) -> LLMResponse:
         if sink is not None:
             sink.delta(run, chunk)
 
-    stream = getattr(run.llm, "stream", None)
+    stream = getattr(run._llm, "stream", None)
     if stream is not None:
         return await stream(request, emit)
     # A source that cannot stream still streams: its whole reply, cut into pieces.
-    response = await run.llm.complete(request)
+    response = await run._llm.complete(request)
     for chunk in message_chunks(response.message, response.usage):
         emit(chunk)
     return response

@@ -34,10 +34,10 @@ def sub_run_of(result: RunResult, agent: str, depth: int) -> SubRun:
 def _failure_text(name: str, result: RunResult) -> str:
     """``sub-agent 'x' ended max_iterations: Max iterations reached`` and the like."""
     termination = result.termination.value
-    error = result.final.error or {}
-    message = error.get("message")
+    error = result.final.error
+    message = error.message if error is not None and "message" in error else None
     if message is None and result.termination == Termination.stagnation:
-        window = result.final.data.get("window")
+        window = result.final.data.window
         repeats = f"{window + 1} times in a row" if isinstance(window, int) else "again"
         message = f"stagnation detected: the same tool plan was requested {repeats}"
     if message is None and result.termination == Termination.empty:

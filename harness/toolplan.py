@@ -17,8 +17,18 @@ from typing import Any
 from pydantic_core import to_jsonable_python
 
 from harness import simclock
-from harness.actions import FinalResponse, SubRun, Termination, ToolAction, ToolCallRecord
+from harness.actions import (
+    FinalData,
+    FinalResponse,
+    InvalidCall,
+    RunError,
+    SubRun,
+    Termination,
+    ToolAction,
+    ToolCallRecord,
+)
 from harness.errors import AbortRun, format_errors
+from harness.events import ActionExecutedEvent, ToolCallStatus
 from harness.messages import ToolCall, ToolMessage, clean_data, clean_text
 from harness.run import Run, RunStopped
 from harness.tools import Tool, ToolArgumentsError, ToolResult
@@ -59,16 +69,13 @@ class Outcome:
 
 async def run_plan(run: Run, calls: list[ToolCall]) -> None:
     """Validate every call, then run them (concurrently unless parallel_tools is false)."""
-    run.group += 1
-    group = run.group
     prepared, failures = _validate(run, calls)
     if failures and run.config.on_validation_error == "stop":
-        _stop_invalid(run, prepared, failures, group)
+        _stop_invalid(run, prepared, failures)
+    group = run._ledger.begin_plan(calls)
     log.info("Executing %d tool call(s)", len(calls))
-    if run.sink is not None:
-        run.sink.tool_calls(run, calls)
-    if len(calls) > 1:
-        run.parallel_groups.append([call.name for call in calls])
+    if run._sink is not None:
+        run._sink.tool_calls(run, calls)
     outcomes, spans = await _execute(run, prepared)
     _record(run, prepared, outcomes, spans, group)
 
@@ -76,10 +83,10 @@ async def run_plan(run: Run, calls: list[ToolCall]) -> None:
 # -- validate ---------------------------------------------------------------------------
 
 
-def _validate(run: Run, calls: list[ToolCall]) -> tuple[list[Prepared], list[dict[str, Any]]]:
+def _validate(run: Run, calls: list[ToolCall]) -> tuple[list[Prepared], list[InvalidCall]]:
     """Every call with its tool and arguments, and one failure entry per invalid call."""
     prepared: list[Prepared] = []
-    failures: list[dict[str, Any]] = []
+    failures: list[InvalidCall] = []
     for call in calls:
         tool = run.tools.get(call.name)
         if tool is None:
@@ -88,39 +95,29 @@ def _validate(run: Run, calls: list[ToolCall]) -> tuple[list[Prepared], list[dic
         try:
             prepared.append(Prepared(call, tool, tool.validate(call)))
         except ToolArgumentsError as exc:
-            failures.append({"call_id": call.id, "tool": call.name, "errors": exc.errors})
+            failures.append(InvalidCall(call_id=call.id, tool=call.name, errors=exc.errors))
             prepared.append(Prepared(call, tool, exc))
     return prepared, failures
 
 
-def _stop_invalid(
-    run: Run, prepared: list[Prepared], failures: list[dict[str, Any]], group: int
-) -> None:
+def _stop_invalid(run: Run, prepared: list[Prepared], failures: list[InvalidCall]) -> None:
     """``on_validation_error: stop``: record the plan without running it, end the run."""
+    statuses: list[ToolCallStatus] = []
     for p in prepared:
         if p.tool is None:
-            status = "unknown_tool"
+            statuses.append("unknown_tool")
         elif isinstance(p.args, ToolArgumentsError):
-            status = "invalid"
+            statuses.append("invalid")
         else:
-            status = "not_run"
-        run.record(
-            p.call,
-            group,
-            status=status,
-            is_error=status != "not_run",
-            sim_start=run.sim_time,
-            sim_end=run.sim_time,
-        )
-    run.recorded_ids = {p.call.id for p in prepared}
-    run.unanswered_reason = "another call of this plan had invalid arguments"
-    message = "; ".join(
-        f"{f['tool']} ({f['call_id']}): {format_errors(f['errors'])}" for f in failures
+            statuses.append("not_run")
+    run._ledger.decline_plan(
+        [p.call for p in prepared], "another call of this plan had invalid arguments", statuses
     )
+    message = "; ".join(f"{f.tool} ({f.call_id}): {format_errors(f.errors)}" for f in failures)
     run.remember("error", f"Invalid tool arguments: {message}")
     raise RunStopped(
         Termination.validation_error,
-        FinalResponse(error={"type": "validation_error", "message": message, "errors": failures}),
+        FinalResponse(error=RunError(type="validation_error", message=message, errors=failures)),
     )
 
 
@@ -136,7 +133,7 @@ async def _execute(
     """
     start = run.sim_time
     # Streamed, each call reports as it finishes; otherwise nothing is in between.
-    call = _call if run.sink is None else _reported
+    call = _call if run._sink is None else _reported
     if run.config.parallel_tools and len(prepared) > 1:
         outcomes = list(await asyncio.gather(*(call(run, p, parallel=True) for p in prepared)))
         spans = [(start, start + o.seconds) for o in outcomes]
@@ -149,14 +146,14 @@ async def _execute(
             clock += outcome.seconds
             if outcome.abort is not None:
                 break
-    run.sim_time = max([start, *(end for _, end in spans)])
+    run._ledger.advance_clock(max([start, *(end for _, end in spans)]))
     return outcomes, spans
 
 
 async def _reported(run: Run, p: Prepared, *, parallel: bool) -> Outcome:
     """``_call``, then the outcome to the streamed run's events."""
     outcome = await _call(run, p, parallel=parallel)
-    run.sink.tool_result(run, p.call, outcome.content, outcome.status)  # type: ignore[union-attr]
+    run._sink.tool_result(run, p.call, outcome.content, outcome.status)  # type: ignore[union-attr]
     return outcome
 
 
@@ -236,6 +233,7 @@ def _record(
     """Messages and records in the model's order, then the hooks; an abort ends the run.
     (All come before any hook fires: an observer that raises must not lose the results.)
     """
+    ledger = run._ledger
     ran, skipped = prepared[: len(outcomes)], prepared[len(outcomes) :]
     records: list[ToolCallRecord] = []
     for p, outcome, (sim_start, sim_end) in zip(ran, outcomes, spans, strict=True):
@@ -246,7 +244,7 @@ def _record(
             )
         )
         records.append(
-            run.record(
+            ledger.record(
                 p.call,
                 group,
                 status=outcome.status,
@@ -259,27 +257,13 @@ def _record(
         )
     abort = next((o.abort for o in outcomes if o.abort is not None), None)
     if abort is not None:
-        for p in skipped:
-            run.record(
-                p.call,
-                group,
-                status="not_run",
-                is_error=False,
-                sim_start=run.sim_time,
-                sim_end=run.sim_time,
-            )
-        run.recorded_ids = {p.call.id for p in prepared}
-        run.unanswered_reason = "the run was aborted"
+        ledger.abort_plan([p.call for p in prepared], [p.call for p in skipped], group)
     for p, record in zip(ran, records, strict=True):
         run.emit(
-            "action_executed",
-            tool=p.call.name,
-            call_id=p.call.id,
-            status=record.status,
-            group=group,
+            ActionExecutedEvent.of(ledger.iteration, p.call.name, p.call.id, record.status, group)
         )
-        if run.observed.action_executed:
-            run.hook.harness_action_executed(
+        if run._observed.action_executed:
+            run._hook.harness_action_executed(
                 run=run, action=ToolAction(tool_call=p.call), result=record
             )
     if abort is not None:
@@ -294,5 +278,5 @@ def _end_on_output_tool(ran: list[Prepared], records: list[ToolCallRecord]) -> N
         if p.tool is not None and p.tool.ends_run and record.status == "ok":
             raise RunStopped(
                 Termination.completed,
-                FinalResponse(data={"output_tool": p.call.name, "output": p.call.arguments}),
+                FinalResponse(data=FinalData(output_tool=p.call.name, output=p.call.arguments)),
             )

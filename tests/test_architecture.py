@@ -306,3 +306,98 @@ def test_a_scripted_agent_run_loads_no_wire_server_cassette_or_sdk():
         timeout=120,
     )
     assert out.stdout.strip() == "[]", out.stderr
+
+
+# -- Run: plugins read it, only harness.run changes it ---------------------------------------
+
+
+def _run_attributes() -> set[str]:
+    """Every attribute a Run has: what Run.__init__ assigns, its properties and methods."""
+    tree = ast.parse((ROOT / "harness" / "run.py").read_text(encoding="utf-8"))
+    (run_class,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Run"]
+    names = set()
+    for node in ast.walk(run_class):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            names.add(node.name)
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.ctx, ast.Store)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "self"
+        ):
+            names.add(node.attr)
+    return names
+
+
+def _run_names(tree: ast.AST) -> set[str]:
+    """The names a module binds to a Run: parameters annotated ``Run``, and ``run``."""
+    names = {"run"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg) and node.annotation is not None:
+            if "Run" in {n.id for n in ast.walk(node.annotation) if isinstance(n, ast.Name)}:
+                names.add(node.arg)
+            elif isinstance(node.annotation, ast.Constant) and node.annotation.value == "Run":
+                names.add(node.arg)
+    return names
+
+
+def _is_a_run(node: ast.expr, names: set[str]) -> bool:
+    # `run`, a parameter annotated Run, or `<anything>.run` (an Observation's run, say).
+    if isinstance(node, ast.Name):
+        return node.id in names
+    return isinstance(node, ast.Attribute) and node.attr == "run"
+
+
+def assignments_to_run(path: Path, attributes: set[str]) -> list[str]:
+    """``file:line: target`` of each statement in ``path`` that assigns (or deletes) an
+    attribute of a Run."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = _run_names(tree)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign | ast.Delete):
+            targets = node.targets
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target]
+        else:
+            continue
+        for target in targets:
+            for part in ast.walk(target):
+                if (
+                    isinstance(part, ast.Attribute)
+                    and isinstance(part.ctx, ast.Store | ast.Del)
+                    and part.attr in attributes
+                    and _is_a_run(part.value, names)
+                ):
+                    found.append(f"{path.name}:{node.lineno}: {ast.unparse(part)}")
+    return found
+
+
+def test_nothing_outside_harness_run_assigns_a_run_attribute():
+    # The loop, the tool plan runner and the observer change a run through its ledger's
+    # methods (run._ledger): the bookkeeping's invariants live in one module.
+    attributes = _run_attributes()
+    assert {"iteration", "sim_time", "records", "conversation", "_ledger"} <= attributes
+    found = [
+        line
+        for path in sorted((ROOT / "harness").rglob("*.py"))
+        if path.name != "run.py" or path.parent.name != "harness"
+        for line in assignments_to_run(path, attributes)
+    ]
+    assert found == [], "change a run through run._ledger's methods (harness/run.py)"
+
+
+def test_the_checker_sees_an_assignment_to_a_run(tmp_path):
+    module = tmp_path / "observe.py"
+    module.write_text(
+        "def request(self, plan: 'Run'):\n"
+        "    self.run.iteration += 1\n"
+        "    run.records = []\n"
+        "    plan.conversation = None\n"
+        "    self.iteration = 2\n"  # not a run: the observer's own attribute
+    )
+    assert assignments_to_run(module, _run_attributes()) == [
+        "observe.py:2: self.run.iteration",
+        "observe.py:3: run.records",
+        "observe.py:4: plan.conversation",
+    ]

@@ -136,9 +136,9 @@ def test_llm_calls_in_a_row_are_placed_by_the_times_their_events_carry() -> None
 def test_llm_calls_in_a_row_without_times_share_the_time_and_say_so() -> None:
     # Events without simulated times and no plan between the calls (an edited or
     # hand-made results file): only the calls' total time is known.
-    scenario = _two_llm_calls_in_a_row()
-    events = [{k: v for k, v in e.items() if k != "sim"} for e in scenario.events]
-    scenario = scenario.model_copy(update={"events": events, "tool_calls": []})
+    data = _two_llm_calls_in_a_row().model_dump(mode="json")
+    events = [{k: v for k, v in e.items() if k != "sim"} for e in data["events"]]
+    scenario = ScenarioResult.model_validate({**data, "events": events, "tool_calls": []})
     timeline = build_timeline(scenario)
     assert spans(scenario) == [(1, "llm1", 0.0, 0.4), (1, "llm2", 0.4, 0.8)]
     assert timeline.approximate

@@ -46,8 +46,7 @@ def failure_text(result: Any) -> str:
     termination = str(result.termination)
     if termination == "max_iterations":
         return "Max iterations reached"
-    error = result.final.error or {}
-    message = error.get("message")
+    message = result.final.error.message if result.final.error is not None else ""
     return f"{termination}: {message}" if message else f"the run ended {termination}"
 
 

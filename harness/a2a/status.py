@@ -64,9 +64,10 @@ class Turn:
             self.text(content)
         self._streamed = False
 
-    def tool_done(self, run: Any, name: str, status: str) -> None:
-        """One tool call finished; the first of a plan announces the plan's size first."""
-        group = run.group
+    def tool_done(self, run: Any, record: Any) -> None:
+        """One tool call finished (its ToolCallRecord); the first of a plan announces the
+        plan's size first."""
+        group = record.group
         if group != self._group:
             self._group = group
             size = 0
@@ -76,8 +77,8 @@ class Turn:
                     break
                 size += 1
             self.status(f"Executing {size} tool call(s)")
-        outcome = "failed" if status in FAILED_STATUSES else "finished"
-        self.status(f"Tool {name} {outcome}")
+        outcome = "failed" if record.status in FAILED_STATUSES else "finished"
+        self.status(f"Tool {record.name} {outcome}")
 
     # -- drained by the executor -----------------------------------------------------------
 
@@ -136,4 +137,4 @@ class StatusObserver:
         """``Executing k tool call(s)`` once per plan, then ``Tool NAME finished``."""
         turn = self._turn_of(run)
         if turn is not None:
-            turn.tool_done(run, result.name, result.status)
+            turn.tool_done(run, result)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from harness.exitcodes import EXIT
 from harness.cli.parsing import Parser
+from harness.exitcodes import EXIT
 
 __all__ = ["add_arguments", "handle"]
 

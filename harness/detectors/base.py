@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_jsonable_python
 
-from harness.actions import FinalResponse, Termination
+from harness.actions import FinalData, FinalResponse, Termination
 from harness.config import DetectorSettings
 from harness.messages import ToolCall, UserMessage
 from harness.plugins import PluginError
@@ -73,7 +73,7 @@ class Detectors:
             chosen = dict(config.detectors)
         active: list[tuple[str, Any]] = []
         if chosen:
-            registry = run.plugins.registry("detectors")
+            registry = run._plugins.registry("detectors")
             for name, settings in chosen.items():
                 factory = registry.get(name)
                 if factory is None:
@@ -101,7 +101,7 @@ class Detectors:
         RunStopped when the run ends."""
         if not self.wants_signature:
             return False
-        signature: Hashable = run.hook.harness_action_signature(run=run, tool_calls=calls)
+        signature: Hashable = run._hook.harness_action_signature(run=run, tool_calls=calls)
         if signature is None:
             # Nobody answered (the built-in was disabled): no plan equals another, so
             # detection is off instead of every plan looking the same.
@@ -111,7 +111,7 @@ class Detectors:
             if stuck is not None:
                 stuck.detector = name
                 reason = _declined_reason(name, self.seed_shape)
-                run.record_not_run(calls, reason)
+                run._ledger.decline_plan(calls, reason)
                 if self._nudged(run, stuck):
                     answer_calls(run.conversation, calls, reason)
                     self._add_nudge(run, stuck)
@@ -180,7 +180,7 @@ class Detectors:
         else:
             run.remember("error", f"Stagnation detected ({stuck.detector}): {stuck.message}")
             data = {"stagnation": True, "detector": stuck.detector, "window": stuck.window}
-        raise RunStopped(Termination.stagnation, FinalResponse(data=data))
+        raise RunStopped(Termination.stagnation, FinalResponse(data=FinalData.model_validate(data)))
 
 
 def nudge_text(stuck: Stuck) -> str:

@@ -21,8 +21,25 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-from harness.actions import FinalResponse, RunResult, Termination, ToolAction, ToolCallRecord
+from harness.actions import (
+    FinalResponse,
+    ObservedStagnation,
+    RunError,
+    RunResult,
+    Termination,
+    ToolAction,
+    ToolCallRecord,
+)
 from harness.config import AgentConfig
+from harness.events import (
+    ActionExecutedEvent,
+    AgentStartEvent,
+    IterationStartEvent,
+    LLMFailedEvent,
+    LLMRequestEvent,
+    LLMResponseEvent,
+    StagnationObservedEvent,
+)
 from harness.llm.base import LLMRequest, LLMResponse
 from harness.messages import Conversation, clean_reply, clean_text
 from harness.run import Run
@@ -63,6 +80,15 @@ class ObservedTool:
                 "parameters": self.parameters,
             },
         }
+
+
+def _failed_at_end(exc: Exception) -> FinalResponse:
+    """An observer's bug at the end makes the run ``error``."""
+    return FinalResponse(
+        error=RunError(
+            type="error", exception=type(exc).__name__, message=clean_text(str(exc)), status=None
+        )
+    )
 
 
 class Refusal(Exception):
@@ -109,10 +135,10 @@ class Observation:
         self._names: dict[str, str] = {}
         self._head: list[Any] = []
         self._tools: list[ObservedTool] = []
-        # {type, message, status} of the last answer when it was an error, else None.
-        self.last_error: dict[str, Any] | None = None
-        # The first stagnating plan: {iteration, signature, window}.
-        self.stagnation: dict[str, Any] | None = None
+        # final.error of the last answer when it was an error ({type, message, status}).
+        self.last_error: RunError | None = None
+        # The first stagnating plan.
+        self.stagnation: ObservedStagnation | None = None
         self._stop = False
         # Where the model is served (its port changes from run to run), once known.
         self.served: str | None = None
@@ -127,8 +153,8 @@ class Observation:
 
     def begin(self) -> None:
         """The target is about to be called."""
-        self.run.emit("agent_start")
-        self.run.hook.harness_agent_start(run=self.run)
+        self.run.emit(AgentStartEvent(iteration=0))
+        self.run._hook.harness_agent_start(run=self.run)
 
     def request(self, wire: Wire, body: dict[str, Any]) -> int:
         """A request arrived; its call number. Raises Refusal when harness stopped the run."""
@@ -136,27 +162,27 @@ class Observation:
             run = self.run
             items = [*self._chains.get(str(wire.previous(body)), []), *wire.items(body)]
             self._read_results(wire, items)
-            run.iteration += 1
-            run.llm_calls += 1
-            call = run.llm_calls
-            run.emit("iteration_start")
-            if run.observed.iteration_start:
-                run.hook.harness_iteration_start(run=run, iteration=run.iteration)
-            run.emit("llm_request", call=call, sim=run.sim_time)
+            ledger = run._ledger
+            iteration = ledger.begin_iteration()
+            call = ledger.begin_request()
+            run.emit(IterationStartEvent(iteration=iteration))
+            if run._observed.iteration_start:
+                run._hook.harness_iteration_start(run=run, iteration=iteration)
+            run.emit(LLMRequestEvent(iteration=iteration, call=call, sim=run.sim_time))
             self._last = (wire, body, items)
             self._asked[call] = items
-            if run.observed.llm_request:
+            if run._observed.llm_request:
                 self._follow(wire, body, items)
                 kept = (wire.items_field, "tools")
                 options = {k: v for k, v in body.items() if k not in kept}
                 request = LLMRequest(run.conversation, self._tools_of(wire, body), options, call)
-                run.hook.harness_llm_request(run=run, request=request)
+                run._hook.harness_llm_request(run=run, request=request)
             if self._stop:
                 repeats = self.detector.window + 1
                 message = (
                     f"stopped by harness: the agent repeated the same tool calls {repeats} times"
                 )
-                self.last_error = {"type": "stagnation", "message": message, "status": 400}
+                self.last_error = RunError(type="stagnation", message=message, status=400)
                 raise Refusal(400, message)
             return call
 
@@ -168,9 +194,12 @@ class Observation:
             if status >= 400:
                 error = _failure(wire, status, answer)
                 error["message"] = self.shown(str(error["message"]))
-                self.last_error = error
+                self.last_error = RunError.model_validate(error)
                 # Said in the run: an SDK may retry it and go on, leaving no other trace.
-                self.run.emit("llm_failed", call=call, **error, sim=self.run.sim_time)
+                run = self.run
+                run.emit(
+                    LLMFailedEvent(iteration=run.iteration, call=call, **error, sim=run.sim_time)
+                )
                 return
             self.last_error = None
             run = self.run
@@ -181,18 +210,19 @@ class Observation:
                     self._chains[response_id] = [*asked, *output]
             message = clean_reply(reply.message())
             self._last_reply = message
-            for key, value in reply.usage.items():
-                run.usage[key] = run.usage.get(key, 0) + value
+            run._ledger.add_usage(reply.usage)
             run.emit(
-                "llm_response",
-                call=call,
-                tool_calls=[c.name for c in message.tool_calls],
-                finish_reason=message.finish_reason,
-                sim=run.sim_time,
+                LLMResponseEvent(
+                    iteration=run.iteration,
+                    call=call,
+                    tool_calls=[c.name for c in message.tool_calls],
+                    finish_reason=message.finish_reason,
+                    sim=run.sim_time,
+                )
             )
-            if run.observed.llm_response:
+            if run._observed.llm_response:
                 response = LLMResponse(message=message, usage=reply.usage or None)
-                run.hook.harness_llm_response(run=run, response=response)
+                run._hook.harness_llm_response(run=run, response=response)
             if message.tool_calls:
                 self._plan(message.tool_calls)
 
@@ -200,31 +230,22 @@ class Observation:
 
     def _plan(self, calls: list[Any]) -> None:
         run = self.run
-        run.group += 1
-        self._pending = [
-            run.record(
-                call,
-                run.group,
-                status="not_run",
-                is_error=False,
-                sim_start=run.sim_time,
-                sim_end=run.sim_time,
-            )
-            for call in calls
-        ]
+        # Not run until a later request carries their results.
+        self._pending = run._ledger.record_not_run(calls)
         self._calls = {call.id: call for call in calls}
-        signature = run.hook.harness_action_signature(run=run, tool_calls=calls)
+        signature = run._hook.harness_action_signature(run=run, tool_calls=calls)
         if signature is None:
             return
         if self.detector.is_stagnant(signature):
             shown = to_jsonable_python(signature, fallback=repr)
-            run.emit("stagnation_observed", signature=shown, window=self.detector.window)
+            window = self.detector.window
+            run.emit(
+                StagnationObservedEvent(iteration=run.iteration, signature=shown, window=window)
+            )
             if self.stagnation is None:
-                self.stagnation = {
-                    "iteration": run.iteration,
-                    "signature": shown,
-                    "window": self.detector.window,
-                }
+                self.stagnation = ObservedStagnation(
+                    iteration=run.iteration, signature=shown, window=window
+                )
                 run.remember(
                     "error" if self.on_stagnation == "stop" else "stagnation_observed",
                     f"Stagnation detected: the same tool plan was requested "
@@ -250,20 +271,21 @@ class Observation:
         for record in pending:
             if record.id not in found:
                 continue
-            record.result = clean_text(found[record.id])
-            record.status = "ok"
+            run._ledger.result_arrived(record, clean_text(found[record.id]))
             run.emit(
-                "action_executed",
-                tool=record.name,
-                call_id=record.id,
-                status="ok",
-                group=record.group,
+                ActionExecutedEvent(
+                    iteration=run.iteration,
+                    tool=record.name,
+                    call_id=record.id,
+                    status="ok",
+                    group=record.group,
+                )
             )
-            if run.observed.action_executed:
+            if run._observed.action_executed:
                 call = self._calls.get(record.id)
                 if call is not None:
                     action = ToolAction(tool_call=call)
-                    run.hook.harness_action_executed(run=run, action=action, result=record)
+                    run._hook.harness_action_executed(run=run, action=action, result=record)
 
     def _follow(self, wire: Wire, body: dict[str, Any], items: list[Any]) -> None:
         """Bring ``run.conversation`` up to this request, converting only the new items
@@ -273,7 +295,7 @@ class Observation:
         extends = known and len(items) >= known and items[known - 1] == last and head == self._head
         if not extends:
             known, self._names = 0, {}
-            self.run.conversation = Conversation(messages=head)
+            self.run._ledger.replace_conversation(Conversation(messages=head))
             self._head = head
         self.run.conversation.extend(wire.messages(items[known:], self._names))
         self._followed = (len(items), items[-1] if items else None)
@@ -292,24 +314,10 @@ class Observation:
         """End the run: ``agent_end`` fires and the RunResult is built."""
         with self.lock:
             run = self.run
-            run.conversation = self._conversation()
-            run.termination = termination
-            run.emit("agent_end", termination=termination.value)
-            try:
-                run.hook.harness_agent_end(run=run, final=final)
-            except Exception as exc:  # an observer's bug at the end makes the run `error`
-                termination = Termination.error
-                final = FinalResponse(
-                    error={
-                        "type": "error",
-                        "exception": type(exc).__name__,
-                        "message": clean_text(str(exc)),
-                        "status": None,
-                    }
-                )
-                run.termination = termination
-                run.events[-1]["termination"] = termination.value
-            groups = {}
+            ledger = run._ledger
+            ledger.replace_conversation(self._conversation())
+            termination, final = ledger.end(termination, final, _failed_at_end)
+            groups: dict[int, list[ToolCallRecord]] = {}
             for record in run.records:
                 groups.setdefault(record.group, []).append(record)
             parallel = [
@@ -317,7 +325,7 @@ class Observation:
                 for calls in groups.values()
                 if len(calls) > 1 and any(r.status != "not_run" for r in calls)
             ]
-            return run.result(termination, final, self.started, parallel)
+            return ledger.result(termination, final, self.started, parallel)
 
     def _conversation(self) -> Conversation:
         """The last request's messages, and the last reply when it was answered."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.actions import FinalResponse, RunResult, Termination
+from harness.actions import FinalData, FinalResponse, RunError, RunResult, Termination
 from harness.config import AgentConfig
 from harness.errors import HarnessError, exception_chain
 from harness.external.middleware import ObservingApp
@@ -88,8 +88,8 @@ async def run_target(
     # any other: a line number there would make the baseline change with every edit above.
     crashed = termination == Termination.error and outcome.exc is not None
     where = where_raised(outcome.exc, call.root) if crashed else None
-    if where is not None and final.error is not None and final.error.get("exception"):
-        final.error["where"] = where
+    if where is not None and final.error is not None and final.error.exception:
+        final = final.model_copy(update={"error": final.error.merged(where=where)})
     return observation.finish(termination, final)
 
 
@@ -157,8 +157,7 @@ def _ending(
     run = observation.run
     stagnation = observation.stagnation
     if stagnation is not None and spec.on_stagnation == "stop":
-        data = {"stagnation": True, "signature": stagnation["signature"]}
-        data["window"] = stagnation["window"]
+        data = FinalData(stagnation=True, signature=stagnation.signature, window=stagnation.window)
         return Termination.stagnation, FinalResponse(content=outcome.answer, data=data)
     if outcome.timed_out:
         message = (
@@ -166,16 +165,16 @@ def _ending(
             "stopped; raise target.timeout if it needs longer"
         )
         run.remember("error", message)
-        error = {"type": "timeout", "exception": None, "message": message, "status": None}
+        error = RunError(type="timeout", exception=None, message=message, status=None)
         return Termination.error, FinalResponse(error=error)
-    observed = {"stagnation_observed": stagnation} if stagnation is not None else {}
+    observed = FinalData(stagnation_observed=stagnation) if stagnation is not None else FinalData()
     if outcome.exc is None:
         return Termination.completed, FinalResponse(content=outcome.answer, data=observed)
     return _failure(outcome.exc, observation, plugins, observed)
 
 
 def _failure(
-    exc: BaseException, observation: Observation, plugins: Any, data: dict[str, Any]
+    exc: BaseException, observation: Observation, plugins: Any, data: FinalData
 ) -> tuple[Termination, FinalResponse]:
     run = observation.run
     message = observation.shown(str(exc) or type(exc).__name__)
@@ -190,18 +189,21 @@ def _failure(
                 f"{type(exc).__name__}; answer one of {names} or None"
             ) from None
         run.remember("final" if termination == Termination.max_iterations else "error", message)
-        error = {"type": termination.value, "exception": type(exc).__name__, "message": message}
-        return termination, FinalResponse(data=data, error={**error, "status": None})
+        error = RunError(
+            type=termination.value, exception=type(exc).__name__, message=message, status=None
+        )
+        return termination, FinalResponse(data=data, error=error)
     if observation.last_error is not None:
-        error = {**observation.last_error}  # its message as the run keeps it already
-        run.remember("error", f"LLM error: {error['message']}")
-        return Termination.llm_error, FinalResponse(data=data, error=error)
+        last = observation.last_error  # its message as the run keeps it already
+        run.remember("error", f"LLM error: {last.message}")
+        return Termination.llm_error, FinalResponse(data=data, error=last)
     if observation.run.llm_calls == 0 and _connection_failed(exc):
         message += _NOT_REACHED
-    error = {"type": "error", "exception": type(exc).__name__, "message": message}
+    fields: dict[str, Any] = {"type": "error", "exception": type(exc).__name__, "message": message}
     details = getattr(exc, "details", None)
     if isinstance(details, dict):
         shown = observation.shown
-        error.update({k: shown(v) if isinstance(v, str) else v for k, v in details.items()})
+        fields.update({k: shown(v) if isinstance(v, str) else v for k, v in details.items()})
     run.remember("error", f"{type(exc).__name__}: {message}")
-    return Termination.error, FinalResponse(data=data, error={**error, "status": None})
+    error = RunError.model_validate({**fields, "status": None})
+    return Termination.error, FinalResponse(data=data, error=error)

@@ -322,7 +322,8 @@ def _check_replay(source: _Source, result: ScenarioResult, sent: list[Sent]) -> 
         )
     if result.status == "error":
         # A run ending in `error` (a scenario or harness bug) fails whatever it expects.
-        message = (result.final.error or {}).get("message") or "no message"
+        error = result.final.error
+        message = (error.message if error is not None else "") or "no message"
         raise FreezeError(
             f"{source.shown}: the recorded run ends in error ({message}), and a scenario whose "
             "run ends in error cannot pass as written: fix the cause (the scenario, a plugin) "

@@ -229,14 +229,15 @@ def expectations(result: ScenarioResult) -> dict[str, Any]:
     final: dict[str, Any] = {}
     if result.final.content is not None:
         final["equals"] = result.final.content
-    if result.final.data.get("truncated"):
+    data = result.final.data
+    if data.truncated:
         final["data"] = {"truncated": True}
-    if "output_tool" in result.final.data:
+    if "output_tool" in data:
         # Ended by an output tool (ends_run): its call's arguments are the run's output.
-        final["data"] = {key: result.final.data[key] for key in ("output_tool", "output")}
-    error = result.final.error or {}
-    if error.get("status") is not None:
-        final["error"] = {"status": error["status"]}
+        final["data"] = {"output_tool": data.output_tool, "output": data.output}
+    error = result.final.error
+    if error is not None and error.status is not None:
+        final["error"] = {"status": error.status}
     if final:
         expect["final"] = final
     expect["script_consumed"] = True

@@ -337,7 +337,7 @@ def _own_frames(excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
 
 def _error_result(scenario: Scenario, exc: BaseException) -> ScenarioResult:
     """A result for a scenario whose run raised instead of returning one."""
-    from harness.actions import FinalResponse
+    from harness.actions import FinalResponse, RunError
     from harness.results import ScenarioResult
     from harness.scenario import scenario_id
 
@@ -352,7 +352,7 @@ def _error_result(scenario: Scenario, exc: BaseException) -> ScenarioResult:
         status="error",
         termination="error",
         final=FinalResponse(
-            error={"type": "error", "exception": type(exc).__name__, "message": str(exc)}
+            error=RunError(type="error", exception=type(exc).__name__, message=str(exc))
         ),
     )
 

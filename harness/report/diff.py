@@ -76,8 +76,8 @@ def _detector(scenario: ScenarioResult) -> dict[str, Any]:
     the detector settings."""
     fired = None
     if scenario.termination.value == "stagnation":
-        name = scenario.final.data.get("detector")
-        fired = name if isinstance(name, str) else "repeat"
+        detector = scenario.final.data.detector
+        fired = detector if detector is not None else "repeat"
     agent = scenario.agent
     detectors = agent.detectors if agent is not None else None
     return {
@@ -95,8 +95,8 @@ def _budget(scenario: ScenarioResult) -> dict[str, Any]:
     data = scenario.final.data
     budget = scenario.agent.budget if scenario.agent is not None else None
     return {
-        "ended": data.get("budget") if ended else None,
-        "used": data.get("used") if ended else None,
+        "ended": data.budget if ended else None,
+        "used": data.used if ended else None,
         "budget": None if budget is None else budget.model_dump(mode="json", exclude_none=True),
     }
 

@@ -15,7 +15,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from harness.actions import RunError
 from harness.baseline import BaselineDiff
+from harness.events import LLMFailedEvent, LLMRequestEvent, LLMResponseEvent
 from harness.report.plans import plans
 from harness.report.timeline import failure_text, is_target
 from harness.results import Results, ScenarioResult
@@ -79,28 +81,27 @@ def _error_header(result: ScenarioResult, message: str) -> list[str]:
     """The first lines of a scenario that ended in error: what was raised."""
     if result.status != "error":
         return []
-    error = result.final.error or {}
+    error = result.final.error or RunError()
     first = message.splitlines()[0] if message else ""
     if is_target(result):
         # The target's own code failed, not the scenario or harness.
         return [f"scenario {result.name!r}: {target_failure(error, first)}"]
-    kind = error.get("exception") or error.get("type") or "error"
+    kind = error.exception or error.type or "error"
     return [
         f"scenario {result.name!r} ended in error (a scenario or harness bug)",
         f"  {kind}: {first}",
     ]
 
 
-def target_failure(error: dict[str, Any], message: str) -> str:
+def target_failure(error: RunError, message: str) -> str:
     """How a target failed: ``the target raised ValueError (at myagents/bad.py:12 in
     raises): my agent broke``, its command's exit, or its timeout."""
-    if error.get("type") == "timeout":
+    if error.type == "timeout":
         return message
-    if error.get("exit_status") is not None:
+    if error.exit_status is not None:
         return f"the target failed: {message}"
-    where = error.get("where")
-    at = f" (at {where})" if where else ""
-    return f"the target raised {error.get('exception') or 'an exception'}{at}: {message}"
+    at = f" (at {error.where})" if error.where else ""
+    return f"the target raised {error.exception or 'an exception'}{at}: {message}"
 
 
 def _unmet_expectations(result: ScenarioResult, limit: int | None) -> list[str]:
@@ -135,10 +136,7 @@ def _error_message(result: ScenarioResult) -> str:
     error listing several calls, say, as much as an LLM error's diff.
     """
     error = result.final.error
-    if not error:
-        return ""
-    message = error.get("message")
-    return message if isinstance(message, str) else ""
+    return error.message if error is not None else ""
 
 
 # -- the compact trajectory ----------------------------------------------------------------
@@ -169,20 +167,19 @@ def _llm_parts(result: ScenarioResult, limit: int | None) -> dict[int, list[str]
     """Per iteration, its LLM calls: ``llm#k -> tools asked`` (or ``text``, ``failed``)."""
     rows: dict[int, list[str]] = {}
     for event in result.events:
-        kind, it = event.get("event"), int(event.get("iteration") or 0)
-        if kind == "llm_failed":
+        if isinstance(event, LLMFailedEvent):
             why = failure_text(event)
             if limit is not None and len(why) > limit:
                 why = why[:limit] + "…"
-            rows.setdefault(it, []).append(f"llm#{event.get('call')} -> failed ({why})")
-        if kind == "llm_response":
-            names = event.get("tool_calls") or []
-            text = f"llm#{event.get('call')} -> " + (", ".join(names) if names else "text")
-            if event.get("finish_reason") == "length":
+            rows.setdefault(event.iteration, []).append(f"llm#{event.call} -> failed ({why})")
+        elif isinstance(event, LLMResponseEvent):
+            names = event.tool_calls
+            text = f"llm#{event.call} -> " + (", ".join(names) if names else "text")
+            if event.finish_reason == "length":
                 text += " (truncated)"
-            rows.setdefault(it, []).append(text)
-        elif kind == "llm_request":
-            rows.setdefault(it, []).append(f"llm#{event.get('call')} -> ?")
+            rows.setdefault(event.iteration, []).append(text)
+        elif isinstance(event, LLMRequestEvent):
+            rows.setdefault(event.iteration, []).append(f"llm#{event.call} -> ?")
     for it, parts in rows.items():
         # A request without a response failed: the run's ending says how.
         rows[it] = [p.replace(" -> ?", " -> failed") for p in parts if not _superseded(p, parts)]
@@ -240,8 +237,8 @@ def _trajectory_ending(result: ScenarioResult, limit: int | None) -> str:
     text = result.termination.value
     if final.error:
         error = final.error
-        message = error.get("message") or error.get("type") or ""
-        if isinstance(message, str) and _shown_below(result, message, limit):
+        message = error.message or (error.type if "type" in error else "")
+        if _shown_below(result, message, limit):
             # The start of it: format_failure prints the whole text below the trajectory.
             first = message.splitlines()[0]
             if limit is not None and len(first) > limit:
@@ -251,7 +248,7 @@ def _trajectory_ending(result: ScenarioResult, limit: int | None) -> str:
     if final.content:
         return f"{text}: {_value(final.content, limit)}"
     if final.data:
-        return f"{text}: data {_value(final.data, limit)}"
+        return f"{text}: data {_value(final.data.model_dump(), limit)}"
     return text
 
 
@@ -266,33 +263,31 @@ def ending_sentence(scenario: ScenarioResult) -> str:
         return "Completed without a final answer (the target returned None)"
     if kind == "completed":
         return "Completed with a final response" + (
-            " (truncated: finish_reason length)" if final.data.get("truncated") else ""
+            " (truncated: finish_reason length)" if final.data.truncated else ""
         )
     if kind == "empty":
         return "Nothing to do: the planner returned an empty action"
-    if kind == "stagnation" and isinstance(final.data.get("detector"), str):
-        return f"Stuck ({final.data['detector']}): the run was stopped"
+    if kind == "stagnation" and final.data.detector is not None:
+        return f"Stuck ({final.data.detector}): the run was stopped"
     if kind == "budget":
         data = final.data
+        return f"Budget exceeded: {data.budget} used {data.used}, limit {data.limit}"
+    if kind == "stagnation" and is_target(scenario) and scenario.agent is not None:
+        # The observer sees a plan only once it ran: the request after it is refused.
+        repeats = scenario.agent.stagnation_window + 1
         return (
-            f"Budget exceeded: {data.get('budget')} used {data.get('used')}, "
-            f"limit {data.get('limit')}"
+            f"Stagnation: the same plan ran {repeats} times in a row; the agent's next "
+            "request was refused (HTTP 400)"
         )
     if kind == "stagnation":
-        window = scenario.agent.stagnation_window if scenario.agent else final.data.get("window")
-        if is_target(scenario):
-            # The observer sees a plan only once it ran: the request after it is refused.
-            return (
-                f"Stagnation: the same plan ran {window + 1} times in a row; the agent's next "
-                "request was refused (HTTP 400)"
-            )
+        window = scenario.agent.stagnation_window if scenario.agent else final.data.window
         return (
             f"Stagnation: the plan repeated the previous {window} identical plans and was declined"
         )
     if kind == "max_iterations" and is_target(scenario) and final.error:
         # The framework's own limit: harness's max_iterations never applied.
         error = final.error
-        return f"Max iterations reached: {error.get('exception')}: {error.get('message', '')}"
+        return f"Max iterations reached: {error.exception}: {error.message}"
     if kind == "max_iterations":
         limit = scenario.agent.max_iterations if scenario.agent else scenario.iterations
         return f"Max iterations reached ({limit})" + (
@@ -301,21 +296,17 @@ def ending_sentence(scenario: ScenarioResult) -> str:
     if kind == "validation_error":
         return "Stopped: a tool call had invalid arguments, so no call of the plan ran"
     if kind == "llm_error":
-        error = final.error or {}
-        status = error.get("status")
-        return (
-            "LLM call failed"
-            + (f" (HTTP {status})" if status else "")
-            + ": "
-            + str(error.get("message", ""))
-        )
+        error = final.error or RunError()
+        status = f" (HTTP {error.status})" if error.status else ""
+        return f"LLM call failed{status}: {error.message}"
     if kind == "error" and is_target(scenario):
-        error = final.error or {}
-        text = target_failure(error, str(error.get("message", "")))
+        error = final.error or RunError()
+        text = target_failure(error, error.message)
         return text[0].upper() + text[1:]
     if kind == "error":
-        error = final.error or {}
-        return f"Error: {error.get('exception', 'exception')}: {error.get('message', '')}"
+        error = final.error or RunError()
+        exception = error.exception if "exception" in error else "exception"
+        return f"Error: {exception}: {error.message}"
     return kind
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.actions import ToolCallRecord
+from harness.events import ActionExecutedEvent, LLMFailedEvent, LLMRequestEvent, LLMResponseEvent
 from harness.messages import AssistantMessage
 from harness.report.plans import plans
 from harness.results import ScenarioResult
@@ -136,14 +137,13 @@ def build_timeline(scenario: ScenarioResult) -> Timeline:
         if not iteration.items:
             iteration.note = _note(scenario, iteration.number == iterations[-1].number)
     total = max([scenario.sim_time, *(i.end for i in items)])
-    detector = scenario.final.data.get("detector")
     return Timeline(
         iterations,
         total,
         window,
         size,
         approximate,
-        detector=detector if isinstance(detector, str) else "",
+        detector=scenario.final.data.detector or "",
         target=is_target(scenario),
         nudges=nudges,
         turns={
@@ -170,23 +170,21 @@ def _read_events(
     calls = _LLMCalls()
     order: list[tuple[str, int]] = []
     placed: set[int] = set()
+    # A kind edited beyond reading in a results file is an OtherEvent: not read here.
     for event in scenario.events:
-        name = event.get("event")
-        if name == "llm_request":
-            call = _int(event.get("call"), len(calls.requests) + 1)
-            iteration = _int(event.get("iteration"), 0)
-            calls.requests.append((call, iteration, event.get("sim")))
-            calls.iteration_of[call] = iteration
-            order.append(("llm", call))
-            if isinstance(event.get("tool_choice"), str):
-                calls.choices[_int(event.get("call"), 0)] = event["tool_choice"]
-        elif name == "llm_response":
-            calls.responses[_int(event.get("call"), 0)] = event.get("sim")
-        elif name == "llm_failed":
-            calls.errors[_int(event.get("call"), 0)] = failure_text(event)
-        elif name == "action_executed":
-            group = event.get("group")
-            if isinstance(group, int) and group in groups and group not in placed:
+        if isinstance(event, LLMRequestEvent):
+            calls.requests.append((event.call, event.iteration, event.sim))
+            calls.iteration_of[event.call] = event.iteration
+            order.append(("llm", event.call))
+            if isinstance(event.tool_choice, str):
+                calls.choices[event.call] = event.tool_choice
+        elif isinstance(event, LLMResponseEvent):
+            calls.responses[event.call] = event.sim
+        elif isinstance(event, LLMFailedEvent):
+            calls.errors[event.call] = failure_text(event)
+        elif isinstance(event, ActionExecutedEvent):
+            group = event.group
+            if group in groups and group not in placed:
                 placed.add(group)
                 order.append(("tools", group))
     return calls, order
@@ -230,11 +228,10 @@ def _llm_item(call: int, calls: _LLMCalls, replies: Iterator[AssistantMessage]) 
     )
 
 
-def failure_text(event: dict[str, Any]) -> str:
+def failure_text(event: LLMFailedEvent) -> str:
     """An ``llm_failed`` event as one text: ``HTTP 429: Rate limited``."""
-    status, message = event.get("status"), event.get("message")
-    text = str(message) if message else str(event.get("type") or "error")
-    return f"HTTP {status}: {text}" if status else text
+    text = event.message or event.type or "error"
+    return f"HTTP {event.status}: {text}" if event.status else text
 
 
 def _plan_item(group: int, calls: list[ToolCallRecord], scenario: ScenarioResult) -> Item:
@@ -283,11 +280,6 @@ def _slot(
         if _iteration_of(kind, key, requests, groups) > iteration:
             return index
     return len(order)
-
-
-def _int(value: Any, default: int) -> int:
-    # Events come from results.json, which a person may have edited: never crash on them.
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
 def _note(scenario: ScenarioResult, last: bool) -> str:
@@ -367,7 +359,7 @@ def _stagnation_window(scenario: ScenarioResult, items: list[Item]) -> tuple[lis
     """The iterations of the W identical plans before the declined one, and W."""
     if scenario.termination.value != "stagnation":
         return [], 0
-    entries = scenario.final.data.get("window")
+    entries = scenario.final.data.window
     if isinstance(entries, list):
         # A detector's own window (docs/loop.md#stuck-detectors): the iterations its repeats
         # happened in.

@@ -72,17 +72,18 @@ def _errors(scenario: ScenarioResult) -> list[dict[str, Any]]:
     known: list[str] = []
     # At max_iterations the error only restates the limit, which the timeline shows.
     if error and scenario.termination.value != "max_iterations":
-        message = str(error.get("message", ""))
+        message = error.message
         known.append(message)
-        if error.get("exception"):
-            message = f"{error['exception']}: {message}"
-        if error.get("status"):
-            message = f"HTTP {error['status']}: {message}"
+        if error.exception:
+            message = f"{error.exception}: {message}"
+        if error.status:
+            message = f"HTTP {error.status}: {message}"
         shown = ("type", "message", "exception", "status")
-        details = {k: v for k, v in error.items() if k not in shown and v is not None}
+        # The other keys, as results.json has them (a target's exit_status, stderr, where).
+        details = {k: v for k, v in error.model_dump().items() if k not in shown and v is not None}
         out.append(
             {
-                "kind": str(error.get("type", "error")),
+                "kind": error.type,
                 "message": message,
                 "details": details,
                 "memory": False,
@@ -109,11 +110,9 @@ def _call_notes(scenario: ScenarioResult) -> dict[str, dict[str, str]]:
             for call in message.tool_calls:
                 if call.raw_arguments is not None:
                     notes.setdefault(call.id, {})["raw"] = call.raw_arguments
-    error = scenario.final.error or {}
-    for failure in error.get("errors") or []:
-        if isinstance(failure, dict) and "call_id" in failure:
-            problems = failure.get("errors") or []
-            notes.setdefault(str(failure["call_id"]), {})["invalid"] = format_errors(problems)
+    failures = scenario.final.error.errors if scenario.final.error is not None else []
+    for failure in failures:
+        notes.setdefault(failure.call_id, {})["invalid"] = format_errors(failure.errors)
     return notes
 
 
@@ -189,7 +188,8 @@ class _Row:
         error = ""
         if item.failed:
             # Its own error when the run kept one (a target's retried call), else the run's.
-            error = item.error or str((scenario.final.error or {}).get("message", ""))
+            final_error = scenario.final.error
+            error = item.error or (final_error.message if final_error is not None else "")
         self.error = clip(error, limits.reply) if error else None
         count = len(item.calls)
         self.label = f"{'tools' if count > 1 else 'tool'} \u00d7{count}"

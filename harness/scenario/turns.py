@@ -15,13 +15,22 @@ iteration limit) let the user go on, as a person would.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from typing import Any
 
-from harness.actions import RunResult, Termination
+from harness.actions import FinalData, RunResult, Termination
 from harness.agent import Agent
 from harness.checks import CheckContext
 from harness.errors import HarnessError, RecordingRefused
+from harness.events import (
+    ActionExecutedEvent,
+    Event,
+    LLMFailedEvent,
+    LLMRequestEvent,
+    LLMResponseEvent,
+    OtherEvent,
+)
 from harness.hookspecs import hookimpl
 from harness.messages import Conversation
 from harness.plugins import Plugins
@@ -154,18 +163,40 @@ def _turn_result(
     )
 
 
-def _shift_window(data: dict[str, Any], iterations: int) -> dict[str, Any]:
+def _shift_window(data: FinalData, iterations: int) -> FinalData:
     """A stuck detector's window with its iterations counted across the turns."""
-    window = data.get("window")
+    window = data.window
     if not iterations or not isinstance(window, list):
         return data
     shifted = [
         {**e, "iteration": e["iteration"] + iterations}
-        if isinstance(e, dict) and isinstance(e.get("iteration"), int)
+        if isinstance(e.get("iteration"), int)
         else e
         for e in window
     ]
-    return {**data, "window": shifted}
+    return data.merged(window=shifted)
+
+
+def _shifted(event: Event, iterations: int, calls: int, groups: int, sim: float) -> Event:
+    """An event of a later turn, its iteration, call, group and clock counted across the
+    turns."""
+    if isinstance(event, OtherEvent):  # a plugin's own: the keys it has
+        data = dict(event)
+        data["iteration"] = data.get("iteration", 0) + iterations
+        for key, offset in (("call", calls), ("group", groups)):
+            if isinstance(data.get(key), int):
+                data[key] += offset
+        if isinstance(data.get("sim"), int | float):
+            data["sim"] = round(data["sim"] + sim, 9)
+        return OtherEvent(**data)
+    update: dict[str, Any] = {"iteration": event.iteration + iterations}
+    if isinstance(event, LLMRequestEvent | LLMResponseEvent | LLMFailedEvent):
+        update["call"] = event.call + calls
+        if event.sim is not None:
+            update["sim"] = round(event.sim + sim, 9)
+    elif isinstance(event, ActionExecutedEvent):
+        update["group"] = event.group + groups
+    return dataclasses.replace(event, **update)
 
 
 def merge_runs(runs: list[RunResult]) -> RunResult:
@@ -187,15 +218,7 @@ def merge_runs(runs: list[RunResult]) -> RunResult:
                 )
             )
         parallel += run.parallel_groups
-        for event in run.events:
-            shifted = {**event, "iteration": event.get("iteration", 0) + iterations}
-            if isinstance(event.get("call"), int):
-                shifted["call"] = event["call"] + calls
-            if isinstance(event.get("group"), int):
-                shifted["group"] = event["group"] + groups
-            if isinstance(event.get("sim"), int | float):
-                shifted["sim"] = round(event["sim"] + sim, 9)
-            events.append(shifted)
+        events += [_shifted(event, iterations, calls, groups, sim) for event in run.events]
         for entry in run.memory:
             if isinstance(entry.get("iteration"), int):
                 entry = {**entry, "iteration": entry["iteration"] + iterations}
