@@ -85,6 +85,14 @@ serve_app(app, "127.0.0.1", 0, log_level="warning", on_started=started)
 """
 
 
+def rss_mb(pid: int) -> float:
+    """A process's resident memory, in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 class Server:
     """One agent server in a process of its own."""
 
@@ -104,10 +112,7 @@ class Server:
 
     def rss_mb(self) -> float:
         """The server's resident memory, in MiB."""
-        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-        return float("nan")
+        return rss_mb(self.process.pid)
 
     def stop(self) -> None:
         self.process.terminate()

@@ -40,6 +40,8 @@ from pathlib import Path
 
 import httpx
 
+from benchmarks.agent_server import rss_mb
+
 TOKEN = "Harness-Session-Token"
 KB, MB = 1000, 1000 * 1000
 
@@ -83,10 +85,7 @@ class Server:
 
     def rss_mb(self) -> float:
         """The server's resident memory, in MiB."""
-        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-        return float("nan")
+        return rss_mb(self.process.pid)
 
     def files(self) -> int:
         """Files (sockets included) the server has open."""
