@@ -36,8 +36,8 @@ def _period(now: Any, years: int) -> tuple[Any, Any]:
         month = start.month % 12 + 1
         end = start.replace(year=start.year + (month == 1), month=month)
     if isinstance(start, datetime):
-        midnight = {"hour": 0, "minute": 0, "second": 0, "microsecond": 0}
-        start, end = start.replace(**midnight), end.replace(**midnight)
+        start = start.replace(hour=0, minute=0, second=0, microsecond=0)
+        end = end.replace(hour=0, minute=0, second=0, microsecond=0)
     return start, end
 
 
@@ -92,9 +92,8 @@ class _FixedNow:
         )
 
     def _within(self, years: int, before: bool, after: bool, tzinfo: Any, dates: bool) -> Any:
-        now = self._now(tzinfo)
-        if dates:
-            now = now.date()
+        moment = self._now(tzinfo)
+        now: date | datetime = moment.date() if dates else moment
         start, end = _period(now, years)
         between = self.date_between_dates if dates else self.date_time_between_dates  # type: ignore[attr-defined]
         extra = () if dates else (tzinfo,)

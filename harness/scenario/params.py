@@ -60,7 +60,9 @@ _BASE_TYPES: dict[str, Any] = {
 
 
 def _split_top(text: str, sep: str) -> list[str]:
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for ch in text:
         if ch in "[(":
             depth += 1

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from contextvars import ContextVar
 from typing import Any
 
@@ -231,16 +232,16 @@ class _Counted(NodeTransformer):
     """Loops and ``~`` rewritten to go through the environment's counted versions."""
 
     def visit_For(self, node: nodes.For) -> nodes.Node:
-        node = self.generic_visit(node)
+        self.generic_visit(node)  # in place: it returns the node it was given
         node.iter = _environment_call("bounded_loop", [node.iter])
         return node
 
     def visit_Concat(self, node: nodes.Concat) -> nodes.Node:
-        node = self.generic_visit(node)
+        self.generic_visit(node)
         return _environment_call("bounded_concat", node.nodes)
 
 
-def _environment_call(name: str, args: list[nodes.Expr]) -> nodes.Call:
+def _environment_call(name: str, args: Sequence[nodes.Node]) -> nodes.Call:
     return nodes.Call(nodes.EnvironmentAttribute(name), args, [], None, None)
 
 
