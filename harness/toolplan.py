@@ -160,7 +160,7 @@ async def _reported(run: Run, p: Prepared, *, parallel: bool) -> Outcome:
 async def _call(run: Run, p: Prepared, *, parallel: bool) -> Outcome:
     """Run one call; a tool failure becomes an error outcome, never an exception."""
     call, tool, args = p.call, p.tool, p.args
-    if tool is None:
+    if tool is None or args is None:  # an unknown tool: its arguments were not validated
         known = ", ".join(sorted(run.tools)) or "none"
         return Outcome.failed(
             f"Unknown tool {call.name!r}. Available tools: {known}", "unknown_tool"
