@@ -138,18 +138,18 @@ class ScenarioItem(pytest.Item):
         # An exception that escaped the run, and whose code raised it (None: harness's).
         self.escaped: BaseException | None = None
         self.culprit: str | None = None
-        self._id: str | None = None
+        self._scenario_id: str | None = None
 
     @property
     def scenario_id(self) -> str:
         """The scenario's id, ``path::name`` (the key of results.json and the baseline)."""
-        if self._id is None:
+        if self._scenario_id is None:
             from harness.scenario import scenario_id
 
-            self._id = str(scenario_id(self.scenario))
+            self._scenario_id = str(scenario_id(self.scenario))
             if self.run is not None:
-                self._id += f"[{self.run}]"
-        return self._id
+                self._scenario_id += f"[{self.run}]"
+        return self._scenario_id
 
     def arun(self) -> Any:
         """The scenario's run, as a coroutine (what --harness-concurrency starts ahead)."""
