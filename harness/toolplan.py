@@ -153,7 +153,8 @@ async def _execute(
 async def _reported(run: Run, p: Prepared, *, parallel: bool) -> Outcome:
     """``_call``, then the outcome to the streamed run's events."""
     outcome = await _call(run, p, parallel=parallel)
-    run._sink.tool_result(run, p.call, outcome.content, outcome.status)  # type: ignore[union-attr]
+    if run._sink is not None:  # always, as _reported runs only for a streamed run
+        run._sink.tool_result(run, p.call, outcome.content, outcome.status)
     return outcome
 
 

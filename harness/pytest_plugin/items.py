@@ -77,7 +77,7 @@ class ScenarioFile(pytest.File):
                 items.append(item)
         return items
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         """A scenario file's load errors as they are, without a traceback."""
         from harness.errors import HarnessError
 
@@ -170,8 +170,7 @@ class ScenarioItem(pytest.Item):
         if state.options.concurrency > 1:
             from harness.pytest_plugin.live import run_ahead
 
-            run_ahead(self, state)
-            return state.runs.take(self.nodeid)  # type: ignore[union-attr]
+            return run_ahead(self, state).take(self.nodeid)
         return run_sync(self.arun(), name="run_scenario()", instead="arun_scenario(...)")
 
     def own(self, result: ScenarioResult) -> ScenarioResult:
@@ -220,7 +219,7 @@ class ScenarioItem(pytest.Item):
         if result.status != "passed":
             raise ScenarioFailed(result)
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:  # type: ignore[override]
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         """Why the scenario failed, or whose code an escaped exception came from."""
         if isinstance(excinfo.value, ScenarioFailed):
             from harness.report.text import format_failure

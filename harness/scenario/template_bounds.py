@@ -122,10 +122,10 @@ def _precheck(op: str, left: Any, right: Any) -> None:
                 f"at most {MAX_VALUE:,} in one value"
             )
     elif op == "+":
-        sizes = (_sized(left), _sized(right))
-        if None not in sizes and sizes[0] + sizes[1] > MAX_VALUE:  # type: ignore[operator]
+        first, second = _sized(left), _sized(right)
+        if first is not None and second is not None and first + second > MAX_VALUE:
             raise TemplateBoundError(
-                f"{shown} would make {sizes[0] + sizes[1]:,} characters or items; a template "  # type: ignore[operator]
+                f"{shown} would make {first + second:,} characters or items; a template "
                 f"makes at most {MAX_VALUE:,} in one value"
             )
     elif op == "%" and isinstance(left, str):
