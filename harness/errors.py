@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from harness.secrets import scrub_text
@@ -156,11 +156,11 @@ _BOUNDS = {
 }
 
 
-def _plural(count: int, word: str) -> str:
+def _plural(count: object, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
-def validation_message(err: dict[str, Any], *, show_input: bool = False) -> str:
+def validation_message(err: Mapping[str, Any], *, show_input: bool = False) -> str:
     """One pydantic validation error in harness's words, without its location.
 
     ``expected a mapping``, ``expected 1 or more, got 0``: the one place pydantic's
@@ -196,7 +196,7 @@ def validation_message(err: dict[str, Any], *, show_input: bool = False) -> str:
     return f"{message}, got {value!r}" if show_input else message
 
 
-def describe_errors(errors: list[dict[str, Any]], *, show_input: bool = False) -> str:
+def describe_errors(errors: Sequence[Mapping[str, Any]], *, show_input: bool = False) -> str:
     """Validation errors as one line for people: ``loc: message; ...`` in harness's words."""
     parts = []
     for err in errors:
@@ -206,7 +206,7 @@ def describe_errors(errors: list[dict[str, Any]], *, show_input: bool = False) -
     return "; ".join(parts)
 
 
-def format_errors(errors: list[dict[str, Any]]) -> str:
+def format_errors(errors: Sequence[Mapping[str, Any]]) -> str:
     """Validation errors as one line of text, without pydantic's documentation URLs.
 
     pydantic's own words: a model reads them in the result of a call with invalid

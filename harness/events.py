@@ -145,7 +145,7 @@ class _Event(JSONMapping):
         adapter = _adapters.get(kind)
         if adapter is None:
             adapter = _adapters[kind] = TypeAdapter(kind)
-        return adapter.dump_python(self)  # type: ignore[no-any-return]
+        return adapter.dump_python(self)
 
 
 @dataclass(kw_only=True, eq=False, frozen=True, config=_KIND)
@@ -307,7 +307,7 @@ def event_of(data: dict[str, Any]) -> Event:
     """The event a mapping describes: its kind's when ``event`` names one of harness's
     (its fields must fit: ValidationError otherwise), else an OtherEvent."""
     if data.get("event") in BUILTIN_EVENTS:
-        return _BUILTIN.validate_python(data)  # type: ignore[no-any-return]
+        return _BUILTIN.validate_python(data)
     return OtherEvent(**data)
 
 

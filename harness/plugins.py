@@ -379,7 +379,10 @@ def _load_entry_points(plugins: Plugins) -> None:
         pm.load_setuptools_entrypoints("harness")
         pm.check_pending()
     except pluggy.PluginValidationError as exc:
-        raise PluginError(_explain_validation(exc.plugin_name, exc.plugin, exc)) from None
+        # pluggy's error carries the plugin, not its name: the entry point's name it was
+        # registered under.
+        name = pm.get_name(exc.plugin) or "of the entry-point group 'harness'"
+        raise PluginError(_explain_validation(name, exc.plugin, exc)) from None
     except Exception as exc:  # a broken third-party plugin must say what broke
         raise PluginError(
             f"a plugin of the entry-point group 'harness' failed to load: "

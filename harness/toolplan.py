@@ -153,14 +153,15 @@ async def _execute(
 async def _reported(run: Run, p: Prepared, *, parallel: bool) -> Outcome:
     """``_call``, then the outcome to the streamed run's events."""
     outcome = await _call(run, p, parallel=parallel)
-    run._sink.tool_result(run, p.call, outcome.content, outcome.status)  # type: ignore[union-attr]
+    if run._sink is not None:  # always, as _reported runs only for a streamed run
+        run._sink.tool_result(run, p.call, outcome.content, outcome.status)
     return outcome
 
 
 async def _call(run: Run, p: Prepared, *, parallel: bool) -> Outcome:
     """Run one call; a tool failure becomes an error outcome, never an exception."""
     call, tool, args = p.call, p.tool, p.args
-    if tool is None:
+    if tool is None or args is None:  # an unknown tool: its arguments were not validated
         known = ", ".join(sorted(run.tools)) or "none"
         return Outcome.failed(
             f"Unknown tool {call.name!r}. Available tools: {known}", "unknown_tool"

@@ -244,6 +244,16 @@ def test_match_ignore_drops_fields_that_vary_between_runs(tmp_path):
     assert '+  "temperature": 0.9' in strict.final.error["message"]
 
 
+def test_match_ignore_drops_a_whole_conversation_item(tmp_path):
+    # `messages.0` ignores the first message whole: another system prompt is still a hit.
+    cassette = tmp_path / "dated.yaml"
+    _, serving = server(STEPS)
+    with serving as url:
+        run(cassette, "once", url, system="Today is 2025-01-01.")
+    same, _ = run(cassette, "none", system="Today is 2026-06-30.", match_ignore=["messages.0"])
+    assert same.final.content == "It is warm."
+
+
 @pytest.mark.parametrize("api", ["chat", "responses"])
 def test_volatile_fields_are_never_compared(tmp_path, api):
     # Every field the docs name as never compared, different on replay: still a hit.

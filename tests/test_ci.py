@@ -1,4 +1,5 @@
-"""`.ci/run`: what CI runs on a clean clone. A suite that collects nothing must not pass."""
+"""`.ci/run`: what CI runs on a clean clone. A suite that collects nothing must not pass, nor
+one that passes with a type error or a lint finding."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ def _tree(tmp_path: Path, test_text: str | None) -> Path:
     shutil.copy(ROOT / ".ci" / "run", tmp_path / ".ci" / "run")
     (tmp_path / "pyproject.toml").write_text(
         '[project]\nname = "empty"\nversion = "0"\n\n'
-        '[tool.pytest.ini_options]\ntestpaths = ["tests"]\naddopts = "-p no:cacheprovider"\n'
+        '[tool.pytest.ini_options]\ntestpaths = ["tests"]\naddopts = "-p no:cacheprovider"\n\n'
+        '[tool.mypy]\nfiles = ["tests"]\n'
     )
     (tmp_path / "tests").mkdir()
     if test_text is not None:
@@ -45,7 +47,7 @@ def _ci(tmp_path: Path, venv: Path) -> subprocess.CompletedProcess:
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,  # pytest -n auto, ruff and mypy on a busy two-core machine
     )
 
 
@@ -61,6 +63,30 @@ def test_ci_passes_when_the_tests_pass(tmp_path):
     result = _ci(tmp_path, venv)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 passed" in result.stdout
+
+
+def test_ci_fails_when_mypy_finds_a_type_error_though_the_tests_pass(tmp_path):
+    venv = _tree(tmp_path, 'def test_ok() -> None:\n    count: int = "one"\n    assert count\n')
+    result = _ci(tmp_path, venv)
+    assert "1 passed" in result.stdout
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert 'Incompatible types in assignment (expression has type "str"' in result.stdout
+
+
+def test_ci_fails_when_ruff_finds_a_lint_error_though_the_tests_pass(tmp_path):
+    venv = _tree(tmp_path, "import os\n\n\ndef test_ok():\n    assert True\n")
+    result = _ci(tmp_path, venv)
+    assert "1 passed" in result.stdout
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "F401" in result.stdout  # `os` imported but unused
+
+
+def test_ci_fails_when_a_file_is_not_formatted(tmp_path):
+    venv = _tree(tmp_path, "def test_ok():\n    assert 'single quotes'\n")
+    result = _ci(tmp_path, venv)
+    assert "1 passed" in result.stdout
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "1 file would be reformatted" in result.stdout
 
 
 def test_ci_needs_no_python_on_path_but_python3(tmp_path):
@@ -79,7 +105,7 @@ def test_ci_needs_no_python_on_path_but_python3(tmp_path):
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=300,  # pytest -n auto, ruff and mypy on a busy two-core machine
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 passed" in result.stdout

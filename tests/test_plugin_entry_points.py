@@ -32,16 +32,29 @@ PLUGIN = textwrap.dedent(
 )
 
 
-@pytest.fixture
-def installed(tmp_path, monkeypatch):
+def _install(tmp_path, monkeypatch, text):
     """A distribution on sys.path whose entry point names a plugin module, as pip installs it."""
-    (tmp_path / "polite_plugin.py").write_text(PLUGIN)
+    (tmp_path / "polite_plugin.py").write_text(text)
     info = tmp_path / "polite_plugin-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: polite-plugin\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text("[harness]\npolite = polite_plugin\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     plugins.discovery.reset()
+
+
+@pytest.fixture
+def installed(tmp_path, monkeypatch):
+    _install(tmp_path, monkeypatch, PLUGIN)
+    yield
+    plugins.discovery.reset()
+    sys.modules.pop("polite_plugin", None)
+
+
+@pytest.fixture
+def misspelled(tmp_path, monkeypatch):
+    """An installed plugin whose hook name has a typo."""
+    _install(tmp_path, monkeypatch, PLUGIN.replace("register_planners", "register_planner"))
     yield
     plugins.discovery.reset()
     sys.modules.pop("polite_plugin", None)
@@ -61,3 +74,12 @@ def test_an_installed_plugin_can_be_blocked_by_name(installed, monkeypatch):
     assert "polite" not in [name for name, _ in manager.plugins()]
     with pytest.raises(plugins.PluginError, match="unknown planner 'polite'"):
         Agent(ScriptedLLM([]), planner="polite")
+
+
+def test_an_installed_plugin_with_an_unknown_hook_is_named_in_a_clear_error(misspelled):
+    with pytest.raises(plugins.PluginError) as caught:
+        plugins.default_plugins()
+    assert str(caught.value) == (
+        "plugin polite: unknown hook harness_register_planner "
+        "(did you mean harness_register_planners?); hooks are listed in harness.hookspecs"
+    )

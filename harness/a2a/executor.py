@@ -96,9 +96,10 @@ class HarnessExecutor(AgentExecutor):
         """Run one turn of the message's session, reporting as it goes."""
         task_id, context_id = str(context.task_id), str(context.context_id)
         ticket = context.call_context.state.get(TICKET)
-        submitted = new_task(
-            task_id, context_id, TaskState.TASK_STATE_SUBMITTED, history=[context.message]
-        )
+        # The SDK calls execute with the request's message; a request without one gets a
+        # task that says it has no text to answer.
+        history = [context.message] if context.message is not None else []
+        submitted = new_task(task_id, context_id, TaskState.TASK_STATE_SUBMITTED, history=history)
         if ticket is not None and ticket.token is not None:
             # The session's first reply gives its token; later calls present it.
             submitted.metadata.update({TOKEN_KEY: ticket.token})

@@ -229,8 +229,8 @@ class RemoteAgentTool(Tool):
             )
             owner = ClientCallContext(service_parameters={_TOKEN_HEADER: token}) if token else None
             last = None
-            async for response in client.send_message(request, context=owner):
-                last = response
+            async for answer in client.send_message(request, context=owner):
+                last = answer
         return last
 
 

@@ -93,7 +93,7 @@ def _represent_str(dumper: Any, data: str) -> Any:
 def _literal_blocks(base: Any) -> Any:
     """A dumper like ``base`` writing multi-line strings (SSE bodies, long model text)
     as literal blocks."""
-    dumper = type(f"Readable{base.__name__}", (base,), {})
+    dumper: Any = type(f"Readable{base.__name__}", (base,), {})
     dumper.add_representer(str, _represent_str)
     return dumper
 
@@ -317,10 +317,11 @@ def _restore_response(value: Any) -> dict[str, Any]:
         # vcrpy sends the reason phrase as ASCII bytes.
         raise _Bad(("response", "status", "message"), f"expected ASCII text, {_got(message)}")
     headers = _headers(response.get("headers"), ("response", "headers"))
+    text: str | bytes | None
     if "parsed_body" in response:
         if "body" in response:
             raise _Bad(("response", "parsed_body"), "give body or parsed_body, not both")
-        text: str | bytes | None = _dumps(response["parsed_body"]).encode("utf-8")
+        text = _dumps(response["parsed_body"]).encode("utf-8")
         # The length of re-dumped JSON differs from the recorded one.
         headers = _without(headers, "content-length")
         headers["content-length"] = [str(len(text))]

@@ -74,7 +74,7 @@ def _drop(value: Any, path: Sequence[str]) -> None:
                 del value[key]
     elif isinstance(value, list):
         if head == _WILDCARD:
-            indexes = range(len(value))
+            indexes: range | list[int] = range(len(value))
         elif head.lstrip("-").isdigit() and -len(value) <= int(head) < len(value):
             indexes = [int(head) % len(value)]
         else:
@@ -113,7 +113,7 @@ class BodyKeyer:
 
     def item_digest(self, field: str, index: int, item: Any) -> bytes | None:
         """The digest of one conversation item (None when the item is ignored)."""
-        for rule_field, where, _rest in self._item_drops:
+        for rule_field, where in self._item_drops:
             if rule_field == field and where in (_WILDCARD, str(index)):
                 return None
         rules = [

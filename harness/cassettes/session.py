@@ -119,7 +119,7 @@ class IndexedCassette(Cassette):
         else:
             body_key = expected_key.get() if incoming else None
             if body_key is not None:
-                request._harness_hinted = True  # type: ignore[attr-defined]
+                request._harness_hinted = True
             else:
                 body_key = (
                     self.keyer.key(body_json)
@@ -127,7 +127,7 @@ class IndexedCassette(Cassette):
                     else self.keyer.key_of_bytes(request.body)
                 )
             key = (*base, body_key)
-        request._harness_key = key  # type: ignore[attr-defined]
+        request._harness_key = key
         return key
 
     def _add(self, index: int, body_json: Any = None) -> None:
@@ -162,7 +162,7 @@ class IndexedCassette(Cassette):
             # The announced key is a shortcut, not the truth: before calling this a
             # miss, key the bytes actually sent.
             key = (*key[:-1], self.keyer.key_of_bytes(request.body))
-            request._harness_key = key  # type: ignore[attr-defined]
+            request._harness_key = key
             self.stats.fallbacks += 1
             found = bool(self._unplayed.get(key))
         self.stats.match_seconds += time.perf_counter() - started

@@ -4,7 +4,7 @@ by ``--update-baseline``."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from harness.cli.parsing import UsageError, to_stderr
 
@@ -14,6 +14,10 @@ if TYPE_CHECKING:
 __all__ = ["load_baseline", "update_baseline"]
 
 
+@overload
+def load_baseline(shown: str, what: str, *, replacing: Literal[False] = False) -> Results: ...
+@overload
+def load_baseline(shown: str, what: str, *, replacing: bool) -> Results | None: ...
 def load_baseline(shown: str, what: str, *, replacing: bool = False) -> Results | None:
     """The results to compare with, read from ``shown`` (the path as messages name it).
 

@@ -13,7 +13,7 @@ Every one keeps a bounded window: constant work per round, whatever the run's le
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from typing import Any, Protocol
 
 from harness.canonical import canonical_json
 from harness.config import AgentConfig, DetectorSettings
@@ -245,7 +245,15 @@ class MonologueDetector:
         )
 
 
-def _factory(cls: type) -> Any:
+class _Windowed(Protocol):
+    """A built-in detector class: built from its window, with a default one."""
+
+    default_window: int
+
+    def __init__(self, window: int) -> None: ...
+
+
+def _factory(cls: type[_Windowed]) -> Any:
     def build(settings: DetectorSettings, config: AgentConfig) -> Any:
         window = settings.window
         if window is None:
@@ -259,7 +267,7 @@ def _factory(cls: type) -> Any:
     return build
 
 
-BUILTIN: dict[str, type] = {
+BUILTIN: dict[str, type[_Windowed]] = {
     "repeat": RepeatDetector,
     "alternating": AlternatingDetector,
     "repeated_error": RepeatedErrorDetector,

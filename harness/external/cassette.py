@@ -99,7 +99,7 @@ class CassetteApp:
                 return _served(cassette.play_response(request))
         if session.replays_only or self.refused:
             miss = session.miss_error(
-                SimpleNamespace(failed_request=request),  # type: ignore[arg-type]
+                SimpleNamespace(failed_request=request),
                 session.requests_sent,
             )
             return _error(path, 400, miss.message, "cassette_miss")

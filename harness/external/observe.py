@@ -121,7 +121,7 @@ class Observation:
         self._pending: list[ToolCallRecord] = []
         self._calls: dict[str, Any] = {}
         self._items_seen = 0
-        self._last: tuple[str, dict[str, Any], list[Any]] | None = None
+        self._last: tuple[Wire, dict[str, Any], list[Any]] | None = None
         # A Responses API chain (previous_response_id) sends only its new items: response
         # id -> the whole conversation it ended (its items and its output), and call ->
         # the items of a request waiting for its answer.

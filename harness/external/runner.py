@@ -86,8 +86,8 @@ async def run_target(
     termination, final = _ending(outcome, observation, spec, plugins)
     # Where a crash was raised; not for a framework's own limit, which is an ending like
     # any other: a line number there would make the baseline change with every edit above.
-    crashed = termination == Termination.error and outcome.exc is not None
-    where = where_raised(outcome.exc, call.root) if crashed else None
+    crash = outcome.exc if termination == Termination.error else None
+    where = where_raised(crash, call.root) if crash is not None else None
     if where is not None and final.error is not None and final.error.exception:
         final = final.model_copy(update={"error": final.error.merged(where=where)})
     return observation.finish(termination, final)

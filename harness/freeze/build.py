@@ -55,7 +55,9 @@ def _recorded_tools(tools: list[Any]) -> dict[str, dict[str, Any]]:
     for tool in tools or []:
         if not isinstance(tool, dict):
             continue
-        function = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+        function = tool.get("function")
+        if not isinstance(function, dict):
+            function = tool
         if not function.get("name"):
             continue
         spec: dict[str, Any] = {}
@@ -76,8 +78,8 @@ def _tool_specs(calls: list[RecordedCall], original: Scenario | None) -> dict[st
     """
     specs: dict[str, dict[str, Any]] = {}
     for call in calls:
-        for name, spec in _recorded_tools(call.body.get("tools") or []).items():
-            specs.setdefault(name, spec)
+        for name, recorded in _recorded_tools(call.body.get("tools") or []).items():
+            specs.setdefault(name, recorded)
     if original is None:
         return specs
     for name in specs:
@@ -119,7 +121,7 @@ def _conversation_start(first: RecordedCall) -> tuple[str | None, str, list[Any]
             f"interaction {first.number}: `messages` is not a list of message objects"
         )
     system = None
-    rest = []
+    rest: list[dict[str, Any]] = []
     for message in messages:
         if message.get("role") in ("system", "developer") and system is None and not rest:
             system = text_of(message.get("content"))
@@ -299,7 +301,7 @@ def build_target_scenario(
     it retried, so only the model's answers are frozen, every attempt included (an error
     answer its client retried stays a step: the client retries it again).
     """
-    offered = {name: {} for name in _tool_specs(run.calls, None)}
+    offered: dict[str, dict[str, Any]] = {name: {} for name in _tool_specs(run.calls, None)}
     scenario: dict[str, Any] = {"description": description}
     if original.tags:
         scenario["tags"] = list(original.tags)

@@ -39,7 +39,9 @@ class Sent:
 def _choice(value: Any) -> Any:
     """tool_choice in one form for both APIs (a named function by its name)."""
     if isinstance(value, dict):
-        function = value.get("function") if isinstance(value.get("function"), dict) else value
+        function = value.get("function")
+        if not isinstance(function, dict):
+            function = value
         return ("function", function.get("name"))
     return value
 
@@ -196,12 +198,13 @@ def first_difference(
         tools = _recorded_tools(call)
         if not tools_change and request.tools != tools:
             return "content", f"{where}: {_tools_difference(request.tools, tools)}"
-        theirs = call.body.get("tool_choice")
-        theirs = None if theirs == recorded_base else _choice(theirs)
-        mine = None if request.tool_choice == sent_base else request.tool_choice
-        if mine != theirs:
+        their_choice = call.body.get("tool_choice")
+        their_choice = None if their_choice == recorded_base else _choice(their_choice)
+        my_choice = None if request.tool_choice == sent_base else request.tool_choice
+        if my_choice != their_choice:
             return "content", (
-                f"{where}: tool_choice is {mine!r} in the frozen run, {theirs!r} in the recording"
+                f"{where}: tool_choice is {my_choice!r} in the frozen run, {their_choice!r} in "
+                "the recording"
             )
     if len(sent) > len(recorded):
         return "count", (

@@ -194,14 +194,16 @@ def read_calls(interactions: list[LoadedInteraction], path: Path, shown: str) ->
         status = interaction.response["status"]["code"]
         raw = interaction.response["body"]["string"]
         answer = answer_body(raw)
-        reply = error = None
+        reply: WireReply | None = None
+        error = None
         if status >= 400:
             failure = wire.read_error(status, answer[0] if answer is not None else None)
             error = {"status": status, "message": failure.message}
         else:
-            reply = _reply(wire, answer, raw)
-            if isinstance(reply, str):
-                raise refuse(number, "response", reply)
+            answered = _reply(wire, answer, raw)
+            if isinstance(answered, str):
+                raise refuse(number, "response", answered)
+            reply = answered
         try:
             conversation = wire.normalized(body)
         except (AttributeError, TypeError):
@@ -283,7 +285,7 @@ def split_runs(calls: list[RecordedCall]) -> list[RecordedRun]:
         )
         parent.append(found[0] if found is not None and found[1] == "next" else None)
     has_child = {p for p in parent if p is not None}
-    runs = []
+    runs: list[RecordedRun] = []
     for leaf in (i for i in range(len(calls)) if i not in has_child):
         chain: list[RecordedCall] = []
         at: int | None = leaf

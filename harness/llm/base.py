@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from harness.messages import AssistantMessage, Conversation
-
-if TYPE_CHECKING:
-    from harness.tools import Tool
 
 __all__ = [
     "AGENT_ROLE",
@@ -17,6 +15,7 @@ __all__ = [
     "ROLE_HEADER",
     "LLMRequest",
     "LLMResponse",
+    "OfferedTool",
     "close_llm",
     "request_role",
 ]
@@ -38,12 +37,26 @@ def request_role(headers: Any) -> str:
     return JUDGE_ROLE if value == JUDGE_ROLE else AGENT_ROLE
 
 
+class OfferedTool(Protocol):
+    """A tool a request offers the model: an agent's ``Tool``, or a tool an external target
+    declared in its own request (``harness.external.observe.ObservedTool``)."""
+
+    @property
+    def name(self) -> str:
+        """The name the model calls it by."""
+        ...
+
+    def openai_schema(self) -> dict[str, Any]:
+        """The Chat Completions form of the tool."""
+        ...
+
+
 @dataclass
 class LLMRequest:
     """One request: the conversation so far, the tools, and per-request options."""
 
     conversation: Conversation
-    tools: list[Tool]
+    tools: Sequence[OfferedTool]
     # Per-request options, e.g. {"tool_choice": "none"} for the final answer at the limit.
     options: dict[str, Any] = field(default_factory=dict)
     # 1-based number of this LLM call in the run.

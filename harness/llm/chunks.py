@@ -8,6 +8,7 @@ Responses streams, ``harness serve``): a chunk is a Chat Completions delta, flat
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.messages import AssistantMessage, ToolCall
@@ -144,7 +145,7 @@ def pieces(text: str, size: int = 0) -> list[str]:
 
 def reply_chunks(
     content: str | None,
-    calls: list[tuple[str | None, str, str]],
+    calls: Sequence[tuple[str | None, str, str]],
     finish_reason: str | None,
     usage: dict[str, int] | None,
 ) -> list[LLMChunk]:

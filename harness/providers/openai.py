@@ -28,6 +28,8 @@ from harness.messages import (
 from harness.project import project_relative
 
 if TYPE_CHECKING:
+    import openai
+
     from harness.cassettes.session import CassetteSession
     from harness.wires import Wire
     from harness.wires.neutral import WireReply
@@ -335,11 +337,11 @@ class OpenAILLM:
         return reply.message(request.call), reply.usage or None
 
 
-def _request_url(exc: Exception) -> str | None:
+def _request_url(exc: openai.APIConnectionError) -> str | None:
     """The URL of the request that failed, without its query (None when unknown)."""
     try:
-        url = str(exc.request.url)  # type: ignore[attr-defined]
-    except (AttributeError, RuntimeError):
+        url = str(exc.request.url)
+    except (AttributeError, RuntimeError):  # a request httpx never finished building
         return None
     return url.split("?", 1)[0]
 

@@ -77,7 +77,7 @@ class ScenarioFile(pytest.File):
                 items.append(item)
         return items
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         """A scenario file's load errors as they are, without a traceback."""
         from harness.errors import HarnessError
 
@@ -138,18 +138,18 @@ class ScenarioItem(pytest.Item):
         # An exception that escaped the run, and whose code raised it (None: harness's).
         self.escaped: BaseException | None = None
         self.culprit: str | None = None
-        self._id: str | None = None
+        self._scenario_id: str | None = None
 
     @property
     def scenario_id(self) -> str:
         """The scenario's id, ``path::name`` (the key of results.json and the baseline)."""
-        if self._id is None:
+        if self._scenario_id is None:
             from harness.scenario import scenario_id
 
-            self._id = str(scenario_id(self.scenario))
+            self._scenario_id = str(scenario_id(self.scenario))
             if self.run is not None:
-                self._id += f"[{self.run}]"
-        return self._id
+                self._scenario_id += f"[{self.run}]"
+        return self._scenario_id
 
     def arun(self) -> Any:
         """The scenario's run, as a coroutine (what --harness-concurrency starts ahead)."""
@@ -170,8 +170,7 @@ class ScenarioItem(pytest.Item):
         if state.options.concurrency > 1:
             from harness.pytest_plugin.live import run_ahead
 
-            run_ahead(self, state)
-            return state.runs.take(self.nodeid)  # type: ignore[union-attr]
+            return run_ahead(self, state).take(self.nodeid)
         return run_sync(self.arun(), name="run_scenario()", instead="arun_scenario(...)")
 
     def own(self, result: ScenarioResult) -> ScenarioResult:
@@ -220,7 +219,7 @@ class ScenarioItem(pytest.Item):
         if result.status != "passed":
             raise ScenarioFailed(result)
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:  # type: ignore[override]
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         """Why the scenario failed, or whose code an escaped exception came from."""
         if isinstance(excinfo.value, ScenarioFailed):
             from harness.report.text import format_failure

@@ -86,9 +86,10 @@ class ConcurrentRuns:
         self._loop = self._thread = None
 
 
-def run_ahead(item: Any, state: SuiteState) -> None:
+def run_ahead(item: Any, state: SuiteState) -> ConcurrentRuns:
     """Start ``item``'s run and those of the next items this process will run (twice the
-    concurrency of them: enough to keep every slot busy while pytest reports)."""
+    concurrency of them: enough to keep every slot busy while pytest reports); the runs
+    started, to take ``item``'s from."""
     if state.runs is None:
         state.runs = ConcurrentRuns(state.options.concurrency)
     runs: ConcurrentRuns = state.runs
@@ -106,6 +107,7 @@ def run_ahead(item: Any, state: SuiteState) -> None:
             continue
         runs.submit(other.nodeid, other.arun)
         started += 1
+    return runs
 
 
 def _following(item: Any, runs: ConcurrentRuns, window: int) -> list[pytest.Item]:

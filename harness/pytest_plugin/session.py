@@ -181,6 +181,7 @@ class SuiteState:
         sent = self.ledger.as_sent() if self.is_worker else None
         if sent is not None:
             # Sent to the controller when the worker finishes (pytest_testnodedown).
+            # xdist gives a worker's config this attribute; pytest's Config does not declare it.
             self.config.workeroutput["harness"] = sent  # type: ignore[attr-defined]
 
     @pytest.hookimpl(optionalhook=True)
@@ -210,7 +211,7 @@ class SuiteState:
                 self.ledger.skipped.add(report.nodeid)
             return
         # Keyed by id: a rerun of the same scenario replaces its earlier result.
-        self.outputs.results[report.harness_id] = text  # type: ignore[attr-defined]
+        self.outputs.results[report.harness_id] = text
         internal = getattr(report, "harness_internal", None)
         if internal:
             self.outputs.internal_errors.append(internal)
@@ -291,8 +292,9 @@ class SuiteState:
             return
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         memo = getattr(reporter, "_keyboardinterrupt_memo", None)
-        if getattr(memo, "reprcrash", None) is not None:
-            memo.reprcrash.message = stopped_by  # type: ignore[union-attr]
+        crash = getattr(memo, "reprcrash", None)
+        if crash is not None:
+            crash.message = stopped_by
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """Print the harness summary."""

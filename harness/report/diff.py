@@ -158,14 +158,12 @@ def diff_results(
     before = {s.id: s for s in old.scenarios}
     after = {s.id: s for s in new.scenarios}
     diff = BaselineDiff(source=source, baseline_started=_started(old))
-    for scenario_id in sorted(after.keys() | before.keys()):
-        was, now = before.get(scenario_id), after.get(scenario_id)
-        if was is None:
-            diff.added.append(_ref(now))  # type: ignore[arg-type]
-            continue
-        if now is None:
-            (diff.not_run if scenario_id in not_run else diff.removed).append(_ref(was))
-            continue
+    diff.added.extend(_ref(after[i]) for i in sorted(after.keys() - before.keys()))
+    for scenario_id in sorted(before.keys() - after.keys()):
+        was = before[scenario_id]
+        (diff.not_run if scenario_id in not_run else diff.removed).append(_ref(was))
+    for scenario_id in sorted(after.keys() & before.keys()):
+        was, now = before[scenario_id], after[scenario_id]
         diff.compared += 1
         if was.status == "passed" and now.status != "passed":
             diff.regressions.append(_status_change(was, now))

@@ -21,6 +21,7 @@ def _base_id(scenario: ScenarioResult, label: str) -> str:
 def _cell(entries: list[tuple[ScenarioResult, str | None]]) -> dict[str, Any]:
     statuses = [s.status for s, _ in entries]
     passed = statuses.count("passed")
+    text: str  # the status itself, or a count of passed runs
     if len(entries) == 1:
         status, text = statuses[0], statuses[0]
     else:

@@ -69,14 +69,16 @@ class BubblewrapSandbox:
     name = "bubblewrap"
 
     def __init__(self) -> None:
-        self._unavailable: str | bool | None = False  # False: not checked yet
+        self._checked = False
+        self._unavailable: str | None = None
         self._no_userns: list[str] = []  # --disable-userns where this bwrap has it
 
     def unavailable(self) -> str | None:
         """None when ``bwrap`` is on PATH and can make namespaces here."""
-        if self._unavailable is False:
+        if not self._checked:
             self._unavailable = self._check()
-        return self._unavailable  # type: ignore[return-value]
+            self._checked = True
+        return self._unavailable
 
     def _check(self) -> str | None:
         bwrap = shutil.which("bwrap")

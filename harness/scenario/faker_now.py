@@ -12,7 +12,13 @@ scenario; nothing global is patched.
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from faker.providers.date_time import Provider as _DateTimeProvider
+else:
+    # The overrides are mixed into the Faker's own provider class at run time.
+    _DateTimeProvider = object
 
 __all__ = ["NOW", "fixed_now_faker"]
 
@@ -36,12 +42,12 @@ def _period(now: Any, years: int) -> tuple[Any, Any]:
         month = start.month % 12 + 1
         end = start.replace(year=start.year + (month == 1), month=month)
     if isinstance(start, datetime):
-        midnight = {"hour": 0, "minute": 0, "second": 0, "microsecond": 0}
-        start, end = start.replace(**midnight), end.replace(**midnight)
+        start = start.replace(hour=0, minute=0, second=0, microsecond=0)
+        end = end.replace(hour=0, minute=0, second=0, microsecond=0)
     return start, end
 
 
-class _FixedNow:
+class _FixedNow(_DateTimeProvider):
     """Overrides of faker.providers.date_time.Provider that read NOW, not the clock."""
 
     @classmethod
@@ -61,8 +67,8 @@ class _FixedNow:
         if isinstance(value, str):
             if value == "now":
                 return _ts(now)
-            return _ts(now + timedelta(**cls._parse_date_string(value)))  # type: ignore[attr-defined]
-        return super()._parse_date_time(value, tzinfo)  # type: ignore[misc]
+            return _ts(now + timedelta(**cls._parse_date_string(value)))
+        return super()._parse_date_time(value, tzinfo)
 
     @classmethod
     def _parse_date(cls, value: Any) -> date:
@@ -76,27 +82,26 @@ class _FixedNow:
         if isinstance(value, str):
             if value in ("today", "now"):
                 return today
-            return today + timedelta(**cls._parse_date_string(value))  # type: ignore[attr-defined]
+            return today + timedelta(**cls._parse_date_string(value))
         if isinstance(value, int):
             return today + timedelta(value)
-        return super()._parse_date(value)  # type: ignore[misc]
+        return super()._parse_date(value)
 
     def date_time_between_dates(
         self, datetime_start: Any = None, datetime_end: Any = None, tzinfo: Any = None
     ) -> datetime:
         now = self._now(tzinfo)
-        return super().date_time_between_dates(  # type: ignore[misc]
+        return super().date_time_between_dates(
             now if datetime_start is None else datetime_start,
             now if datetime_end is None else datetime_end,
             tzinfo,
         )
 
     def _within(self, years: int, before: bool, after: bool, tzinfo: Any, dates: bool) -> Any:
-        now = self._now(tzinfo)
-        if dates:
-            now = now.date()
+        moment = self._now(tzinfo)
+        now: date | datetime = moment.date() if dates else moment
         start, end = _period(now, years)
-        between = self.date_between_dates if dates else self.date_time_between_dates  # type: ignore[attr-defined]
+        between = self.date_between_dates if dates else self.date_time_between_dates
         extra = () if dates else (tzinfo,)
         if before and after:
             return between(start, end, *extra)
@@ -148,7 +153,7 @@ class _FixedNow:
         # Faker's own reckoning, from NOW: the full range of birthdays for those ages.
         today = self._now(tzinfo).date()
         start, end = change_year(today, -(maximum_age + 1)), change_year(today, -minimum_age)
-        born = self.date_time_ad(tzinfo=tzinfo, start_datetime=start, end_datetime=end).date()  # type: ignore[attr-defined]
+        born = self.date_time_ad(tzinfo=tzinfo, start_datetime=start, end_datetime=end).date()
         return born if born != start else born + timedelta(days=1)
 
 

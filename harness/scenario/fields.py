@@ -85,16 +85,17 @@ class Range(BaseModel):
 
     def shown(self) -> Any:
         """How the expectation is displayed: the number, or {min, max}."""
-        if self.min == self.max:
-            return self._num(self.min)  # type: ignore[arg-type]
+        if self.min is not None and self.min == self.max:
+            return self._num(self.min)
         return {k: self._num(v) for k, v in (("min", self.min), ("max", self.max)) if v is not None}
 
 
 class Count(Range):
     """A count, exactly (``3``) or within bounds (``{min: 2, max: 5}``)."""
 
-    min: int | None = Field(default=None, json_schema_extra={"minimum": 0})  # type: ignore[assignment]
-    max: int | None = Field(default=None, json_schema_extra={"minimum": 0})  # type: ignore[assignment]
+    # A count's bounds are whole numbers.
+    min: int | None = Field(default=None, json_schema_extra={"minimum": 0})
+    max: int | None = Field(default=None, json_schema_extra={"minimum": 0})
     _whole: ClassVar[bool] = True
 
 

@@ -7,7 +7,7 @@ import difflib
 import json
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -53,13 +53,13 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
 _WORDS = sorted(_vocabulary(Scenario))
 
 
-def _message(err: dict[str, Any]) -> str:
+def _message(err: Mapping[str, Any]) -> str:
     if err["type"] == "extra_forbidden":
-        key = str(err["loc"][-1])
+        name = str(err["loc"][-1])
         # The key itself is a known word when it sits at the wrong level: no "did you
         # mean 'final'?" for 'final' (the indentation hint says where it belongs).
-        hint = [w for w in difflib.get_close_matches(key, _WORDS, n=2) if w != key][:1]
-        return f"unknown key {key!r}" + (f" (did you mean {hint[0]!r}?)" if hint else "")
+        hint = [w for w in difflib.get_close_matches(name, _WORDS, n=2) if w != name][:1]
+        return f"unknown key {name!r}" + (f" (did you mean {hint[0]!r}?)" if hint else "")
     message = validation_message(err)
     value = err.get("input")
     if err["type"] in ("int_type", "float_type") and isinstance(value, str):

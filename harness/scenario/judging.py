@@ -19,7 +19,7 @@ def judged(scenario: Scenario) -> list[tuple[tuple[str, ...], JudgeSpec]]:
     expect = scenario.expect
     if expect is None:
         return []
-    out = []
+    out: list[tuple[tuple[str, ...], JudgeSpec]] = []
     for section in ("final", "transcript"):
         value = getattr(expect, section)
         spec = getattr(value, "judge", None) if value is not None else None

@@ -322,9 +322,11 @@ def _check(scenario: Scenario, located: Located) -> list[Issue]:
             at = ("turns", k, "expect")
             _check_expected_tools(scenario, turn.expect, at, issue)
             if turn.expect.model_extra:
-                _check_expectation_keys(
-                    turn.expect.model_extra, plugins, lambda p, m, at=at: issue((*at, *p[1:]), m)
-                )
+
+                def turn_issue(path: tuple[str | int, ...], message: str, at: tuple = at) -> None:
+                    issue((*at, *path[1:]), message)
+
+                _check_expectation_keys(turn.expect.model_extra, plugins, turn_issue)
     check_guards(scenario, plugins, issue)
 
     try:
@@ -388,7 +390,7 @@ def _check_agent(
             # A matrix may give the model: the first combination's is checked. (A target's
             # model is served, not built: the target names its own model.)
             if at or getattr(scenario, "target", None) is None:
-                factory(first_llm(scenario) if not at else llm)
+                factory(first_llm(scenario) if isinstance(scenario, Scenario) else llm)
         except HarnessError as exc:
             issue((*at, "llm"), str(exc))
         except Exception:  # a plugin's own bug surfaces when the scenario runs (exit 3)

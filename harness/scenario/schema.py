@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -14,7 +14,7 @@ from pydantic import (
     create_model,
 )
 
-from harness.config import AgentConfig, ModelPrice
+from harness.config import AgentConfig, BudgetSettings, DetectorSettings, ModelPrice
 from harness.llm.config import LLMConfig
 from harness.markers import check_tag
 from harness.scenario.expect_schema import ExpectSection
@@ -47,6 +47,18 @@ class _AgentSectionBase(BaseModel):
     """How the agent loop runs."""
 
     model_config = CLOSED
+
+    if TYPE_CHECKING:
+        # create_model gives AgentSection its fields (_agent_fields); the ones read by name,
+        # as properties: annotations would be fields without defaults to pydantic's plugin.
+        @property
+        def stagnation(self) -> StagnationSection: ...
+        @property
+        def planner(self) -> str: ...
+        @property
+        def detectors(self) -> dict[str, DetectorSettings] | None: ...
+        @property
+        def budget(self) -> BudgetSettings | None: ...
 
     def to_config(self) -> AgentConfig:
         """The loop's AgentConfig."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from contextvars import ContextVar
 from typing import Any
 
@@ -121,10 +122,10 @@ def _precheck(op: str, left: Any, right: Any) -> None:
                 f"at most {MAX_VALUE:,} in one value"
             )
     elif op == "+":
-        sizes = (_sized(left), _sized(right))
-        if None not in sizes and sizes[0] + sizes[1] > MAX_VALUE:  # type: ignore[operator]
+        first, second = _sized(left), _sized(right)
+        if first is not None and second is not None and first + second > MAX_VALUE:
             raise TemplateBoundError(
-                f"{shown} would make {sizes[0] + sizes[1]:,} characters or items; a template "  # type: ignore[operator]
+                f"{shown} would make {first + second:,} characters or items; a template "
                 f"makes at most {MAX_VALUE:,} in one value"
             )
     elif op == "%" and isinstance(left, str):
@@ -231,16 +232,16 @@ class _Counted(NodeTransformer):
     """Loops and ``~`` rewritten to go through the environment's counted versions."""
 
     def visit_For(self, node: nodes.For) -> nodes.Node:
-        node = self.generic_visit(node)
+        self.generic_visit(node)  # in place: it returns the node it was given
         node.iter = _environment_call("bounded_loop", [node.iter])
         return node
 
     def visit_Concat(self, node: nodes.Concat) -> nodes.Node:
-        node = self.generic_visit(node)
+        self.generic_visit(node)
         return _environment_call("bounded_concat", node.nodes)
 
 
-def _environment_call(name: str, args: list[nodes.Expr]) -> nodes.Call:
+def _environment_call(name: str, args: Sequence[nodes.Node]) -> nodes.Call:
     return nodes.Call(nodes.EnvironmentAttribute(name), args, [], None, None)
 
 

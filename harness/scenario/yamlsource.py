@@ -121,7 +121,9 @@ class _Builder:
             # Say, `date: 2024-02-30`: a timestamp that is no date.
             raise self.fail(node, path, f"YAML error: {node.value!r}: {exc}") from None
 
-    def check_tag(self, node: yaml.Node, path: Path_) -> None:
+    # Any, not yaml.Node: a node's kind is read by its `id`, which PyYAML's stubs declare
+    # on the subclasses only, and its class may be another import's (see build).
+    def check_tag(self, node: Any, path: Path_) -> None:
         """Refuse a tag written in the file: a value is read as written.
 
         PyYAML's safe loader refuses unknown tags on scalars but keeps a tagged mapping or
@@ -147,7 +149,7 @@ class _Builder:
             f"read as written){hint}",
         )
 
-    def build(self, node: yaml.Node, path: Path_, depth: int = 0) -> Any:
+    def build(self, node: Any, path: Path_, depth: int = 0) -> Any:
         self.count += 1
         if depth > _MAX_DEPTH or self.count > _MAX_NODES:
             raise self.fail(node, path, "the document is nested too deeply or is too large")

@@ -8,6 +8,8 @@ names the script step, the tool and what the request offered points at the scrip
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from harness.serve.http import ApiError
 from harness.serve.state import Reply
 from harness.wires.neutral import ToolOffer
@@ -15,7 +17,7 @@ from harness.wires.neutral import ToolOffer
 __all__ = ["check_fits"]
 
 
-def _names(names: list[str]) -> str:
+def _names(names: Iterable[str]) -> str:
     return ", ".join(names)
 
 

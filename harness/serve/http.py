@@ -69,12 +69,14 @@ class ApiError(HTTPException):
         return WireError(self.status_code, self.message, self.code, self.param)
 
 
-async def http_error(request: Any, exc: HTTPException) -> JSONResponse:
+async def http_error(request: Any, exc: Exception) -> JSONResponse:
     """The app's handler of HTTP errors: an ApiError as raised; Starlette's own 404 and
     405 (no such route or method) in the API's format too."""
     path = request.url.path
     if isinstance(exc, ApiError):
         return error_answer(path, exc.error())
+    if not isinstance(exc, HTTPException):  # registered for HTTP errors only
+        raise exc
     message = f"{request.method} {path} is not an endpoint of harness serve"
     return error_answer(path, WireError(exc.status_code, message))
 
@@ -97,20 +99,20 @@ async def read_json(request: Any) -> dict[str, Any]:
 
 async def check_reply(state: ScriptState, reply: Reply) -> None:
     """Raise the ApiError of an error step or of an exhausted script."""
-    if reply.error is not None:
-        error = reply.error.error
-        if error == "timeout":
-            # Hold the response past the client's timeout; a client still waiting
-            # after max_delay gets a 504.
-            woken = await state.hold(state.max_delay)
-            if woken is None:
-                message = f"timeout step: the response was held for {state.max_delay:g} s"
-            else:
-                message = (
-                    f"timeout step: the server is shutting down: the response was released "
-                    f"after {woken:.1f} s of {state.max_delay:g} s"
-                )
-            raise ApiError(504, message, "timeout")
+    error = reply.error.error if reply.error is not None else None
+    if error == "timeout":
+        # Hold the response past the client's timeout; a client still waiting
+        # after max_delay gets a 504.
+        woken = await state.hold(state.max_delay)
+        if woken is None:
+            message = f"timeout step: the response was held for {state.max_delay:g} s"
+        else:
+            message = (
+                f"timeout step: the server is shutting down: the response was released "
+                f"after {woken:.1f} s of {state.max_delay:g} s"
+            )
+        raise ApiError(504, message, "timeout")
+    if error is not None:
         raise ApiError(error.status, error.message)
     if reply.step is None and reply.judge:
         message = "a judge's request (x-harness-role: judge), and the script has no judge_script"

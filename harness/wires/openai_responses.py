@@ -56,7 +56,7 @@ class ResponsesWire:
     name = "openai-responses"
     api = "responses"
     label = "Responses API"
-    paths = ("/v1/responses",)
+    paths: tuple[str, ...] = ("/v1/responses",)
     items_field = "input"
 
     def serves(self, path: str) -> bool:
@@ -331,7 +331,9 @@ def _whole(body: dict[str, Any]) -> WireReply:
     reply = WireReply("".join(texts) or None, calls, _finish(body, calls), usage)
     reply.reasoning = reasoning
     if body.get("status") == "failed":
-        error = body.get("error") if isinstance(body.get("error"), dict) else {}
+        error = body.get("error")
+        if not isinstance(error, dict):
+            error = {}
         reply.failed = str(error.get("message") or error.get("code") or "no message")
     return reply
 
@@ -445,8 +447,8 @@ def _piece(event: dict[str, Any], kind: Any, calls: dict[Any, int]) -> LLMChunk 
     if kind in ("response.output_text.delta", "response.refusal.delta"):
         return LLMChunk(content=event.get("delta"))
     item = event.get("item")
-    added = kind == "response.output_item.added" and isinstance(item, dict)
-    if added and item.get("type") == "function_call":
+    added = kind == "response.output_item.added"
+    if added and isinstance(item, dict) and item.get("type") == "function_call":
         index = calls.setdefault(event.get("output_index"), len(calls))
         call_id, name, arguments = item.get("call_id"), item.get("name"), item.get("arguments")
         return LLMChunk(tool_calls=(ToolCallDelta(index, call_id, name, arguments),))
