@@ -140,14 +140,14 @@ class IndexedCassette(Cassette):
     # -- vcrpy's lookup API, indexed -------------------------------------------------------
 
     def append(self, request: Request, response: Any) -> None:
-        """Record an interaction (and index it, so a later identical request can replay it)."""
+        """Record an interaction. It is not indexed: an identical request later in the
+        same recording is another attempt (an SDK's retry after a 429, a question asked
+        twice), sent upstream and recorded in turn, and replay plays them in order."""
         before = len(self.data)
         super().append(request, response)
         if len(self.data) > before:
-            stored = self.data[before][0]
             # What is stored is keyed by its bytes, as it will be when loaded again.
-            stored.__dict__.pop("_harness_key", None)
-            self._add(before)
+            self.data[before][0].__dict__.pop("_harness_key", None)
 
     def _responses(self, request: Request) -> Any:
         for index in self._unplayed.get(self.key_of(request, incoming=True), ()):

@@ -91,7 +91,9 @@ class CassetteApp:
         uri = f"{self.upstream}{suffix}" + (f"?{query}" if query else "")
         request = Request(scope["method"], uri, body or None, {})
         cassette = session.cassette
-        if request in cassette:
+        # vcrpy's rule, as for the own loop: under `all` / `rewrite`, or into a cassette
+        # that did not exist, every request goes upstream (a retry after a 429 included).
+        if cassette.can_play_response_for(request):
             return _served(cassette.play_response(request))
         if self.repeat and session.replays_only:
             cassette.rewind()

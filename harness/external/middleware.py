@@ -17,7 +17,10 @@ from harness.serve.http import PARSED_BODY
 from harness.wires import Wire, wire_for
 from harness.wires.neutral import WireError
 
-__all__ = ["ObservingApp"]
+__all__ = ["TRACES_INGEST", "ObservingApp"]
+
+# Where the Agents SDK uploads its traces (docs/external.md#the-targets-environment).
+TRACES_INGEST = "/v1/traces/ingest"
 
 
 async def _read_body(receive: Any) -> bytes:
@@ -46,6 +49,11 @@ class ObservingApp:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         """The ASGI entry point."""
+        if scope.get("type") == "http" and scope.get("path") == TRACES_INGEST:
+            # An Agents SDK pointed at harness uploads its traces here: accepted, unread.
+            await _read_body(receive)
+            await _answer(send, 200, b"{}")
+            return
         wire = wire_for(scope.get("path", "")) if scope.get("type") == "http" else None
         if wire is None or scope.get("method") != "POST":
             await self.app(scope, receive, send)
