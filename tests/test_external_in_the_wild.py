@@ -278,3 +278,86 @@ def test_an_agents_sdk_quickstart_uploads_no_trace(project, monkeypatch, only_lo
 
     assert (result.status, result.final.content) == ("passed", "Code calls itself.")
     assert only_loopback == []
+
+
+TOOLS_AGENT = '''
+import openai
+from pydantic_ai import Agent
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+
+
+def lookup(city: str) -> str:
+    """The weather in a city."""
+    return f"sunny in {city}"
+
+
+async def pydantic_streamed(question):
+    model = OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider())
+    agent = Agent(model, tools=[lookup])
+    async with agent.run_stream(question) as result:
+        return await result.get_output()
+
+
+def impatient(question):
+    client = openai.OpenAI(max_retries=0, timeout=0.5)
+    reply = client.chat.completions.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": question}]
+    )
+    return reply.choices[0].message.content
+'''
+
+
+def test_calls_sent_without_ids_are_matched_to_their_results(project):
+    pytest.importorskip("pydantic_ai")
+    (project / "tools_agent.py").write_text(TOOLS_AGENT)
+    path = project / "no-ids.scenario.yaml"
+    path.write_text(
+        textwrap.dedent(
+            """\
+            target: {python: "tools_agent:pydantic_streamed", timeout: 30}
+            input: Weather in Paris and Rome?
+            llm:
+              script:
+                - tool_calls:
+                    - {name: lookup, arguments: {city: Paris}, id: null}
+                    - {name: lookup, arguments: {city: Rome}, id: null}
+                - content: Sunny in both.
+            expect: {termination: completed, script_consumed: true}
+            """
+        )
+    )
+
+    result = run_scenario(path)
+
+    assert result.status == "passed", result.final
+    assert [(c.name, c.status, c.result) for c in result.tool_calls] == [
+        ("lookup", "ok", "sunny in Paris"),
+        ("lookup", "ok", "sunny in Rome"),
+    ]
+    assert result.parallel_groups == [["lookup", "lookup"]]
+    # Chat Completions tool messages name no tool: the transcript names the call's.
+    tools = [m for m in result.transcript if m.role == "tool"]
+    assert [(m.name, m.content) for m in tools] == [
+        ("lookup", "sunny in Paris"),
+        ("lookup", "sunny in Rome"),
+    ]
+
+
+def test_a_client_that_times_out_before_a_timeout_step_answers_is_reported_so(project):
+    (project / "tools_agent.py").write_text(TOOLS_AGENT)
+    path = project / "impatient.scenario.yaml"
+    path.write_text(
+        "target: {python: 'tools_agent:impatient', timeout: 30}\n"
+        "input: Hello?\n"
+        "llm: {script: [{error: timeout}, {content: Too late.}]}\n"
+        "expect: {termination: llm_error}\n"
+    )
+
+    result = run_scenario(path)
+
+    assert result.status == "passed", result.final
+    error = result.final.error
+    assert (error.type, error.status) == ("timeout", None)
+    assert error.message == "the client gave up before the answer came (its own timeout)"
+    assert "shutting down" not in str(result.model_dump())

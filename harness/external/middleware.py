@@ -9,6 +9,7 @@ when the client went away in the middle of it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -88,12 +89,12 @@ class ObservingApp:
 
         status = 500
         chunks: list[bytes] = []
-        done = False
+        done = started = False
 
         async def capture(message: dict[str, Any]) -> None:
-            nonlocal status, done
+            nonlocal status, done, started
             if message["type"] == "http.response.start":
-                status = int(message["status"])
+                status, started = int(message["status"]), True
             elif message["type"] == "http.response.body":
                 chunks.append(message.get("body", b""))
                 if not message.get("more_body") and not done:
@@ -101,9 +102,20 @@ class ObservingApp:
                     self.observation.response(wire, call, status, b"".join(chunks))
             await send(message)
 
+        async def watch() -> None:
+            nonlocal done
+            # The body was read: what comes now is the client closing the connection.
+            message = await receive()
+            if message.get("type") == "http.disconnect" and not started and not done:
+                # Before any answer (a held `error: timeout` step): the client's timeout.
+                done = True
+                self.observation.gave_up(wire, call)
+
+        watcher = asyncio.ensure_future(watch())
         try:
             await self.app(scope, replay, capture)
         finally:
+            watcher.cancel()
             if not done:
                 # The client left (or the app failed) before the answer was complete:
                 # what was sent is still what the target saw.
