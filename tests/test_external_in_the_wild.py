@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -361,3 +363,109 @@ def test_a_client_that_times_out_before_a_timeout_step_answers_is_reported_so(pr
     assert (error.type, error.status) == ("timeout", None)
     assert error.message == "the client gave up before the answer came (its own timeout)"
     assert "shutting down" not in str(result.model_dump())
+
+
+FOREIGN = Path(__file__).parent / "fixtures" / "foreign-cassettes"
+AGNO = "agno-chat-failing-tool-brotli.yaml"
+
+
+@pytest.fixture
+def served_cassette(tmp_path):
+    """``harness serve --cassette`` on agno's brotli recording, moved to the path prefix of
+    an OpenAI-compatible endpoint (Gemini's, as pydantic-ai recorded it): its root URL."""
+    text = (FOREIGN / AGNO).read_text()
+    moved = tmp_path / "moved.yaml"
+    moved.write_text(
+        text.replace(
+            "https://api.openai.com/v1/chat/completions",
+            "https://generativelanguage.googleapis.com/v1beta/openai/chat/completions",
+        )
+    )
+    server = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "serve", "--cassette", str(moved), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = server.stdout.readline()
+        yield line.split(" at ")[1].split(" ")[0].removesuffix("/v1")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_serve_answers_a_brotli_recording_at_the_paths_it_was_recorded_on(served_cassette):
+    import openai
+
+    (first, *_) = yaml.safe_load((FOREIGN / AGNO).read_text())["interactions"]
+    request = json.loads(first["request"]["body"])
+    client = openai.OpenAI(base_url=f"{served_cassette}/v1beta/openai", api_key="x")
+
+    reply = client.chat.completions.create(**request)
+
+    # Decoded (brotli), as the recorded API sent it.
+    (call,) = reply.choices[0].message.tool_calls
+    assert (call.function.name, json.loads(call.function.arguments)) == (
+        "unreliable_search",
+        {"query": "Python tutorials"},
+    )
+    elsewhere = openai.OpenAI(base_url=f"{served_cassette}/v1", api_key="x", max_retries=0)
+    with pytest.raises(openai.BadRequestError) as miss:
+        elsewhere.chat.completions.create(**request)
+    message = miss.value.body["message"]
+    assert "No recorded request is a POST to /v1/chat/completions" in message
+    assert "/v1beta/openai/chat/completions." in message.split("were recorded at ")[1]
+    assert "Send the requests to the recorded paths" in message
+    assert "re-record" not in message
+
+
+HEADERS_AGENT = """
+import openai
+
+
+def with_gateway_token(question):
+    client = openai.OpenAI(max_retries=0, default_headers={"X-Custom-Token": "gw-0123456789"})
+    reply = client.chat.completions.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": question}]
+    )
+    return reply.choices[0].message.content
+"""
+
+
+class SeenHeaders:
+    """harness's server as the upstream, keeping the headers of every request it got."""
+
+    def __init__(self, app) -> None:
+        self.app = app  # by that name: running_app finds the server's state through it
+        self.seen: list[dict[str, str]] = []
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            self.seen.append({k.decode(): v.decode() for k, v in scope["headers"]})
+        await self.app(scope, receive, send)
+
+
+def test_the_agents_own_headers_reach_the_upstream_and_never_the_cassette(project, monkeypatch):
+    from harness.llm.script import parse_step
+    from harness.serve import create_app, running_app
+
+    (project / "headers_agent.py").write_text(HEADERS_AGENT)
+    path = project / "headers.scenario.yaml"
+    path.write_text(
+        "target: {python: 'headers_agent:with_gateway_token', timeout: 30}\n"
+        "input: Hello?\n"
+        "llm: {provider: openai, model: gpt-4o-mini, cassette: headers.yaml}\n"
+    )
+    upstream = SeenHeaders(create_app([parse_step(0, {"content": "Hi."})]))
+    with running_app(upstream) as url, monkeypatch.context() as m:
+        m.setenv("OPENAI_BASE_URL", url)
+        m.setenv("OPENAI_API_KEY", SECRET)
+        recorded = run_scenario(path, record_mode="once")
+
+    assert recorded.status == "passed", recorded.final
+    (headers,) = upstream.seen
+    assert headers["x-custom-token"] == "gw-0123456789"
+    assert headers["authorization"] == f"Bearer {SECRET}"  # the real key, not the dummy
+    text = (project / "headers.yaml").read_text()
+    assert "gw-0123456789" not in text and SECRET not in text

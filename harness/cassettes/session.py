@@ -390,12 +390,26 @@ class CassetteSession:
             )
             return LLMError(f"{where}\n{detail}", type="cassette_miss")
         nearest = self._nearest(request, sent)
+        paths = sorted(
+            {s.path for s, _ in self.cassette.data if s.method.upper() == request.method.upper()}
+        )
+        hint = (
+            "If the change is intended, re-record: --record-mode new_episodes adds the new "
+            "requests, --record-mode rewrite records the cassette again."
+        )
         if nearest is None:
             detail = (
                 f"No recorded {'judge ' if judge else ''}request is a {request.method} to "
                 f"{request.path}; "
                 f"the cassette holds {len(self.cassette.data)} interaction(s)."
             )
+            if paths and request.path not in paths:
+                # Recorded under another path prefix: nothing to re-record.
+                detail += f" Its {request.method} requests were recorded at {', '.join(paths)}."
+                hint = (
+                    "Send the requests to the recorded paths: a client's base URL is the "
+                    "part of the path before /chat/completions or /responses."
+                )
         else:
             played = " (already played)" if self.cassette.play_counts[nearest] else ""
             diff = body_diff(
@@ -405,10 +419,6 @@ class CassetteSession:
                 sent_name=f"request {call}",
             )
             detail = f"Nearest recorded request: interaction {nearest + 1}{played}.\n{diff}"
-        hint = (
-            "If the change is intended, re-record: --record-mode new_episodes adds the new "
-            "requests, --record-mode rewrite records the cassette again."
-        )
         message = Scrubber().text(f"{where}\n{detail}\n{hint}")
         return LLMError(message, type="cassette_miss")
 
