@@ -30,6 +30,7 @@ from harness.freeze.build import (
     build_target_scenario,
     output_tools,
     replayed_calls,
+    stopped_by_limit,
 )
 from harness.freeze.chains import rebuild_chains, skipped_interactions
 from harness.freeze.check import Sent, expectations, first_difference, run_offline, set_aside
@@ -209,6 +210,17 @@ def _source(cassette: str | Path | None, scenario: str | Path | None, run: int |
             "answers (an output tool, say): the frozen scenario marks it ends_run: true, so "
             "its run ends there, completed; if an iteration limit stopped the recording, "
             "pass --scenario with the scenario that made it"
+        )
+    elif original is None and stopped_by_limit(chosen):
+        called = _unanswered(source)
+        replies = sum(1 for call in replayed_calls(chosen) if call.reply is not None)
+        notes.append(
+            f"the recording ends on {len(called)} call(s) (to "
+            f"{', '.join(dict.fromkeys(called))}) that no later request answers: its client "
+            f"stopped the run there, so the frozen scenario says agent.max_iterations: "
+            f"{2 * replies} (two iterations per recorded reply) and its run ends there, at "
+            "the limit; if something else stopped the recording, pass --scenario with the "
+            "scenario that made it"
         )
     return source
 

@@ -250,6 +250,14 @@ def output_tools(run: RecordedRun) -> list[str]:
     return [] if name in earlier else [name]
 
 
+def stopped_by_limit(run: RecordedRun) -> bool:
+    """Whether the recording ends on calls no later request answers that are not an
+    output tool's (several at once, or a tool called before): a run its client stopped
+    from outside, as an iteration limit does; the frozen run ends there by its limit."""
+    last = replayed_calls(run)[-1].reply
+    return last is not None and bool(last.tool_calls) and not output_tools(run)
+
+
 def build_scenario(
     run: RecordedRun, *, description: str, original: Scenario | None = None
 ) -> dict[str, Any]:
@@ -276,8 +284,10 @@ def build_scenario(
     last = calls[-1].reply
     finished = last is not None and not last.tool_calls
     if original is None and finished and 2 * replies > _DEFAULT_MAX_ITERATIONS:
-        # A long run that ended with an answer needed this many iterations. (One that
-        # ended on tool calls may have been stopped by its limit: that needs --scenario.)
+        # A long run that ended with an answer needed this many iterations.
+        agent["max_iterations"] = 2 * replies
+    elif original is None and stopped_by_limit(run):
+        # Its client stopped it on calls no request answers: the limit ends it there too.
         agent["max_iterations"] = 2 * replies
     if agent:
         scenario["agent"] = agent
