@@ -427,6 +427,31 @@ def test_a_last_reply_of_parallel_calls_freezes_into_a_run_its_iteration_limit_e
     assert result.llm_calls == 1 and len(result.tool_calls) == 3
 
 
+def test_a_last_call_to_a_tool_the_request_never_offered_ends_at_the_limit(tmp_path, capsys):
+    # dd-trace-py's one-request recording, its request without the tools: the model called
+    # `add` though nothing offered it. No output tool: the client stopped on the made-up call.
+    name = "dd-trace-py-test_lcel_with_tools_openai.yaml"
+
+    def unoffered(interactions):
+        request = interactions[0]["request"]
+        body = json.loads(request["body"])
+        del body["tools"]
+        request["body"] = json.dumps(body)
+
+    cassette = _damaged(tmp_path, name, unoffered)
+    out = tmp_path / "frozen.scenario.yaml"
+    assert freeze_main([str(cassette), "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert (
+        "the recording ends on 1 call(s) (to add; its request never offered add: the model "
+        "made the call up) that no later request answers"
+    ) in err
+    assert "output tool" not in err
+    result = run_scenario(out)
+    assert result.status == "passed", [e for e in result.expectations if not e.ok]
+    assert result.termination == "max_iterations"
+
+
 def _set_request_body(number: int, edit):
     def apply(interactions):
         request = interactions[number - 1]["request"]

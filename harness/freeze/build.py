@@ -15,6 +15,7 @@ from harness.freeze.recorded import FreezeError, RecordedCall, RecordedRun
 from harness.messages import ToolCall, parse_arguments, text_of
 from harness.scenario.schema import Scenario
 from harness.scenario.templates import TEMPLATE_MARKERS
+from harness.wires import wire_named
 
 __all__ = ["build_scenario", "build_target_scenario", "replayed_calls"]
 
@@ -247,7 +248,17 @@ def output_tools(run: RecordedRun) -> list[str]:
         return []
     name = last.tool_calls[0][1]
     earlier = {n for call in calls[:-1] if call.reply for _, n, _ in call.reply.tool_calls}
-    return [] if name in earlier else [name]
+    # A tool the request never offered is no output tool: the model made the call up.
+    return [] if name in earlier or name in never_offered(calls[-1]) else [name]
+
+
+def never_offered(call: RecordedCall) -> list[str]:
+    """The tools the reply to ``call`` calls that its request did not offer."""
+    if call.reply is None:
+        return []
+    specs = wire_named(call.api).tools(call.body.get("tools") or [])
+    offered = {spec.name for spec in specs}
+    return [name for _, name, _ in call.reply.tool_calls if name not in offered]
 
 
 def stopped_by_limit(run: RecordedRun) -> bool:
