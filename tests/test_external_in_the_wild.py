@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.errors import ScenarioSkipped
 from harness.scenario import run_scenario
 from harness.serve import running_server
 
@@ -469,3 +470,23 @@ def test_the_agents_own_headers_reach_the_upstream_and_never_the_cassette(projec
     assert headers["authorization"] == f"Bearer {SECRET}"  # the real key, not the dummy
     text = (project / "headers.yaml").read_text()
     assert "gw-0123456789" not in text and SECRET not in text
+
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "scenarios" / "external"
+
+
+def test_no_request_of_the_example_targets_leaves_127_0_0_1(monkeypatch, only_loopback):
+    # The user's own settings, as in a shell: a key, an organization, a base URL elsewhere.
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-users-own")
+    monkeypatch.setenv("OPENAI_BASE_URL", "https://api.openai.com/v1")
+    ran = 0
+    for path in sorted(EXAMPLES.glob("*.scenario.yaml")):
+        try:
+            result = run_scenario(path)
+        except ScenarioSkipped:
+            continue
+        ran += 1
+        assert result.status == "passed", (path.name, result.final)
+    assert ran >= 5
+    assert only_loopback == []
