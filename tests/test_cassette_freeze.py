@@ -300,16 +300,20 @@ def limited(tmp_path) -> tuple[Path, Path, object]:
     return source, cassette, recorded
 
 
-def test_a_run_stopped_by_its_limit_is_refused_without_the_scenario_that_recorded_it(
+def test_a_run_stopped_by_its_limit_freezes_ending_at_the_limit_without_its_scenario(
     tmp_path, limited, capsys
 ):
-    _, cassette, _ = limited
+    _, cassette, recorded = limited
     out = tmp_path / "frozen.scenario.yaml"
-    assert freeze_main([str(cassette), "-o", str(out)]) == 2
-    err = one_line_error(capsys)
-    assert "the recording ends after 2 request(s) but the frozen run goes on" in err
-    assert "pass --scenario with the scenario that made the recording" in err
-    assert not out.exists()
+    assert freeze_main([str(cassette), "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert (
+        "the recording ends on 1 call(s) (to lookup) that no later request answers: its "
+        "client stopped the run there, so the frozen scenario says agent.max_iterations: 4"
+    ) in err
+    result = run_scenario(out)
+    assert result.status == "passed", [e for e in result.expectations if not e.ok]
+    assert (result.termination, result.llm_calls) == ("max_iterations", recorded.llm_calls)
 
 
 def test_a_recorded_run_that_ended_in_error_is_refused_in_one_line(tmp_path, capsys):

@@ -140,14 +140,14 @@ class IndexedCassette(Cassette):
     # -- vcrpy's lookup API, indexed -------------------------------------------------------
 
     def append(self, request: Request, response: Any) -> None:
-        """Record an interaction (and index it, so a later identical request can replay it)."""
+        """Record an interaction. It is not indexed: an identical request later in the
+        same recording is another attempt (an SDK's retry after a 429, a question asked
+        twice), sent upstream and recorded in turn, and replay plays them in order."""
         before = len(self.data)
         super().append(request, response)
         if len(self.data) > before:
-            stored = self.data[before][0]
             # What is stored is keyed by its bytes, as it will be when loaded again.
-            stored.__dict__.pop("_harness_key", None)
-            self._add(before)
+            self.data[before][0].__dict__.pop("_harness_key", None)
 
     def _responses(self, request: Request) -> Any:
         for index in self._unplayed.get(self.key_of(request, incoming=True), ()):
@@ -390,12 +390,26 @@ class CassetteSession:
             )
             return LLMError(f"{where}\n{detail}", type="cassette_miss")
         nearest = self._nearest(request, sent)
+        paths = sorted(
+            {s.path for s, _ in self.cassette.data if s.method.upper() == request.method.upper()}
+        )
+        hint = (
+            "If the change is intended, re-record: --record-mode new_episodes adds the new "
+            "requests, --record-mode rewrite records the cassette again."
+        )
         if nearest is None:
             detail = (
                 f"No recorded {'judge ' if judge else ''}request is a {request.method} to "
                 f"{request.path}; "
                 f"the cassette holds {len(self.cassette.data)} interaction(s)."
             )
+            if paths and request.path not in paths:
+                # Recorded under another path prefix: nothing to re-record.
+                detail += f" Its {request.method} requests were recorded at {', '.join(paths)}."
+                hint = (
+                    "Send the requests to the recorded paths: a client's base URL is the "
+                    "part of the path before /chat/completions or /responses."
+                )
         else:
             played = " (already played)" if self.cassette.play_counts[nearest] else ""
             diff = body_diff(
@@ -405,10 +419,6 @@ class CassetteSession:
                 sent_name=f"request {call}",
             )
             detail = f"Nearest recorded request: interaction {nearest + 1}{played}.\n{diff}"
-        hint = (
-            "If the change is intended, re-record: --record-mode new_episodes adds the new "
-            "requests, --record-mode rewrite records the cassette again."
-        )
         message = Scrubber().text(f"{where}\n{detail}\n{hint}")
         return LLMError(message, type="cassette_miss")
 

@@ -28,8 +28,25 @@ DEFAULT_UPSTREAM = "https://api.openai.com/v1"
 
 # Hop-by-hop or length headers that do not describe a body served again decoded.
 _DROPPED = {"content-length", "content-encoding", "transfer-encoding", "connection"}
-# Sent upstream: what the API reads. The target's own authorization is a dummy.
-_FORWARDED = {"content-type", "accept", "openai-beta", "user-agent"}
+# Not sent upstream: the target's keys are dummies (harness sends the real key),
+# and the connection's own headers are the proxy's. Every other header the agent sets (a
+# gateway's token, `OpenAI-Beta`) is forwarded; none is written to the cassette.
+_NOT_FORWARDED = {
+    "authorization",
+    "api-key",
+    "x-api-key",
+    "x-goog-api-key",
+    "host",
+    "content-length",
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "te",
+    "upgrade",
+    "accept-encoding",
+    "proxy-authorization",
+    "proxy-connection",
+}
 
 
 def _httpx() -> Any:
@@ -59,6 +76,7 @@ class CassetteApp:
         # Read now: the target gets a dummy key in the same environment later.
         self.key = os.environ.get("OPENAI_API_KEY")
         self.refused: str | None = None
+        self._paths: set[str] | None = None
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         """The ASGI entry point."""
@@ -87,11 +105,18 @@ class CassetteApp:
         session.requests_sent += 1
         path = scope["path"]
         query = scope.get("query_string", b"").decode()
-        suffix = path[3:] if path.startswith("/v1/") else path
-        uri = f"{self.upstream}{suffix}" + (f"?{query}" if query else "")
+        if session.replays_only and path in self._recorded_paths():
+            # Served at the paths it was recorded on (pydantic-ai's `/v1beta/openai/...`).
+            uri = f"{_origin(self.upstream)}{path}"
+        else:
+            suffix = path[3:] if path.startswith("/v1/") else path
+            uri = f"{self.upstream}{suffix}"
+        uri += f"?{query}" if query else ""
         request = Request(scope["method"], uri, body or None, {})
         cassette = session.cassette
-        if request in cassette:
+        # vcrpy's rule, as for the own loop: under `all` / `rewrite`, or into a cassette
+        # that did not exist, every request goes upstream (a retry after a 429 included).
+        if cassette.can_play_response_for(request):
             return _served(cassette.play_response(request))
         if self.repeat and session.replays_only:
             cassette.rewind()
@@ -105,6 +130,11 @@ class CassetteApp:
             return _error(path, 400, miss.message, "cassette_miss")
         return await self._forward(scope, request, body)
 
+    def _recorded_paths(self) -> set[str]:
+        if self._paths is None:
+            self._paths = {stored.path for stored, _ in self.session.cassette.data}
+        return self._paths
+
     async def _forward(self, scope: dict[str, Any], request: Any, body: bytes) -> tuple:
         refusal = no_key_refusal(_host(request.uri), self.key)
         if refusal is not None:
@@ -116,7 +146,7 @@ class CassetteApp:
         headers = {
             k.decode("latin-1"): v.decode("latin-1")
             for k, v in scope.get("headers", [])
-            if k.decode("latin-1").lower() in _FORWARDED
+            if k.decode("latin-1").lower() not in _NOT_FORWARDED
         }
         headers["accept-encoding"] = "gzip, deflate"
         if self.key:
@@ -152,6 +182,13 @@ class CassetteApp:
         if self.refused:
             self.session.refused = self.refused
         self.session.save()
+
+
+def _origin(uri: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(uri)
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def _host(uri: str) -> str | None:

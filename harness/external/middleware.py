@@ -9,6 +9,7 @@ when the client went away in the middle of it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -17,7 +18,10 @@ from harness.serve.http import PARSED_BODY
 from harness.wires import Wire, wire_for
 from harness.wires.neutral import WireError
 
-__all__ = ["ObservingApp"]
+__all__ = ["TRACES_INGEST", "ObservingApp"]
+
+# Where the Agents SDK uploads its traces (docs/external.md#the-targets-environment).
+TRACES_INGEST = "/v1/traces/ingest"
 
 
 async def _read_body(receive: Any) -> bytes:
@@ -46,6 +50,11 @@ class ObservingApp:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         """The ASGI entry point."""
+        if scope.get("type") == "http" and scope.get("path") == TRACES_INGEST:
+            # An Agents SDK pointed at harness uploads its traces here: accepted, unread.
+            await _read_body(receive)
+            await _answer(send, 200, b"{}")
+            return
         wire = wire_for(scope.get("path", "")) if scope.get("type") == "http" else None
         if wire is None or scope.get("method") != "POST":
             await self.app(scope, receive, send)
@@ -80,12 +89,12 @@ class ObservingApp:
 
         status = 500
         chunks: list[bytes] = []
-        done = False
+        done = started = False
 
         async def capture(message: dict[str, Any]) -> None:
-            nonlocal status, done
+            nonlocal status, done, started
             if message["type"] == "http.response.start":
-                status = int(message["status"])
+                status, started = int(message["status"]), True
             elif message["type"] == "http.response.body":
                 chunks.append(message.get("body", b""))
                 if not message.get("more_body") and not done:
@@ -93,9 +102,20 @@ class ObservingApp:
                     self.observation.response(wire, call, status, b"".join(chunks))
             await send(message)
 
+        async def watch() -> None:
+            nonlocal done
+            # The body was read: what comes now is the client closing the connection.
+            message = await receive()
+            if message.get("type") == "http.disconnect" and not started and not done:
+                # Before any answer (a held `error: timeout` step): the client's timeout.
+                done = True
+                self.observation.gave_up(wire, call)
+
+        watcher = asyncio.ensure_future(watch())
         try:
             await self.app(scope, replay, capture)
         finally:
+            watcher.cancel()
             if not done:
                 # The client left (or the app failed) before the answer was complete:
                 # what was sent is still what the target saw.

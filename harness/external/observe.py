@@ -186,6 +186,24 @@ class Observation:
                 raise Refusal(400, message)
             return call
 
+    def gave_up(self, wire: Wire, call: int) -> None:
+        """The client closed the connection of request ``call`` before any answer."""
+        with self.lock:
+            self._asked.pop(call, None)
+            message = "the client gave up before the answer came (its own timeout)"
+            self.last_error = RunError(type="timeout", message=message, status=None)
+            run = self.run
+            run.emit(
+                LLMFailedEvent(
+                    iteration=run.iteration,
+                    call=call,
+                    type="timeout",
+                    message=message,
+                    status=None,
+                    sim=run.sim_time,
+                )
+            )
+
     def response(self, wire: Wire, call: int, status: int, raw: bytes) -> None:
         """The answer to request ``call`` was sent (``raw``: its whole body)."""
         with self.lock:
@@ -268,10 +286,8 @@ class Observation:
         if start and any(r.id not in found for r in pending):
             found = wire.tool_results(items, 0)
         run = self.run
-        for record in pending:
-            if record.id not in found:
-                continue
-            run._ledger.result_arrived(record, clean_text(found[record.id]))
+        for record, result in _answered(wire, items[start:], pending, found):
+            run._ledger.result_arrived(record, clean_text(result))
             run.emit(
                 ActionExecutedEvent(
                     iteration=run.iteration,
@@ -336,6 +352,27 @@ class Observation:
         if self.last_error is None and self._last_reply is not None:
             messages.append(self._last_reply)
         return Conversation(messages=messages)
+
+
+def _answered(
+    wire: Wire, new: list[Any], pending: list[ToolCallRecord], found: dict[str, str]
+) -> list[tuple[ToolCallRecord, str]]:
+    """Each pending call with the result a request sent for it.
+
+    A call the reply sent without an id (or that the client gave an id of its own) comes
+    back under the client's id: matched as freeze matches it, to the calls the client sent
+    back, in the reply's order and with the same name.
+    """
+    sent = [item for item in wire.normalized({wire.items_field: new}) if item[0] == "call"]
+    sent = sent[-len(pending) :] if len(sent) >= len(pending) else []
+    answered = []
+    for index, record in enumerate(pending):
+        result = found.get(record.id) if record.id else None
+        if result is None and sent and sent[index][2] == record.name:
+            result = found.get(str(sent[index][1]))
+        if result is not None:
+            answered.append((record, result))
+    return answered
 
 
 def _failure(wire: Wire, status: int, answer: tuple[Any, bool] | None) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from typing import Any
 from harness.actions import FinalData, FinalResponse, RunError, RunResult, Termination
 from harness.config import AgentConfig
 from harness.errors import HarnessError, exception_chain
+from harness.external.environment import target_environment
 from harness.external.middleware import ObservingApp
 from harness.external.observe import Observation
 from harness.external.targets import TargetCall
@@ -79,7 +80,7 @@ async def run_target(
             base_url=url,
             root=root or Path.cwd(),
             timeout=spec.timeout,
-            env={"OPENAI_BASE_URL": url, "OPENAI_API_KEY": DUMMY_API_KEY},
+            env=target_environment({"OPENAI_BASE_URL": url, "OPENAI_API_KEY": DUMMY_API_KEY}),
         )
         observation.begin()
         outcome = await _call(kind, spec, call)

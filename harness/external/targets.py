@@ -20,10 +20,10 @@ import shutil
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.errors import HarnessError, describe, exception_chain
 from harness.hookspecs import hookimpl
@@ -41,6 +41,8 @@ __all__ = [
 # The frameworks' "too many turns" exceptions, by class name (no framework is imported):
 # pydantic-ai, the OpenAI Agents SDK, LangGraph.
 LIMIT_EXCEPTIONS = frozenset({"UsageLimitExceeded", "MaxTurnsExceeded", "GraphRecursionError"})
+
+_Env = TypeVar("_Env", bound=MutableMapping[str, str])
 
 # Kept from a failing command's stderr for final.error.
 _STDERR_TAIL = 2000
@@ -76,21 +78,31 @@ class TargetCall:
     base_url: str
     root: Path
     timeout: float
-    env: dict[str, str] = field(default_factory=dict)
+    # Changes to the environment: None removes a variable (the user's own OPENAI_*).
+    env: dict[str, str | None] = field(default_factory=dict)
+
+    def child_environment(self) -> dict[str, str]:
+        """The whole environment of a program the target starts: harness's, changed."""
+        return _changed(dict(os.environ), self.env)
+
+
+def _changed(environ: _Env, changes: Mapping[str, str | None]) -> _Env:
+    for name, value in changes.items():
+        if value is None:
+            environ.pop(name, None)
+        else:
+            environ[name] = value
+    return environ
 
 
 @contextlib.contextmanager
-def _environment(values: dict[str, str]) -> Iterator[None]:
+def _environment(values: dict[str, str | None]) -> Iterator[None]:
     saved = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
+    _changed(os.environ, values)
     try:
         yield
     finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        _changed(os.environ, saved)
 
 
 # -- python: module:callable --------------------------------------------------------------
@@ -352,7 +364,7 @@ class CommandTarget:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             cwd=call.root,
-            env={**os.environ, **call.env},
+            env=call.child_environment(),
             # Its own process group: a timeout kills the program and whatever it started.
             start_new_session=True,
         )

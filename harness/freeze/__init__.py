@@ -28,8 +28,10 @@ from harness.cassettes.format import (
 from harness.freeze.build import (
     build_scenario,
     build_target_scenario,
+    never_offered,
     output_tools,
     replayed_calls,
+    stopped_by_limit,
 )
 from harness.freeze.chains import rebuild_chains, skipped_interactions
 from harness.freeze.check import Sent, expectations, first_difference, run_offline, set_aside
@@ -209,6 +211,24 @@ def _source(cassette: str | Path | None, scenario: str | Path | None, run: int |
             "answers (an output tool, say): the frozen scenario marks it ends_run: true, so "
             "its run ends there, completed; if an iteration limit stopped the recording, "
             "pass --scenario with the scenario that made it"
+        )
+    elif original is None and stopped_by_limit(chosen):
+        called = _unanswered(source)
+        replies = sum(1 for call in replayed_calls(chosen) if call.reply is not None)
+        made_up = never_offered(replayed_calls(chosen)[-1])
+        unoffered = (
+            f"; its request never offered {', '.join(dict.fromkeys(made_up))}: the model "
+            "made the call up"
+            if made_up
+            else ""
+        )
+        notes.append(
+            f"the recording ends on {len(called)} call(s) (to "
+            f"{', '.join(dict.fromkeys(called))}{unoffered}) that no later request answers: "
+            f"its client stopped the run there, so the frozen scenario says agent.max_iterations: "
+            f"{2 * replies} (two iterations per recorded reply) and its run ends there, at "
+            "the limit; if something else stopped the recording, pass --scenario with the "
+            "scenario that made it"
         )
     return source
 

@@ -15,6 +15,7 @@ from harness.freeze.recorded import FreezeError, RecordedCall, RecordedRun
 from harness.messages import ToolCall, parse_arguments, text_of
 from harness.scenario.schema import Scenario
 from harness.scenario.templates import TEMPLATE_MARKERS
+from harness.wires import wire_named
 
 __all__ = ["build_scenario", "build_target_scenario", "replayed_calls"]
 
@@ -249,7 +250,25 @@ def output_tools(run: RecordedRun) -> list[str]:
         return []
     name = last.tool_calls[0][1]
     earlier = {n for call in calls[:-1] if call.reply for _, n, _ in call.reply.tool_calls}
-    return [] if name in earlier else [name]
+    # A tool the request never offered is no output tool: the model made the call up.
+    return [] if name in earlier or name in never_offered(calls[-1]) else [name]
+
+
+def never_offered(call: RecordedCall) -> list[str]:
+    """The tools the reply to ``call`` calls that its request did not offer."""
+    if call.reply is None:
+        return []
+    specs = wire_named(call.api).tools(call.body.get("tools") or [])
+    offered = {spec.name for spec in specs}
+    return [name for _, name, _ in call.reply.tool_calls if name not in offered]
+
+
+def stopped_by_limit(run: RecordedRun) -> bool:
+    """Whether the recording ends on calls no later request answers that are not an
+    output tool's (several at once, or a tool called before): a run its client stopped
+    from outside, as an iteration limit does; the frozen run ends there by its limit."""
+    last = replayed_calls(run)[-1].reply
+    return last is not None and bool(last.tool_calls) and not output_tools(run)
 
 
 def build_scenario(
@@ -278,8 +297,10 @@ def build_scenario(
     last = calls[-1].reply
     finished = last is not None and not last.tool_calls
     if original is None and finished and 2 * replies > _DEFAULT_MAX_ITERATIONS:
-        # A long run that ended with an answer needed this many iterations. (One that
-        # ended on tool calls may have been stopped by its limit: that needs --scenario.)
+        # A long run that ended with an answer needed this many iterations.
+        agent["max_iterations"] = 2 * replies
+    elif original is None and stopped_by_limit(run):
+        # Its client stopped it on calls no request answers: the limit ends it there too.
         agent["max_iterations"] = 2 * replies
     if agent:
         scenario["agent"] = agent

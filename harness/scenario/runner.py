@@ -24,6 +24,7 @@ from harness.scenario.loader import load_scenario, starting_conversation, with_p
 from harness.scenario.schema import Scenario
 from harness.scenario.serving import llm_source, scenario_agent, scenario_id
 from harness.scenario.turns import run_turns, turn_capture
+from harness.scenario.unreached import unreached
 from harness.sync import run_sync
 
 __all__ = ["arun_scenario", "run_scenario", "scenario_id"]
@@ -92,7 +93,10 @@ async def arun_scenario(
             scenario=scenario,
         )
         expectations = await evaluate(scenario.expect, check, project.registry("expectations"))
-        return _result(scenario, sid, result, expectations, agent_config)
+        bypassed = unreached(result, remaining, scenario)
+        return _result(
+            scenario, sid, result, [*expectations, *filter(None, [bypassed])], agent_config
+        )
     return await _run_own_loop(
         scenario, sid, project, extra, capture, record_mode, disable_recording, agent_config
     )

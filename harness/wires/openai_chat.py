@@ -16,7 +16,7 @@ from typing import Any
 from harness.canonical import canonical_json
 from harness.llm.base import LLMRequest
 from harness.llm.chunks import ChunkAccumulator, LLMChunk, ToolCallDelta
-from harness.messages import Message, message_from_openai, text_of
+from harness.messages import AssistantMessage, Message, ToolMessage, message_from_openai, text_of
 from harness.wires import openai_shared
 from harness.wires.neutral import (
     MODEL_ID,
@@ -69,15 +69,23 @@ class ChatWire:
         return None
 
     def messages(self, items: list[Any], names: dict[str, str] | None = None) -> list[Message]:
-        """Chat Completions messages as harness messages (unreadable ones skipped)."""
+        """Chat Completions messages as harness messages (unreadable ones skipped); a tool
+        message, which names no tool on this API, gets the name of the call it answers
+        (``names``: call id -> tool name, kept across calls)."""
+        names = {} if names is None else names
         messages: list[Message] = []
         for item in items:
             if not isinstance(item, dict):
                 continue
             try:
-                messages.append(message_from_openai(item))
+                message = message_from_openai(item)
             except (ValueError, TypeError, AttributeError):
                 continue
+            if isinstance(message, AssistantMessage):
+                names.update((call.id, call.name) for call in message.tool_calls)
+            elif isinstance(message, ToolMessage) and not message.name:
+                message = message.model_copy(update={"name": names.get(message.tool_call_id, "")})
+            messages.append(message)
         return messages
 
     def instructions(self, body: dict[str, Any]) -> list[Message]:

@@ -1,0 +1,44 @@
+"""The environment a target runs in (docs/external.md#the-targets-environment): the
+served URL and a dummy key, none of the user's own model settings, and the frameworks'
+telemetry switched off, so that no request of a target leaves 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+__all__ = ["TELEMETRY", "WIRE_VARIABLES", "target_environment"]
+
+# The user's own settings of the model APIs: a client that read them would talk to the
+# real API with the real key. Removed for the target (prefixes, and whole names).
+WIRE_PREFIXES = ("OPENAI_", "AZURE_OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_GENAI_")
+WIRE_VARIABLES = ("GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL")
+
+# Set for every target: the frameworks' uploads of traces and telemetry, each to its
+# vendor's public endpoint, whatever base URL the model client has.
+TELEMETRY = {
+    # The Agents SDK posts traces to api.openai.com/v1/traces/ingest with OPENAI_API_KEY.
+    "OPENAI_AGENTS_DISABLE_TRACING": "1",
+    # LangChain / LangGraph to LangSmith.
+    "LANGSMITH_TRACING": "false",
+    "LANGCHAIN_TRACING_V2": "false",
+    # pydantic-ai's instrumentation through logfire.
+    "LOGFIRE_SEND_TO_LOGFIRE": "false",
+    "CREWAI_DISABLE_TELEMETRY": "true",
+    "AGNO_TELEMETRY": "false",
+}
+
+
+def _is_wire_variable(name: str) -> bool:
+    return name.startswith(WIRE_PREFIXES) or name in WIRE_VARIABLES
+
+
+def target_environment(
+    served: Mapping[str, str], environ: Mapping[str, str] | None = None
+) -> dict[str, str | None]:
+    """The changes to ``environ`` (default ``os.environ``) for a target: ``None`` removes a
+    variable; ``served`` (the served URLs and dummy keys) is set last."""
+    environ = os.environ if environ is None else environ
+    removed: dict[str, str | None] = {name: None for name in environ if _is_wire_variable(name)}
+    return {**removed, **TELEMETRY, **served}
