@@ -252,3 +252,26 @@ def test_the_file_holds_what_the_sdk_encoder_makes_of_the_same_spans(project):
     traces = [plan_trace(_traced(r, RunFacts()), Clock(), content=True) for r in results]
     assert otlp_json(traces) == _sdk_json(traces)
     assert any(span.error for trace in traces for span in trace.spans)  # statuses too
+
+
+def test_a_collector_that_cannot_be_reached_is_one_line_and_the_reports_are_kept(
+    project, capsys, monkeypatch
+):
+    import socket
+
+    # A port nothing listens on; the exporter retries for the time OpenTelemetry's own
+    # setting gives it, as any exporter does.
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "1")
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    url = f"http://user:hunter2secret@127.0.0.1:{port}"
+    code = _run("scenarios/greet.scenario.yaml", "--otel-endpoint", url, "--otel", "t.json")
+    assert code == 3
+    out = capsys.readouterr()
+    text = out.out + out.err
+    (line,) = [line for line in text.splitlines() if "traces not exported" in line]
+    assert "spans not sent to http://" in line and "Connection refused" in line
+    assert "hunter2secret" not in text
+    assert "Traceback" not in text
+    assert Path("reports/results.json").exists() and Path("t.json").exists()

@@ -132,14 +132,35 @@ def _reasons() -> Iterator[_Reasons]:
             logger.setLevel(level)
 
 
-def _why(lines: list[str]) -> str:
-    """The exporter's reason for a failed export: its last line, and the error it retried."""
-    if not lines:
+def _session() -> Any:
+    """A requests session (what the exporter sends with) that keeps the last error a
+    request raised: when the time runs out before a retry, the exporter logs no reason."""
+    import requests
+
+    class Remembering(requests.Session):
+        failure: BaseException | None = None
+
+        def request(self, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return super().request(*args, **kwargs)
+            except Exception as exc:
+                self.failure = exc
+                raise
+
+    return Remembering()
+
+
+def _why(lines: list[str], failure: BaseException | None) -> str:
+    """The exporter's reason for a failed export: its last line, and the error it met."""
+    if not lines and failure is None:
         return "the exporter gave no reason"
-    retried = next((line for line in lines if line.startswith("Transient error")), None)
-    why = lines[-1]
-    if retried is not None and retried != why:
-        why += f" ({retried.split(' encountered')[0]})"
+    why = lines[-1] if lines else "the export failed"
+    if failure is not None:
+        why += f" ({failure})"
+    else:
+        retried = next((line for line in lines if line.startswith("Transient error")), None)
+        if retried is not None and retried != why:
+            why += f" ({retried.split(' encountered')[0]})"
     return why[:500]
 
 
@@ -161,11 +182,13 @@ def send(endpoint: str, traces: Sequence[PlannedTrace], *, timeout: float | None
         ) from None
     url = endpoint_url(endpoint)
     spans = readable_spans(traces)
-    exporter = OTLPSpanExporter(endpoint=url, timeout=timeout)
+    session = _session()
+    exporter = OTLPSpanExporter(endpoint=url, timeout=timeout, session=session)
     try:
         with _reasons() as reasons:
             result = exporter.export(spans)
     finally:
         exporter.shutdown()
     if result is not SpanExportResult.SUCCESS:
-        raise OtelError(scrub_text(f"spans not sent to {url}: {_why(reasons.lines)}"))
+        why = _why(reasons.lines, session.failure)
+        raise OtelError(scrub_text(f"spans not sent to {url}: {why}"))

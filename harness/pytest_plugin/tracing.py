@@ -89,11 +89,14 @@ class TraceExport:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
         """Carry the scenario's facts on its test report, beside its result."""
-        from harness.pytest_plugin.items import ScenarioItem
+        from harness.scenario import Scenario
 
         report = yield
-        if isinstance(item, ScenarioItem) and call.when == "call" and item.result is not None:
-            facts = run_facts(item.scenario, content=self.state.options.otel_content)
+        # Read off the item, not through ScenarioItem: items imports the session, which
+        # registers this plugin (an import circle).
+        scenario = getattr(item, "scenario", None)
+        if call.when == "call" and isinstance(scenario, Scenario) and getattr(item, "result", None):
+            facts = run_facts(scenario, content=self.state.options.otel_content)
             report.harness_facts = json.dumps(asdict(facts))
         return report
 
