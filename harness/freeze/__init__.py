@@ -213,6 +213,25 @@ def _source(cassette: str | Path | None, scenario: str | Path | None, run: int |
     return source
 
 
+def _trace_source(trace: str | Path, scenario: str | Path | None) -> _Source:
+    """A trace's model calls as one run to freeze (``--trace``)."""
+    from harness.freeze.trace import read_trace
+
+    original = _original(Path(scenario)) if scenario is not None else None
+    path = Path(trace)
+    shown = os.path.normpath(str(trace))
+    calls, notes = read_trace(path, shown)
+    chosen = RecordedRun(1, calls)
+    notes.extend(set_aside(replayed_calls(chosen)))
+    source = _Source(path, shown, [chosen], chosen, scenario, original, notes)
+    if original is not None and original.target is not None:
+        raise FreezeError(
+            f"--scenario {scenario} runs a target: a trace freezes into a scripted scenario "
+            "(give a scenario without target, or none)"
+        )
+    return source
+
+
 def _notes(source: _Source, run: int | None) -> list[str]:
     """Which run was frozen, when the cassette holds several."""
     runs = source.runs
@@ -354,6 +373,7 @@ def freeze(
     scenario: str | Path | None = None,
     run: int | None = None,
     output: str | Path | None = None,
+    trace: str | Path | None = None,
 ) -> Frozen:
     """The scenario that replays a run recorded in ``cassette``.
 
@@ -361,8 +381,14 @@ def freeze(
     definitions are used; its cassette is the default). ``run``: which run of a cassette
     holding several (1-based; default the last recorded). ``output``: where the scenario
     will be written (its path names it; default ``<cassette name>.scenario.yaml`` here).
+    ``trace``: an OTLP JSON trace to freeze instead of a cassette (harness.freeze.trace).
     """
-    source = _source(cassette, scenario, run)
+    if trace is not None:
+        if cassette is not None or run is not None:
+            raise FreezeError("--trace freezes a trace: give no cassette and no --run with it")
+        source = _trace_source(trace, scenario)
+    else:
+        source = _source(cassette, scenario, run)
     header = _header(source)
     data = _draft(source)
     target = Path(output) if output is not None else Path(f"{source.path.stem}.scenario.yaml")
