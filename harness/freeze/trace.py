@@ -227,13 +227,12 @@ def _older(attributes: dict[str, Any]) -> tuple[list[Any], list[Any], list[Any]]
         return None
     messages = [_numbered(p, "", "") for p in prompts]
     output = [_numbered(c, "", "") for c in _indexed(attributes, "gen_ai.completion")]
-    tools = [
-        {"type": "function", "function": {k: v for k, v in f.items() if v is not None}}
-        for f in _indexed(attributes, "llm.request.functions")
-    ]
-    for tool in tools:
-        if isinstance(tool["function"].get("parameters"), str):
-            tool["function"]["parameters"] = json.loads(tool["function"]["parameters"])
+    tools: list[dict[str, Any]] = []
+    for given in _indexed(attributes, "llm.request.functions"):
+        function = {k: v for k, v in given.items() if v is not None}
+        if isinstance(function.get("parameters"), str):
+            function["parameters"] = json.loads(function["parameters"])
+        tools.append({"type": "function", "function": function})
     return messages, output, tools
 
 
@@ -371,9 +370,9 @@ def read_trace(path: Path, shown: str) -> tuple[list[RecordedCall], list[str]]:
             f"{shown} holds no model call (no span with gen_ai.operation.name chat, or "
             "OpenInference's LLM kind): export the trace of an instrumented agent run"
         )
-    calls = []
+    calls: list[RecordedCall] = []
     for span in spans:
-        read = next((r for r in map(lambda f: f(span.attributes), _READERS) if r), None)
+        read = next((r for r in (f(span.attributes) for f in _READERS) if r), None)
         if read is None:
             scopes = {s.scope for s in spans}
             raise FreezeError(
