@@ -15,7 +15,7 @@ from typing import Any
 from harness.actions import ToolCallRecord
 from harness.messages import AssistantMessage, Message, ToolCall, ToolMessage
 
-__all__ = ["input_messages", "output_messages", "tool_arguments"]
+__all__ = ["InputMessages", "input_messages", "output_messages", "tool_arguments"]
 
 
 def _json(value: Any) -> str:
@@ -46,6 +46,22 @@ def _message(message: Message) -> dict[str, Any]:
 def input_messages(messages: list[Message]) -> str:
     """``gen_ai.input.messages``: the conversation a model call was sent."""
     return _json([_message(message) for message in messages])
+
+
+class InputMessages:
+    """``gen_ai.input.messages`` of a run's calls, each a prefix of its conversation: every
+    message is written once, not once per call that was sent it (a run of N calls would
+    otherwise write N * N / 2 messages)."""
+
+    def __init__(self, conversation: list[Message]) -> None:
+        self.conversation = conversation
+        self.texts: list[str] = []
+
+    def first(self, count: int) -> str:
+        """``input_messages(conversation[:count])``."""
+        while len(self.texts) < count:
+            self.texts.append(_json(_message(self.conversation[len(self.texts)])))
+        return "[" + ",".join(self.texts[:count]) + "]"
 
 
 def output_messages(reply: AssistantMessage) -> str:

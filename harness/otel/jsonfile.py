@@ -4,19 +4,19 @@ collector's file exporter writes it (and as ``harness freeze --trace`` reads it)
 The encoding is the OTLP specification's JSON mapping of the protobuf messages: ids as
 lowercase hex, 64-bit integers and times (unix nanoseconds) as strings, enums as numbers,
 fields in the order of their numbers, fields holding their default value left out. It is
-written here, from the planned spans, rather than through the SDK and protobuf's JSON
-mapping (which writes ids as base64 and costs ten times as much: docs/performance.md);
-tests/test_otel_export.py checks that the text is byte for byte what the SDK's OTLP
-encoder makes of the same spans, with the ids as hex.
+written here as text, from the planned spans, rather than through the SDK and protobuf's
+JSON mapping (which writes ids as base64 and costs several times as much:
+docs/performance.md); tests/test_otel_export.py checks that the text is byte for byte
+what the SDK's OTLP encoder makes of the same spans, with the ids as hex.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import math
 from collections.abc import Sequence
 from importlib import metadata
+from json.encoder import encode_basestring as _quoted  # json.dumps's, for a str
 from pathlib import Path
 from typing import Any
 
@@ -42,69 +42,83 @@ def scope_version() -> str:
         return "0"
 
 
-def _value(value: Any) -> dict[str, Any]:
-    """An attribute value (``AnyValue``)."""
+def _double(value: float) -> str:
+    if math.isfinite(value):
+        return repr(value)  # what json.dumps writes for a float
+    return '"NaN"' if math.isnan(value) else ('"Infinity"' if value > 0 else '"-Infinity"')
+
+
+def _value(value: Any) -> str:
+    """An attribute value (``AnyValue``), as JSON text."""
+    kind = type(value)  # the common cases first, exactly (a bool is an int)
+    if kind is str:
+        return '{"stringValue":' + _quoted(value) + "}"
+    if kind is int:
+        return '{"intValue":"' + str(value) + '"}'
     if isinstance(value, bool):
-        return {"boolValue": value}
+        return '{"boolValue":' + ("true" if value else "false") + "}"
     if isinstance(value, int):
-        return {"intValue": str(value)}
+        return '{"intValue":"' + str(int(value)) + '"}'
     if isinstance(value, float):
-        if math.isfinite(value):
-            return {"doubleValue": value}
-        return {
-            "doubleValue": "NaN"
-            if math.isnan(value)
-            else ("Infinity" if value > 0 else "-Infinity")
-        }
+        return '{"doubleValue":' + _double(value) + "}"
     if isinstance(value, list | tuple):
-        return {"arrayValue": {"values": [_value(item) for item in value]}}
-    return {"stringValue": str(value)}
+        return '{"arrayValue":{"values":[' + ",".join(map(_value, value)) + "]}}"
+    return '{"stringValue":' + _quoted(str(value)) + "}"
 
 
-def _attributes(attributes: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"key": key, "value": _value(value)} for key, value in attributes.items()]
+def _attributes(attributes: dict[str, Any]) -> str:
+    return (
+        "["
+        + ",".join(
+            '{"key":' + _quoted(key) + ',"value":' + _value(value) + "}"
+            for key, value in attributes.items()
+        )
+        + "]"
+    )
 
 
-def _event(event: PlannedEvent) -> dict[str, Any]:
-    data: dict[str, Any] = {"timeUnixNano": str(event.time_ns), "name": event.name}
+def _event(event: PlannedEvent) -> str:
+    text = '{"timeUnixNano":"' + str(event.time_ns) + '","name":' + _quoted(event.name)
     if event.attributes:
-        data["attributes"] = _attributes(event.attributes)
-    return data
+        text += ',"attributes":' + _attributes(event.attributes)
+    return text + "}"
 
 
-def _span(trace_id: str, span: PlannedSpan) -> dict[str, Any]:
-    data: dict[str, Any] = {"traceId": trace_id, "spanId": f"{span.span_id:016x}"}
+def _span(trace_id: str, span: PlannedSpan) -> str:
+    parts = ['{"traceId":"', trace_id, '","spanId":"', f"{span.span_id:016x}", '"']
     if span.parent_id is not None:
-        data["parentSpanId"] = f"{span.parent_id:016x}"
-    data["name"] = span.name
-    data["kind"] = _KINDS[span.kind]
-    data["startTimeUnixNano"] = str(span.start_ns)
-    data["endTimeUnixNano"] = str(span.end_ns)
+        parts += [',"parentSpanId":"', f"{span.parent_id:016x}", '"']
+    parts += [',"name":', _quoted(span.name), ',"kind":', str(_KINDS[span.kind])]
+    parts += [',"startTimeUnixNano":"', str(span.start_ns), '","endTimeUnixNano":"']
+    parts += [str(span.end_ns), '"']
     if span.attributes:
-        data["attributes"] = _attributes(span.attributes)
+        parts += [',"attributes":', _attributes(span.attributes)]
     if span.events:
-        data["events"] = [_event(event) for event in span.events]
-    data["status"] = {"message": span.error, "code": 2} if span.error is not None else {}
-    if span.error == "":
-        data["status"] = {"code": 2}
-    data["flags"] = _FLAGS
-    return data
+        parts += [',"events":[', ",".join(map(_event, span.events)), "]"]
+    if span.error:
+        parts += [',"status":{"message":', _quoted(span.error), ',"code":2}']
+    else:
+        parts.append(',"status":{"code":2}' if span.error == "" else ',"status":{}')
+    parts.append(f',"flags":{_FLAGS}}}')
+    return "".join(parts)
 
 
 def otlp_json(traces: Sequence[PlannedTrace]) -> str:
     """One ``ExportTraceServiceRequest`` holding every trace, as one line of OTLP JSON."""
-    spans = [_span(f"{trace.trace_id:032x}", span) for trace in traces for span in trace.spans]
-    request = {
-        "resourceSpans": [
-            {
-                "resource": {"attributes": _attributes({"service.name": SERVICE_NAME})},
-                "scopeSpans": [
-                    {"scope": {"name": SCOPE, "version": scope_version()}, "spans": spans}
-                ],
-            }
-        ]
-    }
-    text = json.dumps(request, ensure_ascii=False, separators=(",", ":"))
+    spans = ",".join(
+        _span(f"{trace.trace_id:032x}", span) for trace in traces for span in trace.spans
+    )
+    resource = '{"attributes":' + _attributes({"service.name": SERVICE_NAME}) + "}"
+    scope = '{"name":' + _quoted(SCOPE) + ',"version":' + _quoted(scope_version()) + "}"
+    text = (
+        '{"resourceSpans":[{"resource":'
+        + resource
+        + ',"scopeSpans":[{"scope":'
+        + scope
+        + ',"spans":['
+        + spans
+        + "]}]}]}"
+    )
     # Masked as results.json is, on the whole text (a secret has no character JSON escapes).
     return scrub_text(text) + "\n"
 

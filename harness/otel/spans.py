@@ -22,7 +22,7 @@ from typing import Any, Literal
 from harness.actions import RunFields, SubRun, ToolCallRecord
 from harness.events import ActionExecutedEvent, LLMFailedEvent, LLMRequestEvent, LLMResponseEvent
 from harness.messages import AssistantMessage, Message
-from harness.otel.content import input_messages, output_messages, tool_arguments
+from harness.otel.content import InputMessages, output_messages, tool_arguments
 from harness.otel.traced import Clock, RunFacts, TracedRun
 
 __all__ = ["PlannedEvent", "PlannedSpan", "PlannedTrace", "plan_trace"]
@@ -92,7 +92,9 @@ class _Planner:
         self.epoch = clock.epoch_ns
         self.content = content
         self.trace_id = _id(f"{clock.seed}\0{traced.id}", 128)
+        self.trace_hex = f"{self.trace_id:032x}"
         self.spans: list[PlannedSpan] = []
+        self._definitions: str | None = None
 
     def at(self, sim: float | None) -> int:
         """The time of a new span's start: the simulated time, plus its position."""
@@ -103,7 +105,7 @@ class _Planner:
     ) -> PlannedSpan:
         start = self.at(sim[0])
         end = max(start, self.epoch + round((sim[1] or 0.0) * 1e9) + len(self.spans))
-        span_id = _id(f"{self.trace_id:032x}:{len(self.spans)}", 64)
+        span_id = _id(f"{self.trace_hex}:{len(self.spans)}", 64)
         parent_id = parent.span_id if parent is not None else None
         span = PlannedSpan(name, span_id, parent_id, kind, start, end, {})
         self.spans.append(span)
@@ -209,15 +211,18 @@ class _Planner:
             attributes["gen_ai.request.model"] = model
         attributes["harness.llm.call"] = event.call
         if self.content:
-            attributes["gen_ai.input.messages"] = input_messages(replies.before(event.call))
+            sent = replies.before(event.call)
+            attributes["gen_ai.input.messages"] = replies.inputs.first(len(sent))
             if self.facts.tools:
-                attributes["gen_ai.tool.definitions"] = _compact(
-                    [
-                        {"type": "function", **tool.get("function", tool)}
-                        for tool in self.facts.tools
-                    ]
-                )
+                attributes["gen_ai.tool.definitions"] = self.definitions()
         return span
+
+    def definitions(self) -> str:
+        """``gen_ai.tool.definitions``: the tools offered (written once per trace)."""
+        if self._definitions is None:
+            tools = [{"type": "function", **t.get("function", t)} for t in self.facts.tools]
+            self._definitions = _compact(tools)
+        return self._definitions
 
     def answered(
         self, span: PlannedSpan, event: LLMResponseEvent | LLMFailedEvent, replies: _Replies
@@ -234,8 +239,8 @@ class _Planner:
             return
         attributes["gen_ai.response.finish_reasons"] = [event.finish_reason or "stop"]
         attributes.update(_tokens(event.usage))
-        reply = replies.reply(event.call)
-        if self.content and reply is not None:
+        reply = replies.reply(event.call) if self.content else None
+        if reply is not None:
             attributes["gen_ai.output.messages"] = output_messages(reply)
 
     def unanswered(self, span: PlannedSpan, run: RunFields, call: int) -> None:
@@ -316,16 +321,18 @@ class _Replies:
 
     def __init__(self, run: RunFields, transcript: list[Message]) -> None:
         self.transcript = transcript
+        self.inputs = InputMessages(transcript)
         answered = sum(1 for e in run.events if isinstance(e, LLMResponseEvent))
         self.positions = [i for i, m in enumerate(transcript) if isinstance(m, AssistantMessage)]
         # Assistant messages a history brought in come before the run's own replies.
         self.offset = len(self.positions) - answered
         self.numbers = [e.call for e in run.events if isinstance(e, LLMResponseEvent)]
+        self.index = {number: i for i, number in enumerate(self.numbers)}
 
     def _position(self, call: int) -> int | None:
-        if self.offset < 0 or call not in self.numbers:
+        if self.offset < 0 or call not in self.index:
             return None
-        return self.positions[self.offset + self.numbers.index(call)]
+        return self.positions[self.offset + self.index[call]]
 
     def before(self, call: int) -> list[Message]:
         position = self._position(call)
