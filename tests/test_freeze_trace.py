@@ -169,3 +169,86 @@ def test_a_file_that_is_not_an_otlp_trace_is_one_line_naming_it(tmp_path):
     empty.write_text('{"resourceSpans": []}', encoding="utf-8")
     with pytest.raises(FreezeError, match="holds no model call"):
         freeze(trace=empty)
+
+
+def _span(n: int, attributes: dict, events: list) -> dict:
+    return {
+        "traceId": "0af7651916cd43dd8448eb211c80319c",
+        "spanId": f"{n + 1:016x}",
+        "name": "chat gpt-4o",
+        "startTimeUnixNano": str(1_700_000_000_000_000_000 + n),
+        "attributes": [_attribute(k, v) for k, v in attributes.items()],
+        "events": [
+            {"name": name, "attributes": [_attribute(k, v) for k, v in given.items()]}
+            for name, given in events
+        ],
+    }
+
+
+def test_messages_carried_by_span_events_are_read(tmp_path):
+    """The GenAI conventions' events: the older one per message (``gen_ai.user.message``,
+    ``gen_ai.choice``, ...) and the current ``gen_ai.client.inference.operation.details``."""
+    chat = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o"}
+    call = [
+        {
+            "id": "c1",
+            "type": "function",
+            "function": {"name": "lookup", "arguments": '{"word": "harness"}'},
+        }
+    ]
+    first = _span(
+        0,
+        chat,
+        [
+            ("gen_ai.system.message", {"content": "Be brief."}),
+            ("gen_ai.user.message", {"content": "What is a harness?"}),
+            (
+                "gen_ai.choice",
+                {"finish_reason": "tool_calls", "message": json.dumps({"tool_calls": call})},
+            ),
+        ],
+    )
+    details = {
+        "gen_ai.system_instructions": json.dumps([{"type": "text", "content": "Be brief."}]),
+        "gen_ai.input.messages": json.dumps(
+            [
+                {"role": "user", "parts": [{"type": "text", "content": "What is a harness?"}]},
+                {
+                    "role": "assistant",
+                    "parts": [
+                        {
+                            "type": "tool_call",
+                            "id": "c1",
+                            "name": "lookup",
+                            "arguments": {"word": "harness"},
+                        }
+                    ],
+                },
+                {
+                    "role": "tool",
+                    "parts": [{"type": "tool_call_response", "id": "c1", "response": "straps"}],
+                },
+            ]
+        ),
+        "gen_ai.output.messages": json.dumps(
+            [
+                {
+                    "role": "assistant",
+                    "parts": [{"type": "text", "content": "Straps."}],
+                    "finish_reason": "stop",
+                }
+            ]
+        ),
+    }
+    second = _span(1, chat, [("gen_ai.client.inference.operation.details", details)])
+    trace = tmp_path / "events.json"
+    request = {"resourceSpans": [{"scopeSpans": [{"spans": [first, second]}]}]}
+    trace.write_text(json.dumps(request), encoding="utf-8")
+    out = tmp_path / "events.scenario.yaml"
+    frozen = freeze(trace=trace, output=out)
+    data = yaml.safe_load(frozen.text)
+    assert data["agent"]["system"] == "Be brief." and data["input"] == "What is a harness?"
+    assert data["tools"]["lookup"]["results"] == [{"on_call": 1, "returns": "straps"}]
+    assert data["llm"]["script"][-1]["content"] == "Straps."
+    out.write_text(frozen.text, encoding="utf-8")
+    assert run_scenario(out).status == "passed"

@@ -82,6 +82,58 @@ def _requests(text: str, shown: str) -> list[tuple[int, dict[str, Any]]]:
     return found
 
 
+def _attributes(given: Any) -> dict[str, Any]:
+    return {kv.get("key"): _value(kv.get("value")) for kv in given or []}
+
+
+# The GenAI conventions' events that carry messages: the current one holds the span's
+# content attributes; the older ones are a message each (their role in the name).
+_DETAILS = "gen_ai.client.inference.operation.details"
+_MESSAGE_EVENTS = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+}
+
+
+def _with_events(attributes: dict[str, Any], events: list[Any]) -> None:
+    """Read the messages a span's events carry into its attributes, as the attributes
+    the readers know: ``gen_ai.input.messages`` and the rest, or ``gen_ai.prompt.N`` /
+    ``gen_ai.completion.N`` of the older per-message events."""
+    prompts = completions = 0
+    for event in events:
+        name, given = event.get("name"), _attributes(event.get("attributes"))
+        if name == _DETAILS:
+            for key, value in given.items():
+                attributes.setdefault(key, value)
+        elif name in _MESSAGE_EVENTS or name == "gen_ai.choice":
+            if name == "gen_ai.choice":
+                prefix, completions = f"gen_ai.completion.{completions}", completions + 1
+                message = given.get("message")
+                given = {
+                    **given,
+                    **(json.loads(message) if isinstance(message, str) else message or {}),
+                }
+                given.setdefault("role", "assistant")
+            else:
+                prefix, prompts = f"gen_ai.prompt.{prompts}", prompts + 1
+                given.setdefault("role", _MESSAGE_EVENTS[name])
+                if "id" in given and given["role"] == "tool":
+                    given["tool_call_id"] = given.pop("id")
+            calls = given.pop("tool_calls", None)
+            for key, value in given.items():
+                if key in ("role", "content", "tool_call_id", "finish_reason"):
+                    attributes[f"{prefix}.{key}"] = value if key != "content" else _text(value)
+            for number, call in enumerate(
+                json.loads(calls) if isinstance(calls, str) else calls or []
+            ):
+                function = call.get("function") or {}
+                attributes[f"{prefix}.tool_calls.{number}.id"] = call.get("id")
+                attributes[f"{prefix}.tool_calls.{number}.name"] = function.get("name")
+                attributes[f"{prefix}.tool_calls.{number}.arguments"] = function.get("arguments")
+
+
 def _spans(text: str, shown: str) -> list[_Span]:
     spans = []
     for line, request in _requests(text, shown):
@@ -91,10 +143,8 @@ def _spans(text: str, shown: str) -> list[_Span]:
             for scoped in resource.get("scopeSpans") or []:
                 scope = (scoped.get("scope") or {}).get("name") or ""
                 for span in scoped.get("spans") or []:
-                    attributes = {
-                        kv.get("key"): _value(kv.get("value"))
-                        for kv in span.get("attributes") or []
-                    }
+                    attributes = _attributes(span.get("attributes"))
+                    _with_events(attributes, span.get("events") or [])
                     start = int(span.get("startTimeUnixNano") or 0)
                     spans.append(_Span(start, scope, attributes))
     return spans
