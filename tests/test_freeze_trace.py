@@ -252,3 +252,24 @@ def test_messages_carried_by_span_events_are_read(tmp_path):
     assert data["llm"]["script"][-1]["content"] == "Straps."
     out.write_text(frozen.text, encoding="utf-8")
     assert run_scenario(out).status == "passed"
+
+
+@pytest.mark.usefixtures("fresh_plugins")
+@pytest.mark.filterwarnings("ignore:Benchmarks are automatically disabled")
+def test_harness_own_trace_with_contents_freezes_back_into_the_same_run(tmp_path, monkeypatch):
+    """``--otel-content`` puts the contents on the spans: the trace freezes back."""
+    from scenario_texts import PASSING
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (tmp_path / "greet.scenario.yaml").write_text(PASSING)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["run", "greet.scenario.yaml", "--otel", "bare.json"]) == 0
+    with pytest.raises(FreezeError, match="carry no message contents"):
+        freeze(trace="bare.json")
+    assert cli.main(["run", "greet.scenario.yaml", "--otel", "t.json", "--otel-content"]) == 0
+    frozen = freeze(trace="t.json", output="frozen.scenario.yaml")
+    Path("frozen.scenario.yaml").write_text(frozen.text, encoding="utf-8")
+    result = run_scenario("frozen.scenario.yaml")
+    assert result.status == "passed"
+    assert [(c.name, c.arguments) for c in result.tool_calls] == [("get_weather", {"city": "SF"})]
+    assert result.final.content == "It is 72F in SF."
