@@ -273,3 +273,25 @@ def test_harness_own_trace_with_contents_freezes_back_into_the_same_run(tmp_path
     assert result.status == "passed"
     assert [(c.name, c.arguments) for c in result.tool_calls] == [("get_weather", {"city": "SF"})]
     assert result.final.content == "It is 72F in SF."
+
+
+@pytest.mark.usefixtures("fresh_plugins")
+@pytest.mark.filterwarnings("ignore:Benchmarks are automatically disabled")
+def test_a_file_of_several_runs_freezes_the_last_or_the_one_asked_for(tmp_path, monkeypatch):
+    """A trace per run (a suite's file, a collector's): ``--run N`` picks, as for cassettes."""
+    from scenario_texts import PASSING
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (tmp_path / "a.scenario.yaml").write_text(PASSING)
+    other = PASSING.replace("name: greet", "name: paris").replace("city: SF", "city: Paris")
+    (tmp_path / "b.scenario.yaml").write_text(other.replace("in SF", "in Paris"))
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["run", ".", "--otel", "t.json", "--otel-content"]) == 0
+    last = freeze(trace="t.json", output="b.scenario.yaml")
+    assert last.runs == 2 and last.run == 2
+    assert "holds 2 runs" in last.notes[0] and "--run N picks another" in last.notes[0]
+    assert yaml.safe_load(last.text)["expect"]["final"] == {"equals": "It is 72F in Paris."}
+    first = freeze(trace="t.json", run=1, output="a.scenario.yaml")
+    assert yaml.safe_load(first.text)["expect"]["final"] == {"equals": "It is 72F in SF."}
+    with pytest.raises(FreezeError, match=r"--run 3: t\.json holds 2 run"):
+        freeze(trace="t.json", run=3)

@@ -213,23 +213,23 @@ def _source(cassette: str | Path | None, scenario: str | Path | None, run: int |
     return source
 
 
-def _trace_source(trace: str | Path, scenario: str | Path | None) -> _Source:
-    """A trace's model calls as one run to freeze (``--trace``)."""
+def _trace_source(trace: str | Path, scenario: str | Path | None, run: int | None) -> _Source:
+    """The run to freeze in a trace file (``--trace``): a trace each, the last by default."""
     from harness.freeze.trace import read_trace
 
     original = _original(Path(scenario)) if scenario is not None else None
-    path = Path(trace)
-    shown = os.path.normpath(str(trace))
-    calls, notes = read_trace(path, shown)
-    chosen = RecordedRun(1, calls)
-    notes.extend(set_aside(replayed_calls(chosen)))
-    source = _Source(path, shown, [chosen], chosen, scenario, original, notes)
     if original is not None and original.target is not None:
         raise FreezeError(
             f"--scenario {scenario} runs a target: a trace freezes into a scripted scenario "
             "(give a scenario without target, or none)"
         )
-    return source
+    path = Path(trace)
+    shown = os.path.normpath(str(trace))
+    found, notes = read_trace(path, shown)
+    runs = [RecordedRun(number, calls) for number, calls in enumerate(found, 1)]
+    chosen = _pick(runs, run, shown)
+    notes.extend(set_aside(replayed_calls(chosen)))
+    return _Source(path, shown, runs, chosen, scenario, original, notes)
 
 
 def _notes(source: _Source, run: int | None) -> list[str]:
@@ -384,9 +384,9 @@ def freeze(
     ``trace``: an OTLP JSON trace to freeze instead of a cassette (harness.freeze.trace).
     """
     if trace is not None:
-        if cassette is not None or run is not None:
-            raise FreezeError("--trace freezes a trace: give no cassette and no --run with it")
-        source = _trace_source(trace, scenario)
+        if cassette is not None:
+            raise FreezeError("--trace freezes a trace: give no cassette with it")
+        source = _trace_source(trace, scenario, run)
     else:
         source = _source(cassette, scenario, run)
     header = _header(source)

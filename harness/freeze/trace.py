@@ -45,6 +45,7 @@ class _Span:
     start: int
     scope: str
     attributes: dict[str, Any]
+    trace: str = ""
 
 
 def _value(value: Any) -> Any:
@@ -146,7 +147,8 @@ def _spans(text: str, shown: str) -> list[_Span]:
                     attributes = _attributes(span.get("attributes"))
                     _with_events(attributes, span.get("events") or [])
                     start = int(span.get("startTimeUnixNano") or 0)
-                    spans.append(_Span(start, scope, attributes))
+                    trace = str(span.get("traceId") or "")
+                    spans.append(_Span(start, scope, attributes, trace))
     return spans
 
 
@@ -404,8 +406,24 @@ def _infer_tools(calls: list[RecordedCall]) -> bool:
     return True
 
 
-def read_trace(path: Path, shown: str) -> tuple[list[RecordedCall], list[str]]:
-    """The model calls of the trace in ``path``, in the order they started, and notes."""
+def _runs(spans: list[_Span]) -> tuple[list[list[_Span]], str | None]:
+    """The model calls grouped by trace, a run each, and a note; calls that are each a
+    trace of their own (an instrumented client with no agent span around it) are one run."""
+    traces: dict[str, list[_Span]] = {}
+    for span in spans:
+        traces.setdefault(span.trace, []).append(span)
+    if len(traces) > 1 and all(len(calls) == 1 for calls in traces.values()):
+        note = (
+            "each model call is a trace of its own (no agent span around them): they are "
+            "taken as one run, in the order they started"
+        )
+        return [spans], note
+    return list(traces.values()), None
+
+
+def read_trace(path: Path, shown: str) -> tuple[list[list[RecordedCall]], list[str]]:
+    """The runs in the trace file at ``path`` (a trace each), their model calls in the
+    order they started (numbered through the file), and notes."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -420,25 +438,31 @@ def read_trace(path: Path, shown: str) -> tuple[list[RecordedCall], list[str]]:
             f"{shown} holds no model call (no span with gen_ai.operation.name chat, or "
             "OpenInference's LLM kind): export the trace of an instrumented agent run"
         )
-    calls: list[RecordedCall] = []
-    for span in spans:
-        read = next((r for r in (f(span.attributes) for f in _READERS) if r), None)
-        if read is None:
-            scopes = {s.scope for s in spans}
-            raise FreezeError(
-                f"{shown}: the trace's model calls carry no message contents, which freezing "
-                f"needs: {_hint(scopes)}; then record the run again"
+    groups, note = _runs(spans)
+    notes = [note] if note else []
+    runs: list[list[RecordedCall]] = []
+    number = 0
+    for group in groups:
+        calls: list[RecordedCall] = []
+        for span in group:
+            number += 1
+            read = next((r for r in (f(span.attributes) for f in _READERS) if r), None)
+            if read is None:
+                raise FreezeError(
+                    f"{shown}: the trace's model calls carry no message contents, which "
+                    f"freezing needs: {_hint({s.scope for s in spans})}; then record the run "
+                    "again"
+                )
+            try:
+                calls.append(_recorded(number, span, read))
+            except (ValueError, TypeError, AttributeError) as exc:
+                raise FreezeError(
+                    f"{shown}: model call {number}: its messages are malformed ({exc})"
+                ) from None
+        if _infer_tools(calls) and not any("no tool definitions" in n for n in notes):
+            notes.append(
+                "the trace holds no tool definitions: the stubs take the arguments the "
+                "recorded calls gave, untyped (add a schema to each tool to check them)"
             )
-        try:
-            calls.append(_recorded(len(calls) + 1, span, read))
-        except (ValueError, TypeError, AttributeError) as exc:
-            raise FreezeError(
-                f"{shown}: model call {len(calls) + 1}: its messages are malformed ({exc})"
-            ) from None
-    notes = []
-    if _infer_tools(calls):
-        notes.append(
-            "the trace holds no tool definitions: the stubs take the arguments the recorded "
-            "calls gave, untyped (add a schema to each tool to check them)"
-        )
-    return calls, notes
+        runs.append(calls)
+    return runs, notes
