@@ -327,6 +327,8 @@ def _hint(scopes: set[str]) -> str:
         )
     if any("pydantic" in s or "logfire" in s for s in scopes):
         hints.append("pydantic-ai records them with InstrumentationSettings(include_content=True)")
+    if "harness" in scopes:
+        hints.append("harness run records them with --otel-content")
     if not hints:
         hints.append(
             "turn on your instrumentation's content capture (openai-v2: "
