@@ -275,3 +275,15 @@ def test_a_collector_that_cannot_be_reached_is_one_line_and_the_reports_are_kept
     assert "hunter2secret" not in text
     assert "Traceback" not in text
     assert Path("reports/results.json").exists() and Path("t.json").exists()
+
+
+def test_options_given_wrong_are_one_line_and_exit_2(project, capsys):
+    assert _run("scenarios/greet.scenario.yaml", "--otel-endpoint", "localhost:4318") == 2
+    err = capsys.readouterr().err
+    assert "--otel-endpoint: expected a collector's http:// or https:// URL" in err
+    assert "Traceback" not in err
+    assert _run("scenarios/greet.scenario.yaml", "--otel-content") == 2
+    out = capsys.readouterr()
+    (line,) = [x for x in (out.out + out.err).splitlines() if "--harness-otel-content" in x]
+    assert "give --harness-otel FILE or --harness-otel-endpoint URL too" in line
+    assert not Path("reports/results.json").exists()
