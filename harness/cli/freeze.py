@@ -1,5 +1,6 @@
-"""``harness freeze [CASSETTE] [--scenario S] [--run N] [-o SCENARIO]``: a recorded run
-as an editable scripted scenario (``harness.freeze`` makes it)."""
+"""``harness freeze [CASSETTE | --trace FILE] [--scenario S] [--run N] [-o SCENARIO]``: a
+recorded run (a cassette, or an OpenTelemetry trace) as an editable scripted scenario
+(``harness.freeze`` makes it)."""
 
 from __future__ import annotations
 
