@@ -197,6 +197,9 @@ class LLMResponseEvent(_Event):
     tool_calls: list[str] = Field(default_factory=list)  # the names, in the model's order
     finish_reason: str | None = None
     sim: float | None = None
+    # The reply's token usage, under Chat Completions' names, when the source gave one
+    # (absent from the JSON otherwise, so results without it read as before).
+    usage: dict[str, int] | None = Field(default=None, exclude_if=_absent)
 
     @classmethod
     def of(
@@ -206,10 +209,11 @@ class LLMResponseEvent(_Event):
         tool_calls: list[str],
         finish_reason: str | None,
         sim: float | None,
+        usage: dict[str, int] | None = None,
     ) -> LLMResponseEvent:
         """``LLMResponseEvent(...)``, not validated again (``_made``)."""
         values = {"event": "llm_response", "iteration": iteration, "call": call}
-        values.update(tool_calls=tool_calls, finish_reason=finish_reason, sim=sim)
+        values.update(tool_calls=tool_calls, finish_reason=finish_reason, sim=sim, usage=usage)
         return _made(cls, values)
 
 

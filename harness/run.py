@@ -246,7 +246,9 @@ class Run:
         self.conversation.append(message)
         names = [c.name for c in message.tool_calls]
         self.emit(
-            LLMResponseEvent.of(iteration, call, names, message.finish_reason, ledger.sim_time)
+            LLMResponseEvent.of(
+                iteration, call, names, message.finish_reason, ledger.sim_time, response.usage
+            )
         )
         if self._observed.llm_response:
             self._hook.harness_llm_response(run=self, response=response)

@@ -1,5 +1,6 @@
-"""``harness freeze [CASSETTE] [--scenario S] [--run N] [-o SCENARIO]``: a recorded run
-as an editable scripted scenario (``harness.freeze`` makes it)."""
+"""``harness freeze [CASSETTE | --trace FILE] [--scenario S] [--run N] [-o SCENARIO]``: a
+recorded run (a cassette, or an OpenTelemetry trace) as an editable scripted scenario
+(``harness.freeze`` makes it)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ __all__ = ["add_arguments", "handle"]
 
 def add_arguments(parser: Parser) -> None:
     """``harness freeze``'s description and options."""
-    parser.description = "Turn a recorded cassette into an editable scripted scenario."
+    parser.description = (
+        "Turn a recorded cassette, or an OpenTelemetry trace, into an editable scripted scenario."
+    )
     parser.add_argument(
         "cassette", type=Path, nargs="?", help="a vcrpy cassette (default: --scenario's)"
     )
@@ -24,6 +27,12 @@ def add_arguments(parser: Parser) -> None:
         "--scenario",
         type=Path,
         help="the scenario that made the recording: its agent settings and tool definitions",
+    )
+    parser.add_argument(
+        "--trace",
+        type=Path,
+        metavar="FILE",
+        help="freeze an OpenTelemetry trace (OTLP JSON) of an agent run instead of a cassette",
     )
     parser.add_argument(
         "--run", type=int, help="which recorded run to freeze (1-based; default the last)"
@@ -37,7 +46,13 @@ def handle(args: argparse.Namespace) -> int:
     from harness.freeze import freeze
 
     try:
-        frozen = freeze(args.cassette, scenario=args.scenario, run=args.run, output=args.output)
+        frozen = freeze(
+            args.cassette,
+            scenario=args.scenario,
+            run=args.run,
+            output=args.output,
+            trace=args.trace,
+        )
     except HarnessError as exc:
         to_stderr(f"harness freeze: {exc}")
         return EXIT["bad_input"]

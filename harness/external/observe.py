@@ -236,6 +236,7 @@ class Observation:
                     tool_calls=[c.name for c in message.tool_calls],
                     finish_reason=message.finish_reason,
                     sim=run.sim_time,
+                    usage=reply.usage or None,
                 )
             )
             if run._observed.llm_response:

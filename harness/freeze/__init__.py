@@ -233,6 +233,25 @@ def _source(cassette: str | Path | None, scenario: str | Path | None, run: int |
     return source
 
 
+def _trace_source(trace: str | Path, scenario: str | Path | None, run: int | None) -> _Source:
+    """The run to freeze in a trace file (``--trace``): a trace each, the last by default."""
+    from harness.freeze.trace import read_trace
+
+    original = _original(Path(scenario)) if scenario is not None else None
+    if original is not None and original.target is not None:
+        raise FreezeError(
+            f"--scenario {scenario} runs a target: a trace freezes into a scripted scenario "
+            "(give a scenario without target, or none)"
+        )
+    path = Path(trace)
+    shown = os.path.normpath(str(trace))
+    found, notes = read_trace(path, shown)
+    runs = [RecordedRun(number, calls) for number, calls in enumerate(found, 1)]
+    chosen = _pick(runs, run, shown)
+    notes.extend(set_aside(replayed_calls(chosen)))
+    return _Source(path, shown, runs, chosen, scenario, original, notes)
+
+
 def _notes(source: _Source, run: int | None) -> list[str]:
     """Which run was frozen, when the cassette holds several."""
     runs = source.runs
@@ -374,6 +393,7 @@ def freeze(
     scenario: str | Path | None = None,
     run: int | None = None,
     output: str | Path | None = None,
+    trace: str | Path | None = None,
 ) -> Frozen:
     """The scenario that replays a run recorded in ``cassette``.
 
@@ -381,8 +401,14 @@ def freeze(
     definitions are used; its cassette is the default). ``run``: which run of a cassette
     holding several (1-based; default the last recorded). ``output``: where the scenario
     will be written (its path names it; default ``<cassette name>.scenario.yaml`` here).
+    ``trace``: an OTLP JSON trace to freeze instead of a cassette (harness.freeze.trace).
     """
-    source = _source(cassette, scenario, run)
+    if trace is not None:
+        if cassette is not None:
+            raise FreezeError("--trace freezes a trace: give no cassette with it")
+        source = _trace_source(trace, scenario, run)
+    else:
+        source = _source(cassette, scenario, run)
     header = _header(source)
     data = _draft(source)
     target = Path(output) if output is not None else Path(f"{source.path.stem}.scenario.yaml")

@@ -74,6 +74,17 @@ def _workers(value: str) -> str:
     raise argparse.ArgumentTypeError(f"expected a number of workers or 'auto', got {value!r}")
 
 
+def _endpoint(value: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(
+            f"expected a collector's http:// or https:// URL (http://localhost:4318), got {value!r}"
+        )
+    return value
+
+
 def read_durations(path: str, flag: str) -> dict[str, float]:
     """The wall times by id in an earlier results.json (``--durations``); a
     ResultsFileError naming ``flag`` and the file when it cannot be used."""
@@ -223,6 +234,25 @@ OPTIONS: tuple[Option, ...] = (
         run_help="results to compare with (default: reports/baseline.json when it exists)",
     ),
     Option(
+        "--harness-otel",
+        "--otel",
+        "write every run as OpenTelemetry spans to this file (OTLP JSON)",
+        metavar="FILE",
+    ),
+    Option(
+        "--harness-otel-endpoint",
+        "--otel-endpoint",
+        "send every run's spans to this OTLP/HTTP collector (http://localhost:4318)",
+        type=_endpoint,
+        metavar="URL",
+    ),
+    Option(
+        "--harness-otel-content",
+        "--otel-content",
+        "with --otel or --otel-endpoint: include message contents, tool arguments and results",
+        action="store_true",
+    ),
+    Option(
         "--harness-scenarios-only",
         None,
         "collect only *.scenario.yaml files from folders (what `harness run` uses)",
@@ -331,6 +361,10 @@ class SessionOptions:
     json_path: Path | None = None
     html_path: Path | None = None
     baseline_path: Path | None = None
+    # --harness-otel, --harness-otel-endpoint, --harness-otel-content (pytest_plugin.tracing).
+    otel_path: Path | None = None
+    otel_endpoint: str | None = None
+    otel_content: bool = False
 
 
 def session_options(config: pytest.Config) -> SessionOptions:
@@ -354,6 +388,9 @@ def session_options(config: pytest.Config) -> SessionOptions:
         json_path=_out_path(config, config.getoption("harness_json", None)),
         html_path=_out_path(config, config.getoption("harness_html", None)),
         baseline_path=_out_path(config, config.getoption("harness_baseline", None)),
+        otel_path=_out_path(config, config.getoption("harness_otel", None)),
+        otel_endpoint=config.getoption("harness_otel_endpoint", None),
+        otel_content=bool(config.getoption("harness_otel_content", False)),
     )
 
 

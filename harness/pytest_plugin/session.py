@@ -344,8 +344,17 @@ def pytest_configure(config: pytest.Config) -> None:
     """Make the session's state, register it, and load --harness-plugin and the baseline."""
     config.addinivalue_line("markers", "scenario: a harness scenario (*.scenario.yaml) item")
     state = SuiteState(config, session_options(config))
+    if state.options.otel_content and not (state.options.otel_path or state.options.otel_endpoint):
+        raise pytest.UsageError(
+            "--harness-otel-content says what traces hold: give --harness-otel FILE or "
+            "--harness-otel-endpoint URL too (harness run: --otel / --otel-endpoint)"
+        )
     config.stash[_STATE] = state
     config.pluginmanager.register(state, "harness-suite")
+    if state.options.otel_path or state.options.otel_endpoint:
+        from harness.pytest_plugin.tracing import TraceExport
+
+        config.pluginmanager.register(TraceExport(state), TraceExport.NAME)
     modules = config.getoption("harness_plugin") or []
     if modules:
         _load_harness_plugins(modules, state)
@@ -387,6 +396,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         return
     if config.pluginmanager.is_registered(state):
         config.pluginmanager.unregister(state)
+    traces = config.pluginmanager.get_plugin("harness-otel")
+    if traces is not None:
+        config.pluginmanager.unregister(traces)
     if state.added_plugins:
         # Plugins added for this session must not leak into the next one in the same
         # process (pytester's in-process runs, `harness run` called from Python).

@@ -1,0 +1,183 @@
+"""``--harness-otel FILE`` and ``--harness-otel-endpoint URL``: the session's runs as
+OpenTelemetry traces (``harness run --otel`` / ``--otel-endpoint``).
+
+The traces are written once, when the session ends, from the results the session
+gathered (``SessionOutputs.results``), in the one process that writes files: a serial
+run and an ``-n N`` run write the same file, sorted by scenario id. Building them from
+the typed results rather than observing runs as they go keeps the engine and the runs
+untouched (a run pays nothing for it), covers every kind of run the same way (harness's
+loop, sub-agents, external targets, turns, repeats, matrices), and makes the trace a
+function of the record: the same results, the same bytes. What results do not keep of a
+scenario (its model and provider, which tools are remote agents, the tools' definitions)
+travels beside each result on its test report, from the worker that ran it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from harness.otel import PlannedTrace, RunFacts
+    from harness.pytest_plugin.session import SuiteState
+    from harness.results import ScenarioResult
+    from harness.scenario import Scenario
+
+__all__ = ["TraceExport", "run_facts"]
+
+
+def run_facts(scenario: Scenario, *, content: bool) -> RunFacts:
+    """What a scenario says about its runs that their results do not keep."""
+    from harness.otel import RunFacts
+
+    llm = scenario.llm
+    # A script answers for harness, whichever wire the target speaks.
+    provider = "harness" if llm.provider == "scripted" or scenario.target else llm.provider
+    remote = {}
+    for name, spec in scenario.tools.items():
+        where = spec.remote_spec
+        if where is not None:
+            remote[name] = where.url or f"scenario {where.scenario}"
+    return RunFacts(provider, llm.model, remote, _definitions(scenario) if content else [])
+
+
+def _definitions(scenario: Scenario) -> list[dict[str, Any]]:
+    """The tools' Chat Completions definitions (none when they cannot be built here)."""
+    from harness.errors import HarnessError
+    from harness.scenario.loader import build_tools
+
+    if scenario.target is not None:
+        return []
+    try:
+        return [tool.openai_schema() for tool in build_tools(scenario).values()]
+    except (HarnessError, ValueError):  # the run itself said what was wrong
+        return []
+
+
+def _traced(result: ScenarioResult, facts: RunFacts) -> Any:
+    from harness.otel import Evaluation, TracedRun
+    from harness.results import combination_label
+
+    return TracedRun(
+        id=result.id,
+        name=result.name,
+        file=result.file,
+        status=result.status,
+        run=result,
+        transcript=result.transcript,
+        evaluations=[Evaluation(e.path, e.ok, e.expected, e.actual) for e in result.expectations],
+        facts=facts,
+        repeat=result.run,
+        matrix=combination_label(result.matrix) if result.matrix else None,
+    )
+
+
+class TraceExport:
+    """The pytest plugin that writes (or sends) the session's traces when it ends."""
+
+    NAME = "harness-otel"
+
+    def __init__(self, state: SuiteState) -> None:
+        self.state = state
+        # Scenario id -> its RunFacts as JSON (what the test reports carry).
+        self.facts: dict[str, str] = {}
+        self.sent: str | None = None
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+        """Carry the scenario's facts on its test report, beside its result."""
+        from harness.scenario import Scenario
+
+        report = yield
+        # Read off the item, not through ScenarioItem: items imports the session, which
+        # registers this plugin (an import circle).
+        scenario = getattr(item, "scenario", None)
+        if call.when == "call" and isinstance(scenario, Scenario) and getattr(item, "result", None):
+            facts = run_facts(scenario, content=self.state.options.otel_content)
+            report.harness_facts = json.dumps(asdict(facts))
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """The controller keeps each scenario's facts."""
+        facts = getattr(report, "harness_facts", None)
+        if facts is not None and not self.state.is_worker:
+            self.facts[report.harness_id] = facts  # type: ignore[attr-defined]
+
+    def traces(self, results: list[ScenarioResult], *, fixed: bool) -> list[PlannedTrace]:
+        """The planned traces of the session's runs, by scenario id; ``fixed``: on the
+        fixed epoch (a file), else on the session's start (a collector)."""
+        from harness.otel import Clock, RunFacts, plan_trace
+
+        if fixed:
+            clock = Clock()
+        else:
+            started = self.state.outputs.started
+            epoch = int(started.timestamp() * 1000) * 1_000_000
+            clock = Clock(epoch_ns=epoch, seed=started.isoformat())
+        content = self.state.options.otel_content
+        planned = []
+        for result in sorted(results, key=lambda r: r.id):
+            given = self.facts.get(result.id)
+            facts = RunFacts(**json.loads(given)) if given else RunFacts()
+            planned.append(plan_trace(_traced(result, facts), clock, content=content))
+        return planned
+
+    def _results(self) -> list[ScenarioResult]:
+        """The session's results: as results.json has them when it was built, else read."""
+        from harness.results import ScenarioResult
+
+        outputs = self.state.outputs
+        if outputs.final is not None:
+            return list(outputs.final.scenarios)
+        return [ScenarioResult.model_validate_json(text) for text in outputs.results.values()]
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> Any:
+        """After the reports (whose results are read once): write the file and send to the
+        collector, unless the session stopped part way; exit 3 when that failed."""
+        outcome = yield
+        state = self.state
+        # As the reports: not when the session stopped part way or ran nothing.
+        written = not state.outputs.interrupted and int(exitstatus) != 5
+        if state.is_worker or not written or not state.outputs.results:
+            return outcome
+        try:
+            self._export()
+        except Exception as exc:  # a trace not written must not lose the other reports
+            from harness.exitcodes import EXIT
+            from harness.secrets import scrub_text
+
+            state.outputs.report_errors.append(scrub_text(f"traces not exported: {exc}"))
+            session.exitstatus = EXIT["internal"]
+        return outcome
+
+    def _export(self) -> None:
+        from harness.otel import OtelError, send, write_file
+
+        options, outputs = self.state.options, self.state.outputs
+        results = self._results()
+        if options.otel_path is not None:
+            try:
+                write_file(options.otel_path, self.traces(results, fixed=True))
+            except OSError as exc:
+                shown = self.state.shown(options.otel_path)
+                raise OtelError(f"{shown} not written: {exc.strerror or exc}") from None
+            outputs.written.append(options.otel_path)
+        if options.otel_endpoint is not None:
+            send(options.otel_endpoint, self.traces(results, fixed=False))
+            self.sent = options.otel_endpoint
+
+    @pytest.hookimpl(trylast=True)  # after the harness summary
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """Say where the traces went (a file is among the summary's results)."""
+        if self.sent is not None and self.state.config.get_verbosity() >= -1:
+            from harness.otel import endpoint_url
+            from harness.secrets import scrub_text
+
+            runs = len(self.state.outputs.results)
+            terminalreporter.write_line(
+                scrub_text(f"traces: {runs} run(s) sent to {endpoint_url(self.sent)}")
+            )
