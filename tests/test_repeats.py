@@ -174,7 +174,10 @@ def test_a_randomly_failing_tool_makes_its_scenario_flaky_with_the_right_pass_ra
     divergence = repeats.divergence
     assert (divergence.step, divergence.at) == (2, "tool call 1")
     assert [(v.step, v.runs) for v in divergence.variants] == [
-        ('tool call 1: lookup_order {"order_id":"7"}', [k for k in range(1, RUNS + 1) if k not in fails]),
+        (
+            'tool call 1: lookup_order {"order_id":"7"}',
+            [k for k in range(1, RUNS + 1) if k not in fails],
+        ),
         ('tool call 1: lookup_order {"order_id":"7"} [error]', fails),
     ]
     assert results.summary.flaky == ["scenarios/flaky.scenario.yaml::flaky-order"]

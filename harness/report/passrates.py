@@ -38,7 +38,7 @@ def live_groups(
 def drop_p_value(old: PassRate, new: PassRate) -> float:
     """The one-sided Fisher exact test of a drop from ``old`` to ``new``: the chance of a
     pass rate at least this much lower when both come from the same agent."""
-    from scipy.stats import fisher_exact
+    from scipy.stats import fisher_exact  # type: ignore[import-untyped]
 
     table = [
         [new.passed, new.runs - new.passed],
@@ -70,8 +70,15 @@ def compare_pass_rates(
             changes.append(PassRateChange(id=key, name=name, old=old, new=new, verdict="rose"))
             continue
         p_value = drop_p_value(old, new)
-        verdict = "regression" if p_value <= SIGNIFICANCE else "within_noise"
+        significant = p_value <= SIGNIFICANCE
         changes.append(
-            PassRateChange(id=key, name=name, old=old, new=new, p_value=p_value, verdict=verdict)
+            PassRateChange(
+                id=key,
+                name=name,
+                old=old,
+                new=new,
+                p_value=p_value,
+                verdict="regression" if significant else "within_noise",
+            )
         )
     return changes, unchanged
