@@ -116,6 +116,9 @@ def test_a_live_scenario_passes_on_its_pass_rate_and_names_where_its_runs_part(p
     ) in out
     assert "    first divergence at step 3 (the answer):" in out
     assert f"      2 run(s) [3, 7]: the answer: {WRONG!r}" in out
+    html = (project.path / "reports/report.html").read_text()
+    assert "<li>first divergence at step 3 (the answer):</li>" in html
+    assert "<td>70%: passes</td>" in html and '<td class="num">49%-94%</td>' in html
 
 
 def test_too_few_passing_runs_fail_the_scenario(project, capsys):
@@ -142,6 +145,8 @@ def test_a_drop_within_noise_is_shown_as_such_and_is_no_regression(project, caps
         "within noise, not a regression"
     ) in out
     assert not diff.changed  # the runs are not compared one by one
+    html = (project.path / "reports/report.html").read_text()
+    assert "more than 0.05: within noise, not a regression</li>" in html
 
 
 def test_a_significant_drop_of_a_live_pass_rate_is_a_regression(project, capsys):

@@ -1043,7 +1043,8 @@ def test_the_plugins_copies_of_shared_constants_are_current():
     """The plugin keeps its own copies so that loading it imports nothing of harness."""
     from harness.llm.config import RECORD_MODES
     from harness.pytest_plugin import options
-    from harness.scenario.loader import SUFFIX
+    from harness.scenario.loader import SUFFIX, SUFFIXES
 
     assert options.SUFFIX == SUFFIX
+    assert options.SUFFIXES == SUFFIXES
     assert tuple(options.RECORD_MODES) == tuple(RECORD_MODES)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.pytest_plugin.options import SUFFIX
+from harness.pytest_plugin.options import SUFFIXES
 from harness.pytest_plugin.session import get_state, state_of
 
 if TYPE_CHECKING:
@@ -38,15 +38,15 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     # `harness run DIR` runs the scenarios of DIR, not its Python tests; files named on
     # the command line are never ignored (pytest does not ask about them).
     if config.getoption("harness_scenarios_only", False) and not collection_path.name.endswith(
-        SUFFIX
+        SUFFIXES
     ):
         return True if collection_path.is_file() else None
     return None
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    """A ScenarioFile for each ``*.scenario.yaml`` file."""
-    if file_path.name.endswith(SUFFIX):
+    """A ScenarioFile for each ``*.scenario.yaml`` (or ``*.scenario.yml``) file."""
+    if file_path.name.endswith(SUFFIXES):
         return ScenarioFile.from_parent(parent, path=file_path)
     return None
 

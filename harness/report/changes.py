@@ -17,6 +17,7 @@ from harness.repeats import Divergence, Repeats
 
 __all__ = [
     "change_details",
+    "counted",
     "divergence_lines",
     "percent",
     "rate_sentence",
@@ -39,6 +40,11 @@ def shorten(text: str, limit: int = LIMIT) -> str:
     """One line of at most ``limit`` characters (white space runs become one space)."""
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def counted(count: int, key: str) -> str:
+    """``1 regression``, ``2 regressions``, ``0 fixed``."""
+    return f"{count} {key[:-1] if key == 'regressions' and count == 1 else key}"
 
 
 def percent(rate: float) -> str:

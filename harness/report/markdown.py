@@ -16,6 +16,7 @@ from harness.baseline import BaselineDiff
 from harness.repeats import Repeats
 from harness.report.changes import (
     change_details,
+    counted,
     divergence_lines,
     percent,
     rate_sentence,
@@ -129,7 +130,7 @@ def _skipped(results: Results) -> list[str]:
 
 
 def _diff(diff: BaselineDiff) -> list[str]:
-    counts = ", ".join(f"{n} {k}" for k, n in diff.counts().items())
+    counts = ", ".join(counted(n, k) for k, n in diff.counts().items())
     not_run = f", {len(diff.not_run)} not run" if diff.not_run else ""
     source = f" ({code(diff.source)})" if diff.source else ""
     lines = ["", f"### Changes since the baseline{source}", "", f"{counts}{not_run}"]

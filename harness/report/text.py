@@ -20,7 +20,13 @@ from harness.actions import RunError
 from harness.baseline import BaselineDiff
 from harness.events import LLMFailedEvent, LLMRequestEvent, LLMResponseEvent
 from harness.repeats import Repeats
-from harness.report.changes import change_details, divergence_lines, rate_sentence, repeats_text
+from harness.report.changes import (
+    change_details,
+    counted,
+    divergence_lines,
+    rate_sentence,
+    repeats_text,
+)
 from harness.report.plans import plans
 from harness.report.timeline import failure_text, is_target
 from harness.results import Results, ScenarioResult
@@ -384,7 +390,7 @@ def skipped_lines(skipped: Mapping[str, str]) -> list[str]:
 def baseline_lines(diff: BaselineDiff, shown: str, *, report: str | None = None) -> list[str]:
     """The summary's baseline diff: counts, each regression, each change with its values
     (shortened: harness.report.changes), each moved live pass rate, and the report."""
-    counts = ", ".join(_counted(n, k) for k, n in diff.counts().items())
+    counts = ", ".join(counted(n, k) for k, n in diff.counts().items())
     not_run = len(diff.not_run)
     lines = [f"baseline {shown}: {counts}" + (f", {not_run} not run" if not_run else "")]
     for entry in diff.regressions:
@@ -405,8 +411,3 @@ def baseline_lines(diff: BaselineDiff, shown: str, *, report: str | None = None)
     if report is not None and not diff.is_empty:
         lines.append(f"  details: {report}")
     return lines
-
-
-def _counted(count: int, key: str) -> str:
-    """``1 regression``, ``2 regressions``, ``0 fixed``."""
-    return f"{count} {key[:-1] if key == 'regressions' and count == 1 else key}"
