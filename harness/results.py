@@ -318,6 +318,17 @@ class Results(BaseModel):
                 failing.append(s.id)
         return failing
 
+    def below_min_pass_rate(self) -> list[str]:
+        """The repeated scenarios (ids without ``[k]``) too few of whose runs passed their
+        ``min_pass_rate``: the session fails for them, though pytest saw no failed item."""
+        keys = {
+            s.scenario_key
+            for s in self.scenarios
+            if s.repeats is not None and s.repeats.min_pass_rate is not None
+            if not s.repeats.passes
+        }
+        return sorted(keys)
+
     def to_json(self) -> str:
         """The file's text (baseline omitted when there is none; secret values masked)."""
         text = self.model_dump_json(

@@ -125,7 +125,11 @@ def test_too_few_passing_runs_fail_the_scenario(project, capsys):
     status, out = _live_run(project, capsys, {1, 2, 5, 8}, rate=0.7)
     assert status == 1, out  # 6 of 10: below 70%
     results = load_results(project.path / "reports/results.json")
-    assert results.failing() == ["scenarios/weather.scenario.yaml::weather"]
+    assert (
+        results.failing()
+        == results.below_min_pass_rate()
+        == ["scenarios/weather.scenario.yaml::weather"]
+    )
     assert "min_pass_rate 70%: FAILS" in out
     assert "1 below its min_pass_rate" in out
 

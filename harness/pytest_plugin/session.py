@@ -264,7 +264,7 @@ class SuiteState:
         if outputs.results and not outputs.interrupted:
             finish_results(self)
         final = outputs.final
-        if status == 0 and final is not None and final.failing():
+        if status == 0 and final is not None and final.below_min_pass_rate():
             status = EXIT["failed"]  # a scenario's runs fell short of its min_pass_rate
         if status == 0 and self.options.fail_on_skip and self.ledger.skipped:
             status = EXIT["failed"]
