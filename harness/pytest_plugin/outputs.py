@@ -9,6 +9,7 @@ were (harness.pytest_plugin.session decides).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,9 +49,9 @@ def finish_results(state: SuiteState) -> None:
         _append_step_summary(state, final, Path(step_summary))
 
 
-def _write(state: SuiteState, path: Path, write: object) -> None:
+def _write(state: SuiteState, path: Path, write: Callable[[Path], object]) -> None:
     try:
-        write(path)  # type: ignore[operator]
+        write(path)
         state.outputs.written.append(path)
     except Exception as exc:
         state.outputs.report_errors.append(f"{state.shown(path)} not written: {_why(exc)}")
