@@ -12,19 +12,25 @@ the reports show it. Categories:
 - ``added`` / ``removed``: ids only in this run / only in the baseline;
 - ``not_run``: baseline ids the caller says this run did not run although they still
   exist (a run narrowed by -k, -m or paths, a skipped scenario): neither compared nor
-  removed.
+  removed;
+- ``pass_rates``: live repeated scenarios (``--live --repeat N``) compared by their pass
+  rates rather than run by run: a drop is a regression only when a one-sided Fisher exact
+  test finds it significant at SIGNIFICANCE, else it is within noise.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 __all__ = [
     "DIFF_VERSION",
+    "SIGNIFICANCE",
     "BaselineDiff",
     "FieldChange",
+    "PassRate",
+    "PassRateChange",
     "ScenarioChange",
     "ScenarioRef",
     "StatusChange",
@@ -33,6 +39,10 @@ __all__ = [
 ]
 
 DIFF_VERSION = 1
+
+# A drop of a live pass rate is a regression when a one-sided Fisher exact test gives a
+# p-value at most this: a drop so large would come by chance 1 time in 20 at most.
+SIGNIFICANCE = 0.05
 
 
 class ScenarioRef(BaseModel):
@@ -122,6 +132,31 @@ class ScenarioChange(BaseModel):
         return [n for n in names if getattr(self, n) is not None]
 
 
+class PassRate(BaseModel):
+    """How many runs of a repeated scenario passed."""
+
+    model_config = ConfigDict(extra="forbid")
+    runs: int
+    passed: int
+    pass_rate: float
+
+
+class PassRateChange(BaseModel):
+    """A live repeated scenario whose pass rate moved, and whether the move is a
+    regression: ``verdict`` is ``regression`` (a significant drop), ``within_noise`` (a
+    drop chance explains) or ``rose``."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str  # the scenario's id without [k]
+    name: str
+    old: PassRate
+    new: PassRate
+    # The one-sided Fisher exact test of a drop (None when the rate rose): how often a
+    # drop at least this large comes by chance when nothing changed.
+    p_value: float | None = None
+    verdict: Literal["regression", "within_noise", "rose"]
+
+
 class BaselineDiff(BaseModel):
     """The diff between a baseline results file and the current one (results.json ``baseline``)."""
 
@@ -139,21 +174,49 @@ class BaselineDiff(BaseModel):
     removed: list[ScenarioRef] = Field(default_factory=list)
     # Not a difference: only what the run left out (see diff_results' ``not_run``).
     not_run: list[ScenarioRef] = Field(default_factory=list)
+    # Live repeated scenarios whose pass rate moved (absent from the JSON when none).
+    pass_rates: list[PassRateChange] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _omit_no_pass_rates(self, handler: Any) -> Any:
+        """No ``pass_rates`` key when no live pass rate moved (diffs read as before)."""
+        data = handler(self)
+        if isinstance(data, dict) and not self.pass_rates:
+            data.pop("pass_rates", None)
+        return data
+
+    @property
+    def rate_regressions(self) -> list[PassRateChange]:
+        """Live pass rates that fell significantly: regressions too."""
+        return [p for p in self.pass_rates if p.verdict == "regression"]
+
+    @property
+    def within_noise(self) -> list[PassRateChange]:
+        """Live pass rates that fell by no more than chance explains: not regressions."""
+        return [p for p in self.pass_rates if p.verdict == "within_noise"]
 
     @property
     def has_regressions_or_changes(self) -> bool:
         """True when ``--fail-on-change`` should fail the run."""
-        return bool(self.regressions or self.changed)
+        return bool(self.regressions or self.changed or self.rate_regressions)
 
     @property
     def is_empty(self) -> bool:
         """True when nothing at all differs (not even added or removed scenarios)."""
-        return not (self.regressions or self.fixed or self.changed or self.added or self.removed)
+        return not (
+            self.regressions
+            or self.fixed
+            or self.changed
+            or self.added
+            or self.removed
+            or self.pass_rates
+        )
 
     def counts(self) -> dict[str, int]:
-        """Number of entries per category."""
+        """Number of entries per category (a significant drop of a live pass rate is a
+        regression)."""
         return {
-            "regressions": len(self.regressions),
+            "regressions": len(self.regressions) + len(self.rate_regressions),
             "fixed": len(self.fixed),
             "changed": len(self.changed),
             "added": len(self.added),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import platform
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -30,6 +31,7 @@ from harness.config import AgentConfig
 from harness.errors import HarnessError
 from harness.files import atomic_write
 from harness.messages import Message
+from harness.repeats import Repeats, count_repeats
 from harness.secrets import scrub_text
 
 __all__ = [
@@ -40,6 +42,7 @@ __all__ = [
     "ResultsFileError",
     "ScenarioId",
     "ScenarioResult",
+    "Skipped",
     "Status",
     "Summary",
     "TurnResult",
@@ -141,22 +144,6 @@ class _Identity(BaseModel):
     status: Status
 
 
-class Repeats(BaseModel):
-    """How the runs of a repeated scenario came out (every run's entry carries it)."""
-
-    model_config = ConfigDict(extra="forbid")
-    runs: int = Field(ge=1)
-    passed: int = Field(ge=0)
-    pass_rate: float = Field(ge=0, le=1)
-    # Every run passed: the pass^k of agent benchmarks.
-    pass_all: bool
-
-    @property
-    def flaky(self) -> bool:
-        """The runs disagree: some passed and some did not."""
-        return 0 < self.passed < self.runs
-
-
 class ScenarioResult(RunData, _Identity):
     """One scenario's outcome: the scenario entry of results.json (flat).
 
@@ -249,6 +236,14 @@ class ScenarioResult(RunData, _Identity):
         return [e for e in self.expectations if not e.ok]
 
 
+class Skipped(BaseModel):
+    """A scenario that did not run because it was skipped, and why."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    reason: str
+
+
 class Summary(BaseModel):
     """Counts over all scenarios of a results file."""
 
@@ -297,7 +292,42 @@ class Results(BaseModel):
     meta: dict[str, Any] = Field(default_factory=dict)
     summary: Summary = Field(default_factory=Summary)
     scenarios: list[ScenarioResult] = Field(default_factory=list)
+    # The scenarios that were skipped, with why (they did not run: no entry above).
+    skipped: list[Skipped] = Field(default_factory=list)
     baseline: BaselineDiff | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_no_skipped(self, handler: Any) -> Any:
+        """No ``skipped`` key when nothing was skipped (files read as before)."""
+        data = handler(self)
+        if isinstance(data, dict) and not self.skipped:
+            data.pop("skipped", None)
+        return data
+
+    def failing(self) -> list[str]:
+        """What did not pass, in id order: each entry that did not pass, except the runs
+        of a scenario judged by its pass rate (``min_pass_rate``), which is listed by its
+        id without ``[k]`` when too few of its runs passed."""
+        failing: list[str] = []
+        for s in self.scenarios:
+            repeats = s.repeats
+            if repeats is not None and repeats.min_pass_rate is not None:
+                if not repeats.passes and s.scenario_key not in failing:
+                    failing.append(s.scenario_key)
+            elif s.status != "passed":
+                failing.append(s.id)
+        return failing
+
+    def below_min_pass_rate(self) -> list[str]:
+        """The repeated scenarios (ids without ``[k]``) too few of whose runs passed their
+        ``min_pass_rate``: the session fails for them, though pytest saw no failed item."""
+        keys = {
+            s.scenario_key
+            for s in self.scenarios
+            if s.repeats is not None and s.repeats.min_pass_rate is not None
+            if not s.repeats.passes
+        }
+        return sorted(keys)
 
     def to_json(self) -> str:
         """The file's text (baseline omitted when there is none; secret values masked)."""
@@ -322,7 +352,12 @@ class Results(BaseModel):
         """
         meta = {"versions": {"harness": self.meta.get("versions", {}).get("harness")}}
         text = self.model_copy(update={"meta": meta}).model_dump_json(
-            indent=2, exclude={"baseline": True, "scenarios": {"__all__": {"wall_time"}}}
+            indent=2,
+            exclude={
+                "baseline": True,
+                "skipped": True,
+                "scenarios": {"__all__": {"wall_time"}},
+            },
         )
         return scrub_text(text) + "\n"
 
@@ -431,34 +466,26 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def count_repeats(scenarios: list[ScenarioResult]) -> None:
-    """Set ``repeats`` on every run of a repeated scenario, counted over the runs given."""
-    groups: dict[str, list[ScenarioResult]] = {}
-    for s in scenarios:
-        if s.run is not None:
-            groups.setdefault(s.scenario_key, []).append(s)
-    for runs in groups.values():
-        passed = sum(1 for s in runs if s.status == "passed")
-        repeats = Repeats(
-            runs=len(runs),
-            passed=passed,
-            pass_rate=round(passed / len(runs), 6),
-            pass_all=passed == len(runs),
-        )
-        for s in runs:
-            s.repeats = repeats
-
-
-def build_results(scenarios: list[ScenarioResult], *, started: datetime | None = None) -> Results:
+def build_results(
+    scenarios: list[ScenarioResult],
+    *,
+    started: datetime | None = None,
+    skipped: Mapping[str, str] | None = None,
+) -> Results:
     """Results for these scenarios, sorted by id, with meta, summary and the repeats of
-    repeated scenarios filled in."""
+    repeated scenarios filled in; ``skipped``: id -> why, of those that did not run."""
     ordered = sorted(scenarios, key=_order)
     count_repeats(ordered)
     meta = {
         "versions": _versions(),
         "started": (started or datetime.now(UTC)).isoformat(timespec="seconds"),
     }
-    return Results(meta=meta, summary=Summary.of(ordered), scenarios=ordered)
+    return Results(
+        meta=meta,
+        summary=Summary.of(ordered),
+        scenarios=ordered,
+        skipped=[Skipped(id=key, reason=why) for key, why in sorted((skipped or {}).items())],
+    )
 
 
 def _order(scenario: ScenarioResult) -> tuple[str, int]:

@@ -396,7 +396,10 @@ def test_baseline_update_compare_and_fail_on_change(project, run):
         "changed scenarios/greet.scenario.yaml::greet"
     )
     # The summary names it too, with what changed.
-    assert "  changed: scenarios/greet.scenario.yaml::greet (final)" in out
+    assert (
+        "  changed: scenarios/greet.scenario.yaml::greet\n    answer: It is 72F in [-SF.-]{+SF today.+}\n"
+        in out
+    )
     diff = json.loads((project.path / "reports/results.json").read_text())["baseline"]
     assert [c["id"] for c in diff["changed"]] == ["scenarios/greet.scenario.yaml::greet"]
     assert diff["source"] == "reports/baseline.json"  # not where this checkout happens to be

@@ -94,10 +94,16 @@ def stable(results: dict) -> dict:
 def test_collects_one_item_per_scenario_file_and_ignores_other_yaml(pytester):
     write(pytester, greet_scenario=PASSING, sub__wrong_scenario=FAILING)
     (pytester.path / "config.yaml").write_text("not: [a scenario\n")
-    (pytester.path / "other.scenario.yml").write_text(BAD)
+    # The short spelling of the suffix is a scenario file too.
+    (pytester.path / "other.scenario.yml").write_text(PASSING.replace("name: greet", "name: short"))
     result = pytester.runpytest("--collect-only", "-q")
     result.stdout.fnmatch_lines(
-        ["greet.scenario.yaml::greet", "sub/wrong.scenario.yaml::wrong-forecast", "*2 tests*"]
+        [
+            "greet.scenario.yaml::greet",
+            "other.scenario.yml::short",
+            "sub/wrong.scenario.yaml::wrong-forecast",
+            "*3 tests*",
+        ]
     )
     assert result.ret == 0
 
@@ -1043,7 +1049,8 @@ def test_the_plugins_copies_of_shared_constants_are_current():
     """The plugin keeps its own copies so that loading it imports nothing of harness."""
     from harness.llm.config import RECORD_MODES
     from harness.pytest_plugin import options
-    from harness.scenario.loader import SUFFIX
+    from harness.scenario.loader import SUFFIX, SUFFIXES
 
     assert options.SUFFIX == SUFFIX
+    assert options.SUFFIXES == SUFFIXES
     assert tuple(options.RECORD_MODES) == tuple(RECORD_MODES)

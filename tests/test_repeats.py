@@ -15,6 +15,7 @@ import pytest
 from scenario_texts import PASSING, SESSION_TESTS
 
 from harness import cli
+from harness.repeats import wilson_interval
 from harness.report.html import render_html
 from harness.results import load_results
 
@@ -94,7 +95,14 @@ def test_scripted_scenarios_run_n_times_give_n_identical_results(project, run):
     ]
     greet = [s for s in data["scenarios"] if s["name"] == "greet"]
     assert [s["run"] for s in greet] == [1, 2, 3, 4]
-    assert greet[0]["repeats"] == {"runs": 4, "passed": 4, "pass_rate": 1.0, "pass_all": True}
+    assert greet[0]["repeats"] == {
+        "runs": 4,
+        "passed": 4,
+        "pass_rate": 1.0,
+        "pass_all": True,
+        "interval": [0.510109, 1.0],  # 95% Wilson: four runs say little
+        "passes": True,
+    }
     first = _without_run_identity(greet[0])
     assert all(_without_run_identity(s) == first for s in greet[1:])
     assert "flaky" not in data["summary"]
@@ -157,16 +165,34 @@ def test_a_randomly_failing_tool_makes_its_scenario_flaky_with_the_right_pass_ra
     results = load_results(project.path / "reports/results.json")
     flaky = [s for s in results.scenarios if s.name == "flaky-order"]
     assert [s.run for s in flaky if s.status != "passed"] == fails
-    expected = {"runs": RUNS, "passed": passed, "pass_rate": passed / RUNS, "pass_all": False}
-    assert all(s.repeats.model_dump() == expected for s in flaky)
+    repeats = flaky[0].repeats
+    assert all(s.repeats == repeats for s in flaky)
+    counts = (repeats.runs, repeats.passed, repeats.pass_rate, repeats.pass_all, repeats.passes)
+    assert counts == (RUNS, passed, passed / RUNS, False, False)
+    assert repeats.interval == wilson_interval(passed, RUNS)
+    # The runs part at the tool call: its backend answered, or it raised.
+    divergence = repeats.divergence
+    assert (divergence.step, divergence.at) == (2, "tool call 1")
+    assert [(v.step, v.runs) for v in divergence.variants] == [
+        (
+            'tool call 1: lookup_order {"order_id":"7"}',
+            [k for k in range(1, RUNS + 1) if k not in fails],
+        ),
+        ('tool call 1: lookup_order {"order_id":"7"} [error]', fails),
+    ]
     assert results.summary.flaky == ["scenarios/flaky.scenario.yaml::flaky-order"]
-    result.stdout.fnmatch_lines(
-        [
-            "repeated: 2 scenario(s), 1 passed every run, 1 flaky (runs disagree)",
-            f"  flaky: scenarios/flaky.scenario.yaml::flaky-order ({passed}/{RUNS} runs passed, "
-            f"pass rate {passed / RUNS:.0%})",
-        ]
-    )
+    low, high = (f"{x:.0%}" for x in repeats.interval)
+    passing = ", ".join(str(k) for k in range(1, RUNS + 1) if k not in fails)
+    lines = result.stdout.lines
+    start = lines.index("repeated: 2 scenario(s), 1 passed every run, 1 flaky (runs disagree)")
+    assert lines[start + 1 : start + 5] == [
+        f"  flaky: scenarios/flaky.scenario.yaml::flaky-order: {passed}/{RUNS} runs passed "
+        f"({passed / RUNS:.0%}, 95% CI {low}-{high})",
+        "    first divergence at step 2 (tool call 1):",
+        f'      {passed} run(s) [{passing}]: tool call 1: lookup_order {{"order_id":"7"}}',
+        f"      {len(fails)} run(s) [{', '.join(map(str, fails))}]: tool call 1: "
+        'lookup_order {"order_id":"7"} [error]',
+    ]
     html = render_html(results)
     assert f'<td class="num">{passed / RUNS:.0%}</td>' in html  # the pass-rate column
     assert '<td class="num">100%</td>' in html  # greet: every run passed

@@ -168,7 +168,12 @@ def test_a_target_that_does_not_import_is_reported_with_the_schemas_errors(proje
             "llm:\n  script:\n    - content: hi\n      repeat: 0\n",
             "t.scenario.yaml:4: llm.script.0.repeat: expected 1 or more, got 0",
         ),
-        ("repeat: 20000\n", "t.scenario.yaml:1: repeat: expected 10000 or less, got 20000"),
+        (
+            "repeat: 20000\n",
+            "t.scenario.yaml:1: repeat: expected a number of runs from 1 to 10000, got 20000: "
+            "write repeat: 5, or repeat: {runs: 10, min_pass_rate: 0.8} to pass when 80% of "
+            "the runs pass",
+        ),
         (
             "input: 42\n",
             "t.scenario.yaml:1: input: expected a valid string, got 42: quote it to make it "

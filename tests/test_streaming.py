@@ -295,6 +295,16 @@ def scripted_chunks(step: dict) -> list[LLMChunk]:
     return out
 
 
+def test_a_chunk_given_as_a_plain_string_is_a_piece_of_text():
+    observer = ChunkLog()
+    step = {"content": "Cold in Oslo", "chunks": ["Cold", " in Oslo", {"finish_reason": "stop"}]}
+    llm = ScriptedLLM([step], stream=True)
+    result = Agent(llm=llm, tools=[], plugins=[observer]).run("go")
+
+    assert result.final.content == "Cold in Oslo"
+    assert [c.content for c in observer.chunks(1)] == ["Cold", " in Oslo", None]
+
+
 @pytest.mark.hooks("harness_llm_chunk")
 def test_the_chunk_hook_sees_a_steps_chunks_exactly_between_request_and_response():
     observer = ChunkLog()

@@ -22,6 +22,7 @@ __all__ = ["COMMANDS", "EXIT", "main"]
 
 # Every command, in the order `harness --help` lists them: its module and its line there.
 COMMANDS = {
+    "init": ("harness.cli.init", "make a project skeleton that passes `harness run`"),
     "run": ("harness.cli.run", "run scenario files through pytest and write reports/"),
     "record": ("harness.cli.record", "record cassettes: run with --record-mode once"),
     "validate": ("harness.cli.validate", "check scenario files without running them"),

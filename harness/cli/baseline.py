@@ -60,8 +60,12 @@ def update_baseline(path: Path, results: Results) -> None:
             current = _current(path)
             ran = {s.id for s in results.scenarios}
             removed = {r.id for r in results.baseline.removed} if results.baseline else set()
+            # The runs of a live repeated scenario are one sample: replaced as a whole.
+            live = {s.scenario_key for s in results.scenarios if s.repeats and s.repeats.live}
             kept: list[Any] = [
-                s for s in (current.scenarios if current else []) if s.id not in ran | removed
+                s
+                for s in (current.scenarios if current else [])
+                if s.id not in ran | removed and s.scenario_key not in live
             ]
             merged = build_results([*results.scenarios, *kept])
             merged.meta = results.meta

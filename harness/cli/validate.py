@@ -29,13 +29,14 @@ def add_arguments(parser: Parser) -> None:
 
 
 def _scenario_files(paths: list[str]) -> list[Path]:
-    from harness.scenario import SUFFIX
+    from harness.scenario import SUFFIXES
 
     files: list[Path] = []
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            for found in sorted(path.rglob(f"*{SUFFIX}")):
+            found_files = (f for suffix in SUFFIXES for f in path.rglob(f"*{suffix}"))
+            for found in sorted(found_files):
                 parts = found.relative_to(path).parts[:-1]
                 if not any(p.startswith(".") or p in _SKIP_DIRS for p in parts):
                     files.append(found)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -147,6 +148,17 @@ class ScriptChunk(BaseModel):
         )
 
 
+def _text_piece(value: Any) -> Any:
+    """A chunk given as a plain string is a piece of text: ``"Cold"`` is ``{content: Cold}``."""
+    return {"content": value} if isinstance(value, str) else value
+
+
+# A streamed piece as a file writes it: a ScriptChunk, or a string for a text piece.
+ChunkEntry = Annotated[
+    ScriptChunk, BeforeValidator(_text_piece, json_schema_input_type=str | ScriptChunk)
+]
+
+
 class ScriptStep(BaseModel):
     """One scripted reply, or an injected failure of the LLM call."""
 
@@ -168,7 +180,7 @@ class ScriptStep(BaseModel):
     usage: Usage | None = None
     finish_reason: str | None = None
     # Last: its check reads the fields above (pydantic validates in declaration order).
-    chunks: list[ScriptChunk] | None = Field(
+    chunks: list[ChunkEntry] | None = Field(
         default=None,
         description="the exact pieces of this reply when it is streamed (default: cut by "
         "words); they must add up to the step's content, tool_calls, finish_reason and usage",

@@ -7,8 +7,9 @@ the environment: everything here stays inert (and cheap to import) until a
 - ``options``: every option of a session, declared once (the plugin's and ``harness
   run``'s flags are made from it), and ``SessionOptions``, what a session reads of them;
 - ``session``: the per-session state (its options, its ledger and its outputs),
-  gathering results (also from xdist workers), writing results.json, the HTML report and
-  the baseline diff, and the summary;
+  gathering results (also from xdist workers), the baseline diff and the exit status;
+- ``outputs``: what the session writes at its end (results.json, the HTML report, the
+  Markdown summary) and the summary it prints;
 - ``ledger``: what a session collected, deselected, skipped and could not load (xdist
   workers send theirs to the controller);
 - ``items``: collection of scenario files, the item that runs one, how its failure
@@ -37,6 +38,7 @@ from harness.pytest_plugin.items import (
 )
 from harness.pytest_plugin.ledger import CollectionLedger
 from harness.pytest_plugin.options import SUFFIX, SessionOptions, pytest_addoption
+from harness.pytest_plugin.outputs import summary_lines
 from harness.pytest_plugin.session import (
     Baseline,
     SessionOutputs,
@@ -45,7 +47,6 @@ from harness.pytest_plugin.session import (
     get_state,
     pytest_configure,
     pytest_unconfigure,
-    summary_lines,
 )
 from harness.pytest_plugin.sharding import pytest_collection_modifyitems
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.pytest_plugin.options import SUFFIX
+from harness.pytest_plugin.options import SUFFIXES
 from harness.pytest_plugin.session import get_state, state_of
 
 if TYPE_CHECKING:
@@ -38,15 +38,15 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     # `harness run DIR` runs the scenarios of DIR, not its Python tests; files named on
     # the command line are never ignored (pytest does not ask about them).
     if config.getoption("harness_scenarios_only", False) and not collection_path.name.endswith(
-        SUFFIX
+        SUFFIXES
     ):
         return True if collection_path.is_file() else None
     return None
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    """A ScenarioFile for each ``*.scenario.yaml`` file."""
-    if file_path.name.endswith(SUFFIX):
+    """A ScenarioFile for each ``*.scenario.yaml`` (or ``*.scenario.yml``) file."""
+    if file_path.name.endswith(SUFFIXES):
         return ScenarioFile.from_parent(parent, path=file_path)
     return None
 
@@ -64,13 +64,16 @@ class ScenarioFile(pytest.File):
             self.config.addinivalue_line("markers", f"{tag}: scenario tag")
         repeat = _repeat(scenario, self.config)
         runs = [None] if repeat == 1 else range(1, repeat + 1)
+        minimum = _min_pass_rate(scenario, self.config) if repeat > 1 else None
         items: list[pytest.Item] = []
         # A matrix's combinations first (name[model=a,planner=b]), then repeats of each
         # (name[model=a,planner=b][k]).
         for name, each in _expanded(scenario):
             for run in runs:
                 shown = name if run is None else f"{name}[{run}]"
-                item = ScenarioItem.from_parent(self, name=shown, scenario=each, run=run)
+                item = ScenarioItem.from_parent(
+                    self, name=shown, scenario=each, run=run, min_pass_rate=minimum
+                )
                 item.add_marker("scenario")
                 for tag in scenario.tags:
                     item.add_marker(tag)
@@ -91,9 +94,18 @@ class ScenarioFile(pytest.File):
 def _repeat(scenario: Scenario, config: pytest.Config) -> int:
     """How many times a scenario runs: its own ``repeat:``, else --harness-repeat, else 1."""
     if "repeat" in scenario.model_fields_set:
-        return scenario.repeat
+        return scenario.runs
     state = get_state(config)
     return (state.options.repeat if state is not None else None) or 1
+
+
+def _min_pass_rate(scenario: Scenario, config: pytest.Config) -> float | None:
+    """The share of a repeated scenario's runs that must pass: its own ``repeat:
+    {min_pass_rate: R}``, else --harness-min-pass-rate, else None (every run)."""
+    if scenario.min_pass_rate is not None:
+        return scenario.min_pass_rate
+    state = get_state(config)
+    return state.options.min_pass_rate if state is not None else None
 
 
 def _expanded(scenario: Scenario) -> list[tuple[str, Scenario]]:
@@ -126,11 +138,20 @@ class ScenarioFailed(Exception):
 class ScenarioItem(pytest.Item):
     """One scenario: runs it, fails with its unmet expectations and trajectory."""
 
-    def __init__(self, *, scenario: Scenario, run: int | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        scenario: Scenario,
+        run: int | None = None,
+        min_pass_rate: float | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.scenario = scenario
         # Which run of a repeated scenario this item is (1-based); None: it runs once.
         self.run = run
+        # The share of the runs that must pass; None: every run must (a failed run fails).
+        self.min_pass_rate = min_pass_rate
         self.result: ScenarioResult | None = None
         self.internal_error: str | None = None
         # A file the run could not write (NotWritten), for the session's exit status.
@@ -174,11 +195,17 @@ class ScenarioItem(pytest.Item):
         return run_sync(self.arun(), name="run_scenario()", instead="arun_scenario(...)")
 
     def own(self, result: ScenarioResult) -> ScenarioResult:
-        """The result as this item's: a repeated scenario's run gets its id and number."""
+        """The result as this item's: a repeated scenario's run gets its id and number,
+        and what its repeats are judged by (harness.repeats.count_repeats counts them)."""
         if self.run is None:
             return result
+        from harness.repeats import Repeats
+
         result.id = self.scenario_id
         result.run = self.run
+        passed = int(result.status == "passed")
+        live = state_of(self.config).options.live
+        result.repeats = Repeats.of(passed, 1, min_pass_rate=self.min_pass_rate, live=live)
         return result
 
     def runtest(self) -> None:
@@ -361,6 +388,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     """Carry a scenario's result on its test report (to the controller, under xdist)."""
     report = yield
     if isinstance(item, ScenarioItem) and call.when == "call" and item.result is not None:
+        if item.min_pass_rate is not None and isinstance(
+            call.excinfo and call.excinfo.value, ScenarioFailed
+        ):
+            # One run of a scenario judged by its pass rate: the session's end judges the
+            # scenario over all its runs (exit 1 when too few passed).
+            report.outcome = "skipped"
+            report.wasxfail = (
+                f"run {item.run} did not pass ({item.result.status}); the scenario is judged "
+                f"by its pass rate (min_pass_rate {item.min_pass_rate:g})"
+            )
         # Plain attributes: xdist sends report.__dict__ to the controller (user_properties
         # would work too, but would leak into --junitxml).
         report.harness_id = item.result.id

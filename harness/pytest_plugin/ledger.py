@@ -44,8 +44,9 @@ class CollectionLedger:
     unloaded_files: set[str] = field(default_factory=set)
     # Node ids deselected in a worker, for the controller's "N deselected".
     deselected: list[str] = field(default_factory=list)
-    # Scenarios skipped (by a skip or skipif mark, say): not run, so not in results.json.
-    skipped: set[str] = field(default_factory=set)
+    # Scenarios skipped (by a skip or skipif mark, a target whose framework is missing):
+    # id -> why. Not run, so without an entry of their own in results.json.
+    skipped: dict[str, str] = field(default_factory=dict)
     # --harness-shard (harness.pytest_plugin.sharding): this shard, and the ids it split.
     shard: ShardMeta | None = None
     planned_ids: set[str] = field(default_factory=set)
@@ -60,7 +61,7 @@ class CollectionLedger:
     def shard_not_run(self) -> list[str]:
         """What was collected but not selected for this shard, or skipped: a merged diff's
         "not run" (results.json's ``meta.shard.not_run``)."""
-        return sorted((self.collected_ids - self.planned_ids) | self.skipped)
+        return sorted((self.collected_ids - self.planned_ids) | self.skipped.keys())
 
     def as_sent(self) -> dict[str, Any] | None:
         """What a worker sends the controller (plain data; None: nothing collected)."""

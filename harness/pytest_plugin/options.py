@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "OPTIONS",
     "SUFFIX",
+    "SUFFIXES",
     "Option",
     "SessionOptions",
     "pytest_addoption",
@@ -42,9 +43,10 @@ __all__ = [
     "session_options",
 ]
 
-# The scenario files the plugin collects (harness.scenario.loader.SUFFIX, kept here so
-# that loading the plugin imports no scenario code).
+# The scenario files the plugin collects (harness.scenario.loader.SUFFIXES, kept here so
+# that loading the plugin imports no scenario code): SUFFIX, and its short spelling.
 SUFFIX = ".scenario.yaml"
+SUFFIXES = (SUFFIX, ".scenario.yml")
 
 # The pytest-recording plugin, under the names pytest may register it with.
 _RECORDING = ("recording", "pytest_recording.plugin")
@@ -57,6 +59,18 @@ def _count(value: str) -> int:
     if not value.isdigit() or int(value) < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value!r}")
     return int(value)
+
+
+def _rate(value: str) -> float:
+    try:
+        rate = float(value.removesuffix("%")) / (100 if value.endswith("%") else 1)
+    except ValueError:
+        rate = -1.0
+    if not 0 <= rate <= 1:
+        raise argparse.ArgumentTypeError(
+            f"expected a share of runs from 0 to 1 (0.8, or 80%), got {value!r}"
+        )
+    return rate
 
 
 def _shard(value: str) -> Shard:
@@ -184,6 +198,14 @@ OPTIONS: tuple[Option, ...] = (
         metavar="N",
     ),
     Option(
+        "--harness-min-pass-rate",
+        "--min-pass-rate",
+        "a repeated scenario passes when at least this share of its runs pass (0.8 or 80%%; "
+        "a file's repeat: {min_pass_rate: R} wins)",
+        type=_rate,
+        metavar="R",
+    ),
+    Option(
         "--harness-live",
         "--live",
         "talk to the real endpoint: no cassette read or written, the SDK retries 429s",
@@ -250,6 +272,19 @@ OPTIONS: tuple[Option, ...] = (
         "--harness-otel-content",
         "--otel-content",
         "with --otel or --otel-endpoint: include message contents, tool arguments and results",
+        action="store_true",
+    ),
+    Option(
+        "--harness-markdown",
+        "--markdown",
+        "write the summary and the baseline diff as Markdown here (a pull-request comment); "
+        "$GITHUB_STEP_SUMMARY gets it too when set",
+        metavar="F",
+    ),
+    Option(
+        "--harness-fail-on-skip",
+        "--fail-on-skip",
+        "exit 1 when a scenario was skipped (a missing framework, a skip mark)",
         action="store_true",
     ),
     Option(
@@ -351,20 +386,24 @@ class SessionOptions:
 
     record_mode: str = "none"
     disable_recording: bool = False
-    # --harness-live, --harness-repeat, --harness-concurrency (see harness.pytest_plugin.live).
+    # --harness-live, --harness-repeat, --harness-min-pass-rate, --harness-concurrency (see
+    # harness.pytest_plugin.live and docs/running.md#repeats).
     live: bool = False
     repeat: int | None = None
+    min_pass_rate: float | None = None
     concurrency: int = 1
     # --harness-shard and the wall times it is planned by (harness.pytest_plugin.sharding).
     shard: Shard | None = None
     durations: Mapping[str, float] | None = None
     json_path: Path | None = None
     html_path: Path | None = None
+    markdown_path: Path | None = None
     baseline_path: Path | None = None
     # --harness-otel, --harness-otel-endpoint, --harness-otel-content (pytest_plugin.tracing).
     otel_path: Path | None = None
     otel_endpoint: str | None = None
     otel_content: bool = False
+    fail_on_skip: bool = False
 
 
 def session_options(config: pytest.Config) -> SessionOptions:
@@ -382,11 +421,14 @@ def session_options(config: pytest.Config) -> SessionOptions:
         disable_recording=live or bool(config.getoption("disable_recording", False)),
         live=live,
         repeat=config.getoption("harness_repeat", None),
+        min_pass_rate=config.getoption("harness_min_pass_rate", None),
         concurrency=config.getoption("harness_concurrency", 1) or 1,
         shard=config.getoption("harness_shard", None),
         durations=times,
         json_path=_out_path(config, config.getoption("harness_json", None)),
         html_path=_out_path(config, config.getoption("harness_html", None)),
+        markdown_path=_out_path(config, config.getoption("harness_markdown", None)),
+        fail_on_skip=bool(config.getoption("harness_fail_on_skip", False)),
         baseline_path=_out_path(config, config.getoption("harness_baseline", None)),
         otel_path=_out_path(config, config.getoption("harness_otel", None)),
         otel_endpoint=config.getoption("harness_otel_endpoint", None),

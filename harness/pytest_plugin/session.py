@@ -21,7 +21,7 @@ import pytest
 
 from harness.exitcodes import EXIT
 from harness.pytest_plugin.ledger import CollectionLedger
-from harness.pytest_plugin.options import SUFFIX, SessionOptions, session_options
+from harness.pytest_plugin.options import SUFFIXES, SessionOptions, session_options
 
 if TYPE_CHECKING:
     from harness.baseline import BaselineDiff
@@ -37,7 +37,6 @@ __all__ = [
     "pytest_configure",
     "pytest_unconfigure",
     "state_of",
-    "summary_lines",
 ]
 
 
@@ -94,7 +93,9 @@ class SuiteState:
 
     def shown(self, path: Path) -> str:
         """A path as the user gave it: relative to where pytest started when below it."""
-        return _shown(path, Path(self.config.invocation_params.dir))
+        from harness.pytest_plugin.outputs import shown_path
+
+        return shown_path(path, Path(self.config.invocation_params.dir))
 
     def build(self) -> Results:
         """results.json for the scenarios seen so far (sorted by id; baseline diff added)."""
@@ -102,7 +103,7 @@ class SuiteState:
 
         outputs = self.outputs
         scenarios = [self._read_result(sid, text) for sid, text in outputs.results.items()]
-        results = build_results(scenarios, started=outputs.started)
+        results = build_results(scenarios, started=outputs.started, skipped=self.ledger.skipped)
         if self.ledger.shard is not None:
             not_run = self.ledger.shard_not_run()
             results.meta["shard"] = {**self.ledger.shard, "not_run": not_run}
@@ -151,6 +152,11 @@ class SuiteState:
             termination="error",
             final=FinalResponse(error={"type": "error", "message": message}),
         )
+
+    def _id_of(self, nodeid: str) -> str:
+        """A scenario item's id (``path::name``, the path relative to its project root)."""
+        file, _, name = nodeid.partition("::")
+        return f"{_project_file(Path(self.config.rootpath, file))}::{name}"
 
     def _within_paths(self, path: Path) -> bool:
         """Whether ``path`` lies under one of the paths this session collects from."""
@@ -207,8 +213,8 @@ class SuiteState:
             return
         text = getattr(report, "harness_result", None)
         if text is None:
-            if report.skipped and SUFFIX + "::" in report.nodeid:
-                self.ledger.skipped.add(report.nodeid)
+            if report.skipped and any(f"{suffix}::" in report.nodeid for suffix in SUFFIXES):
+                self.ledger.skipped[self._id_of(report.nodeid)] = _skip_reason(report)
             return
         # Keyed by id: a rerun of the same scenario replaces its earlier result.
         self.outputs.results[report.harness_id] = text
@@ -221,7 +227,7 @@ class SuiteState:
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         """Note a scenario file that did not load (once), and stop as serial pytest does."""
-        if not report.failed or not report.nodeid.endswith(SUFFIX):
+        if not report.failed or not report.nodeid.endswith(SUFFIXES):
             return
         errors = self.ledger.collection_errors
         if report.nodeid in errors:
@@ -238,7 +244,10 @@ class SuiteState:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        """Write the reports (unless the session stopped part way) and set the exit status."""
+        """Build the results and write the reports (unless the session stopped part way or
+        ran nothing), and set the exit status."""
+        from harness.pytest_plugin.outputs import finish_results
+
         if self.runs is not None:
             self.runs.close()  # runs started ahead that no item took (the session stopped)
         if self.is_worker:
@@ -246,42 +255,25 @@ class SuiteState:
         outputs = self.outputs
         status = int(session.exitstatus)
         # Ctrl-C, collection errors and pytest's own crashes stop a session part way: its
-        # results would overwrite good reports with partial ones. Nothing selected: none.
+        # results would overwrite good reports with partial ones.
         outputs.interrupted = status in (
             pytest.ExitCode.INTERRUPTED,
             pytest.ExitCode.INTERNAL_ERROR,
         )
-        reports = self.options.json_path or self.options.html_path
-        if reports and status != 5 and not outputs.interrupted:
-            self._write_reports()
+        # A session that ran nothing (--collect-only, everything skipped or deselected)
+        # has nothing to report: the last run's reports stay as they were.
+        if outputs.results and not outputs.interrupted:
+            finish_results(self)
+        final = outputs.final
+        if status == 0 and final is not None and final.below_min_pass_rate():
+            status = EXIT["failed"]  # a scenario's runs fell short of its min_pass_rate
+        if status == 0 and self.options.fail_on_skip and self.ledger.skipped:
+            status = EXIT["failed"]
         if self.ledger.collection_errors and status in (0, 1, 5):
             status = EXIT["bad_input"]
         if outputs.report_errors or outputs.internal_errors:
             status = EXIT["internal"]
         session.exitstatus = status
-
-    def _write_reports(self) -> None:
-        outputs = self.outputs
-        try:
-            final = outputs.final = self.build()
-        except Exception as exc:  # a bug between results and reports must still show
-            outputs.report_errors.append(f"results not built: {type(exc).__name__}: {exc}")
-            return
-        json_path, html_path = self.options.json_path, self.options.html_path
-        if json_path is not None:
-            try:
-                final.write(json_path)
-                outputs.written.append(json_path)
-            except Exception as exc:
-                outputs.report_errors.append(f"{self.shown(json_path)} not written: {_why(exc)}")
-        if html_path is not None:
-            try:
-                from harness.report import write_html
-
-                write_html(html_path, final)  # the diff is in final.baseline
-                outputs.written.append(html_path)
-            except Exception as exc:
-                outputs.report_errors.append(f"{self.shown(html_path)} not written: {_why(exc)}")
 
     @pytest.hookimpl(trylast=True)
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
@@ -311,6 +303,8 @@ class SuiteState:
         ):
             return
         terminalreporter.write_sep("=", "harness summary")
+        from harness.pytest_plugin.outputs import summary_lines
+
         for line in summary_lines(self, cwd=Path(self.config.invocation_params.dir)):
             alarm = any(w in line for w in ("did not load", "report error", "harness crashed"))
             terminalreporter.write_line(line, red=alarm, bold=alarm)
@@ -407,41 +401,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         discovery.reset()
 
 
-def _why(exc: BaseException) -> str:
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror
-    return f"{type(exc).__name__}: {exc}"
-
-
-def summary_lines(state: SuiteState, *, cwd: Path, slowest: int = 5) -> list[str]:
-    """The end-of-run summary: counts, slowest scenarios, baseline diff, report paths."""
-    from harness.report.text import baseline_lines, results_lines
-
-    outputs, ledger = state.outputs, state.ledger
-    results = outputs.final
-    if results is None and outputs.results:
-        results = state.build()
-    lines: list[str] = []
-    if results is not None and results.scenarios:
-        lines.extend(results_lines(results, slowest=slowest))
-    if ledger.skipped:
-        lines.append(f"skipped: {len(ledger.skipped)} (not run, so not in results.json)")
-    if outputs.diff is not None:
-        shown = _shown(state.baseline.path, cwd) if state.baseline else "baseline"
-        lines.extend(baseline_lines(outputs.diff, shown))
-    if ledger.collection_errors:
-        count = len(ledger.collection_errors)
-        lines.append(
-            f"{count} scenario file(s) did not load"
-            + ("" if outputs.written else "; reports not written")
-        )
-    elif outputs.interrupted:
-        lines.append("interrupted: nothing was written (reports and baseline left as they were)")
-    lines.extend(f"harness crashed: {error}" for error in outputs.internal_errors)
-    lines.extend(f"report error: {error}" for error in outputs.report_errors)
-    if outputs.written:
-        lines.append("results: " + ", ".join(_shown(p, cwd) for p in outputs.written))
-    return lines
+def _skip_reason(report: pytest.TestReport) -> str:
+    """Why pytest skipped an item, as its mark or ``pytest.skip`` said."""
+    wasxfail = getattr(report, "wasxfail", None)
+    if wasxfail is not None:
+        return f"xfail, not run: {wasxfail}" if wasxfail else "xfail, not run"
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else longrepr
+    return str(reason).removeprefix("Skipped: ") or "skipped"
 
 
 def _project_file(path: Path) -> str:
@@ -449,13 +416,6 @@ def _project_file(path: Path) -> str:
     from harness.project import project_relative, project_root
 
     return project_relative(path, project_root(path.parent))
-
-
-def _shown(path: Path, cwd: Path) -> str:
-    try:
-        return path.resolve().relative_to(cwd.resolve()).as_posix()
-    except ValueError:
-        return str(path)
 
 
 def diff_against_baseline(

@@ -104,7 +104,7 @@ class TraceExport:
         """The controller keeps each scenario's facts."""
         facts = getattr(report, "harness_facts", None)
         if facts is not None and not self.state.is_worker:
-            self.facts[report.harness_id] = facts  # type: ignore[attr-defined]
+            self.facts[report.harness_id] = facts
 
     def traces(self, results: list[ScenarioResult], *, fixed: bool) -> list[PlannedTrace]:
         """The planned traces of the session's runs, by scenario id; ``fixed``: on the

@@ -23,6 +23,7 @@ from harness.baseline import (
     TrajectoryOp,
 )
 from harness.canonical import canonical_json
+from harness.report.passrates import compare_pass_rates, live_groups
 from harness.report.plans import plans
 from harness.results import Results, ScenarioResult
 
@@ -154,10 +155,15 @@ def diff_results(
 
     ``source`` names the baseline (its path) in the diff. Baseline ids in ``not_run``
     that ``new`` lacks go to ``not_run`` instead of ``removed``. Every list is sorted by id.
+    A scenario repeated live is compared by its pass rate (harness.report.passrates), not
+    run by run.
     """
-    before = {s.id: s for s in old.scenarios}
-    after = {s.id: s for s in new.scenarios}
+    groups = live_groups(old.scenarios, new.scenarios)
     diff = BaselineDiff(source=source, baseline_started=_started(old))
+    diff.pass_rates, diff.unchanged = compare_pass_rates(groups)
+    diff.compared = len(groups)
+    before = {s.id: s for s in old.scenarios if s.scenario_key not in groups}
+    after = {s.id: s for s in new.scenarios if s.scenario_key not in groups}
     diff.added.extend(_ref(after[i]) for i in sorted(after.keys() - before.keys()))
     for scenario_id in sorted(before.keys() - after.keys()):
         was = before[scenario_id]

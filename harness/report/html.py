@@ -25,6 +25,7 @@ from markupsafe import Markup
 
 from harness.baseline import BaselineDiff
 from harness.files import atomic_write
+from harness.report.changes import divergence_lines, rate_sentence, repeats_text
 from harness.report.charts import TERMINATIONS, scenario_charts
 from harness.report.markup import (
     clip,
@@ -76,6 +77,9 @@ def _environment() -> Environment:
     env.filters["value"] = value_text
     env.globals["transcript_text"] = transcript_text
     env.globals["word_diff"] = word_diff
+    env.globals["rate_sentence"] = rate_sentence
+    env.globals["repeats_text"] = repeats_text
+    env.globals["divergence_lines"] = divergence_lines
     return env
 
 

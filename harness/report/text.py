@@ -13,11 +13,20 @@ and the baseline diff are.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from harness.actions import RunError
 from harness.baseline import BaselineDiff
 from harness.events import LLMFailedEvent, LLMRequestEvent, LLMResponseEvent
+from harness.repeats import Repeats
+from harness.report.changes import (
+    change_details,
+    counted,
+    divergence_lines,
+    rate_sentence,
+    repeats_text,
+)
 from harness.report.plans import plans
 from harness.report.timeline import failure_text, is_target
 from harness.results import Results, ScenarioResult
@@ -29,6 +38,7 @@ __all__ = [
     "format_failure",
     "repeat_lines",
     "results_lines",
+    "skipped_lines",
     "target_failure",
     "trajectory_lines",
 ]
@@ -38,6 +48,9 @@ _MESSAGE_LINES = 100
 
 # Values in a trajectory line are cut at this many characters (-v: never).
 _TRAJECTORY_LIMIT = 60
+
+# The summary names at most this many changed (or skipped) scenarios.
+_NAMED = 20
 
 # The summary's "slowest" list leaves out what would print as 0.00s.
 _SHOWN_WALL_TIME = 0.005
@@ -333,38 +346,68 @@ def results_lines(results: Results, *, slowest: int = 5) -> list[str]:
 
 
 def repeat_lines(results: Results) -> list[str]:
-    """Repeated scenarios: how many passed every run, and each flaky one's pass rate."""
-    repeats: dict[str, Any] = {}
+    """Repeated scenarios: how many passed every run; each flaky one, or one judged by its
+    pass rate, with its pass rate, 95% interval and verdict, and where its runs part."""
+    repeats: dict[str, Repeats] = {}
     for s in results.scenarios:
         if s.repeats is not None:
             repeats.setdefault(s.scenario_key, s.repeats)
     if not repeats:
         return []
     every = sum(1 for r in repeats.values() if r.pass_all)
-    flaky = [(key, r) for key, r in repeats.items() if r.flaky]
+    flaky = sum(1 for r in repeats.values() if r.flaky)
+    below = sum(1 for r in repeats.values() if not r.passes and r.min_pass_rate is not None)
     lines = [
         f"repeated: {len(repeats)} scenario(s), {every} passed every run, "
-        f"{len(flaky)} flaky (runs disagree)"
+        f"{flaky} flaky (runs disagree)" + (f", {below} below its min_pass_rate" if below else "")
     ]
-    lines.extend(
-        f"  flaky: {key} ({r.passed}/{r.runs} runs passed, pass rate {r.pass_rate:.0%})"
-        for key, r in flaky
-    )
+    for key, r in repeats.items():
+        if not (r.flaky or r.min_pass_rate is not None or r.divergence is not None):
+            continue
+        label = (
+            "below min_pass_rate"
+            if r.min_pass_rate is not None and not r.passes
+            else ("flaky" if r.flaky else "repeated")
+        )
+        lines.append(f"  {label}: {key}: {repeats_text(r)}")
+        if r.divergence is not None:
+            lines.extend("    " + line for line in divergence_lines(r.divergence))
     return lines
 
 
-def baseline_lines(diff: BaselineDiff, shown: str) -> list[str]:
-    """The summary's baseline diff: counts, then each regression and change by id."""
-    counts = ", ".join(_counted(n, k) for k, n in diff.counts().items())
+def skipped_lines(skipped: Mapping[str, str]) -> list[str]:
+    """The scenarios that were skipped, each with why (at most 20 named)."""
+    if not skipped:
+        return []
+    lines = [f"skipped: {len(skipped)} (not run, so not in results.json)"]
+    shown = sorted(skipped.items())
+    lines.extend(f"  {key}: {why}" for key, why in shown[:_NAMED])
+    if len(shown) > _NAMED:
+        lines.append(f"  ... and {len(shown) - _NAMED} more (results.json lists every one)")
+    return lines
+
+
+def baseline_lines(diff: BaselineDiff, shown: str, *, report: str | None = None) -> list[str]:
+    """The summary's baseline diff: counts, each regression, each change with its values
+    (shortened: harness.report.changes), each moved live pass rate, and the report."""
+    counts = ", ".join(counted(n, k) for k, n in diff.counts().items())
     not_run = len(diff.not_run)
     lines = [f"baseline {shown}: {counts}" + (f", {not_run} not run" if not_run else "")]
     for entry in diff.regressions:
-        lines.append(f"  regression: {entry.id} ({entry.old_status} -> {entry.new_status})")
-    for change in diff.changed:
-        lines.append(f"  changed: {change.id} ({', '.join(change.fields) or 'details'})")
+        unmet = (
+            f"; unmet: {', '.join(entry.failed_expectations)}" if entry.failed_expectations else ""
+        )
+        lines.append(f"  regression: {entry.id} ({entry.old_status} -> {entry.new_status}{unmet})")
+    for rate in diff.pass_rates:
+        label = {"regression": "regression", "within_noise": "within noise"}.get(
+            rate.verdict, "pass rate rose"
+        )
+        lines.append(f"  {label}: {rate.id}: {rate_sentence(rate)}")
+    for change in diff.changed[:_NAMED]:
+        lines.append(f"  changed: {change.id}")
+        lines.extend(f"    {line}" for line in change_details(change))
+    if len(diff.changed) > _NAMED:
+        lines.append(f"  ... and {len(diff.changed) - _NAMED} more changed")
+    if report is not None and not diff.is_empty:
+        lines.append(f"  details: {report}")
     return lines
-
-
-def _counted(count: int, key: str) -> str:
-    """``1 regression``, ``2 regressions``, ``0 fixed``."""
-    return f"{count} {key[:-1] if key == 'regressions' and count == 1 else key}"

@@ -113,6 +113,12 @@ def _form(path: tuple[str | int, ...], value: Any) -> str | None:
         return (
             "an empty command: give the program and its arguments, like command: [python, agent.py]"
         )
+    if path == ("repeat",) and not isinstance(value, dict):
+        shown = f", got {json.dumps(value)}" if not isinstance(value, str) else f", got {value!r}"
+        return (
+            f"expected a number of runs from 1 to 10000{shown}: write repeat: 5, or "
+            "repeat: {runs: 10, min_pass_rate: 0.8} to pass when 80% of the runs pass"
+        )
     scripts = (("llm", "script"), ("llm", "judge_script"))
     if path[-4:-2] in scripts and path[-1] == "error" and not isinstance(value, dict):
         status = value if isinstance(value, int) and 400 <= value <= 599 else 429

@@ -39,6 +39,7 @@ from harness.tools import Tool
 
 __all__ = [
     "SUFFIX",
+    "SUFFIXES",
     "build_tools",
     "load_scenario",
     "scenario_name",
@@ -47,6 +48,9 @@ __all__ = [
 ]
 
 SUFFIX = ".scenario.yaml"
+# The names a scenario file may have: SUFFIX, and its short spelling (.yml, as YAML
+# files often are), collected, run and validated alike.
+SUFFIXES = (SUFFIX, ".scenario.yml")
 
 # What the Chat Completions API sends as a choice's finish_reason.
 FINISH_REASONS = ("stop", "length", "tool_calls", "content_filter", "function_call")

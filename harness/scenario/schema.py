@@ -23,6 +23,7 @@ from harness.scenario.tool_schema import ToolSpec
 
 __all__ = [
     "AgentSection",
+    "RepeatSection",
     "Scenario",
     "SubAgentSpec",
     "TargetSection",
@@ -177,6 +178,23 @@ class SubAgentSpec(BaseModel):
     llm: LLMConfig = Field(default_factory=LLMConfig)
 
 
+# The most runs one scenario may ask for.
+MAX_RUNS = 10_000
+
+
+class RepeatSection(BaseModel):
+    """``repeat: {runs: N, min_pass_rate: R}``: N runs, judged by their pass rate."""
+
+    model_config = CLOSED
+    runs: int = Field(ge=1, le=MAX_RUNS, description="how many times the scenario runs")
+    min_pass_rate: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="the share of runs (0 to 1) that must pass; default: every run",
+    )
+
+
 def _check_agent_name(name: str) -> str:
     if not TOOL_NAME.match(name):
         raise ValueError(f"agent name {name!r}: use 1 to 64 letters, digits, '_' or '-'")
@@ -196,11 +214,10 @@ class Scenario(BaseModel):
         default_factory=list, description="become pytest markers"
     )
     seed: int | str | None = Field(default=None, description="seeds Faker; default: the name")
-    repeat: int = Field(
+    repeat: Annotated[int, Field(ge=1, le=MAX_RUNS)] | RepeatSection = Field(
         default=1,
-        ge=1,
-        le=10_000,
-        description="run the scenario N times (ids path::name[k]); pass rates in results.json",
+        description="run the scenario N times (ids path::name[k]); pass rates in results.json; "
+        "{runs: N, min_pass_rate: R}: it passes when at least R of its runs pass",
     )
     agent: AgentSection = Field(default_factory=AgentSection)
     input: str | None = None
@@ -251,6 +268,16 @@ class Scenario(BaseModel):
 
     # Why the scenario cannot run here (its target needs what is not installed), if so.
     _skip: str | None = PrivateAttr(default=None)
+
+    @property
+    def runs(self) -> int:
+        """How many times the scenario runs (``repeat:``, a number or ``{runs: N}``)."""
+        return self.repeat.runs if isinstance(self.repeat, RepeatSection) else self.repeat
+
+    @property
+    def min_pass_rate(self) -> float | None:
+        """The share of its runs that must pass (``repeat: {min_pass_rate: R}``), if set."""
+        return self.repeat.min_pass_rate if isinstance(self.repeat, RepeatSection) else None
 
     def bind(self, path: Path | None, source: Any = None) -> None:
         """Remember the file this scenario came from (and its located YAML)."""
