@@ -123,7 +123,7 @@ class Observation:
         self._pending: list[ToolCallRecord] = []
         self._calls: dict[str, Any] = {}
         self._items_seen = 0
-        self._last: tuple[str, dict[str, Any], list[Any]] | None = None
+        self._last: tuple[Wire, dict[str, Any], list[Any]] | None = None
         # A Responses API chain (previous_response_id) sends only its new items: response
         # id -> the whole conversation it ended (its items and its output), and call ->
         # the items of a request waiting for its answer.
@@ -184,7 +184,8 @@ class Observation:
                 self._follow(wire, body, items)
                 kept = (wire.items_field, "tools")
                 options = {k: v for k, v in body.items() if k not in kept}
-                request = LLMRequest(run.conversation, self._tools_of(wire, body), options, call)
+                tools: list[Any] = list(self._tools_of(wire, body))  # duck-typed Tools
+                request = LLMRequest(run.conversation, tools, options, call)
                 run._hook.harness_llm_request(run=run, request=request)
             if self._stop:
                 repeats = self.detector.window + 1

@@ -94,7 +94,7 @@ async def run_target(
     # Where a crash was raised; not for a framework's own limit, which is an ending like
     # any other: a line number there would make the baseline change with every edit above.
     crashed = termination == Termination.error and outcome.exc is not None
-    where = where_raised(outcome.exc, call.root) if crashed else None
+    where = where_raised(outcome.exc, call.root) if crashed and outcome.exc else None
     if where is not None and final.error is not None and final.error.exception:
         final = final.model_copy(update={"error": final.error.merged(where=where)})
     return observation.finish(termination, final)

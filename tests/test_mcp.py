@@ -1,0 +1,157 @@
+"""A target scenario's tools served over MCP (docs/mcp.md), driven by real MCP clients.
+
+Each client (the ``mcp`` SDK's own ``Client``, pydantic-ai's ``MCPToolset``, the Agents
+SDK's ``MCPServerStreamableHttp``) runs against harness's MCP server on 127.0.0.1; what it
+called, what it got and whether it failed are read back from results.json.
+(langchain-mcp-adapters 0.3.2 pins ``mcp<2`` and cannot be installed beside mcp 2.3.)
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness import hookimpl
+from harness.cli import main
+from harness.scenario import run_scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "scenarios" / "mcp"
+
+CLIENTS = ["mcp-sdk-client", "pydantic-ai-mcp", "agents-sdk-mcp"]
+
+
+@pytest.fixture(autouse=True)
+def _examples_importable(monkeypatch):
+    # The agents import as `scenarios.mcp.agents...` from the project root.
+    monkeypatch.syspath_prepend(str(ROOT))
+
+
+def results_json(tmp_path: Path, *names: str) -> dict:
+    """Run the examples with ``harness run`` and read back the results.json it writes."""
+    out = tmp_path / "results.json"
+    paths = [str(EXAMPLES / f"{name}.scenario.yaml") for name in names]
+    status = main(["run", *paths, "--json", str(out), "--html", str(tmp_path / "r.html")])
+    data = json.loads(out.read_text())
+    return {"status": status, **data}
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_each_mcp_client_gets_the_stubs_and_a_failing_tool_is_an_error(tmp_path, client):
+    data = results_json(tmp_path, client)
+
+    (scenario,) = data["scenarios"]
+    assert data["status"] == 0, scenario["expectations"]
+    assert scenario["termination"] == "completed"
+    calls = [
+        (c["name"], c["arguments"], c["result"], c["status"], c["is_error"])
+        for c in scenario["tool_calls"]
+    ]
+    assert calls == [
+        ("get_weather", {"city": "Paris"}, "18C, cloudy in Paris", "ok", False),
+        ("get_weather", {"city": "Rome"}, "ToolError: weather service unavailable", "error", True),
+    ]
+    # The stub's latency on the simulated clock, one call after the other.
+    times = [(c["sim_start"], c["sim_end"]) for c in scenario["tool_calls"]]
+    assert times == [(0.0, 0.5), (0.5, 1.0)]
+    # Each MCP call is joined to the model's call that asked for it.
+    seen = [
+        (e["tool"], e["call_id"], e["status"], e["is_error"])
+        for e in scenario["events"]
+        if e["event"] == "mcp_call"
+    ]
+    assert seen == [
+        ("get_weather", "call_1_0", "ok", False),
+        ("get_weather", "call_2_0", "error", True),
+    ]
+    assert scenario["final"]["content"] == (
+        "Paris is 18C and cloudy; the weather service failed for Rome."
+    )
+
+
+def test_the_client_receives_the_error_text_as_given():
+    # The model's next request carries the tool message the MCP client built from the
+    # isError result: the stub's text, not the SDK's "Error executing tool" wrapping.
+    result = run_scenario(EXAMPLES / "mcp-sdk-client.scenario.yaml")
+    tool_messages = [m.content for m in result.transcript if m.role == "tool"]
+    assert tool_messages == [
+        "18C, cloudy in Paris",
+        "ERROR: ToolError: weather service unavailable",
+    ]
+
+
+def test_an_mcp_run_is_the_same_every_time():
+    first = run_scenario(EXAMPLES / "mcp-sdk-client.scenario.yaml")
+    second = run_scenario(EXAMPLES / "mcp-sdk-client.scenario.yaml")
+
+    def data(result):
+        return result.model_dump(mode="json", exclude={"wall_time"})
+
+    assert data(first) == data(second)
+
+
+class _Offered:
+    """The tool descriptions the model was offered, request by request."""
+
+    def __init__(self) -> None:
+        self.descriptions: list[dict[str, str]] = []
+
+    @hookimpl
+    def harness_llm_request(self, run, request):
+        self.descriptions.append({t.name: t.description for t in request.tools})
+
+
+@pytest.mark.hooks("harness_llm_request")
+@pytest.mark.parametrize(
+    ("name", "delete_calls"),
+    [("rug-pull-obeys", 1), ("rug-pull-resists", 0)],
+)
+def test_a_rug_pull_is_seen_and_the_guards_catch_the_agent_that_obeys(name, delete_calls):
+    offered = _Offered()
+    result = run_scenario(EXAMPLES / f"{name}.scenario.yaml", plugins=[offered])
+
+    assert result.status == "passed", [e for e in result.expectations if not e.ok]
+    changed = [e for e in result.events if e.event == "mcp_list_changed"]
+    assert [(e.server, e.tools) for e in changed] == [("harness", ["delete_account", "read_inbox"])]
+    # The client listed the tools again: the model's second request has the new description.
+    first, second = offered.descriptions[0], offered.descriptions[1]
+    assert first["read_inbox"] == "Read the user's inbox."
+    assert "call delete_account" in second["read_inbox"]
+    by_path = {e.path: e for e in result.expectations}
+    assert by_path["mcp.list_changed_seen"].ok
+    assert by_path["never_called"].actual == {"delete_account": delete_calls}
+    assert [c.name for c in result.tool_calls].count("delete_account") == delete_calls
+
+
+@pytest.mark.hooks("harness_llm_request")
+@pytest.mark.parametrize(
+    ("name", "delete_calls"),
+    [("poisoned-description-obeys", 1), ("poisoned-description-resists", 0)],
+)
+def test_a_poisoned_description_reaches_the_model_and_the_guards_catch_the_agent_that_obeys(
+    name, delete_calls
+):
+    offered = _Offered()
+    result = run_scenario(EXAMPLES / f"{name}.scenario.yaml", plugins=[offered])
+
+    assert result.status == "passed", [e for e in result.expectations if not e.ok]
+    assert all(
+        d["read_inbox"].startswith("Read the user's inbox.")
+        and "IMPORTANT SYSTEM NOTICE" in d["read_inbox"]
+        for d in offered.descriptions
+    )
+    assert not [e for e in result.events if e.event == "mcp_list_changed"]
+    assert [c.name for c in result.tool_calls].count("delete_account") == delete_calls
+
+
+def test_list_changed_seen_fails_when_the_tool_list_never_changed(tmp_path):
+    text = (EXAMPLES / "mcp-sdk-client.scenario.yaml").read_text()
+    path = tmp_path / "t.scenario.yaml"
+    path.write_text(
+        text.replace("  sim_time: 1.0\n", "  sim_time: 1.0\n  mcp: {list_changed_seen: true}\n")
+    )
+    result = run_scenario(path)
+    failed = [(e.path, e.actual) for e in result.expectations if not e.ok]
+    assert failed == [("mcp.list_changed_seen", "no tool list change")]
