@@ -8,6 +8,7 @@ called, what it got and whether it failed are read back from results.json.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -155,3 +156,113 @@ def test_list_changed_seen_fails_when_the_tool_list_never_changed(tmp_path):
     result = run_scenario(path)
     failed = [(e.path, e.actual) for e in result.expectations if not e.ok]
     assert failed == [("mcp.list_changed_seen", "no tool list change")]
+
+
+# -- faults: the protocol's own failures -------------------------------------------------------
+
+
+def with_error(tmp_path: Path, error: str) -> Path:
+    """The mcp SDK client's example with its second call failing as ``error``."""
+    text = (EXAMPLES / "mcp-sdk-client.scenario.yaml").read_text()
+    old = '    errors: [{on_call: 2, raise: "weather service unavailable"}]\n'
+    assert old in text
+    path = tmp_path / "t.scenario.yaml"
+    path.write_text(text.replace(old, f"    errors: [{error}]\n"))
+    return path
+
+
+def test_a_json_rpc_error_reaches_the_client_and_the_target_fails_on_one_line(tmp_path):
+    from harness.report.text import ending_sentence
+
+    result = run_scenario(with_error(tmp_path, "{on_call: 2, mcp: -32001, raise: quota exceeded}"))
+
+    assert result.termination == "error"
+    assert [(c.name, c.status, c.result) for c in result.tool_calls] == [
+        ("get_weather", "ok", "18C, cloudy in Paris"),
+        ("get_weather", "error", "quota exceeded"),
+    ]
+    codes = [e.code for e in result.events if e.event == "mcp_call"]
+    assert codes == [None, -32001]
+    # The client's exception, out of the task groups it was raised through.
+    assert (result.final.error.exception, result.final.error.message) == (
+        "MCPError",
+        "quota exceeded",
+    )
+    assert ending_sentence(result) == (
+        "The target raised MCPError (at scenarios/mcp/agents/mcp_client.py:43 in answer): "
+        "quota exceeded"
+    )
+
+
+class _Calls:
+    def __init__(self) -> None:
+        self.calls: list = []
+        self.changed: list = []
+
+    def mcp_call(self, call) -> None:
+        self.calls.append(call)
+
+    def mcp_list_changed(self, tools) -> None:
+        self.changed.append(tools)
+
+
+def served(**spec):
+    """A one-tool scenario's tools as harness's MCP server, observed."""
+    from harness.scenario.loader import build_tools
+    from harness.scenario.mcp_tools import served_tools
+    from harness.scenario.schema import Scenario
+
+    scenario = Scenario.model_validate({"input": "x", "tools": {"lookup": spec}})
+    server = served_tools(scenario, build_tools(scenario))
+    server.observer = observer = _Calls()
+    return server, observer
+
+
+async def call_each(url: str, *calls: tuple[str, dict], timeout: float = 5.0) -> list:
+    """Each call's result, or the MCPError the mcp SDK's client raised for it."""
+    from mcp import Client
+    from mcp.shared.exceptions import MCPError
+
+    answers = []
+    async with Client(url, read_timeout_seconds=timeout) as client:
+        for name, arguments in calls:
+            try:
+                answers.append(await client.call_tool(name, arguments))
+            except MCPError as exc:
+                answers.append(exc)
+    return answers
+
+
+@pytest.mark.parametrize("fault", ["hang", "disconnect"])
+def test_a_hang_or_a_disconnect_leaves_the_client_an_error_and_is_recorded(fault):
+    from mcp.shared.exceptions import MCPError
+
+    from harness.mcp.hosting import serving_http
+
+    server, seen = served(parameters={"q": "str"}, returns="found", errors=[{"mcp": fault}])
+    with serving_http(server) as url:
+        try:
+            (answer,) = asyncio.run(call_each(url, ("lookup", {"q": "a"}), timeout=1.0))
+        except BaseException as exc:  # a dropped connection may end the client's session
+            answer = exc
+    assert isinstance(answer, MCPError | BaseExceptionGroup), answer
+    assert [(c.tool, c.status, c.fault) for c in seen.calls] == [("lookup", "error", fault)]
+
+
+def test_unknown_tools_and_bad_arguments_are_answered_as_mcp_answers_them():
+    from harness.mcp.hosting import serving_http
+
+    server, seen = served(parameters={"q": "str"}, returns="found {{ args.q }}")
+    with serving_http(server) as url:
+        found, bad, unknown = asyncio.run(
+            call_each(url, ("lookup", {"q": "a"}), ("lookup", {"q": 3}), ("nope", {}))
+        )
+    assert (found.is_error, found.content[0].text) == (False, "found a")
+    assert bad.is_error and bad.content[0].text.startswith("Invalid arguments for lookup:")
+    assert unknown.error.code == -32602
+    assert unknown.error.message == "Unknown tool 'nope'. Available tools: lookup"
+    assert [(c.tool, c.status) for c in seen.calls] == [
+        ("lookup", "ok"),
+        ("lookup", "invalid"),
+        ("nope", "unknown_tool"),
+    ]

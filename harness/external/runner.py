@@ -198,9 +198,18 @@ def _ending(
     return _failure(outcome.exc, observation, plugins, observed)
 
 
+def _sole(exc: BaseException) -> BaseException:
+    """The one exception inside task groups (an MCP client's, anyio's): "unhandled errors
+    in a TaskGroup (1 sub-exception)" says nothing of what failed."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
 def _failure(
     exc: BaseException, observation: Observation, plugins: Any, data: FinalData
 ) -> tuple[Termination, FinalResponse]:
+    exc = _sole(exc)
     run = observation.run
     message = observation.shown(str(exc) or type(exc).__name__)
     classified = plugins.hook.harness_classify_exception(exc=exc)
