@@ -266,3 +266,79 @@ def test_unknown_tools_and_bad_arguments_are_answered_as_mcp_answers_them():
         ("lookup", "invalid"),
         ("nope", "unknown_tool"),
     ]
+
+
+def test_an_mcp_entry_in_the_own_loop_is_refused_with_the_reason(tmp_path):
+    from harness.errors import ScenarioError
+    from harness.scenario import load_scenario
+
+    path = tmp_path / "t.scenario.yaml"
+    path.write_text(
+        "input: hi\ntools:\n  fs: {mcp: {command: [fs-server]}}\nllm: {script: [{content: hi}]}\n"
+    )
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path)
+    assert str(caught.value) == (
+        f"{path}:3: tools.fs.mcp: a real MCP server's tools cannot be used by harness's own "
+        "loop in this version (docs/mcp.md): give the tool a stub (returns:) or use: a Python "
+        "function that calls the server"
+    )
+
+
+# -- harness mcp-serve ---------------------------------------------------------------------------
+
+
+async def weather_twice(server) -> list[tuple[bool, str]]:
+    """The mcp SDK client's answers to the example's two weather calls."""
+    from mcp import Client
+
+    async with Client(server, read_timeout_seconds=30) as client:
+        assert [t.name for t in (await client.list_tools()).tools] == ["get_weather"]
+        answers = []
+        for city in ("Paris", "Rome"):
+            result = await client.call_tool("get_weather", {"city": city})
+            answers.append((result.is_error, result.content[0].text))
+    return answers
+
+
+WEATHER = [(False, "18C, cloudy in Paris"), (True, "ToolError: weather service unavailable")]
+
+
+def test_mcp_serve_over_stdio_serves_the_scenarios_tools():
+    import sys
+
+    from mcp import StdioServerParameters
+
+    scenario = str(EXAMPLES / "mcp-sdk-client.scenario.yaml")
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "harness.cli", "mcp-serve", scenario, "--transport", "stdio"],
+    )
+    assert asyncio.run(weather_twice(params)) == WEATHER
+
+
+def test_mcp_serve_over_http_says_where_and_serves_the_scenarios_tools():
+    import subprocess
+    import sys
+
+    scenario = str(EXAMPLES / "mcp-sdk-client.scenario.yaml")
+    argv = [sys.executable, "-m", "harness.cli", "mcp-serve", scenario, "--port", "0"]
+    server = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    try:
+        line = server.stdout.readline()
+        assert line.startswith(f"harness mcp-serve: {scenario} at http://127.0.0.1:"), line
+        url = line.split(" at ")[1].split()[0]
+        assert url.endswith("/mcp")
+        assert asyncio.run(weather_twice(url)) == WEATHER
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_mcp_serve_refuses_a_scenario_without_tools(tmp_path, capsys):
+    path = tmp_path / "t.scenario.yaml"
+    path.write_text("input: hi\nllm: {script: [{content: hi}]}\n")
+    assert main(["mcp-serve", str(path)]) == 2
+    assert capsys.readouterr().err == (
+        f"harness mcp-serve: {path}: the scenario has no tools: to serve\n"
+    )

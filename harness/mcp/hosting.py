@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from harness.asgi import listening_sockets
@@ -96,13 +96,20 @@ def serving_http(server: ToolServer, *, host: str = "127.0.0.1") -> Iterator[str
         thread.join(15)
 
 
-def serve_http_forever(server: ToolServer, host: str, port: int) -> None:
-    """Serve ``server`` on ``host:port`` until Ctrl-C or SIGTERM (blocking)."""
+def serve_http_forever(
+    server: ToolServer, host: str, port: int, on_started: Callable[[str], None] | None = None
+) -> None:
+    """Serve ``server`` on ``host:port`` until Ctrl-C or SIGTERM (blocking); ``on_started``
+    gets its URL once it listens."""
     try:
         sockets = listening_sockets(host, port)
     except OSError as exc:
         raise HarnessError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    userver = _uvicorn(server, host, port, "info")
+    userver = _uvicorn(server, host, port, "warning")
+    if on_started is not None:
+        bound = sockets[0].getsockname()[1]
+        shown = f"[{host}]" if ":" in host else host
+        on_started(f"http://{shown}:{bound}{MCP_PATH}")
     server.on_disconnect = lambda: setattr(userver, "should_exit", True)
     userver.run(sockets=sockets)
 
