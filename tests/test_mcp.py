@@ -342,3 +342,40 @@ def test_mcp_serve_refuses_a_scenario_without_tools(tmp_path, capsys):
     assert capsys.readouterr().err == (
         f"harness mcp-serve: {path}: the scenario has no tools: to serve\n"
     )
+
+
+def test_the_report_shows_the_true_status_of_each_mcp_call():
+    import html
+
+    from harness.report import render_html
+    from harness.results import build_results
+
+    result = run_scenario(EXAMPLES / "mcp-sdk-client.scenario.yaml")
+    page = render_html(build_results([result]))
+
+    timeline = " ".join(page[page.index('<tbody class="iter">') :].split())
+    for call, status in zip(result.tool_calls, ["ok", "error"], strict=True):
+        args = html.escape(json.dumps(call.arguments)).replace("&quot;", "&#34;")
+        shown = (
+            f'<span class="cid">{call.id}</span><code class="name">{call.name}</code> '
+            f'<span class="cs">{status}</span> <pre class="args">{args}</pre>'
+        )
+        assert " ".join(shown.split()) in timeline
+
+
+def test_a_command_target_gets_the_url_in_place_of_mcp_url(tmp_path):
+    import sys
+
+    # The "agent" answers with the argument it was given, without calling the model.
+    path = tmp_path / "t.scenario.yaml"
+    path.write_text(
+        "target:\n"
+        f"  command: [{sys.executable}, -c, 'import sys; print(sys.argv[1])', '{{mcp_url}}']\n"
+        "input: hi\n"
+        "tools:\n  lookup: {returns: found}\n"
+        "llm: {script: [{content: unused}]}\n"
+    )
+    result = run_scenario(path)
+    assert result.termination == "completed", result.final.error
+    url = result.final.content.strip()
+    assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp"), url
