@@ -109,7 +109,16 @@ def serve_http_forever(
     if on_started is not None:
         bound = sockets[0].getsockname()[1]
         shown = f"[{host}]" if ":" in host else host
-        on_started(f"http://{shown}:{bound}{MCP_PATH}")
+        url = f"http://{shown}:{bound}{MCP_PATH}"
+        startup = userver.startup
+
+        async def announced(sockets: Any = None) -> None:
+            # Said once uvicorn listens: a client told earlier may find the port closed.
+            await startup(sockets)
+            if userver.started:
+                on_started(url)
+
+        userver.startup = announced
     server.on_disconnect = lambda: setattr(userver, "should_exit", True)
     userver.run(sockets=sockets)
 
