@@ -131,6 +131,8 @@ class RunError(_GivenKeys):
     stderr: str | None = None  # the tail of a command target's stderr
     status: int | None = None  # the HTTP status of an LLM error
     where: str | None = None  # where a target's own code raised: path:line in function
+    tool: str | None = None  # tool_error: the tool whose call failed
+    server: str | None = None  # tool_error: its MCP server (the tools: entry)
 
 
 class ObservedStagnation(JSONRecord):
@@ -186,6 +188,10 @@ class Termination(StrEnum):
     llm_error = "llm_error"
     error = "error"
     budget = "budget"
+    # A tool's server failed as a transport (an MCP server that crashed, answered what is
+    # not MCP or hung past its timeout; a call its recording does not hold): the tools'
+    # llm_error (docs/mcp.md).
+    tool_error = "tool_error"
 
 
 class ToolCallRecord(BaseModel):

@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ConfigDict, Field
 
 from harness.actions import RunResult
+from harness.events import MCPListChangedEvent
 from harness.hookspecs import hookimpl
 
 __all__ = ["BUILTIN", "Check", "CheckContext", "partial_match"]
@@ -225,6 +226,14 @@ def check_forbid(result: CheckContext, expected: list[Any]) -> tuple[bool, Any]:
     return not found, found or "no forbidden call"
 
 
+def check_list_changed(result: CheckContext, expected: bool) -> tuple[bool, Any]:
+    """``mcp.list_changed_seen``: an MCP server changed its tool list during the run."""
+    changes = [e for e in result.events if isinstance(e, MCPListChangedEvent)]
+    return bool(changes) == expected, (
+        [{"server": e.server, "tools": e.tools} for e in changes] or "no tool list change"
+    )
+
+
 def check_turns(result: CheckContext, expected: Any) -> tuple[bool, Any]:
     """``turns``: the turns a conversation ran, exactly or within bounds."""
     return _range(len(result.turns), expected)
@@ -249,6 +258,7 @@ BUILTIN: dict[str, Check] = {
     "tool_calls.forbid": check_forbid,
     "never_called": check_never_called,
     "turns": check_turns,
+    "mcp.list_changed_seen": check_list_changed,
     "parallel_groups": check_parallel_groups,
     "final.contains": check_contains,
     "final.matches": check_matches,

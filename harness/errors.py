@@ -17,6 +17,7 @@ __all__ = [
     "NotWritten",
     "ScenarioError",
     "ScenarioSkipped",
+    "ToolServerError",
     "describe",
     "describe_errors",
     "exception_chain",
@@ -67,6 +68,18 @@ class AbortRun(Exception):
     Scenario stubs raise it when a template fails while rendering: that is a scenario
     bug, not something the model should see.
     """
+
+
+class ToolServerError(AbortRun):
+    """A tool's server failed as a transport: an MCP server that crashed, answered what is
+    not MCP or hung past its timeout, or a replayed call its recording does not hold. The
+    run ends in ``tool_error`` (the tools' ``llm_error``) with this one-line message."""
+
+    def __init__(self, message: str, *, tool: str | None = None, server: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.tool = tool
+        self.server = server
 
 
 def _one_line(text: str) -> str:

@@ -36,6 +36,8 @@ __all__ = [
     "LLMFailedEvent",
     "LLMRequestEvent",
     "LLMResponseEvent",
+    "MCPCallEvent",
+    "MCPListChangedEvent",
     "OtherEvent",
     "StagnationObservedEvent",
     "ToolCallStatus",
@@ -260,6 +262,33 @@ class StagnationObservedEvent(_Event):
 
 
 @dataclass(kw_only=True, eq=False, frozen=True, config=_KIND)
+class MCPCallEvent(_Event):
+    """A tool call seen on the MCP wire (docs/mcp.md): served by harness to a target, or
+    made by harness's own loop to an MCP server. ``call_id`` is the model's tool call it
+    was joined to (null when none asked for it); ``code`` the JSON-RPC error's code when
+    the answer was one."""
+
+    event: Literal["mcp_call"] = "mcp_call"
+    tool: str
+    call_id: str | None = None
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    status: ToolCallStatus = "ok"
+    is_error: bool = False
+    code: int | None = Field(default=None, exclude_if=_absent)
+    sim: float | None = None
+
+
+@dataclass(kw_only=True, eq=False, frozen=True, config=_KIND)
+class MCPListChangedEvent(_Event):
+    """An MCP server's tool list changed mid-run (``notifications/tools/list_changed``):
+    sent by harness's server to a target, or received by harness's own loop."""
+
+    event: Literal["mcp_list_changed"] = "mcp_list_changed"
+    server: str | None = None
+    tools: list[str] = Field(default_factory=list)  # the names after the change
+
+
+@dataclass(kw_only=True, eq=False, frozen=True, config=_KIND)
 class AgentEndEvent(_Event):
     """The run ended (``harness_agent_end``)."""
 
@@ -284,6 +313,8 @@ _KINDS = (
     LLMFailedEvent,
     ActionExecutedEvent,
     StagnationObservedEvent,
+    MCPCallEvent,
+    MCPListChangedEvent,
     AgentEndEvent,
 )
 _Builtin = Annotated[
@@ -294,6 +325,8 @@ _Builtin = Annotated[
     | LLMFailedEvent
     | ActionExecutedEvent
     | StagnationObservedEvent
+    | MCPCallEvent
+    | MCPListChangedEvent
     | AgentEndEvent,
     Field(discriminator="event"),
 ]

@@ -25,7 +25,14 @@ from harness.actions import (
 )
 from harness.budgets import Budget
 from harness.detectors import Detectors
-from harness.errors import AbortRun, HarnessError, LLMError, describe, raised_at
+from harness.errors import (
+    AbortRun,
+    HarnessError,
+    LLMError,
+    ToolServerError,
+    describe,
+    raised_at,
+)
 from harness.events import AgentStartEvent, IterationStartEvent
 from harness.messages import (
     AssistantMessage,
@@ -153,6 +160,13 @@ def _with_place(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}{_place(exc)}"
 
 
+def tool_error(exc: ToolServerError) -> RunError:
+    """``final.error`` of a ``tool_error`` ending: ``{type, message, tool, server}``."""
+    error: dict[str, Any] = {"type": "tool_error", "message": clean_text(exc.message)}
+    error.update({k: v for k, v in (("tool", exc.tool), ("server", exc.server)) if v})
+    return RunError.model_validate(error)
+
+
 def _error_final(exc: BaseException) -> FinalResponse:
     return FinalResponse(
         error=RunError(
@@ -195,6 +209,10 @@ async def execute(run: Run, planner_factory: PlannerFactory) -> RunResult:
         error = RunError(**{**exc.as_error(), "message": clean_text(exc.message)})
         termination, final = Termination.llm_error, FinalResponse(error=error)
         run.remember("error", f"LLM error: {error.message}")
+    except ToolServerError as exc:
+        error = tool_error(exc)
+        termination, final = Termination.tool_error, FinalResponse(error=error)
+        run.remember("error", f"Tool server error: {error.message}")
     except Exception as exc:  # a planner, hook, template or harness bug: still a result
         log.debug("run ended in error", exc_info=True)
         termination, final = Termination.error, _error_final(exc)

@@ -394,6 +394,23 @@ class _Ledger:
         record.result = result
         record.status = "ok"
 
+    def tool_answered(
+        self,
+        record: ToolCallRecord,
+        result: Any,
+        status: ToolCallStatus,
+        is_error: bool,
+        sim_start: float,
+        sim_end: float,
+    ) -> None:
+        """An external target's call was answered where the tool is served (harness's MCP
+        server): its true status, result and simulated time."""
+        record.result = result
+        record.status = status
+        record.is_error = is_error
+        record.sim_start = sim_start
+        record.sim_end = sim_end
+
     def _unanswered(self, calls: list[ToolCall], reason: str) -> None:
         # Recorded already: answered with `reason` before the next request, never again.
         self._recorded_ids = {call.id for call in calls}

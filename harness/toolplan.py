@@ -33,7 +33,7 @@ from harness.messages import ToolCall, ToolMessage, clean_data, clean_text
 from harness.run import Run, RunStopped
 from harness.tools import Tool, ToolArgumentsError, ToolResult
 
-__all__ = ["Outcome", "Prepared", "run_plan"]
+__all__ = ["Outcome", "Prepared", "run_plan", "tool_outcome"]
 
 log = logging.getLogger("harness")
 
@@ -192,6 +192,12 @@ async def _call(run: Run, p: Prepared, *, parallel: bool) -> Outcome:
     except Exception as exc:  # a tool failure is reported to the model, never raised
         return Outcome.failed(clean_text(f"{type(exc).__name__}: {exc}"), seconds=clock.seconds)
     return _returned(value, clock.seconds)
+
+
+def tool_outcome(value: Any, seconds: float = 0.0) -> Outcome:
+    """What a tool's return value comes to: the text the model sees, the result records
+    keep, the status (harness's MCP server answers a served call with the same)."""
+    return _returned(value, seconds)
 
 
 def _returned(value: Any, seconds: float) -> Outcome:

@@ -18,6 +18,7 @@ from harness.messages import ToolCall
 __all__ = [
     "Tool",
     "ToolArgumentsError",
+    "ToolFault",
     "ToolResult",
     "arguments_model",
     "as_tool",
@@ -33,6 +34,19 @@ class ToolArgumentsError(Exception):
     def __init__(self, errors: list[dict[str, Any]]):
         super().__init__(format_errors(errors))
         self.errors = errors
+
+
+class ToolFault(Exception):
+    """A failure of the protocol a tool is served on rather than of the tool: over MCP
+    (docs/mcp.md) a JSON-RPC error (``kind="error"`` with ``code``), a dropped connection
+    (``"disconnect"``) or a call never answered (``"hang"``). Called by harness's own loop,
+    it is an ordinary tool failure that the model sees as ``Type: message``."""
+
+    def __init__(self, message: str, *, kind: str = "error", code: int = -32000) -> None:
+        super().__init__(message)
+        self.message = message
+        self.kind = kind
+        self.code = code
 
 
 class ToolResult:

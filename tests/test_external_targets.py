@@ -562,9 +562,10 @@ def validate(path: Path, capsys) -> tuple[int, str]:
             "agent.stagnation applies)",
         ),
         (
-            "target: {python: 'MODULE:loop'}\ninput: x\ntools:\n  lookup: {returns: x}\n",
-            "t.scenario.yaml:3: tools: a target runs its own tools: the stubs under tools: are "
-            "never used; remove tools:",
+            "target: {python: 'MODULE:loop'}\ninput: x\ntools:\n  lookup: {remote: \"http://127.0.0.1:9\"}\n",
+            "t.scenario.yaml:4: tools.lookup.remote: a target gets the scenario's tools over MCP "
+            "(docs/mcp.md): stubs, use: and code: tools are served, remote: tools are not; "
+            "remove it",
         ),
         (
             "target: {python: 'MODULE:loop', command: [ls]}\ninput: x\n",

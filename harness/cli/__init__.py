@@ -30,6 +30,7 @@ COMMANDS = {
     "plugins": ("harness.cli.plugins", "list plugins, their hooks and what they registered"),
     "report": ("harness.cli.report", "render saved results as HTML"),
     "serve": ("harness.cli.serve", "an OpenAI-compatible server for a scenario"),
+    "mcp-serve": ("harness.cli.mcp_serve", "a scenario's tools served as an MCP server"),
     "freeze": ("harness.cli.freeze", "a scenario file from a recorded cassette"),
     "merge": ("harness.cli.merge", "join the results of `harness run --shard` jobs"),
     "agent-serve": (

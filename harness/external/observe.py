@@ -38,10 +38,12 @@ from harness.events import (
     LLMFailedEvent,
     LLMRequestEvent,
     LLMResponseEvent,
+    MCPCallEvent,
+    MCPListChangedEvent,
     StagnationObservedEvent,
 )
 from harness.llm.base import LLMRequest, LLMResponse
-from harness.messages import Conversation, clean_reply, clean_text
+from harness.messages import Conversation, ToolCall, clean_reply, clean_text
 from harness.run import Run
 from harness.secrets import Scrubber
 from harness.wires import Wire
@@ -142,6 +144,13 @@ class Observation:
         self._stop = False
         # Where the model is served (its port changes from run to run), once known.
         self.served: str | None = None
+        # Calls answered on harness's MCP server (docs/mcp.md): record ids whose true
+        # status is known, the simulated time their plan started, and the first call
+        # whose stub failed as a scenario bug (the run then ends in error).
+        self._mcp_answered: set[str] = set()
+        self._plan_start = 0.0
+        self._mcp_calls = 0
+        self.mcp_abort: str | None = None
 
     def shown(self, text: str) -> str:
         """``text`` as the run keeps it: the served URL without its port, one clean text."""
@@ -175,7 +184,8 @@ class Observation:
                 self._follow(wire, body, items)
                 kept = (wire.items_field, "tools")
                 options = {k: v for k, v in body.items() if k not in kept}
-                request = LLMRequest(run.conversation, self._tools_of(wire, body), options, call)
+                tools: list[Any] = list(self._tools_of(wire, body))  # duck-typed Tools
+                request = LLMRequest(run.conversation, tools, options, call)
                 run._hook.harness_llm_request(run=run, request=request)
             if self._stop:
                 repeats = self.detector.window + 1
@@ -251,6 +261,7 @@ class Observation:
         run = self.run
         # Not run until a later request carries their results.
         self._pending = run._ledger.record_not_run(calls)
+        self._plan_start = run.sim_time
         self._calls = {call.id: call for call in calls}
         signature = run._hook.harness_action_signature(run=run, tool_calls=calls)
         if signature is None:
@@ -288,6 +299,8 @@ class Observation:
             found = wire.tool_results(items, 0)
         run = self.run
         for record, result in _answered(wire, items[start:], pending, found):
+            if record.id in self._mcp_answered:
+                continue  # its MCP call already recorded the true status and result
             run._ledger.result_arrived(record, clean_text(result))
             run.emit(
                 ActionExecutedEvent(
@@ -324,6 +337,69 @@ class Observation:
             specs = wire.tools([t for t in raw or [] if isinstance(t, dict)])
             self._tools = [ObservedTool(spec) for spec in specs]
         return self._tools
+
+    # -- calls on harness's MCP server (docs/mcp.md) ------------------------------------------
+
+    def mcp_call(self, call: Any) -> None:
+        """A call harness's MCP server answered (a ``harness.mcp.ServedCall``): joined to the
+        model's pending call of the same name and arguments (else of the same name), it
+        gets its true status, result and simulated time; a call no reply asked for is
+        recorded on its own."""
+        with self.lock:
+            run = self.run
+            record = self._joined(call.tool, call.arguments)
+            if record is None:
+                self._mcp_calls += 1
+                asked = ToolCall(
+                    id=f"mcp_{self._mcp_calls}", name=call.tool, arguments=call.arguments
+                )
+                (record,) = run._ledger.record_not_run([asked])
+                self._plan_start = run.sim_time
+            start = self._plan_start
+            end = start + call.seconds
+            result = clean_text(call.result) if isinstance(call.result, str) else call.result
+            run._ledger.tool_answered(record, result, call.status, call.is_error, start, end)
+            run._ledger.advance_clock(max(run.sim_time, end))
+            self._mcp_answered.add(record.id)
+            if call.abort is not None and self.mcp_abort is None:
+                self.mcp_abort = call.abort
+            run.emit(
+                MCPCallEvent(
+                    iteration=run.iteration,
+                    tool=call.tool,
+                    call_id=record.id,
+                    arguments=call.arguments,
+                    status=call.status,
+                    is_error=call.is_error,
+                    code=call.code,
+                    sim=start,
+                )
+            )
+            run.emit(
+                ActionExecutedEvent(
+                    iteration=run.iteration,
+                    tool=record.name,
+                    call_id=record.id,
+                    status=record.status,
+                    group=record.group,
+                )
+            )
+            asked_for = self._calls.get(record.id)
+            if run._observed.action_executed and asked_for is not None:
+                action = ToolAction(tool_call=asked_for)
+                run._hook.harness_action_executed(run=run, action=action, result=record)
+
+    def mcp_list_changed(self, tools: list[str]) -> None:
+        """harness's MCP server changed its tool list and told the target."""
+        with self.lock:
+            run = self.run
+            run.emit(MCPListChangedEvent(iteration=run.iteration, server="harness", tools=tools))
+
+    def _joined(self, name: str, arguments: dict[str, Any]) -> ToolCallRecord | None:
+        """The pending call an MCP call answers: same name and arguments, else same name."""
+        waiting = [r for r in self._pending if r.name == name and r.id not in self._mcp_answered]
+        exact = next((r for r in waiting if r.arguments == arguments), None)
+        return exact or (waiting[0] if waiting else None)
 
     # -- the end ----------------------------------------------------------------------------
 

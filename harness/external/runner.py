@@ -10,6 +10,7 @@ the target ended into the run's termination and final response.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,18 +70,24 @@ async def run_target(
     plugins: Any,
     config: AgentConfig | None = None,
     root: Path | None = None,
+    tools: Any = None,
 ) -> RunResult:
-    """Run ``spec``'s target against ``app`` (an ASGI app answering the model's API)."""
+    """Run ``spec``'s target against ``app`` (an ASGI app answering the model's API);
+    ``tools``, a ``harness.mcp.ToolServer``, is served to it over MCP (docs/mcp.md)."""
     kind = plugins.target_factory(spec.kind)()
     observation = Observation(plugins, config or AgentConfig(), on_stagnation=spec.on_stagnation)
-    with running_app(ObservingApp(app, observation)) as url:
+    with running_app(ObservingApp(app, observation)) as url, _mcp(tools, observation) as mcp:
         observation.served = url
+        env = {"OPENAI_BASE_URL": url, "OPENAI_API_KEY": DUMMY_API_KEY}
+        if mcp is not None:
+            env["HARNESS_MCP_URL"] = mcp
         call = TargetCall(
             input=input,
             base_url=url,
             root=root or Path.cwd(),
             timeout=spec.timeout,
-            env=target_environment({"OPENAI_BASE_URL": url, "OPENAI_API_KEY": DUMMY_API_KEY}),
+            env=target_environment(env),
+            mcp_url=mcp,
         )
         observation.begin()
         outcome = await _call(kind, spec, call)
@@ -92,6 +99,19 @@ async def run_target(
     if where is not None and final.error is not None and final.error.exception:
         final = final.model_copy(update={"error": final.error.merged(where=where)})
     return observation.finish(termination, final)
+
+
+@contextlib.contextmanager
+def _mcp(tools: Any, observation: Observation) -> Any:
+    """The URL of ``tools`` served over MCP and observed (None without tools)."""
+    if tools is None:
+        yield None
+        return
+    from harness.mcp.hosting import serving_http
+
+    tools.observer = observation
+    with serving_http(tools) as url:
+        yield url
 
 
 # harness's own frames are no frame of the project's, even in harness's own repository.
@@ -169,14 +189,28 @@ def _ending(
         error = RunError(type="timeout", exception=None, message=message, status=None)
         return Termination.error, FinalResponse(error=error)
     observed = FinalData(stagnation_observed=stagnation) if stagnation is not None else FinalData()
+    if observation.mcp_abort is not None:
+        # A served stub failed as a scenario bug (a template): not the target's failure.
+        run.remember("error", observation.mcp_abort)
+        error = RunError(type="error", exception=None, message=observation.mcp_abort, status=None)
+        return Termination.error, FinalResponse(data=observed, error=error)
     if outcome.exc is None:
         return Termination.completed, FinalResponse(content=outcome.answer, data=observed)
     return _failure(outcome.exc, observation, plugins, observed)
 
 
+def _sole(exc: BaseException) -> BaseException:
+    """The one exception inside task groups (an MCP client's, anyio's): "unhandled errors
+    in a TaskGroup (1 sub-exception)" says nothing of what failed."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
 def _failure(
     exc: BaseException, observation: Observation, plugins: Any, data: FinalData
 ) -> tuple[Termination, FinalResponse]:
+    exc = _sole(exc)
     run = observation.run
     message = observation.shown(str(exc) or type(exc).__name__)
     classified = plugins.hook.harness_classify_exception(exc=exc)

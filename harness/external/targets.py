@@ -80,6 +80,8 @@ class TargetCall:
     timeout: float
     # Changes to the environment: None removes a variable (the user's own OPENAI_*).
     env: dict[str, str | None] = field(default_factory=dict)
+    # Where harness serves the scenario's tools over MCP (docs/mcp.md), when it has any.
+    mcp_url: str | None = None
 
     def child_environment(self) -> dict[str, str]:
         """The whole environment of a program the target starts: harness's, changed."""
@@ -159,11 +161,11 @@ def _check_signature(value: str, fn: Any) -> None:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):
         return  # no signature to read (some builtins): the call will tell
-    kwargs = {"base_url": ""} if "base_url" in signature.parameters else {}
+    kwargs = {k: "" for k in _OPTIONAL if k in signature.parameters}
     try:
         signature.bind("input", **kwargs)
     except TypeError as exc:
-        call = "fn(input, base_url=URL)" if kwargs else "fn(input)"
+        call = "fn(input" + "".join(f", {k}=URL" for k in kwargs) + ")"
         raise TargetError(
             f"{value!r} cannot be called as {call}: its signature is {signature} ({exc}); "
             "take the input as its one required parameter"
@@ -176,11 +178,16 @@ def _is_async(fn: Any) -> bool:
     )
 
 
-def _wants_base_url(fn: Any) -> bool:
+# The keyword parameters a python target may take: the model's and the tools' URLs.
+_OPTIONAL = ("base_url", "mcp_url")
+
+
+def _wanted(fn: Any) -> set[str]:
     try:
-        return "base_url" in inspect.signature(fn).parameters
+        parameters = inspect.signature(fn).parameters
     except (TypeError, ValueError):
-        return False
+        return set()
+    return {name for name in _OPTIONAL if name in parameters}
 
 
 def _interrupt(thread: threading.Thread) -> None:
@@ -292,7 +299,8 @@ async def _on_target_loop(awaitable: Any) -> Any:
 
 
 class PythonTarget:
-    """``python: module:callable``: called with the input (and ``base_url`` if it takes one)."""
+    """``python: module:callable``: called with the input (and ``base_url``, ``mcp_url`` if
+    it takes them)."""
 
     def check(self, value: Any, root: Path) -> None:
         """Import the module, find the callable and check it takes the input."""
@@ -304,7 +312,8 @@ class PythonTarget:
         """Call it with the model served at ``call.base_url``; its return value is the answer
         (None: no answer)."""
         fn = _load(value, call.root)
-        kwargs = {"base_url": call.base_url} if _wants_base_url(fn) else {}
+        given = {"base_url": call.base_url, "mcp_url": call.mcp_url}
+        kwargs = {name: given[name] for name in _wanted(fn)}
         with _environment(call.env):
             if _is_async(fn):
                 result = await _on_target_loop(fn(call.input, **kwargs))
@@ -356,6 +365,8 @@ class CommandTarget:
         text = call.input or ""
         placed = any("{input}" in arg for arg in value)
         argv = [arg.replace("{input}", text) for arg in value]
+        if call.mcp_url is not None:
+            argv = [arg.replace("{mcp_url}", call.mcp_url) for arg in argv]
         if argv[0].startswith(("./", "../")):
             argv[0] = str(call.root / argv[0])
         process = await asyncio.create_subprocess_exec(

@@ -312,6 +312,9 @@ def ending_sentence(scenario: ScenarioResult) -> str:
         error = final.error or RunError()
         status = f" (HTTP {error.status})" if error.status else ""
         return f"LLM call failed{status}: {error.message}"
+    if kind == "tool_error":
+        error = final.error or RunError()
+        return f"Tool server failed: {error.message}"
     if kind == "error" and is_target(scenario):
         error = final.error or RunError()
         text = target_failure(error, error.message)

@@ -196,6 +196,17 @@ def _termination(value: Any) -> Any:
     return value
 
 
+class MCPExpect(Ordered):
+    """Expectations on what crossed the MCP wire (docs/mcp.md)."""
+
+    model_config = CLOSED
+    list_changed_seen: bool | None = Field(
+        default=None,
+        description="an MCP server changed its tool list during the run "
+        "(notifications/tools/list_changed: a rug pull) - or, false, never did",
+    )
+
+
 class ExpectSection(Ordered):
     """What the run must do. Plugins add keys with ``harness_register_expectations``."""
 
@@ -214,6 +225,7 @@ class ExpectSection(Ordered):
         default=None, description="tools the run must never call"
     )
     turns: Count | None = Field(default=None, description="turns run (a `turns:` scenario)")
+    mcp: MCPExpect | None = Field(default=None, description="what crossed the MCP wire")
     failing: list[str] | None = Field(
         default=None,
         description="expectations (dotted paths given here) this run is known to fail: the "

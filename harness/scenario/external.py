@@ -87,11 +87,14 @@ def check_target(scenario: Scenario, plugins: Plugins, issue: IssueSink) -> None
             f"{name} is a setting of harness's own loop and cannot apply to a target, which "
             "runs its own loop: remove it (only agent.stagnation applies)",
         )
-    if scenario.tools:
-        issue(
-            ("tools",),
-            "a target runs its own tools: the stubs under tools: are never used; remove tools:",
-        )
+    for name, spec in scenario.tools.items():
+        kind = next((k for k in ("agent", "remote", "mcp") if getattr(spec, k) is not None), None)
+        if kind is not None:
+            issue(
+                ("tools", name, kind),
+                f"a target gets the scenario's tools over MCP (docs/mcp.md): stubs, use: and "
+                f"code: tools are served, {kind}: tools are not; remove it",
+            )
     if scenario.history is not None:
         issue(("history",), "a target starts from its input alone: remove history:")
     if scenario.input is None:
@@ -170,8 +173,10 @@ async def arun_target(
     *,
     disable_recording: bool = False,
     config: AgentConfig | None = None,
+    tools: Any = None,
 ) -> tuple[RunResult, int | None, str | None]:
-    """Run a target scenario: (the observed run, replies left unused, a refused recording)."""
+    """Run a target scenario: (the observed run, replies left unused, a refused recording);
+    ``tools`` (a ``harness.mcp.ToolServer``) are served to it over MCP."""
     from harness.external import TargetSpec, run_target
 
     target = scenario.target
@@ -187,6 +192,7 @@ async def arun_target(
             plugins=plugins,
             config=config or scenario.agent.to_config(),
             root=scenario.root,
+            tools=tools,
         )
     finally:
         if cassette is not None and not disable_recording:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
 __all__ = ["Inject", "InjectSpec"]
 
@@ -17,6 +17,19 @@ class InjectSpec(BaseModel):
     on_call: int | None = Field(
         default=None, ge=1, description="the call it is appended to (1-based); omitted: every call"
     )
+    into: Literal["result", "description"] = Field(
+        default="result",
+        description="result: appended to the call's result; description: to the tool's "
+        "description, which the model reads in every request (an MCP server's poisoned tool)",
+    )
+
+    @model_validator(mode="after")
+    def _description_has_no_call(self) -> InjectSpec:
+        if self.into == "description" and self.on_call is not None:
+            raise ValueError(
+                "on_call is for results: a description is read before any call; remove on_call"
+            )
+        return self
 
 
 def _inject_form(value: Any) -> Any:

@@ -30,6 +30,7 @@ from harness.scenario.guards import check_guards, with_prices
 from harness.scenario.issues import Issue, validation_issues
 from harness.scenario.judging import check_judges
 from harness.scenario.matrix import check_matrix, first_llm
+from harness.scenario.mcp_tools import check_mcp_clients
 from harness.scenario.params import SpecError
 from harness.scenario.remote import Serve, remote_tool
 from harness.scenario.schema import Scenario, SubAgentSpec, TargetSection, scenario_name
@@ -306,6 +307,7 @@ def _check(scenario: Scenario, located: Located) -> list[Issue]:
     # stubs count their calls.
     _build_tools(scenario, located, plugins, issues)
     _check_served(scenario, issue)
+    check_mcp_clients(scenario, issue)
 
     if scenario.target is not None:
         check_target(scenario, plugins, issue)

@@ -20,7 +20,8 @@ from harness.scenario.agents import SubAgents
 from harness.scenario.expectations import RequestCapture, evaluate
 from harness.scenario.external import arun_target
 from harness.scenario.judging import build_judge
-from harness.scenario.loader import load_scenario, starting_conversation, with_prices
+from harness.scenario.loader import build_tools, load_scenario, starting_conversation, with_prices
+from harness.scenario.mcp_tools import served_tools
 from harness.scenario.schema import Scenario
 from harness.scenario.serving import llm_source, scenario_agent, scenario_id
 from harness.scenario.turns import run_turns, turn_capture
@@ -82,6 +83,7 @@ async def arun_scenario(
             record_mode,
             disable_recording=disable_recording,
             config=agent_config,
+            tools=served_tools(scenario, build_tools(scenario)) if scenario.tools else None,
         )
         if refused:
             # Not a result: a recording that cannot go on, with nothing written.

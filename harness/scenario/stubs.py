@@ -39,9 +39,9 @@ from harness.scenario.templates import (
     uses_faker,
 )
 from harness.scenario.tool_schema import ToolSpec
-from harness.tools import Tool
+from harness.tools import Tool, ToolFault, ToolResult
 
-__all__ = ["build_tool"]
+__all__ = ["build_tool", "described"]
 
 
 # -- the stub itself -------------------------------------------------------------------------
@@ -67,7 +67,8 @@ class _Faults:
         # Prompt injection: text appended to the results of every call (None) or of one.
         self.injections: dict[int | None, list[str]] = {}
         for injection in spec.injections:
-            self.injections.setdefault(injection.on_call, []).append(injection.text)
+            if injection.into == "result":
+                self.injections.setdefault(injection.on_call, []).append(injection.text)
 
     def inject(self, call: int, value: Any) -> Any:
         """``value`` with the injected text of call ``call`` appended, if any.
@@ -99,6 +100,11 @@ class _Faults:
             simclock.sleep(self.latency)
         failure = self.errors.get(call, self.errors.get(None))
         if failure is not None:
+            if failure.mcp is not None:
+                kind, code = (
+                    ("error", failure.mcp) if isinstance(failure.mcp, int) else (failure.mcp, 0)
+                )
+                raise _fault_type(failure.type)(failure.raise_, kind=kind, code=code)
             raise _exception_type(failure.type)(failure.raise_)
         return call
 
@@ -113,6 +119,8 @@ class _Stub(_Faults):
         self.where = where
         self.default = compile_value(spec.returns, ("returns",))
         self.per_call: dict[int, Any] = {}
+        # Calls whose result is an error result, its text as given (``is_error: true``).
+        self.error_results: set[int] = set()
         for i, r in enumerate(spec.results or []):
             if r.on_call in self.per_call:
                 raise SpecError(
@@ -120,6 +128,8 @@ class _Stub(_Faults):
                     f"call {r.on_call} already has a result; give each call one",
                 )
             self.per_call[r.on_call] = compile_value(r.returns, ("results", i, "returns"))
+            if r.is_error:
+                self.error_results.add(r.on_call)
 
     async def __call__(self, **args: Any) -> Any:
         call = self.next_call()
@@ -132,7 +142,10 @@ class _Stub(_Faults):
             # `faker.unique` would depend on the calls (and runs) before this one.
             faker.unique.clear()
             context["faker"] = faker
-        return self.inject(call, self._render(value, context))
+        result = self.inject(call, self._render(value, context))
+        if call in self.error_results:
+            return ToolResult(result, is_error=True)
+        return result
 
     def _render(self, value: Any, context: dict[str, Any]) -> Any:
         if isinstance(value, Template):
@@ -184,6 +197,27 @@ def _exception_type(name: str) -> type[Exception]:
     if name not in _EXCEPTIONS:
         _EXCEPTIONS[name] = type(name, (Exception,), {"__module__": "harness.scenario.stubs"})
     return _EXCEPTIONS[name]
+
+
+_FAULTS: dict[str, type[ToolFault]] = {}
+
+
+def _fault_type(name: str) -> type[ToolFault]:
+    # A ToolFault (harness's MCP server answers it as the protocol's error) that the own
+    # loop's model sees as "<type>: <message>", like any stub error.
+    if name not in _FAULTS:
+        _FAULTS[name] = type(name, (ToolFault,), {"__module__": "harness.scenario.stubs"})
+    return _FAULTS[name]
+
+
+def _result_injections(spec: ToolSpec) -> bool:
+    return any(i.into == "result" for i in spec.injections)
+
+
+def described(spec: ToolSpec, description: str) -> str:
+    """``description`` with the text ``inject: {into: description}`` plants in it."""
+    planted = [i.text for i in spec.injections if i.into == "description"]
+    return "\n\n".join([description, *planted]) if planted else description
 
 
 def _built_in(name: str, spec: ToolSpec, agents: Callable[[str], Any] | None) -> Tool:
@@ -257,20 +291,23 @@ def _build(
             real = real_tool(spec.use, root, registered)
         else:
             real = _built_in(name, spec, agents)
-        faulty = bool(spec.latency or spec.errors or spec.timeout or spec.inject)
-        if real.name == name and spec.description is None and not spec.strict and not faulty:
+        faulty = bool(spec.latency or spec.errors or spec.timeout or _result_injections(spec))
+        plain = spec.description is None and not spec.injections
+        if real.name == name and plain and not spec.strict and not faulty:
             return real
         return Tool(
             _Faulty(real.fn, real.is_async, spec) if faulty else real.fn,
             name=name,
-            description=spec.description if spec.description is not None else real.description,
+            description=described(
+                spec, spec.description if spec.description is not None else real.description
+            ),
             model=real.model,
             parameters=real.parameters,
             strict=spec.strict or real.strict,
         )
 
     stub = _Stub(name, spec, seed, where)
-    description = spec.description or ""
+    description = described(spec, spec.description or "")
     if spec.schema_ is not None:
         try:
             jsonschema.validators.validator_for(spec.schema_).check_schema(spec.schema_)

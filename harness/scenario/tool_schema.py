@@ -19,7 +19,16 @@ from harness.scenario.fields import CLOSED
 from harness.scenario.injection import Inject, InjectSpec
 from harness.simclock import MAX_SECONDS
 
-__all__ = ["CodeSpec", "ParamSpec", "RemoteSpec", "ToolErrorSpec", "ToolResultSpec", "ToolSpec"]
+__all__ = [
+    "CodeSpec",
+    "MCPSpec",
+    "ParamSpec",
+    "RemoteSpec",
+    "RugPullSpec",
+    "ToolErrorSpec",
+    "ToolResultSpec",
+    "ToolSpec",
+]
 
 
 class ParamSpec(BaseModel):
@@ -42,6 +51,11 @@ class ToolResultSpec(BaseModel):
     model_config = CLOSED
     on_call: int = Field(ge=1)
     returns: Any = None
+    is_error: bool = Field(
+        default=False,
+        description="the result is an error result, its text exactly as given (an MCP "
+        "isError result; freeze writes recorded ones this way)",
+    )
 
 
 class ToolErrorSpec(BaseModel):
@@ -51,13 +65,65 @@ class ToolErrorSpec(BaseModel):
     on_call: int | None = Field(
         default=None, ge=1, description="the call that raises (1-based); omitted: every call"
     )
-    raise_: str = Field(alias="raise", description="the exception message")
+    raise_: str = Field(default="", alias="raise", description="the exception message")
     type: str = Field(default="ToolError", description="the exception type name shown to the model")
+    mcp: int | Literal["disconnect", "hang"] | None = Field(
+        default=None,
+        description="served over MCP (docs/mcp.md): a JSON-RPC error with this code and the "
+        "message, instead of an isError result; disconnect: the server drops the connection; "
+        "hang: the call is never answered (the client's own timeout fires)",
+    )
 
     @model_validator(mode="after")
     def _type_name(self) -> ToolErrorSpec:
         if not self.type.isidentifier():
             raise ValueError(f"type {self.type!r} is not a valid exception name")
+        if not self.raise_ and self.mcp not in ("disconnect", "hang"):
+            raise ValueError("raise: give the error's message")
+        return self
+
+
+class RugPullSpec(BaseModel):
+    """The tool's definition changes after a call, and the MCP client is told with
+    ``notifications/tools/list_changed`` (a "rug pull"; docs/mcp.md)."""
+
+    model_config = CLOSED
+    after_call: int = Field(default=1, ge=1, description="the call after which it changes")
+    description: str | None = Field(default=None, description="the new description")
+    schema_: dict[str, Any] | None = Field(
+        default=None, alias="schema", description="the new JSON Schema of the arguments"
+    )
+
+
+class MCPSpec(BaseModel):
+    """A real MCP server whose tools the own loop uses (docs/mcp.md): started with
+    ``command`` (stdio) or reached at ``url`` (streamable HTTP); recorded into the
+    scenario's cassette and replayed with the server absent."""
+
+    model_config = CLOSED
+    command: list[str] | None = Field(
+        default=None, min_length=1, description="argv of a stdio server, run in the project root"
+    )
+    url: str | None = Field(default=None, description="a streamable HTTP server's http(s):// URL")
+    only: list[str] | None = Field(
+        default=None, description="the server's tools to use (default: all of them)"
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict, description="environment variables for a command's process"
+    )
+    timeout: float = Field(
+        default=30.0,
+        gt=0,
+        description="wall seconds for the server to start and for each call; then the run "
+        "ends in tool_error",
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> MCPSpec:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give either command (a stdio server) or url (an HTTP server)")
+        if self.url is not None and not _URL.match(self.url):
+            raise ValueError(f"{self.url!r} is not an http:// or https:// address")
         return self
 
 
@@ -178,8 +244,17 @@ class ToolSpec(BaseModel):
 
     inject: Inject | None = Field(
         default=None,
-        description="prompt injection: TEXT, {text, on_call}, or a list of them, appended "
-        "to the result",
+        description="prompt injection: TEXT, {text, on_call, into}, or a list of them, "
+        "appended to the result (or the description)",
+    )
+    rug_pull: RugPullSpec | None = Field(
+        default=None,
+        description="served over MCP: the definition changes after a call and the client is "
+        "told (notifications/tools/list_changed)",
+    )
+    mcp: MCPSpec | None = Field(
+        default=None,
+        description="a real MCP server's tools for the own loop (this entry names the server)",
     )
 
     @property
@@ -200,7 +275,9 @@ class ToolSpec(BaseModel):
             raise ValueError(
                 "give either parameters (short form) or schema (JSON Schema), not both"
             )
-        kinds = [k for k in ("use", "agent", "code", "remote") if getattr(self, k) is not None]
+        kinds = [
+            k for k in ("use", "agent", "code", "remote", "mcp") if getattr(self, k) is not None
+        ]
         if len(kinds) > 1:
             raise ValueError(f"a tool is one thing: give one of {', '.join(kinds)}")
         if kinds and kinds[0] in ("agent", "code"):
@@ -214,6 +291,14 @@ class ToolSpec(BaseModel):
                 what = "runs a sub-agent" if kinds[0] == "agent" else "runs the model's code"
                 raise ValueError(
                     f"a tool with `{kinds[0]}:` {what}, with fixed arguments: remove {names}"
+                )
+        if self.mcp is not None:
+            extra = [k for k in self.model_fields_set if k != "mcp"]
+            if extra:
+                names = ", ".join(sorted(k.rstrip("_") for k in extra))
+                raise ValueError(
+                    f"an `mcp:` entry brings in a server's tools as the server defines them: "
+                    f"remove {names}"
                 )
         if self.use is not None:
             extra = [

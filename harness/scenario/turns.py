@@ -41,7 +41,7 @@ from harness.users import UserContext
 
 __all__ = ["TurnCapture", "run_turns"]
 
-_LAST = (Termination.error, Termination.llm_error)
+_LAST = (Termination.error, Termination.llm_error, Termination.tool_error)
 
 
 class TurnCapture(RequestCapture):
