@@ -3,7 +3,8 @@ and end the run with the termination docs/external.md#how-a-target-run-ends give
 
 The served application is given (the scripted server of ``harness.serve`` or a
 cassette app); this module wraps it in the observing middleware, starts it on a free
-port, calls the target with ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` set, and turns how
+port, calls the target with every SDK's base-URL and key variables set
+(``target_environment``), and turns how
 the target ended into the run's termination and final response.
 """
 
@@ -23,13 +24,33 @@ from harness.external.observe import Observation
 from harness.external.targets import TargetCall
 from harness.serve import running_app
 
-__all__ = ["DEFAULT_TIMEOUT", "DUMMY_API_KEY", "TargetSpec", "run_target", "where_raised"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "DUMMY_API_KEY",
+    "TargetSpec",
+    "run_target",
+    "target_environment",
+    "where_raised",
+]
 
 log = logging.getLogger("harness")
 
 # What the target's SDK sends as its key: harness needs none, and this is no secret.
 DUMMY_API_KEY = "sk-harness-target"
 DEFAULT_TIMEOUT = 60.0
+
+
+def target_environment(url: str) -> dict[str, str]:
+    """What a target's environment gets: each SDK's base-URL variable pointing at the
+    server (``url`` is its OpenAI base, ``.../v1``; Anthropic's SDK wants the root) and a
+    dummy key for each (docs/external.md#what-the-target-gets)."""
+    root = url.removesuffix("/v1")
+    return {
+        "OPENAI_BASE_URL": url,
+        "OPENAI_API_KEY": DUMMY_API_KEY,
+        "ANTHROPIC_BASE_URL": root,
+        "ANTHROPIC_API_KEY": DUMMY_API_KEY,
+    }
 
 
 @dataclass(frozen=True)
@@ -79,7 +100,7 @@ async def run_target(
             base_url=url,
             root=root or Path.cwd(),
             timeout=spec.timeout,
-            env={"OPENAI_BASE_URL": url, "OPENAI_API_KEY": DUMMY_API_KEY},
+            env=target_environment(url),
         )
         observation.begin()
         outcome = await _call(kind, spec, call)
@@ -135,7 +156,8 @@ def _own_file(path: Path, root: Path) -> str | None:
 # A connection error when no request reached harness: the client went somewhere else.
 _NOT_REACHED = (
     " (no request reached harness's model server: the client was probably built before "
-    "harness set OPENAI_BASE_URL, when its module was imported; build it inside the "
+    "harness set OPENAI_BASE_URL (ANTHROPIC_BASE_URL, ...), when its module was imported; "
+    "build it inside the "
     "function, or take a base_url parameter: see docs/external.md, Target kinds)"
 )
 _CONNECTION_ERRORS = {"APIConnectionError", "ConnectError", "ConnectionError"}
