@@ -58,6 +58,8 @@ _FINISH = {
     "refusal": "content_filter",
 }
 _REASONING_BLOCKS = ("thinking", "redacted_thinking")
+# The parameters of a tool whose schema the request does not give: any object.
+_ANY_OBJECT = {"type": "object", "properties": {}, "additionalProperties": True}
 
 
 class MessagesWire:
@@ -148,6 +150,9 @@ class MessagesWire:
                 specs.append(ToolSpec(None, raw=tool))
                 continue
             schema = tool.get("input_schema")
+            if not isinstance(schema, dict) and tool.get("type", "custom") != "custom":
+                # Anthropic's own tool: the API knows its schema, the request does not say it.
+                schema = dict(_ANY_OBJECT)
             specs.append(
                 ToolSpec(
                     name,
