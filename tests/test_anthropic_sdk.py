@@ -1,0 +1,127 @@
+"""The `anthropic` LLM source: the official SDK over HTTP to `harness serve`'s Messages
+API, recorded into a vcrpy cassette and replayed with the server gone and no key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytest.importorskip("anthropic", reason="provider anthropic needs the anthropic SDK")
+
+from harness import Agent, tool
+from harness.errors import HarnessError
+from harness.llm.config import LLMConfig, LLMContext
+from harness.plugins import default_plugins
+from harness.providers.anthropic import AnthropicLLM
+from harness.serve import running_server
+
+# Nothing listens here: a replay that tried the network would get a connection error.
+OFFLINE = "http://127.0.0.1:9"
+# A key shaped like Anthropic's: it must reach no written file, whole or in pieces.
+SECRET = "sk-ant-api03-" + "Zq7" * 30
+
+
+@pytest.fixture(autouse=True)
+def _no_anthropic_environment(monkeypatch):
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Current weather for a city."""
+    return f"72F and sunny in {city}"
+
+
+WEATHER = [
+    {
+        "content": "Checking both cities.",
+        "reasoning": "Two cities: ask for both at once.",
+        "tool_calls": [{"get_weather": {"city": "SF"}}, {"get_weather": {"city": "LA"}}],
+        "usage": {"prompt_tokens": 40, "completion_tokens": 12},
+    },
+    {"content": "Sunny in both.", "usage": {"prompt_tokens": 80, "completion_tokens": 5}},
+]
+
+
+def root(url: str) -> str:
+    """The SDK's base URL is the server's root (it adds /v1/messages)."""
+    return url.removesuffix("/v1")
+
+
+def make_llm(
+    cassette: Path, mode: str = "none", base_url: str | None = OFFLINE, **config
+) -> AnthropicLLM:
+    llm_config = LLMConfig(
+        provider="anthropic",
+        model="claude-sonnet-4-5",
+        cassette=str(cassette),
+        base_url=base_url,
+        **config,
+    )
+    context = LLMContext(scenario_id="tests/weather.scenario.yaml::weather", record_mode=mode)
+    return AnthropicLLM(llm_config.with_context(context))
+
+
+def comparable(result) -> dict:
+    return result.model_dump(exclude={"wall_time"})
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_record_through_serve_then_replay_offline_without_a_key(tmp_path, monkeypatch, stream):
+    cassette = tmp_path / "weather.yaml"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
+    with running_server(WEATHER) as url:
+        recording = make_llm(cassette, "once", root(url), stream=stream)
+        recorded = Agent(llm=recording, tools=[get_weather]).run("Weather in SF and LA?")
+    assert recorded.termination == "completed", recorded.final
+    assert recorded.final.content == "Sunny in both."
+    assert recorded.parallel_groups == [["get_weather", "get_weather"]]
+    assert [m.content for m in recorded.conversation.messages if m.role == "tool"] == [
+        "72F and sunny in SF",
+        "72F and sunny in LA",
+    ]
+    assert recorded.usage["prompt_tokens"] == 120
+    written = cassette.read_text()
+    assert "/v1/messages" in written
+    assert SECRET not in written and SECRET[-20:] not in written
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    replaying = make_llm(cassette, "none", stream=stream)
+    replayed = Agent(llm=replaying, tools=[get_weather]).run("Weather in SF and LA?")
+    assert comparable(replayed) == comparable(recorded)
+    stats = replaying.stats
+    assert (stats.requests, stats.played, replaying.remaining) == (2, 2, 0)
+    assert stats.fallbacks == 0
+
+
+def test_rate_limit_is_the_runs_llm_error_with_the_apis_message(tmp_path):
+    cassette = tmp_path / "limited.yaml"
+    steps = [{"error": {"status": 429, "message": "Rate limited"}}, {"content": "never"}]
+    with running_server(steps) as url:
+        result = Agent(llm=make_llm(cassette, "once", root(url)), tools=[get_weather]).run("hi")
+    expected = {"type": "http_error", "message": "Rate limited", "status": 429}
+    assert (result.termination, result.final.error) == ("llm_error", expected)
+    assert len(yaml.safe_load(cassette.read_text())["interactions"]) == 1
+    replayed = Agent(llm=make_llm(cassette), tools=[get_weather]).run("hi")
+    assert replayed.final.error == expected
+
+
+def test_base_url_comes_from_anthropic_base_url_when_the_scenario_has_none(tmp_path, monkeypatch):
+    with running_server([{"content": "from the environment"}]) as url:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", root(url))
+        result = Agent(llm=make_llm(tmp_path / "env.yaml", "once", None)).run("hi")
+    assert result.final.content == "from the environment"
+
+
+def test_model_is_required():
+    with pytest.raises(HarnessError, match=r"provider anthropic needs llm\.model"):
+        AnthropicLLM(LLMConfig(provider="anthropic"))
+
+
+@pytest.mark.hooks("harness_register_llms")
+def test_anthropic_is_a_built_in_llm_provider():
+    assert default_plugins().llm_factory("anthropic") is AnthropicLLM
+    assert "anthropic" in default_plugins().registered["harness.providers.anthropic"].llms
