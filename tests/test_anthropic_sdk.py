@@ -125,3 +125,27 @@ def test_model_is_required():
 def test_anthropic_is_a_built_in_llm_provider():
     assert default_plugins().llm_factory("anthropic") is AnthropicLLM
     assert "anthropic" in default_plugins().registered["harness.providers.anthropic"].llms
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_our_anthropic_cassette_freezes_into_a_scenario_that_passes(
+    tmp_path, monkeypatch, capsys, stream
+):
+    from harness.cli import main
+    from harness.scenario import run_scenario
+
+    cassette = tmp_path / "weather.yaml"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
+    with running_server(WEATHER) as url:
+        llm = make_llm(cassette, "once", root(url), stream=stream)
+        Agent(llm=llm, tools=[get_weather]).run("Weather in SF and LA?")
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    out = tmp_path / "frozen.scenario.yaml"
+    # freeze runs what it writes offline and refuses a scenario that would not send the
+    # recorded requests: a written file is its replay proof.
+    assert main(["freeze", str(cassette), "-o", str(out)]) == 0
+    assert SECRET not in out.read_text() + capsys.readouterr().err
+    result = run_scenario(out)
+    assert result.status == "passed", [e for e in result.expectations if not e.ok]
+    assert result.final.content == "Sunny in both."
+    assert result.parallel_groups == [["get_weather", "get_weather"]]
