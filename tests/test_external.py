@@ -1,7 +1,7 @@
 """External targets driven through their real clients (docs/external.md).
 
 Each example scenario of scenarios/external runs its agent (the raw openai SDK sync,
-async and streamed, pydantic-ai, the Agents SDK with its Chat Completions and Responses
+async and streamed, the raw anthropic SDK sync and streamed, pydantic-ai, the Agents SDK with its Chat Completions and Responses
 models, LangGraph on langchain-openai, a node program) against harness's server on 127.0.0.1, and the run harness
 rebuilds from what crossed the boundary is checked field by field.
 """
@@ -34,7 +34,15 @@ CLIENTS = [
     "agents-sdk-responses",
     "langgraph",
     "node-command",
+    "anthropic-sync",
+    "anthropic-stream",
 ]
+
+# The examples on a framework that may not be installed: (module, the reason shown).
+FRAMEWORKS = {
+    "anthropic-sync": ("anthropic", "the anthropic SDK is not installed"),
+    "anthropic-stream": ("anthropic", "the anthropic SDK is not installed"),
+}
 
 
 @pytest.fixture(autouse=True)
@@ -47,6 +55,8 @@ def _examples_importable(monkeypatch):
 def run_example(name: str, **kwargs):
     if name == "node-command" and shutil.which("node") is None:
         pytest.skip("node is not installed")
+    if name in FRAMEWORKS:
+        pytest.importorskip(*FRAMEWORKS[name][:1], reason=FRAMEWORKS[name][1])
     return run_scenario(EXAMPLES / f"{name}.scenario.yaml", **kwargs)
 
 
