@@ -22,6 +22,7 @@ from harness.scenario import run_scenario
 
 AGENT = '''
 import json
+import os
 import anthropic
 import openai
 
@@ -95,6 +96,30 @@ def messages(question, stream=False):
 
 def messages_stream(question):
     return messages(question, stream=True)
+
+
+def responses(question):
+    client = openai.OpenAI(max_retries=2)
+    tools = [{"type": "function", **CHAT_TOOLS[0]["function"]}]
+    items = [{"role": "user", "content": question}]
+    while True:
+        response = client.responses.create(model="m", input=items, tools=tools)
+        items += [item.model_dump(exclude_none=True) for item in response.output]
+        calls = [item for item in response.output if item.type == "function_call"]
+        if not calls:
+            return response.output_text
+        items += [{"type": "function_call_output", "call_id": c.call_id,
+                   "output": lookup(c.arguments)} for c in calls]
+
+
+def any_wire(question):
+    """The agent on the API harness names (HARNESS_WIRE, a wire matrix's combination)."""
+    agent = {"openai-chat": chat, "openai-responses": responses, "anthropic": messages}
+    return agent[os.environ["HARNESS_WIRE"]](question)
+
+
+def always_chat(question):
+    return chat(question)
 '''
 
 CLIENTS = ["chat", "chat_stream", "messages", "messages_stream"]
@@ -213,3 +238,88 @@ def test_one_script_gives_the_same_run_on_every_wire_and_client(project, case):
     ending = {"stagnation stop": "stagnation"}.get(case, "completed")
     assert reference["termination"] == ending
     assert reference["calls"], reference
+
+
+WIRES = ["openai-chat", "openai-responses", "anthropic"]
+MATRIX = """\
+name: conformance
+matrix:
+  wire: [openai-chat, openai-responses, anthropic]
+target:
+  python: {module}:{fn}
+  timeout: 60
+input: look both up
+llm:
+  script:
+    - tool_calls: [{{lookup: {{q: one}}}}, {{lookup: {{q: two}}}}]
+    - content: Both found.
+"""
+
+
+def test_a_wire_matrix_serves_the_script_on_each_wire_to_the_agent(project):
+    from harness.scenario import expand_matrix, load_scenario, scenario_id
+
+    folder, module = project
+    path = folder / "conformance.scenario.yaml"
+    path.write_text(MATRIX.format(module=module, fn="any_wire"))
+    variants = expand_matrix(load_scenario(path))
+    assert [str(scenario_id(v)).split("::")[1] for v in variants] == [
+        f"conformance[wire={wire}]" for wire in WIRES
+    ]
+    runs = [run_scenario(v) for v in variants]
+    assert [r.status for r in runs] == ["passed"] * 3
+    first = observed(runs[0])
+    assert first["calls"] == [
+        ("call_1_0", "lookup", {"q": "one"}, "found one", "ok", 1, 1),
+        ("call_1_1", "lookup", {"q": "two"}, "found two", "ok", 1, 1),
+    ]
+    assert all(observed(r) == first for r in runs[1:])
+    assert [r.matrix for r in runs] == [{"wire": wire} for wire in WIRES]
+
+
+def test_an_agent_on_another_wire_than_its_combinations_is_refused(project):
+    from harness.scenario import expand_matrix, load_scenario
+
+    folder, module = project
+    path = folder / "conformance.scenario.yaml"
+    path.write_text(MATRIX.format(module=module, fn="always_chat"))
+    runs = [run_scenario(v) for v in expand_matrix(load_scenario(path))]
+    assert [r.termination for r in runs] == ["completed", "error", "error"]
+    assert "this run serves the anthropic wire only (matrix wire: anthropic)" in (
+        runs[2].final.error.message
+    )
+
+
+@pytest.mark.parametrize(
+    ("matrix", "message"),
+    [
+        ("{wire: [anthropic, claude]}", "matrix.wire.1: 'claude': no model wire is called"),
+        ("{wire: [anthropic, anthropic]}", "'anthropic' is listed twice"),
+    ],
+)
+def test_bad_wire_matrices_are_load_errors_at_their_line(project, matrix, message):
+    from harness.errors import HarnessError
+    from harness.scenario import load_scenario
+
+    folder, module = project
+    text = MATRIX.format(module=module, fn="any_wire").replace(
+        "matrix:\n  wire: [openai-chat, openai-responses, anthropic]\n", f"matrix: {matrix}\n"
+    )
+    path = folder / "bad.scenario.yaml"
+    path.write_text(text)
+    with pytest.raises(HarnessError) as caught:
+        load_scenario(path)
+    assert message in str(caught.value)
+
+
+def test_a_wire_matrix_needs_a_target(project):
+    from harness.errors import HarnessError
+    from harness.scenario import load_scenario
+
+    folder, _ = project
+    path = folder / "own.scenario.yaml"
+    path.write_text(
+        "name: own\nmatrix: {wire: [anthropic]}\ninput: hi\nllm:\n  script:\n    - content: hi\n"
+    )
+    with pytest.raises(HarnessError, match=r":2: matrix.wire: a wire matrix serves one script"):
+        load_scenario(path)

@@ -27,6 +27,7 @@ from harness.serve import running_app
 __all__ = [
     "DEFAULT_TIMEOUT",
     "DUMMY_API_KEY",
+    "WIRE_VARIABLE",
     "TargetSpec",
     "run_target",
     "target_environment",
@@ -38,6 +39,9 @@ log = logging.getLogger("harness")
 # What the target's SDK sends as its key: harness needs none, and this is no secret.
 DUMMY_API_KEY = "sk-harness-target"
 DEFAULT_TIMEOUT = 60.0
+# Names the wire a ``matrix: {wire: [...]}`` combination serves, for an agent that speaks
+# several (docs/wires.md#matrix-wire).
+WIRE_VARIABLE = "HARNESS_WIRE"
 
 
 def target_environment(url: str) -> dict[str, str]:
@@ -61,6 +65,8 @@ class TargetSpec:
     value: Any
     timeout: float = DEFAULT_TIMEOUT
     on_stagnation: str = "observe"
+    # The one wire served (a ``matrix: {wire: [...]}`` combination's); None: every wire.
+    wire: str | None = None
 
 
 @dataclass
@@ -93,22 +99,21 @@ async def run_target(
     """Run ``spec``'s target against ``app`` (an ASGI app answering the model's API)."""
     kind = plugins.target_factory(spec.kind)()
     observation = Observation(plugins, config or AgentConfig(), on_stagnation=spec.on_stagnation)
-    with running_app(ObservingApp(app, observation)) as url:
+    with running_app(ObservingApp(app, observation, only=spec.wire)) as url:
         observation.served = url
+        env = target_environment(url)
+        if spec.wire is not None:
+            env[WIRE_VARIABLE] = spec.wire
         call = TargetCall(
-            input=input,
-            base_url=url,
-            root=root or Path.cwd(),
-            timeout=spec.timeout,
-            env=target_environment(url),
+            input=input, base_url=url, root=root or Path.cwd(), timeout=spec.timeout, env=env
         )
         observation.begin()
         outcome = await _call(kind, spec, call)
     termination, final = _ending(outcome, observation, spec, plugins)
     # Where a crash was raised; not for a framework's own limit, which is an ending like
     # any other: a line number there would make the baseline change with every edit above.
-    crashed = termination == Termination.error and outcome.exc is not None
-    where = where_raised(outcome.exc, call.root) if crashed else None
+    exc = outcome.exc if termination == Termination.error else None
+    where = where_raised(exc, call.root) if exc is not None else None
     if where is not None and final.error is not None and final.error.exception:
         final = final.model_copy(update={"error": final.error.merged(where=where)})
     return observation.finish(termination, final)

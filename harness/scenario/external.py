@@ -179,7 +179,8 @@ async def arun_target(
     target = scenario.target
     assert target is not None
     ((kind, value),) = target.kinds().items()
-    spec = TargetSpec(kind, value, target.timeout, target.on_stagnation)
+    wire = (scenario.combination or {}).get("wire")
+    spec = TargetSpec(kind, value, target.timeout, target.on_stagnation, wire=wire)
     app, cassette = _served(scenario, sid, record_mode, disable_recording)
     try:
         result = await run_target(
