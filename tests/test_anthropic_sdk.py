@@ -149,3 +149,35 @@ def test_our_anthropic_cassette_freezes_into_a_scenario_that_passes(
     assert result.status == "passed", [e for e in result.expectations if not e.ok]
     assert result.final.content == "Sunny in both."
     assert result.parallel_groups == [["get_weather", "get_weather"]]
+
+
+def test_serve_refuses_a_last_reply_whose_thinking_came_back_changed():
+    import anthropic
+
+    steps = [
+        {"reasoning": "Look it up first.", "tool_calls": [{"get_weather": {"city": "SF"}}]},
+        {"content": "Sunny."},
+    ]
+    tools = [{"name": "get_weather", "input_schema": {"type": "object"}}]
+    with running_server(steps) as url:
+        client = anthropic.Anthropic(base_url=root(url), api_key="unused", max_retries=0)
+        asked = {"model": "m", "max_tokens": 64, "tools": tools}
+        turns: list = [{"role": "user", "content": "Weather?"}]
+        first = client.messages.create(messages=turns, **asked)
+        thinking, call = first.content[0], first.content[-1]
+        assert (thinking.type, thinking.thinking, call.type) == (
+            "thinking",
+            "Look it up first.",
+            "tool_use",
+        )
+        changed = {**thinking.model_dump(), "thinking": "Something else."}
+        result = {"type": "tool_result", "tool_use_id": call.id, "content": "72F"}
+        back = [
+            *turns,
+            {"role": "assistant", "content": [changed, call.model_dump()]},
+            {"role": "user", "content": [result]},
+        ]
+        with pytest.raises(anthropic.BadRequestError, match=r"Invalid `signature` in `thinking`"):
+            client.messages.create(messages=back, **asked)
+        back[1] = {"role": "assistant", "content": first.content}
+        assert client.messages.create(messages=back, **asked).content[0].text == "Sunny."

@@ -72,15 +72,18 @@ def served_request(body: dict[str, Any]) -> ServedRequest:
         )
     if "max_tokens" not in body:
         raise WireError(400, "max_tokens: Field required")
-    replies = 0
-    for i, message in enumerate(messages):
-        if not isinstance(message, dict) or message.get("role") != "assistant":
-            continue
-        replies += 1
-        problem = _changed_thinking(i, message.get("content"))
+    assistant = [
+        i for i, m in enumerate(messages) if type(m) is dict and m.get("role") == "assistant"
+    ]
+    if assistant:
+        # As the API: the last reply's thinking must come back as it was signed (the
+        # earlier turns' thinking is stripped, not checked). Checking one message keeps a
+        # request's cost from growing with every earlier reply.
+        last = assistant[-1]
+        problem = _changed_thinking(last, messages[last].get("content"))
         if problem is not None:
             raise WireError(400, problem)
-    return ServedRequest(replies, messages)
+    return ServedRequest(len(assistant), messages)
 
 
 def _signature(thinking: str) -> str:
