@@ -181,3 +181,34 @@ def test_serve_refuses_a_last_reply_whose_thinking_came_back_changed():
             client.messages.create(messages=back, **asked)
         back[1] = {"role": "assistant", "content": first.content}
         assert client.messages.create(messages=back, **asked).content[0].text == "Sunny."
+
+
+def test_serve_answers_the_sdks_errors_and_count_tokens_in_the_apis_form():
+    import anthropic
+
+    steps = [
+        {"error": {"status": 529, "message": "Overloaded"}},
+        {"error": {"status": 429, "message": "Slow down"}},
+        {"content": "Fine."},
+    ]
+    with running_server(steps) as url:
+        client = anthropic.Anthropic(base_url=root(url), api_key="unused", max_retries=0)
+        asked = {"model": "m", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
+        # count_tokens picks no reply: the script is where it was.
+        counted = client.messages.count_tokens(model="m", messages=asked["messages"])
+        assert counted.input_tokens >= 1
+        with pytest.raises(anthropic.InternalServerError) as overloaded:
+            client.messages.create(**asked)
+        assert overloaded.value.status_code == 529
+        assert overloaded.value.body["error"] == {
+            "type": "overloaded_error",
+            "message": "Overloaded",
+        }
+        with pytest.raises(anthropic.RateLimitError) as limited:
+            client.messages.create(**asked)
+        assert limited.value.body["error"]["type"] == "rate_limit_error"
+        with pytest.raises(anthropic.BadRequestError) as refused:
+            # No max_tokens, which the API requires (sent as it is, past the SDK's types).
+            client.post("/v1/messages", body={"model": "m", "messages": []}, cast_to=object)
+        assert refused.value.body["error"]["type"] == "invalid_request_error"
+        assert client.messages.create(**asked).content[0].text == "Fine."
