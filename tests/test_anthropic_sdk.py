@@ -123,6 +123,7 @@ def test_model_is_required():
 
 @pytest.mark.hooks("harness_register_llms")
 def test_anthropic_is_a_built_in_llm_provider():
+    # Registered by harness.providers.anthropic's harness_register_llms, like any plugin's.
     assert default_plugins().llm_factory("anthropic") is AnthropicLLM
     assert "anthropic" in default_plugins().registered["harness.providers.anthropic"].llms
 

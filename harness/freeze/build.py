@@ -81,9 +81,9 @@ def _tool_specs(calls: list[RecordedCall], original: Scenario | None) -> dict[st
     if original is None:
         return specs
     for name in specs:
-        spec = original.tools.get(name)
-        if spec is not None and spec.use is None:
-            specs[name] = spec.model_dump(
+        given = original.tools.get(name)
+        if given is not None and given.use is None:
+            specs[name] = given.model_dump(
                 by_alias=True, exclude_unset=True, include=_TOOL_DEFINITION
             )
     return specs
