@@ -460,7 +460,7 @@ def load_results(path: str | Path, *, what: str = "results file") -> Results:
 
 def _versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
-    for dist in ("loop-harness", "openai", "vcrpy", "pytest", "pydantic", "pluggy"):
+    for dist in ("loop-harness", "openai", "anthropic", "vcrpy", "pytest", "pydantic", "pluggy"):
         with contextlib.suppress(metadata.PackageNotFoundError):
             out["harness" if dist == "loop-harness" else dist] = metadata.version(dist)
     return out

@@ -47,7 +47,15 @@ __all__ = [
 # Request headers a cassette keeps: what the body is and who sent it. The role marker
 # (harness.llm.base.ROLE_HEADER) is what a judge's replay matches on.
 REQUEST_HEADERS_KEPT = frozenset(
-    {"accept", "content-type", "user-agent", "openai-beta", "x-harness-role"}
+    {
+        "accept",
+        "content-type",
+        "user-agent",
+        "openai-beta",
+        "anthropic-version",
+        "anthropic-beta",
+        "x-harness-role",
+    }
 )
 # Response headers a cassette keeps: what the body is, and the request id a provider's
 # support asks for. A gateway's token, the account, cookies: none of them is needed to
@@ -62,9 +70,17 @@ REQUEST_SECRET_HEADERS = frozenset(
     {"authorization", "api-key", "x-api-key", "openai-organization", "openai-project", "cookie"}
 )
 # What a server says back about the account, and session cookies.
-RESPONSE_SECRET_HEADERS = frozenset({"set-cookie", "openai-organization", "openai-project"})
+RESPONSE_SECRET_HEADERS = frozenset(
+    {"set-cookie", "openai-organization", "openai-project", "anthropic-organization-id"}
+)
 # Environment variables whose values are replaced wherever they appear.
-SECRET_ENV_VARS = ("OPENAI_API_KEY", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID")
+SECRET_ENV_VARS = (
+    "OPENAI_API_KEY",
+    "OPENAI_ORG_ID",
+    "OPENAI_PROJECT_ID",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+)
 # Query parameters that carry a key (``?key=...``): their values are masked in any URL.
 URL_SECRET_PARAMS = frozenset({"key", "api-key", "api_key", "access_token"})
 # A value shorter than this is a placeholder, not a secret: local OpenAI-compatible

@@ -1,8 +1,8 @@
 """External targets driven through their real clients (docs/external.md).
 
 Each example scenario of scenarios/external runs its agent (the raw openai SDK sync,
-async and streamed, pydantic-ai, the Agents SDK with its Chat Completions and Responses
-models, LangGraph on langchain-openai, a node program) against harness's server on 127.0.0.1, and the run harness
+async and streamed, the raw anthropic SDK sync and streamed, pydantic-ai (its OpenAI and Anthropic models), the Agents SDK with its Chat Completions and Responses
+models, LangGraph on langchain-openai and on langchain-anthropic, a node program) against harness's server on 127.0.0.1, and the run harness
 rebuilds from what crossed the boundary is checked field by field.
 """
 
@@ -34,7 +34,19 @@ CLIENTS = [
     "agents-sdk-responses",
     "langgraph",
     "node-command",
+    "anthropic-sync",
+    "anthropic-stream",
+    "pydantic-ai-anthropic",
+    "langgraph-anthropic",
 ]
+
+# The examples on a framework that may not be installed: the modules they import.
+FRAMEWORKS = {
+    "anthropic-sync": ["anthropic"],
+    "anthropic-stream": ["anthropic"],
+    "pydantic-ai-anthropic": ["anthropic", "pydantic_ai.models.anthropic"],
+    "langgraph-anthropic": ["langgraph", "langchain_anthropic"],
+}
 
 
 @pytest.fixture(autouse=True)
@@ -47,6 +59,8 @@ def _examples_importable(monkeypatch):
 def run_example(name: str, **kwargs):
     if name == "node-command" and shutil.which("node") is None:
         pytest.skip("node is not installed")
+    for module in FRAMEWORKS.get(name, []):
+        pytest.importorskip(module, reason=f"{name} needs {module}, which is not installed")
     return run_scenario(EXAMPLES / f"{name}.scenario.yaml", **kwargs)
 
 

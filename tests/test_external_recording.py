@@ -36,6 +36,10 @@ CLIENTS = {
     "raw-stream": ("raw_sdk:answer_streaming", "openai"),
     "pydantic-ai": ("pydantic_ai_agent:answer", "pydantic_ai"),
     "agents-sdk-responses": ("agents_sdk:answer_responses_streamed", "agents"),
+    # The Messages API: recorded from ANTHROPIC_BASE_URL with ANTHROPIC_API_KEY.
+    "anthropic-sync": ("raw_anthropic:answer", "anthropic"),
+    "anthropic-stream": ("raw_anthropic:answer_streaming", "anthropic"),
+    "pydantic-ai-anthropic": ("pydantic_ai_anthropic:answer", "anthropic"),
 }
 
 
@@ -45,8 +49,16 @@ def project(tmp_path, monkeypatch, fresh_plugins):
     monkeypatch.chdir(tmp_path)
     # The example agents import as `scenarios.external.agents...` from the repository.
     monkeypatch.syspath_prepend(str(ROOT))
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    for name in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
     return tmp_path
+
+
+MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-6"}
+
+
+def provider_of(client: str) -> str:
+    return "anthropic" if CLIENTS[client][1] == "anthropic" else "openai"
 
 
 def write_scenario(folder: Path, client: str, question: str) -> Path:
@@ -59,7 +71,7 @@ def write_scenario(folder: Path, client: str, question: str) -> Path:
               python: scenarios.external.agents.{target}
               timeout: 30
             input: {question}
-            llm: {{provider: openai, model: gpt-4o-mini, cassette: {client}.yaml}}
+            llm: {{provider: {provider_of(client)}, model: {MODELS[provider_of(client)]}, cassette: {client}.yaml}}
             expect: {{termination: completed, script_consumed: true}}
             """
         )
@@ -78,14 +90,16 @@ def test_a_recording_through_the_proxy_replays_the_same_run(project, monkeypatch
     with running_server(SCRIPT) as upstream:
         monkeypatch.setenv("OPENAI_BASE_URL", upstream)
         monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", upstream.removesuffix("/v1"))
+        monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
         recorded = run_scenario(path, record_mode="once")
-    monkeypatch.delenv("OPENAI_BASE_URL")
-    monkeypatch.delenv("OPENAI_API_KEY")
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name)
 
     assert recorded.status == "passed", recorded.final
     cassette = project / f"{client}.yaml"
     text = cassette.read_text()
-    assert SECRET not in text
+    assert SECRET not in text and SECRET[-16:] not in text
     assert "parsed_body" in text
     assert len(yaml.safe_load(text)["interactions"]) == 3
 
@@ -184,7 +198,7 @@ def test_harness_record_then_harness_run_on_a_target_scenario(project, monkeypat
     assert SECRET not in (project / "reports" / "results.json").read_text()
 
 
-@pytest.mark.parametrize("client", ["raw-sync", "pydantic-ai"])
+@pytest.mark.parametrize("client", ["raw-sync", "pydantic-ai", "anthropic-stream"])
 def test_a_target_recording_freezes_into_a_script_for_the_same_target(project, monkeypatch, client):
     from harness.cli import main
 
@@ -192,8 +206,11 @@ def test_a_target_recording_freezes_into_a_script_for_the_same_target(project, m
     path = write_scenario(project, client, "Weather in Paris and Rome?")
     with running_server(SCRIPT) as upstream:
         monkeypatch.setenv("OPENAI_BASE_URL", upstream)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", upstream.removesuffix("/v1"))
+        monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
         recorded = run_scenario(path, record_mode="once")
-    monkeypatch.delenv("OPENAI_BASE_URL")
+    for name in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name)
 
     out = project / "frozen.scenario.yaml"
     assert main(["freeze", "--scenario", str(path), "-o", str(out)]) == 0
@@ -228,8 +245,11 @@ def test_a_target_stopped_by_its_frameworks_limit_freezes_ending_there(project, 
     )
     with running_server(SCRIPT) as upstream:
         monkeypatch.setenv("OPENAI_BASE_URL", upstream)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", upstream.removesuffix("/v1"))
+        monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
         recorded = run_scenario(path, record_mode="once")
-    monkeypatch.delenv("OPENAI_BASE_URL")
+    for name in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name)
     assert recorded.termination == "max_iterations"
 
     out = project / "frozen.scenario.yaml"

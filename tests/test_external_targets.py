@@ -368,7 +368,7 @@ def test_a_client_built_at_import_time_gets_a_hint(project):
     assert (early.llm_calls, early.final.error["exception"]) == (0, "APIConnectionError")
     assert early.final.error["message"] == (
         "Connection error. (no request reached harness's model server: the client was "
-        "probably built before harness set OPENAI_BASE_URL, when its module was imported; "
+        "probably built before harness set OPENAI_BASE_URL (ANTHROPIC_BASE_URL, ...), when its module was imported; "
         "build it inside the function, or take a base_url parameter: see docs/external.md, "
         "Target kinds)"
     )

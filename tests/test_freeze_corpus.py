@@ -24,7 +24,7 @@ from harness.cassettes.format import load_cassette_file
 from harness.cassettes.matching import parse_json_body
 from harness.cli import main
 from harness.scenario import run_scenario
-from harness.wires import read_answer, wire_named
+from harness.wires import read_answer, wire_for
 
 FOREIGN = Path(__file__).parent / "fixtures" / "foreign-cassettes"
 
@@ -99,6 +99,34 @@ PASSES = {
         "it's 70 degrees and sunny.",
         ["get_current_weather", "get_current_weather"],
     ),
+    # The Anthropic Messages API (pydantic-ai's AnthropicModel): four parallel tool_use
+    # blocks in one message; a streamed run of Anthropic's own text editor tool (no schema
+    # in the request); thinking blocks sent back signed before a tool_result.
+    "pydantic-ai-test_anthropic_multiple_parallel_tool_calls.yaml": (
+        "Based on the retrieved information, we can see the family relationships:\n"
+        "- Alice and Bob are married\n- Charlie is their son\n"
+        "- Daisy is their daughter and Charlie's younger sister\n\n"
+        "Therefore, Daisy is the youngest in the family. She is described as Charlie's "
+        "younger sister, which indicates she is the youngest among the four family members.",
+        ["retrieve_entity_info"] * 4,
+    ),
+    "pydantic-ai-test_anthropic_text_editor_toolset_stream.yaml": (
+        "The file `/tmp/example.py` contains a single line of Python code:\n\n"
+        '```python\nprint("hello world")\n```\n\n'
+        'It\'s a simple script that prints **"hello world"** to the console.',
+        ["str_replace_based_edit_tool"],
+    ),
+    "pydantic-ai-test_anthropic_tool_with_thinking.yaml": (
+        "Based on the information that you're from Mexico, the largest city in your country "
+        "is **Mexico City** (Ciudad de México). \n\nMexico City is not only the largest city in "
+        "Mexico but also one of the largest metropolitan areas in the world. The city proper "
+        "has a population of approximately 9.2 million people, while the greater Mexico City "
+        "metropolitan area (which includes surrounding municipalities) has over 21 million "
+        "inhabitants, making it one of the most populous urban agglomerations globally.\n\n"
+        "Mexico City serves as the country's capital and is the political, economic, and "
+        "cultural center of Mexico.",
+        ["get_user_country"],
+    ),
     # The Responses API streamed, two parallel calls, the client's own call ids sent back.
     "chatlas-test_chat_callbacks.yaml": (
         "Joe's favorite color is red, and Hadley's favorite color is red.",
@@ -168,16 +196,17 @@ def _traits(path: Path) -> set[str]:
         if isinstance((response.get("body") or {}).get("string"), bytes):
             traits.add("gzip bodies")
     for interaction in load_cassette_file(path):
-        api = "chat" if interaction.request["uri"].endswith("/chat/completions") else "responses"
-        if not interaction.request["uri"].endswith(("/chat/completions", "/responses")):
+        wire = wire_for(interaction.request["uri"].split("?")[0])
+        if wire is None or interaction.request["uri"].endswith("/count_tokens"):
             continue
+        api = wire.api
         body = interaction.request_json or parse_json_body(interaction.request["body"])
         if isinstance(body, dict) and body.get("previous_response_id"):
             traits.add("a previous_response_id chain")
         answer = interaction.response["body"]["string"] or b""
         streamed = answer.lstrip().startswith((b"data:", b"event:"))
         traits.add(f"{api}{' streamed' if streamed else ''}")
-        reply = read_answer(wire_named(api), answer)
+        reply = read_answer(wire, answer)
         if reply is not None and len(reply.tool_calls) > 1:
             traits.add(f"{api} parallel calls")
     return traits
@@ -193,6 +222,9 @@ def test_the_corpus_holds_every_kind_of_recording_the_issue_names():
         "chat parallel calls",
         "responses parallel calls",
         "a previous_response_id chain",
+        "messages",
+        "messages streamed",
+        "messages parallel calls",
         "gzip bodies",
         "vcrpy's older httpx layout",
     }, found
@@ -204,7 +236,9 @@ def _no_openai_environment(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
-_SECRET_HEADERS = re.compile(r"(?i)^(cookie|set-cookie|openai-organization|openai-project)$")
+_SECRET_HEADERS = re.compile(
+    r"(?i)^(cookie|set-cookie|openai-organization|openai-project|anthropic-organization-id)$"
+)
 
 
 def _secrets(path: Path) -> list[str]:
@@ -388,15 +422,16 @@ def test_a_stream_cut_between_two_events_is_refused_too(tmp_path, capsys):
 def test_every_stream_of_the_corpus_ran_to_its_end():
     # The rule a cut-off stream breaks, checked against real ones: OpenAI's (finish_reason
     # and [DONE]), an OpenAI-compatible provider's ([DONE] and no finish_reason on a reply
-    # of calls), the Responses API's (response.completed).
+    # of calls), the Responses API's (response.completed), Anthropic's (message_stop).
     streams = 0
     for path in FOREIGN.glob("*.yaml"):
         for interaction in load_cassette_file(path):
             uri, answer = interaction.request["uri"], interaction.response["body"]["string"]
             if not answer.lstrip().startswith((b"data:", b"event:")):
                 continue
-            api = "chat" if uri.endswith("/chat/completions") else "responses"
-            reply = read_answer(wire_named(api), answer)
+            wire = wire_for(uri.split("?")[0])
+            assert wire is not None, uri
+            reply = read_answer(wire, answer)
             assert reply is not None and reply.cut_off is None and reply.not_json is None
             streams += 1
     assert streams >= 6

@@ -224,7 +224,8 @@ def test_harness_validate_reports_unknown_matrix_keys_and_values(project, capsys
     assert lines[0].startswith(f"{FILE}:4: matrix.planner.1: unknown planner 'agentbilder'")
     assert lines[1] == (
         f"{FILE}:5: matrix.modle: unknown matrix key 'modle' (did you mean 'model'?); a "
-        "matrix varies model (llm.model) or an agent setting: planner, max_iterations, "
+        "matrix varies model (llm.model), wire (for a target) or an agent setting: planner, "
+        "max_iterations, "
         "stagnation, on_validation_error, on_max_iterations, parallel_tools, system, "
         "planner_options, detectors, on_stuck, budget"
     )

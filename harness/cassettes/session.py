@@ -442,19 +442,25 @@ def _similarity(recorded: Any, sent: Any) -> int:
     return score
 
 
+# The public APIs, which refuse a request without a key, and the variable holding it.
+KEY_VARIABLES = {"api.openai.com": "OPENAI_API_KEY", "api.anthropic.com": "ANTHROPIC_API_KEY"}
+
+
 def no_key_refusal(host: str | None, key: str | None) -> str | None:
     """Why recording must not send a request to ``host``: no key for the public API (else
     None). The own loop's transport and a target's recording proxy both ask it."""
-    if key or host != "api.openai.com":
+    variable = KEY_VARIABLES.get(host or "")
+    if key or variable is None:
         return None
+    base = variable.replace("_API_KEY", "_BASE_URL")
     return (
-        "recording needs OPENAI_API_KEY: it is not set, and api.openai.com refuses requests "
-        "without a key; nothing was recorded (set the key, or base_url / OPENAI_BASE_URL for "
+        f"recording needs {variable}: it is not set, and {host} refuses requests "
+        f"without a key; nothing was recorded (set the key, or base_url / {base} for "
         "another endpoint)"
     )
 
 
-def key_refused(status: int, content: bytes | str | None) -> str:
+def key_refused(status: int, content: bytes | str | None, variable: str = "OPENAI_API_KEY") -> str:
     """The one line for a key the API refused (401, 403), with the API's own message."""
     import json
 
@@ -466,14 +472,18 @@ def key_refused(status: int, content: bytes | str | None) -> str:
     from harness.secrets import Scrubber
 
     said = f": {Scrubber().text(detail)}" if isinstance(detail, str) and detail else ""
+    also = " (and OPENAI_ORG_ID / OPENAI_PROJECT_ID)" if variable == "OPENAI_API_KEY" else ""
     return (
         f"the API refused the key (HTTP {status}{said}); nothing was recorded: "
-        "check OPENAI_API_KEY (and OPENAI_ORG_ID / OPENAI_PROJECT_ID)"
+        f"check {variable}{also}"
     )
 
 
-def cassette_transport(session: CassetteSession, httpx: Any, **kwargs: Any) -> Any:
-    """An async HTTP transport that goes through ``session``'s cassette.
+def cassette_transport(
+    session: CassetteSession, httpx: Any, key_variable: str = "OPENAI_API_KEY", **kwargs: Any
+) -> Any:
+    """An async HTTP transport that goes through ``session``'s cassette (recording with
+    the key in ``key_variable``).
 
     It uses vcrpy's own httpx stub on this one transport instead of patching the
     transport classes process-wide: only the LLM source's requests are recorded or
@@ -488,14 +498,14 @@ def cassette_transport(session: CassetteSession, httpx: Any, **kwargs: Any) -> A
 
     async def real(self: Any, request: Any) -> Any:
         # Called by vcrpy only to record a request the cassette lacks.
-        refusal = no_key_refusal(request.url.host, os.environ.get("OPENAI_API_KEY"))
+        refusal = no_key_refusal(request.url.host, os.environ.get(key_variable))
         if refusal is not None:
             raise RecordingRefused(refusal)
         response = await network(self, request)
         if response.status_code in (401, 403):
             # Never written to a cassette: every later run would replay the refusal.
             await response.aread()
-            session.refused = key_refused(response.status_code, response.content)
+            session.refused = key_refused(response.status_code, response.content, key_variable)
             raise RecordingRefused(session.refused)
         return response
 

@@ -14,6 +14,7 @@ format of docs/recording.md#the-cassette-file).
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -49,6 +50,45 @@ _NOT_FORWARDED = {
 }
 
 
+@dataclass(frozen=True)
+class _Upstream:
+    """Where a vendor's API is recorded from: its SDK's base-URL variable and default (the
+    part of a served path the base URL already holds: ``/v1`` for OpenAI's), the key's
+    variable and the header the key goes in."""
+
+    base_variable: str
+    default: str
+    served_prefix: str
+    key_variable: str
+    key_header: str
+    key_format: str
+
+
+_UPSTREAMS = {
+    "openai": _Upstream(
+        "OPENAI_BASE_URL", DEFAULT_UPSTREAM, "/v1", "OPENAI_API_KEY", "authorization", "Bearer {}"
+    ),
+    "anthropic": _Upstream(
+        "ANTHROPIC_BASE_URL",
+        "https://api.anthropic.com",
+        "",
+        "ANTHROPIC_API_KEY",
+        "x-api-key",
+        "{}",
+    ),
+}
+# The vendor of each wire (by its name), and of the paths no wire reads.
+_VENDORS = {"openai-chat": "openai", "openai-responses": "openai", "anthropic": "anthropic"}
+
+
+def _vendor(path: str) -> str:
+    """Whose API a served path is (``/v1/messages/count_tokens`` is Anthropic's)."""
+    wire = wire_for(path)
+    if wire is not None:
+        return _VENDORS.get(wire.name, "openai")
+    return "anthropic" if path.startswith("/v1/messages/") else "openai"
+
+
 def _httpx() -> Any:
     try:
         import httpx2
@@ -64,17 +104,29 @@ class CassetteApp:
     """An ASGI app answering from ``session``'s cassette (recording the misses it may)."""
 
     def __init__(
-        self, session: CassetteSession, upstream: str | None = None, *, repeat: bool = False
+        self,
+        session: CassetteSession,
+        upstream: str | None = None,
+        *,
+        repeat: bool = False,
+        vendor: str = "openai",
     ) -> None:
         self.session = session
         # Serving to anything (`harness serve --cassette`): once every matching interaction
         # was played, the cassette starts over, as a stateless server would answer again.
         self.repeat = repeat
-        self.upstream = (upstream or os.environ.get("OPENAI_BASE_URL") or DEFAULT_UPSTREAM).rstrip(
-            "/"
-        )
-        # Read now: the target gets a dummy key in the same environment later.
-        self.key = os.environ.get("OPENAI_API_KEY")
+        # Per vendor: where its requests go (``upstream``, the scenario's base_url, is
+        # ``vendor``'s; the others' come from their SDKs' variables) and its key. Read
+        # now: the target gets dummies in the same environment later.
+        self.upstreams = {
+            name: (
+                (upstream if name == vendor and upstream else None)
+                or os.environ.get(spec.base_variable)
+                or spec.default
+            ).rstrip("/")
+            for name, spec in _UPSTREAMS.items()
+        }
+        self.keys = {name: os.environ.get(spec.key_variable) for name, spec in _UPSTREAMS.items()}
         self.refused: str | None = None
         self._paths: set[str] | None = None
 
@@ -105,12 +157,14 @@ class CassetteApp:
         session.requests_sent += 1
         path = scope["path"]
         query = scope.get("query_string", b"").decode()
+        vendor = _vendor(path)
         if session.replays_only and path in self._recorded_paths():
             # Served at the paths it was recorded on (pydantic-ai's `/v1beta/openai/...`).
-            uri = f"{_origin(self.upstream)}{path}"
+            uri = f"{_origin(self.upstreams[vendor])}{path}"
         else:
-            suffix = path[3:] if path.startswith("/v1/") else path
-            uri = f"{self.upstream}{suffix}"
+            prefix = _UPSTREAMS[vendor].served_prefix
+            suffix = path[len(prefix) :] if prefix and path.startswith(prefix + "/") else path
+            uri = f"{self.upstreams[vendor]}{suffix}"
         uri += f"?{query}" if query else ""
         request = Request(scope["method"], uri, body or None, {})
         cassette = session.cassette
@@ -136,7 +190,9 @@ class CassetteApp:
         return self._paths
 
     async def _forward(self, scope: dict[str, Any], request: Any, body: bytes) -> tuple:
-        refusal = no_key_refusal(_host(request.uri), self.key)
+        vendor = _vendor(scope["path"])
+        spec, key = _UPSTREAMS[vendor], self.keys[vendor]
+        refusal = no_key_refusal(_host(request.uri), key)
         if refusal is not None:
             # Refused before anything goes out, as the own loop refuses it; a 401 so that
             # the target's SDK gives up at once instead of retrying.
@@ -149,8 +205,8 @@ class CassetteApp:
             if k.decode("latin-1").lower() not in _NOT_FORWARDED
         }
         headers["accept-encoding"] = "gzip, deflate"
-        if self.key:
-            headers["authorization"] = f"Bearer {self.key}"
+        if key:
+            headers[spec.key_header] = spec.key_format.format(key)
         try:
             async with httpx.AsyncClient(timeout=600) as client:
                 answer = await client.request(
@@ -165,7 +221,7 @@ class CassetteApp:
         kept = {k: [v] for k, v in answer.headers.items() if k.lower() not in _DROPPED}
         if answer.status_code in (401, 403):
             # Never written: every later run would replay the refusal.
-            self.refused = key_refused(answer.status_code, content)
+            self.refused = key_refused(answer.status_code, content, spec.key_variable)
         else:
             self.session.cassette.append(
                 request,

@@ -8,7 +8,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-__all__ = ["TELEMETRY", "WIRE_VARIABLES", "target_environment"]
+__all__ = ["DUMMY_API_KEY", "TELEMETRY", "WIRE_VARIABLES", "served_variables", "target_environment"]
+
+# What the target's SDK sends as its key: harness needs none, and this is no secret.
+DUMMY_API_KEY = "sk-harness-target"
 
 # The user's own settings of the model APIs: a client that read them would talk to the
 # real API with the real key. Removed for the target (prefixes, and whole names).
@@ -28,6 +31,19 @@ TELEMETRY = {
     "CREWAI_DISABLE_TELEMETRY": "true",
     "AGNO_TELEMETRY": "false",
 }
+
+
+def served_variables(url: str) -> dict[str, str]:
+    """Each SDK's base-URL variable pointing at the server (``url`` is its OpenAI base,
+    ``.../v1``; Anthropic's SDK wants the root) and a dummy key for each
+    (docs/external.md#what-the-target-gets)."""
+    root = url.removesuffix("/v1")
+    return {
+        "OPENAI_BASE_URL": url,
+        "OPENAI_API_KEY": DUMMY_API_KEY,
+        "ANTHROPIC_BASE_URL": root,
+        "ANTHROPIC_API_KEY": DUMMY_API_KEY,
+    }
 
 
 def _is_wire_variable(name: str) -> bool:

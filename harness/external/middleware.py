@@ -43,10 +43,12 @@ def _error_body(wire: Wire, status: int, message: str) -> bytes:
 class ObservingApp:
     """``app`` with every model request and answer observed by ``observation``."""
 
-    def __init__(self, app: Any, observation: Observation) -> None:
+    def __init__(self, app: Any, observation: Observation, only: str | None = None) -> None:
         # `app` by that name: harness.serve.find_state walks wrappers through it.
         self.app = app
         self.observation = observation
+        # The one wire answered (a matrix combination's), by name; None: every wire.
+        self.only = only
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         """The ASGI entry point."""
@@ -60,6 +62,16 @@ class ObservingApp:
             await self.app(scope, receive, send)
             return
         raw = await _read_body(receive)
+        if self.only is not None and wire.name != self.only:
+            # The combination tests the agent on one wire: a request on another would
+            # make its run the same as another combination's.
+            message = (
+                f"this run serves the {self.only} wire only (matrix wire: {self.only}), "
+                f"not {wire.label} at {scope.get('path')}: configure the agent from "
+                "HARNESS_WIRE (docs/wires.md)"
+            )
+            await _answer(send, 400, _error_body(wire, 400, message))
+            return
         try:
             body = json.loads(raw) if raw else {}
         except ValueError:

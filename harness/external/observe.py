@@ -155,7 +155,8 @@ class Observation:
     def shown(self, text: str) -> str:
         """``text`` as the run keeps it: the served URL without its port, one clean text."""
         if self.served:
-            text = text.replace(self.served, SERVED)
+            # The root too (Anthropic's SDK names it): the same text once replaced.
+            text = text.replace(self.served.removesuffix("/v1"), SERVED.removesuffix("/v1"))
         return clean_text(Scrubber().text(text))
 
     # -- the boundary -----------------------------------------------------------------------

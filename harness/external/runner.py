@@ -3,7 +3,8 @@ and end the run with the termination docs/external.md#how-a-target-run-ends give
 
 The served application is given (the scripted server of ``harness.serve`` or a
 cassette app); this module wraps it in the observing middleware, starts it on a free
-port, calls the target with ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` set, and turns how
+port, calls the target with every SDK's base-URL and key variables set
+(``harness.external.environment``), and turns how
 the target ended into the run's termination and final response.
 """
 
@@ -19,19 +20,27 @@ from typing import Any
 from harness.actions import FinalData, FinalResponse, RunError, RunResult, Termination
 from harness.config import AgentConfig
 from harness.errors import HarnessError, exception_chain
-from harness.external.environment import target_environment
+from harness.external.environment import DUMMY_API_KEY, served_variables, target_environment
 from harness.external.middleware import ObservingApp
 from harness.external.observe import Observation
 from harness.external.targets import TargetCall
 from harness.serve import running_app
 
-__all__ = ["DEFAULT_TIMEOUT", "DUMMY_API_KEY", "TargetSpec", "run_target", "where_raised"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "DUMMY_API_KEY",
+    "WIRE_VARIABLE",
+    "TargetSpec",
+    "run_target",
+    "where_raised",
+]
 
 log = logging.getLogger("harness")
 
-# What the target's SDK sends as its key: harness needs none, and this is no secret.
-DUMMY_API_KEY = "sk-harness-target"
 DEFAULT_TIMEOUT = 60.0
+# Names the wire a ``matrix: {wire: [...]}`` combination serves, for an agent that speaks
+# several (docs/wires.md#matrix-wire).
+WIRE_VARIABLE = "HARNESS_WIRE"
 
 
 @dataclass(frozen=True)
@@ -42,6 +51,8 @@ class TargetSpec:
     value: Any
     timeout: float = DEFAULT_TIMEOUT
     on_stagnation: str = "observe"
+    # The one wire served (a ``matrix: {wire: [...]}`` combination's); None: every wire.
+    wire: str | None = None
 
 
 @dataclass
@@ -76,17 +87,22 @@ async def run_target(
     ``tools``, a ``harness.mcp.ToolServer``, is served to it over MCP (docs/mcp.md)."""
     kind = plugins.target_factory(spec.kind)()
     observation = Observation(plugins, config or AgentConfig(), on_stagnation=spec.on_stagnation)
-    with running_app(ObservingApp(app, observation)) as url, _mcp(tools, observation) as mcp:
+    with (
+        running_app(ObservingApp(app, observation, only=spec.wire)) as url,
+        _mcp(tools, observation) as mcp,
+    ):
         observation.served = url
-        env = {"OPENAI_BASE_URL": url, "OPENAI_API_KEY": DUMMY_API_KEY}
+        served = served_variables(url)
         if mcp is not None:
-            env["HARNESS_MCP_URL"] = mcp
+            served["HARNESS_MCP_URL"] = mcp
+        if spec.wire is not None:
+            served[WIRE_VARIABLE] = spec.wire
         call = TargetCall(
             input=input,
             base_url=url,
             root=root or Path.cwd(),
             timeout=spec.timeout,
-            env=target_environment(env),
+            env=target_environment(served),
             mcp_url=mcp,
         )
         observation.begin()
@@ -156,7 +172,8 @@ def _own_file(path: Path, root: Path) -> str | None:
 # A connection error when no request reached harness: the client went somewhere else.
 _NOT_REACHED = (
     " (no request reached harness's model server: the client was probably built before "
-    "harness set OPENAI_BASE_URL, when its module was imported; build it inside the "
+    "harness set OPENAI_BASE_URL (ANTHROPIC_BASE_URL, ...), when its module was imported; "
+    "build it inside the "
     "function, or take a base_url parameter: see docs/external.md, Target kinds)"
 )
 _CONNECTION_ERRORS = {"APIConnectionError", "ConnectError", "ConnectionError"}

@@ -43,6 +43,7 @@ from harness.freeze.recorded import (
     read_calls,
     split_runs,
 )
+from harness.llm.config import RECORDED_PROVIDERS
 from harness.results import ScenarioResult
 from harness.secrets import Scrubber
 
@@ -117,7 +118,7 @@ def _scenario_instead(path: Path, shown: str) -> str | None:
     except HarnessError:
         return None
     told = f"{shown} is a scenario file, not a cassette"
-    if scenario.llm.provider == "openai":
+    if scenario.llm.provider in RECORDED_PROVIDERS:
         try:
             cassette = os.path.normpath(str(_cassette_of(scenario, shown)))
         except HarnessError:
@@ -141,7 +142,7 @@ def _original(path: Path) -> Any:
 
 def _cassette_of(original: Any, shown: str) -> Path:
     """The cassette the original scenario records to."""
-    if original.llm.provider != "openai":
+    if original.llm.provider not in RECORDED_PROVIDERS:
         raise FreezeError(
             f"{shown} is not a recorded scenario (llm.provider is {original.llm.provider}): "
             "give the cassette to freeze as well"

@@ -51,23 +51,20 @@ def _returns(text: str) -> str:
     return text
 
 
-def _recorded_tools(tools: list[Any]) -> dict[str, dict[str, Any]]:
+def _recorded_tools(call: RecordedCall) -> dict[str, dict[str, Any]]:
+    """The named tools a recorded request offers, read by its API's wire."""
     specs: dict[str, dict[str, Any]] = {}
-    for tool in tools or []:
-        if not isinstance(tool, dict):
-            continue
-        function = tool.get("function")
-        if not isinstance(function, dict):
-            function = tool
-        if not function.get("name"):
+    tools = call.body.get("tools") or []
+    for tool in wire_named(call.api).tools([t for t in tools if isinstance(t, dict)]):
+        if tool.name is None:
             continue
         spec: dict[str, Any] = {}
-        if function.get("description"):
-            spec["description"] = function["description"]
-        spec["schema"] = function.get("parameters") or {"type": "object", "properties": {}}
-        if function.get("strict"):
+        if tool.description:
+            spec["description"] = tool.description
+        spec["schema"] = tool.parameters or {"type": "object", "properties": {}}
+        if tool.strict:
             spec["strict"] = True
-        specs[function["name"]] = spec
+        specs[tool.name] = spec
     return specs
 
 
@@ -79,22 +76,23 @@ def _tool_specs(calls: list[RecordedCall], original: Scenario | None) -> dict[st
     """
     specs: dict[str, dict[str, Any]] = {}
     for call in calls:
-        for name, recorded in _recorded_tools(call.body.get("tools") or []).items():
-            specs.setdefault(name, recorded)
+        for name, spec in _recorded_tools(call).items():
+            specs.setdefault(name, spec)
     if original is None:
         return specs
     for name in specs:
-        spec = original.tools.get(name)
-        if spec is not None and spec.use is None:
-            specs[name] = spec.model_dump(
+        given = original.tools.get(name)
+        if given is not None and given.use is None:
+            specs[name] = given.model_dump(
                 by_alias=True, exclude_unset=True, include=_TOOL_DEFINITION
             )
     return specs
 
 
 def _items_start(first: RecordedCall) -> tuple[str | None, str, list[Any]]:
-    """(system, input, history) from the normalized conversation of a Responses request
-    (its ``input`` items, or the whole chain it continues)."""
+    """(system, input, history) from the normalized conversation of a request that is not
+    Chat Completions' (the Responses API's ``input`` items or the chain it continues, the
+    Messages API's ``system`` and messages)."""
     items = first.conversation
     system = None
     if items and items[0][:2] == ("message", "system"):
@@ -114,7 +112,7 @@ def _items_start(first: RecordedCall) -> tuple[str | None, str, list[Any]]:
 def _conversation_start(first: RecordedCall) -> tuple[str | None, str, list[Any]]:
     """(system, input, history) from the first request of the run."""
     body = first.body
-    if first.api == "responses":
+    if first.api != "chat":
         return _items_start(first)
     messages = body.get("messages")
     if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):

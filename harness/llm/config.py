@@ -10,9 +10,11 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from harness.llm.script import ScriptStep
 
-__all__ = ["RECORD_MODES", "LLMConfig", "LLMContext"]
+__all__ = ["RECORDED_PROVIDERS", "RECORD_MODES", "LLMConfig", "LLMContext"]
 
 RECORD_MODES = ("none", "once", "new_episodes", "all", "rewrite")
+# The built-in sources on a vendor's SDK, recorded into cassettes (docs/recording.md).
+RECORDED_PROVIDERS = ("openai", "anthropic")
 
 
 @dataclass(frozen=True)
@@ -35,7 +37,8 @@ class LLMConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     provider: str = Field(
-        default="scripted", description="scripted (default), openai, or a plugin's LLM source"
+        default="scripted",
+        description="scripted (default), openai, anthropic, or a plugin's LLM source",
     )
     script: list[ScriptStep] = Field(default_factory=list, description="scripted replies, in order")
     judge_script: list[ScriptStep] = Field(

@@ -179,6 +179,11 @@ class ScriptStep(BaseModel):
     )
     usage: Usage | None = None
     finish_reason: str | None = None
+    reasoning: str | None = Field(
+        default=None,
+        description="the model's reasoning before this reply, served on the wires that "
+        "carry it (an Anthropic thinking block); the own loop's scripted model ignores it",
+    )
     # Last: its check reads the fields above (pydantic validates in declaration order).
     chunks: list[ChunkEntry] | None = Field(
         default=None,
@@ -188,8 +193,10 @@ class ScriptStep(BaseModel):
 
     @model_validator(mode="after")
     def _error_alone(self) -> ScriptStep:
-        if self.error is not None and (self.content is not None or self.tool_calls):
-            raise ValueError("an error step has no content or tool_calls")
+        if self.error is not None and (
+            self.content is not None or self.tool_calls or self.reasoning is not None
+        ):
+            raise ValueError("an error step has no content, tool_calls or reasoning")
         return self
 
     @field_validator("chunks")

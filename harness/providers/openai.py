@@ -46,7 +46,7 @@ PLACEHOLDER_API_KEY = "sk-harness-placeholder"
 # installed, and a zstd body could not be made readable in the cassette.
 _ACCEPT_ENCODING = "gzip, deflate"
 
-_ssl_context: Any = None
+_ssl_contexts: dict[str, Any] = {}
 
 
 def _httpx() -> Any:
@@ -68,10 +68,11 @@ def _httpx() -> Any:
 def _shared_ssl_context(httpx: Any) -> Any:
     # Building an SSL context loads the CA bundle (tens of milliseconds); a client is
     # opened per request (inside the running loop), so build the context once.
-    global _ssl_context
-    if _ssl_context is None:
-        _ssl_context = httpx.create_ssl_context()
-    return _ssl_context
+    # (One per httpx flavour: another SDK may be built on another.)
+    name = httpx.__name__
+    if name not in _ssl_contexts:
+        _ssl_contexts[name] = httpx.create_ssl_context()
+    return _ssl_contexts[name]
 
 
 class OpenAILLM:
@@ -82,9 +83,15 @@ class OpenAILLM:
     also closes it when a run ends (``harness_agent_end``).
     """
 
+    # The provider's name in messages, and an example model.
+    provider = "openai"
+    example_model = "gpt-4o-mini"
+
     def __init__(self, config: LLMConfig) -> None:
         if not config.model:
-            raise HarnessError("provider openai needs llm.model (e.g. `model: gpt-4o-mini`)")
+            raise HarnessError(
+                f"provider {self.provider} needs llm.model (e.g. `model: {self.example_model}`)"
+            )
         self.config = config
         self.context = config.context
         self._session: CassetteSession | None = None
@@ -94,11 +101,19 @@ class OpenAILLM:
         self._remaining: int | None = None
         self._stats: Any = None
         # The API's wire writes the requests and reads the answers.
+        self._wire = self._wire_of(config)
+        self._side = self._wire.client()
+        self._judge_side = self._judge_wire().client()
+
+    def _wire_of(self, config: LLMConfig) -> Wire:
         from harness.wires import wire_named  # loaded with the first source, not with harness
 
-        self._wire = wire_named(config.api)
-        self._side = self._wire.client()
-        self._judge_side = wire_named("chat").client()
+        return wire_named(config.api)
+
+    def _judge_wire(self) -> Wire:
+        from harness.wires import wire_named
+
+        return wire_named("chat")
 
     # -- cassette ------------------------------------------------------------------------
 
@@ -255,15 +270,11 @@ class OpenAILLM:
         interactions. ``call`` numbers the scenario's judge requests (for a miss's message).
         """
         session = self._open_session()
-        params: dict[str, Any] = {
-            "model": model,
-            "messages": messages,
-            "response_format": {"type": "json_object"},
-        }
+        params = self._judge_params(messages, model)
         request = LLMRequest(conversation=Conversation(), tools=[], call=call)
         try:
             async with self._client(session, {ROLE_HEADER: JUDGE_ROLE}) as client:
-                body = await _post(client, "/chat/completions", params)
+                body = await self._post(client, self._judge_side.path, params)
         except LLMError:
             raise
         except Exception as exc:
@@ -275,13 +286,27 @@ class OpenAILLM:
         message = AssistantMessage(content=reply.content, finish_reason="stop")
         return LLMResponse(message=message, usage=reply.usage or None, latency=0.0)
 
+    def _judge_params(self, messages: list[dict[str, Any]], model: str) -> dict[str, Any]:
+        """A judge's request body: Chat Completions in JSON mode."""
+        return {"model": model, "messages": messages, "response_format": {"type": "json_object"}}
+
+    def _sdk(self) -> Any:
+        """The SDK module (its error classes are read from it)."""
+        import openai
+
+        return openai
+
+    async def _post(self, client: Any, path: str, body: dict[str, Any]) -> Any:
+        """POST ``body`` through the SDK's client (``_post``)."""
+        return await _post(client, path, body)
+
     def _error(
         self, exc: Exception, request: LLMRequest, session: CassetteSession | None
     ) -> LLMError:
         """An SDK, HTTP or cassette failure as the run's llm_error."""
-        import openai
-
         from harness.secrets import Scrubber
+
+        sdk = self._sdk()
 
         if session is not None:
             # vcrpy raises a miss from inside the transport; the SDK lets it through.
@@ -297,15 +322,18 @@ class OpenAILLM:
                     return LLMError(str(cause), type="recording_refused")
                 cause = cause.__cause__ or cause.__context__
         scrub = Scrubber().text
-        if isinstance(exc, openai.APIStatusError):
+        if isinstance(exc, sdk.APIStatusError):
             body = exc.body
+            # The error object (openai's SDK unwraps it; anthropic's keeps the whole body).
+            if isinstance(body, dict) and isinstance(body.get("error"), dict):
+                body = body["error"]
             message = body.get("message") if isinstance(body, dict) else None
             if not isinstance(message, str) or not message:
                 message = exc.message
             return LLMError(scrub(message), status=exc.status_code, type="http_error")
-        if isinstance(exc, openai.APITimeoutError):
+        if isinstance(exc, sdk.APITimeoutError):
             return LLMError("Request timed out.", type="timeout")
-        if isinstance(exc, openai.APIConnectionError):
+        if isinstance(exc, sdk.APIConnectionError):
             reason = exc.__cause__ or exc
             # The SDK's text ("All connection attempts failed") does not say where: a wrong
             # base_url or OPENAI_BASE_URL is the usual cause, so name the URL tried.
@@ -326,7 +354,7 @@ class OpenAILLM:
     async def _ask(
         self, client: Any, params: dict[str, Any], request: LLMRequest, emit: Any
     ) -> tuple[AssistantMessage, dict[str, int] | None]:
-        answer = await _post(client, self._side.path, params)
+        answer = await self._post(client, self._side.path, params)
         if params.get("stream"):
             reply = await _read_stream(self._wire, answer, emit)
         else:

@@ -18,6 +18,7 @@ from typing import Any
 from harness.actions import RunResult
 from harness.config import AgentConfig
 from harness.errors import HarnessError
+from harness.llm.config import RECORDED_PROVIDERS
 from harness.plugins import Plugins
 from harness.scenario.issues import IssueSink
 from harness.scenario.schema import Scenario, TargetSection
@@ -26,7 +27,7 @@ __all__ = ["arun_target", "check_target", "check_target_section", "target_key_pr
 
 # A target brings its own loop: these agent settings would not change anything.
 _APPLIES = {"stagnation"}
-_SERVED_PROVIDERS = ("scripted", "openai")
+_SERVED_PROVIDERS = ("scripted", *RECORDED_PROVIDERS)
 # The keys of target: beside its kind.
 _OPTIONS = tuple(k for k in TargetSection.model_fields if k not in ("python", "command"))
 
@@ -102,7 +103,8 @@ def check_target(scenario: Scenario, plugins: Plugins, issue: IssueSink) -> None
     if scenario.llm.provider not in _SERVED_PROVIDERS:
         issue(
             ("llm", "provider"),
-            f"a target is served a script or a cassette (provider scripted or openai), not "
+            f"a target is served a script or a cassette (provider scripted, openai or "
+            f"anthropic), not "
             f"provider {scenario.llm.provider!r}",
         )
     skip = check_target_section(target, scenario.root, plugins, issue)
@@ -161,7 +163,7 @@ def _served(
         )
     except LLMError as exc:
         raise HarnessError(str(exc)) from None
-    cassette = CassetteApp(session, upstream=scenario.llm.base_url)
+    cassette = CassetteApp(session, upstream=scenario.llm.base_url, vendor=scenario.llm.provider)
     return cassette, cassette
 
 
@@ -182,7 +184,8 @@ async def arun_target(
     target = scenario.target
     assert target is not None
     ((kind, value),) = target.kinds().items()
-    spec = TargetSpec(kind, value, target.timeout, target.on_stagnation)
+    wire = (scenario.combination or {}).get("wire")
+    spec = TargetSpec(kind, value, target.timeout, target.on_stagnation, wire=wire)
     app, cassette = _served(scenario, sid, record_mode, disable_recording)
     try:
         result = await run_target(

@@ -2,9 +2,10 @@
 
 ``matrix: {model: [a, b], planner: [react, agentbuilder]}`` expands into four scenarios,
 ids ``path::name[model=a,planner=react]`` and so on (keys in file order, values in
-list order), each with a cassette of its own. Keys: ``model`` (or ``llm.model``) and any
-agent setting (``planner``, ``max_iterations``, ... or ``agent.planner``). Every value is
-checked when the file loads, as if written in the scenario.
+list order), each with a cassette of its own. Keys: ``model`` (or ``llm.model``), any
+agent setting (``planner``, ``max_iterations``, ... or ``agent.planner``), and for a target
+``wire`` (the one model API served to it: ``openai-chat``, ``anthropic``, ...). Every value
+is checked when the file loads, as if written in the scenario.
 """
 
 from __future__ import annotations
@@ -31,12 +32,16 @@ __all__ = [
 ]
 
 _MODEL_KEYS = ("model", "llm.model")
+_WIRE = ("target", "wire")
 
 
 def matrix_field(key: str) -> tuple[str, str] | None:
-    """The setting a matrix key varies: ``("llm", "model")`` or ``("agent", NAME)``."""
+    """The setting a matrix key varies: ``("llm", "model")``, ``("target", "wire")`` or
+    ``("agent", NAME)``."""
     if key in _MODEL_KEYS:
         return ("llm", "model")
+    if key == "wire":
+        return _WIRE
     name = key.removeprefix("agent.")
     if name in AgentSection.model_fields:
         return ("agent", name)
@@ -44,7 +49,13 @@ def matrix_field(key: str) -> tuple[str, str] | None:
 
 
 def _known_keys() -> list[str]:
-    return ["model", *AgentSection.model_fields]
+    return ["model", "wire", *AgentSection.model_fields]
+
+
+def _wire_names() -> list[str]:
+    from harness.wires import WIRES
+
+    return [wire.name for wire in WIRES]
 
 
 def _shown(value: Any) -> str:
@@ -69,12 +80,16 @@ def _apply(scenario: Scenario, combination: dict[str, Any]) -> Scenario:
             if not isinstance(value, str) or not value:
                 raise ValueError(f"a model is a name like gpt-4o-mini, not {value!r}")
             llm = llm.model_copy(update={"model": value})
+        elif where == _WIRE:
+            if value not in _wire_names():
+                known = ", ".join(_wire_names())
+                raise ValueError(f"no model wire is called {_shown(value)!r} (wires: {known})")
         elif where is not None:
             agent[where[1]] = value
     try:
         section = AgentSection.model_validate(agent, strict=True)
     except ValidationError as exc:
-        raise ValueError(validation_message(exc.errors(include_url=False)[0])) from None
+        raise ValueError(validation_message(dict(exc.errors(include_url=False)[0]))) from None
     variant = scenario.model_copy(update={"agent": section, "llm": llm, "matrix": None})
     variant._combination = dict(combination)
     return variant
@@ -119,7 +134,8 @@ def check_matrix(scenario: Scenario, plugins: Plugins, issue: IssueSink) -> None
                 ("matrix", key),
                 f"unknown matrix key {key!r}"
                 + (f" (did you mean {hint[0]!r}?)" if hint else "")
-                + "; a matrix varies model (llm.model) or an agent setting: "
+                + "; a matrix varies model (llm.model), wire (for a target) or an agent "
+                + "setting: "
                 + ", ".join(AgentSection.model_fields),
             )
             continue
@@ -132,6 +148,13 @@ def check_matrix(scenario: Scenario, plugins: Plugins, issue: IssueSink) -> None
                 ("matrix", key),
                 "a scripted model has no name to vary: the model matters to recorded "
                 "providers (provider: openai)",
+            )
+            continue
+        if where == _WIRE and scenario.target is None:
+            issue(
+                ("matrix", key),
+                "a wire matrix serves one script on each model API to a target (an agent "
+                "that speaks them all): add `target:`, or vary `model` for harness's own loop",
             )
             continue
         if not values:

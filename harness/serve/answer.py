@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.canonical import canonical_json
 from harness.llm.base import JUDGE_ROLE, request_role
 from harness.serve.fit import check_fits
 from harness.serve.http import ApiError, check_reply, json_response, read_json, sse
@@ -17,7 +18,7 @@ from harness.serve.state import ScriptState
 from harness.wires import Wire
 from harness.wires.neutral import WireError
 
-__all__ = ["answer", "endpoint"]
+__all__ = ["answer", "count_endpoint", "endpoint"]
 
 
 async def answer(request: Any, wire: Wire) -> Any:
@@ -50,3 +51,15 @@ def endpoint(wire: Wire) -> Any:
 
     answer_wire.__doc__ = f"POST {', '.join(wire.paths)}."
     return answer_wire
+
+
+def count_endpoint(wire: Any) -> Any:
+    """The endpoint counting a request's input tokens on ``wire``'s API (Anthropic's
+    ``count_tokens``): an estimate, a token per four characters of the request's JSON,
+    written by ``wire.render_count``. No reply is picked and no attempt counted."""
+
+    async def count_tokens(request: Any) -> Any:
+        body = await read_json(request)
+        return json_response(wire.render_count(max(1, len(canonical_json(body)) // 4)))
+
+    return count_tokens

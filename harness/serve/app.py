@@ -10,10 +10,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from harness.llm.script import ScriptStep
-from harness.serve.answer import endpoint
+from harness.serve.answer import count_endpoint, endpoint
 from harness.serve.http import ApiError, http_error, json_response
 from harness.serve.state import DEFAULT_MAX_DELAY, ScriptState
-from harness.wires import WIRES
+from harness.wires import ANTHROPIC_MESSAGES, WIRES
 from harness.wires.neutral import MODEL_ID
 
 __all__ = ["create_app", "find_state"]
@@ -54,6 +54,11 @@ def create_app(
                 Route(path, endpoint(wire), methods=["POST"])
                 for wire in WIRES
                 for path in wire.paths
+            ),
+            Route(
+                "/v1/messages/count_tokens",
+                count_endpoint(ANTHROPIC_MESSAGES),
+                methods=["POST"],
             ),
             Route("/v1/models", models, methods=["GET"]),
             Route("/v1/models/{model_id:path}", model, methods=["GET"]),

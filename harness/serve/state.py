@@ -77,7 +77,10 @@ class Reply:
         content = self.step.content if self.step else None
         chunks = self.chunks() if streamed else []
         calls = self.tool_calls()
-        return ServedReply(self.n, content, calls, self.finish_reason(), self.usage(), chunks)
+        reasoning = self.step.reasoning if self.step else None
+        return ServedReply(
+            self.n, content, calls, self.finish_reason(), self.usage(), chunks, reasoning
+        )
 
     def usage(self) -> dict[str, int]:
         """The step's usage (zeros when the script gives none)."""

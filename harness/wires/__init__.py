@@ -50,6 +50,7 @@ report stay wire-neutral.
 """
 
 from harness.wires.registry import (
+    ANTHROPIC_MESSAGES,
     OPENAI_CHAT,
     OPENAI_RESPONSES,
     WIRES,
@@ -60,6 +61,7 @@ from harness.wires.registry import (
 )
 
 __all__ = [
+    "ANTHROPIC_MESSAGES",
     "OPENAI_CHAT",
     "OPENAI_RESPONSES",
     "WIRES",

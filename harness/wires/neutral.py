@@ -155,8 +155,9 @@ class ServedRequest:
 @dataclass(frozen=True)
 class ServedReply:
     """A scripted reply to be written: reply ``n`` of the script, its text, its calls
-    ``(id, name, arguments text)``, finish_reason, usage (Chat Completions' names) and
-    its pieces when streamed."""
+    ``(id, name, arguments text)``, finish_reason, usage (Chat Completions' names), its
+    pieces when streamed, and the model's reasoning text (each wire writes it in its own
+    form, where it has one)."""
 
     n: int
     content: str | None
@@ -164,6 +165,7 @@ class ServedReply:
     finish_reason: str
     usage: dict[str, int]
     chunks: list[LLMChunk]
+    reasoning: str | None = None
 
 
 def arguments_text(value: Any) -> str | None:
