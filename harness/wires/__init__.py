@@ -50,6 +50,7 @@ report stay wire-neutral.
 """
 
 from harness.wires.registry import (
+    GEMINI,
     OPENAI_CHAT,
     OPENAI_RESPONSES,
     WIRES,
@@ -60,6 +61,7 @@ from harness.wires.registry import (
 )
 
 __all__ = [
+    "GEMINI",
     "OPENAI_CHAT",
     "OPENAI_RESPONSES",
     "WIRES",

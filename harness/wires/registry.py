@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from harness.wires.gemini import WIRE as GEMINI
 from harness.wires.neutral import Wire, WireReply, answer_body
 from harness.wires.openai_chat import WIRE as OPENAI_CHAT
 from harness.wires.openai_responses import WIRE as OPENAI_RESPONSES
 
 __all__ = [
+    "GEMINI",
     "OPENAI_CHAT",
     "OPENAI_RESPONSES",
     "WIRES",
@@ -16,7 +18,7 @@ __all__ = [
     "wire_named",
 ]
 
-WIRES: tuple[Wire, ...] = (OPENAI_CHAT, OPENAI_RESPONSES)
+WIRES: tuple[Wire, ...] = (OPENAI_CHAT, OPENAI_RESPONSES, GEMINI)
 
 
 def wire_for(path: str) -> Wire | None:
@@ -29,7 +31,7 @@ def wire_for(path: str) -> Wire | None:
 
 
 def wire_named(api: str) -> Wire:
-    """The wire whose short name (``chat``, ``responses``) or name is ``api``."""
+    """The wire whose short name (``chat``, ``responses``, ``gemini``) or name is ``api``."""
     for wire in WIRES:
         if api in (wire.api, wire.name):
             return wire
