@@ -34,6 +34,10 @@ CLIENTS = [
     "agents-sdk-responses",
     "langgraph",
     "node-command",
+    "gemini-sync",
+    "gemini-stream",
+    "pydantic-ai-google",
+    "adk",
 ]
 
 

@@ -3,7 +3,8 @@ and end the run with the termination docs/external.md#how-a-target-run-ends give
 
 The served application is given (the scripted server of ``harness.serve`` or a
 cassette app); this module wraps it in the observing middleware, starts it on a free
-port, calls the target with ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` set, and turns how
+port, calls the target with every SDK's base-URL and key variables set
+(``target_environment``), and turns how
 the target ended into the run's termination and final response.
 """
 
@@ -23,13 +24,34 @@ from harness.external.observe import Observation
 from harness.external.targets import TargetCall
 from harness.serve import running_app
 
-__all__ = ["DEFAULT_TIMEOUT", "DUMMY_API_KEY", "TargetSpec", "run_target", "where_raised"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "DUMMY_API_KEY",
+    "TargetSpec",
+    "run_target",
+    "target_environment",
+    "where_raised",
+]
 
 log = logging.getLogger("harness")
 
 # What the target's SDK sends as its key: harness needs none, and this is no secret.
 DUMMY_API_KEY = "sk-harness-target"
 DEFAULT_TIMEOUT = 60.0
+
+
+def target_environment(url: str) -> dict[str, str]:
+    """Every SDK's base-URL and key variables, pointing at harness's server (``url``:
+    its ``.../v1``): OpenAI's take the ``/v1`` URL, google-genai's the server's root
+    (it adds ``/v1beta`` or ``/v1`` itself); the keys are dummies."""
+    root = url.removesuffix("/v1")
+    return {
+        "OPENAI_BASE_URL": url,
+        "OPENAI_API_KEY": DUMMY_API_KEY,
+        "GOOGLE_GEMINI_BASE_URL": root,
+        "GEMINI_API_KEY": DUMMY_API_KEY,
+        "GOOGLE_API_KEY": DUMMY_API_KEY,
+    }
 
 
 @dataclass(frozen=True)
@@ -79,7 +101,7 @@ async def run_target(
             base_url=url,
             root=root or Path.cwd(),
             timeout=spec.timeout,
-            env={"OPENAI_BASE_URL": url, "OPENAI_API_KEY": DUMMY_API_KEY},
+            env=target_environment(url),
         )
         observation.begin()
         outcome = await _call(kind, spec, call)
