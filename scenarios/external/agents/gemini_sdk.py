@@ -84,3 +84,20 @@ def answer_streaming(question: str) -> str:
             return "".join(text)
         contents.append(_responses(calls))
     raise RuntimeError(f"no answer after {MAX_ROUNDS} rounds")
+
+
+def answer_with_retries(question: str) -> str:
+    """The sync agent with google-genai's own retries on 429 and 503 (it has none by
+    default), waiting a hundredth of a second between attempts."""
+    retries = types.HttpRetryOptions(
+        attempts=3, initial_delay=0.01, max_delay=0.01, http_status_codes=[429, 503]
+    )
+    client = genai.Client(http_options=types.HttpOptions(retry_options=retries))
+    contents = [types.Content(role="user", parts=[types.Part(text=question)])]
+    for _ in range(MAX_ROUNDS):
+        reply = client.models.generate_content(model=MODEL, contents=contents, config=CONFIG)
+        contents.append(reply.candidates[0].content)
+        if not reply.function_calls:
+            return reply.text or ""
+        contents.append(_responses(reply.function_calls))
+    raise RuntimeError(f"no answer after {MAX_ROUNDS} rounds")

@@ -7,7 +7,7 @@ The provider is built inside the call from ``GOOGLE_GEMINI_BASE_URL`` /
 
 from __future__ import annotations
 
-from pydantic_ai import Agent
+from pydantic_ai import Agent, UsageLimits
 from pydantic_ai.models.google import GoogleModel
 from pydantic_ai.providers.google import GoogleProvider
 
@@ -19,4 +19,12 @@ async def answer(question: str) -> str:
     model = GoogleModel("gemini-2.5-flash", provider=GoogleProvider())
     agent = Agent(model, tools=[get_weather, get_time], instructions="Answer with the tools.")
     result = await agent.run(question)
+    return result.output
+
+
+async def answer_within_two_requests(question: str) -> str:
+    """The same agent under pydantic-ai's own limit: at most two model requests."""
+    model = GoogleModel("gemini-2.5-flash", provider=GoogleProvider())
+    agent = Agent(model, tools=[get_weather, get_time], instructions="Answer with the tools.")
+    result = await agent.run(question, usage_limits=UsageLimits(request_limit=2))
     return result.output
