@@ -58,6 +58,7 @@ ENGINE_PLUGINS: tuple[str, ...] = (
 # kinds), loaded after the engine's; tests/test_architecture.py checks each string's layer.
 INTEGRATION_PLUGINS: tuple[str, ...] = (
     "harness.providers.openai",
+    "harness.providers.gemini",
     "harness.judge.judges",
     "harness.external.targets",
 )

@@ -59,12 +59,27 @@ RESPONSE_HEADERS_KEPT = frozenset(
 HEADER_PREFIXES_KEPT = ("x-stainless-",)
 # Credentials and the account they belong to: dropped even where a list above would keep them.
 REQUEST_SECRET_HEADERS = frozenset(
-    {"authorization", "api-key", "x-api-key", "openai-organization", "openai-project", "cookie"}
+    {
+        "authorization",
+        "api-key",
+        "x-api-key",
+        "x-goog-api-key",
+        "openai-organization",
+        "openai-project",
+        "cookie",
+    }
 )
 # What a server says back about the account, and session cookies.
 RESPONSE_SECRET_HEADERS = frozenset({"set-cookie", "openai-organization", "openai-project"})
 # Environment variables whose values are replaced wherever they appear.
-SECRET_ENV_VARS = ("OPENAI_API_KEY", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID")
+SECRET_ENV_VARS = (
+    "OPENAI_API_KEY",
+    "OPENAI_ORG_ID",
+    "OPENAI_PROJECT_ID",
+    # google-genai's keys (it reads either; Gemini also takes one as ``?key=``).
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+)
 # Query parameters that carry a key (``?key=...``): their values are masked in any URL.
 URL_SECRET_PARAMS = frozenset({"key", "api-key", "api_key", "access_token"})
 # A value shorter than this is a placeholder, not a secret: local OpenAI-compatible

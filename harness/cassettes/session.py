@@ -462,12 +462,29 @@ def key_refused(status: int, content: bytes | str | None) -> str:
     )
 
 
-def cassette_transport(session: CassetteSession, httpx: Any, **kwargs: Any) -> Any:
+def _openai_no_key(host: str | None) -> str | None:
+    return no_key_refusal(host, os.environ.get("OPENAI_API_KEY"))
+
+
+def _openai_refused(status: int, content: bytes) -> str | None:
+    return key_refused(status, content) if status in (401, 403) else None
+
+
+def cassette_transport(
+    session: CassetteSession,
+    httpx: Any,
+    *,
+    refusal: Any = _openai_no_key,
+    refused_by: Any = _openai_refused,
+    **kwargs: Any,
+) -> Any:
     """An async HTTP transport that goes through ``session``'s cassette.
 
     It uses vcrpy's own httpx stub on this one transport instead of patching the
     transport classes process-wide: only the LLM source's requests are recorded or
-    replayed, and two runs never share a patch.
+    replayed, and two runs never share a patch. ``refusal(host)`` says why a request
+    must not be recorded (no key), ``refused_by(status, body)`` whether the API refused
+    the key (OpenAI's by default): neither is ever written.
     """
     import functools
 
@@ -478,15 +495,17 @@ def cassette_transport(session: CassetteSession, httpx: Any, **kwargs: Any) -> A
 
     async def real(self: Any, request: Any) -> Any:
         # Called by vcrpy only to record a request the cassette lacks.
-        refusal = no_key_refusal(request.url.host, os.environ.get("OPENAI_API_KEY"))
-        if refusal is not None:
-            raise RecordingRefused(refusal)
+        why = refusal(request.url.host)
+        if why is not None:
+            raise RecordingRefused(why)
         response = await network(self, request)
-        if response.status_code in (401, 403):
+        if response.status_code >= 400:
             # Never written to a cassette: every later run would replay the refusal.
             await response.aread()
-            session.refused = key_refused(response.status_code, response.content)
-            raise RecordingRefused(session.refused)
+            refused = refused_by(response.status_code, response.content)
+            if refused is not None:
+                session.refused = refused
+                raise RecordingRefused(refused)
         return response
 
     stub = functools.partial(vcr_handle_async_request(session.cassette, real, httpx), transport)
