@@ -107,3 +107,85 @@ def test_a_changed_request_is_an_explained_miss(tmp_path, monkeypatch):
     assert result.termination == "llm_error"
     assert result.final.error.type == "cassette_miss"
     assert "Nearest recorded request: interaction 1" in result.final.error.message
+
+
+TARGET_SCRIPT = [
+    {"tool_calls": [{"get_weather": {"city": "Paris"}}]},
+    {"content": "It is 18C and cloudy in Paris."},
+]
+
+
+def target_scenario(path, base_url: str) -> None:
+    text = f"""
+        name: gemini-target
+        target: {{python: 'scenarios.external.agents.gemini_sdk:answer', timeout: 30}}
+        input: What's the weather in Paris?
+        llm: {{provider: gemini, base_url: '{base_url}', cassette: target.yaml}}
+        expect:
+          termination: completed
+          tool_calls: {{sequence: [get_weather], exact: true}}
+          final: {{equals: It is 18C and cloudy in Paris.}}
+    """
+    path.write_text(textwrap.dedent(text))
+
+
+def test_a_gemini_target_is_recorded_through_the_proxy_and_replayed_with_no_key(
+    tmp_path, monkeypatch
+):
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    file = tmp_path / "target.scenario.yaml"
+    with running_server(TARGET_SCRIPT) as url:
+        target_scenario(file, url.removesuffix("/v1"))
+        recorded = run_scenario(file, record_mode="once")
+    assert recorded.status == "passed", [e for e in recorded.expectations if not e.ok]
+    cassette = (tmp_path / "target.yaml").read_text()
+    assert KEY[8:20] not in cassette
+    assert "x-goog-api-key" not in cassette.lower()
+    assert len(yaml.safe_load(cassette)["interactions"]) == 2
+
+    monkeypatch.delenv("GEMINI_API_KEY")
+    target_scenario(file, OFFLINE)
+    replayed = run_scenario(file)
+    assert replayed.status == "passed", replayed.final
+    assert [(c.name, c.result) for c in replayed.tool_calls] == [
+        ("get_weather", "18C, cloudy in Paris")
+    ]
+
+
+@pytest.mark.parametrize("version", ["v1beta", "v1"])
+def test_harness_serve_cassette_serves_a_gemini_recording_to_either_api_version(
+    tmp_path, monkeypatch, version
+):
+    from google import genai
+    from google.genai import types
+
+    from harness.cassettes import CassetteSession
+    from harness.external import CassetteApp
+    from harness.serve import running_app
+
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    file = tmp_path / "weather.scenario.yaml"
+    with running_server(SCRIPT) as url:
+        scenario(file, url.removesuffix("/v1"))
+        run_scenario(file, record_mode="once")
+    session = CassetteSession(tmp_path / "weather.yaml", record_mode="none")
+    with running_app(CassetteApp(session, repeat=True)) as url:
+        options = types.HttpOptions(base_url=url.removesuffix("/v1"), api_version=version)
+        client = genai.Client(api_key="any", http_options=options)
+        recorded = yaml.safe_load((tmp_path / "weather.yaml").read_text())
+        body = recorded["interactions"][0]["request"]["parsed_body"]
+        config = types.GenerateContentConfig.model_validate(
+            {k: v for k, v in body.items() if k not in ("contents", "generationConfig")}
+        )
+        reply = client.models.generate_content(
+            model="gemini-2.5-flash", contents=body["contents"], config=config
+        )
+        assert [call.name for call in reply.function_calls] == ["get_weather", "get_weather"]
+        miss = types.Content(role="user", parts=[types.Part(text="something else")])
+        with pytest.raises(genai.errors.ClientError) as raised:
+            client.models.generate_content(model="gemini-2.5-flash", contents=[miss], config=config)
+    assert raised.value.code == 400
+    assert "cassette miss" in raised.value.message

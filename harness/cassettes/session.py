@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextvars
 import os
+import re
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ __all__ = [
     "cassette_transport",
     "expected_key",
     "key_refused",
+    "matched_path",
     "no_key_refusal",
 ]
 
@@ -60,6 +62,16 @@ _VCR_MODES = {
     # pytest-recording's `rewrite`: record everything into an empty cassette.
     "rewrite": RecordMode.ALL,
 }
+
+
+def matched_path(path: str) -> str:
+    """A request's path as matching compares it: a Gemini API path without its version
+    (google-genai 2.x calls /v1beta/models/..., 3.x /v1/models/..., the same request)."""
+    found = _GEMINI_VERSION.match(path)
+    return path[found.end() - len("/models/") :] if found else path
+
+
+_GEMINI_VERSION = re.compile(r"^(?:/[^/]+)*?/v1(?:beta\d*|alpha\d*)?/models/(?=[^/]+:\w+$)")
 
 
 @dataclass
@@ -113,7 +125,7 @@ class IndexedCassette(Cassette):
             return cached
         # The role marker is part of every key: a judge's request only ever plays a
         # judge's interaction, and the agent's only the agent's, under both matchings.
-        base = (request.method.upper(), request.path, request_role(request.headers))
+        base = (request.method.upper(), matched_path(request.path), request_role(request.headers))
         if self.match == "sequential":
             key: tuple[str, ...] = base
         else:
@@ -349,13 +361,13 @@ class CassetteSession:
 
     def _nearest(self, request: Request, sent: Any) -> int | None:
         """The stored interaction most like ``request`` (same method and path)."""
-        method, path = request.method.upper(), request.path
+        method, path = request.method.upper(), matched_path(request.path)
         role = request_role(request.headers)
         candidates = [
             i
             for i, (stored, _) in enumerate(self.cassette.data)
             if stored.method.upper() == method
-            and stored.path == path
+            and matched_path(stored.path) == path
             and request_role(stored.headers) == role
         ]
         if not candidates:

@@ -22,14 +22,15 @@ from harness.secrets import Scrubber
 from harness.wires import OPENAI_CHAT, wire_for
 from harness.wires.neutral import WireError
 
-__all__ = ["DEFAULT_UPSTREAM", "CassetteApp"]
+__all__ = ["DEFAULT_UPSTREAM", "GEMINI_UPSTREAM", "CassetteApp"]
 
 DEFAULT_UPSTREAM = "https://api.openai.com/v1"
+GEMINI_UPSTREAM = "https://generativelanguage.googleapis.com"
 
 # Hop-by-hop or length headers that do not describe a body served again decoded.
 _DROPPED = {"content-length", "content-encoding", "transfer-encoding", "connection"}
 # Sent upstream: what the API reads. The target's own authorization is a dummy.
-_FORWARDED = {"content-type", "accept", "openai-beta", "user-agent"}
+_FORWARDED = {"content-type", "accept", "openai-beta", "user-agent", "x-goog-api-client"}
 
 
 def _httpx() -> Any:
@@ -47,17 +48,34 @@ class CassetteApp:
     """An ASGI app answering from ``session``'s cassette (recording the misses it may)."""
 
     def __init__(
-        self, session: CassetteSession, upstream: str | None = None, *, repeat: bool = False
+        self,
+        session: CassetteSession,
+        upstream: str | None = None,
+        *,
+        repeat: bool = False,
+        provider: str = "openai",
     ) -> None:
         self.session = session
         # Serving to anything (`harness serve --cassette`): once every matching interaction
         # was played, the cassette starts over, as a stateless server would answer again.
         self.repeat = repeat
-        self.upstream = (upstream or os.environ.get("OPENAI_BASE_URL") or DEFAULT_UPSTREAM).rstrip(
-            "/"
-        )
+        # `upstream` is the scenario's llm.base_url: its provider's API root.
+        given = upstream if provider == "openai" else None
+        self.upstream = (given or os.environ.get("OPENAI_BASE_URL") or DEFAULT_UPSTREAM).rstrip("/")
+        given = upstream if provider == "gemini" else None
+        self.gemini_upstream = (
+            given or os.environ.get("GOOGLE_GEMINI_BASE_URL") or GEMINI_UPSTREAM
+        ).rstrip("/")
         # Read now: the target gets a dummy key in the same environment later.
         self.key = os.environ.get("OPENAI_API_KEY")
+        self.gemini_key = next(
+            (
+                os.environ[name]
+                for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY")
+                if os.environ.get(name)
+            ),
+            None,
+        )
         self.refused: str | None = None
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -87,8 +105,12 @@ class CassetteApp:
         session.requests_sent += 1
         path = scope["path"]
         query = scope.get("query_string", b"").decode()
-        suffix = path[3:] if path.startswith("/v1/") else path
-        uri = f"{self.upstream}{suffix}" + (f"?{query}" if query else "")
+        if _is_gemini(path):
+            # Gemini paths hold their API version (/v1beta/models/...): the root goes before.
+            uri = f"{self.gemini_upstream}{path}" + (f"?{query}" if query else "")
+        else:
+            suffix = path[3:] if path.startswith("/v1/") else path
+            uri = f"{self.upstream}{suffix}" + (f"?{query}" if query else "")
         request = Request(scope["method"], uri, body or None, {})
         cassette = session.cassette
         if request in cassette:
@@ -106,7 +128,13 @@ class CassetteApp:
         return await self._forward(scope, request, body)
 
     async def _forward(self, scope: dict[str, Any], request: Any, body: bytes) -> tuple:
-        refusal = no_key_refusal(_host(request.uri), self.key)
+        gemini = _is_gemini(scope["path"])
+        if gemini:
+            from harness.providers.gemini import no_key
+
+            refusal = no_key(_host(request.uri), self.gemini_key)
+        else:
+            refusal = no_key_refusal(_host(request.uri), self.key)
         if refusal is not None:
             # Refused before anything goes out, as the own loop refuses it; a 401 so that
             # the target's SDK gives up at once instead of retrying.
@@ -119,7 +147,9 @@ class CassetteApp:
             if k.decode("latin-1").lower() in _FORWARDED
         }
         headers["accept-encoding"] = "gzip, deflate"
-        if self.key:
+        if gemini and self.gemini_key:
+            headers["x-goog-api-key"] = self.gemini_key
+        elif self.key and not gemini:
             headers["authorization"] = f"Bearer {self.key}"
         try:
             async with httpx.AsyncClient(timeout=600) as client:
@@ -133,9 +163,10 @@ class CassetteApp:
             )
             return _error(scope["path"], 502, message, "upstream_error")
         kept = {k: [v] for k, v in answer.headers.items() if k.lower() not in _DROPPED}
-        if answer.status_code in (401, 403):
+        refused = _refused(gemini, answer.status_code, content)
+        if refused is not None:
             # Never written: every later run would replay the refusal.
-            self.refused = key_refused(answer.status_code, content)
+            self.refused = refused
         else:
             self.session.cassette.append(
                 request,
@@ -152,6 +183,21 @@ class CassetteApp:
         if self.refused:
             self.session.refused = self.refused
         self.session.save()
+
+
+def _is_gemini(path: str) -> bool:
+    from harness.wires import GEMINI
+
+    return GEMINI.serves(path)
+
+
+def _refused(gemini: bool, status: int, content: bytes) -> str | None:
+    """The one line for a key the upstream refused, None for any other answer."""
+    if gemini:
+        from harness.providers.gemini import key_refused as gemini_refused
+
+        return gemini_refused(status, content)
+    return key_refused(status, content) if status in (401, 403) else None
 
 
 def _host(uri: str) -> str | None:

@@ -29,7 +29,14 @@ from harness.project import project_relative
 if TYPE_CHECKING:
     from harness.cassettes.session import CassetteSession
 
-__all__ = ["DEFAULT_BASE_URL", "KEY_VARIABLES", "PLACEHOLDER_API_KEY", "GeminiLLM"]
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "KEY_VARIABLES",
+    "PLACEHOLDER_API_KEY",
+    "GeminiLLM",
+    "key_refused",
+    "no_key",
+]
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
 # google-genai reads either; GOOGLE_API_KEY wins when both are set.
@@ -43,9 +50,10 @@ def _key() -> str | None:
     return next((os.environ[name] for name in KEY_VARIABLES if os.environ.get(name)), None)
 
 
-def _no_key(host: str | None) -> str | None:
-    """Why recording must not reach the public API: no key to send."""
-    if host != _PUBLIC_HOST or _key():
+def no_key(host: str | None, key: str | None) -> str | None:
+    """Why recording must not reach the public API: no key to send (the own loop's
+    transport and a target's recording proxy both ask)."""
+    if host != _PUBLIC_HOST or key:
         return None
     return (
         "recording needs GEMINI_API_KEY (or GOOGLE_API_KEY): neither is set, and the Gemini "
@@ -54,7 +62,11 @@ def _no_key(host: str | None) -> str | None:
     )
 
 
-def _refused(status: int, content: bytes) -> str | None:
+def _no_key(host: str | None) -> str | None:
+    return no_key(host, _key())
+
+
+def key_refused(status: int, content: bytes) -> str | None:
     """The one line for a key the API refused (the Gemini API says 400 API_KEY_INVALID,
     or 401 / 403), None for any other answer."""
     try:
@@ -177,7 +189,7 @@ class GeminiLLM:
         if session is not None:
             from harness.cassettes.session import cassette_transport
 
-            transport = cassette_transport(session, httpx, refusal=_no_key, refused_by=_refused)
+            transport = cassette_transport(session, httpx, refusal=_no_key, refused_by=key_refused)
         else:
             transport = httpx.AsyncHTTPTransport()
         timeout = self.config.timeout if self.config.timeout is not None else 600.0

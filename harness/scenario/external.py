@@ -26,7 +26,7 @@ __all__ = ["arun_target", "check_target", "check_target_section", "target_key_pr
 
 # A target brings its own loop: these agent settings would not change anything.
 _APPLIES = {"stagnation"}
-_SERVED_PROVIDERS = ("scripted", "openai")
+_SERVED_PROVIDERS = ("scripted", "openai", "gemini")
 # The keys of target: beside its kind.
 _OPTIONS = tuple(k for k in TargetSection.model_fields if k not in ("python", "command"))
 
@@ -99,7 +99,7 @@ def check_target(scenario: Scenario, plugins: Plugins, issue: IssueSink) -> None
     if scenario.llm.provider not in _SERVED_PROVIDERS:
         issue(
             ("llm", "provider"),
-            f"a target is served a script or a cassette (provider scripted or openai), not "
+            f"a target is served a script or a cassette (provider scripted, openai or gemini), not "
             f"provider {scenario.llm.provider!r}",
         )
     skip = check_target_section(target, scenario.root, plugins, issue)
@@ -158,7 +158,7 @@ def _served(
         )
     except LLMError as exc:
         raise HarnessError(str(exc)) from None
-    cassette = CassetteApp(session, upstream=scenario.llm.base_url)
+    cassette = CassetteApp(session, upstream=scenario.llm.base_url, provider=scenario.llm.provider)
     return cassette, cassette
 
 
