@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 import yaml
@@ -23,7 +24,7 @@ from harness.cassettes.format import load_cassette_file
 from harness.cassettes.matching import parse_json_body
 from harness.cli import main
 from harness.scenario import run_scenario
-from harness.wires import read_answer, wire_named
+from harness.wires import read_answer, wire_for, wire_named
 
 FOREIGN = Path(__file__).parent / "fixtures" / "foreign-cassettes"
 
@@ -35,6 +36,16 @@ def freeze_main(argv: list[str]) -> int:
 
 # name -> the final answer and the tool calls of the frozen run, in order.
 PASSES = {
+    # Gemini: calls without ids (pydantic-ai gives them its own), a tool's error sent back
+    # as {"error": ...}, thought signatures; whole and streamed.
+    "pydantic-ai-test_google_model_retry.yaml": (
+        "The capital of France is Paris.",
+        ["get_capital", "get_capital"],
+    ),
+    "pydantic-ai-test_google_streaming_tool_call_thought_signature.yaml": (
+        "The capital of Mexico is Mexico City.",
+        ["get_country"],
+    ),
     "llm-test_openai_responses-test_responses_tool_use.yaml": (
         "1231 * 2331 = 2,869,461",
         ["multiply"],
@@ -104,6 +115,10 @@ REFUSED = {
 }
 
 NOTES = {
+    "pydantic-ai-test_google_model_retry.yaml": [
+        "the recording's client sent back call ids of its own "
+        "(pyd_ai_2b1b70a1b6c14e179d3cbf64d2370617 for call_0_get_capital;"
+    ],
     "chatlas-test_chat_callbacks.yaml": [
         "the recording's client sent back call ids of its own (fc_0ac6a4d9e19151d50169fb7cb76ccc"
         "81939c747589e4dddeb4 for call_34p5hj7tG0wChdmQiqYeVrby;",
@@ -375,15 +390,15 @@ def test_a_stream_cut_between_two_events_is_refused_too(tmp_path, capsys):
 def test_every_stream_of_the_corpus_ran_to_its_end():
     # The rule a cut-off stream breaks, checked against real ones: OpenAI's (finish_reason
     # and [DONE]), an OpenAI-compatible provider's ([DONE] and no finish_reason on a reply
-    # of calls), the Responses API's (response.completed).
+    # of calls), the Responses API's (response.completed), Gemini's (a finishReason).
     streams = 0
     for path in FOREIGN.glob("*.yaml"):
         for interaction in load_cassette_file(path):
             uri, answer = interaction.request["uri"], interaction.response["body"]["string"]
             if not answer.lstrip().startswith((b"data:", b"event:")):
                 continue
-            api = "chat" if uri.endswith("/chat/completions") else "responses"
-            reply = read_answer(wire_named(api), answer)
+            wire = wire_for(urlparse(uri).path)
+            reply = read_answer(wire, answer)
             assert reply is not None and reply.cut_off is None and reply.not_json is None
             streams += 1
     assert streams >= 6

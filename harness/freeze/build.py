@@ -15,6 +15,7 @@ from harness.freeze.recorded import FreezeError, RecordedCall, RecordedRun
 from harness.messages import ToolCall, parse_arguments, text_of
 from harness.scenario.schema import Scenario
 from harness.scenario.templates import TEMPLATE_MARKERS
+from harness.wires import wire_named
 
 __all__ = ["build_scenario", "build_target_scenario", "replayed_calls"]
 
@@ -50,21 +51,21 @@ def _returns(text: str) -> str:
     return text
 
 
-def _recorded_tools(tools: list[Any]) -> dict[str, dict[str, Any]]:
+def _recorded_tools(call: RecordedCall) -> dict[str, dict[str, Any]]:
+    """The function tools a recorded request offers, as stub definitions (read by the
+    request's wire)."""
     specs: dict[str, dict[str, Any]] = {}
-    for tool in tools or []:
-        if not isinstance(tool, dict):
-            continue
-        function = tool.get("function") if isinstance(tool.get("function"), dict) else tool
-        if not function.get("name"):
+    tools = call.body.get("tools") or []
+    for tool in wire_named(call.api).tools([t for t in tools if isinstance(t, dict)]):
+        if not tool.name:
             continue
         spec: dict[str, Any] = {}
-        if function.get("description"):
-            spec["description"] = function["description"]
-        spec["schema"] = function.get("parameters") or {"type": "object", "properties": {}}
-        if function.get("strict"):
+        if tool.description:
+            spec["description"] = tool.description
+        spec["schema"] = tool.parameters or {"type": "object", "properties": {}}
+        if tool.strict:
             spec["strict"] = True
-        specs[function["name"]] = spec
+        specs[tool.name] = spec
     return specs
 
 
@@ -76,7 +77,7 @@ def _tool_specs(calls: list[RecordedCall], original: Scenario | None) -> dict[st
     """
     specs: dict[str, dict[str, Any]] = {}
     for call in calls:
-        for name, spec in _recorded_tools(call.body.get("tools") or []).items():
+        for name, spec in _recorded_tools(call).items():
             specs.setdefault(name, spec)
     if original is None:
         return specs
@@ -90,8 +91,8 @@ def _tool_specs(calls: list[RecordedCall], original: Scenario | None) -> dict[st
 
 
 def _items_start(first: RecordedCall) -> tuple[str | None, str, list[Any]]:
-    """(system, input, history) from the normalized conversation of a Responses request
-    (its ``input`` items, or the whole chain it continues)."""
+    """(system, input, history) from the normalized conversation of a request of the
+    Responses or Gemini API (its items, or the whole chain it continues)."""
     items = first.conversation
     system = None
     if items and items[0][:2] == ("message", "system"):
@@ -111,7 +112,7 @@ def _items_start(first: RecordedCall) -> tuple[str | None, str, list[Any]]:
 def _conversation_start(first: RecordedCall) -> tuple[str | None, str, list[Any]]:
     """(system, input, history) from the first request of the run."""
     body = first.body
-    if first.api == "responses":
+    if first.api != "chat":
         return _items_start(first)
     messages = body.get("messages")
     if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
