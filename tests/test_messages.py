@@ -269,7 +269,10 @@ messages = st.one_of(
 )
 
 
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=60)
+@settings(
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    max_examples=60,
+)
 @given(conversation=st.builds(Conversation, messages=st.lists(messages, max_size=8)))
 def test_generated_conversations_round_trip_exactly(conversation, tmp_path):
     path = tmp_path / "generated.json"
