@@ -189,3 +189,58 @@ def test_harness_serve_cassette_serves_a_gemini_recording_to_either_api_version(
             client.models.generate_content(model="gemini-2.5-flash", contents=[miss], config=config)
     assert raised.value.code == 400
     assert "cassette miss" in raised.value.message
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_a_gemini_recording_freezes_into_a_scenario_that_passes_its_replay_proof(
+    tmp_path, monkeypatch, stream
+):
+    from harness.cli import main
+
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    file = tmp_path / "weather.scenario.yaml"
+    with running_server(SCRIPT) as url:
+        scenario(file, url.removesuffix("/v1"), stream)
+        assert run_scenario(file, record_mode="once").status == "passed"
+    monkeypatch.delenv("GEMINI_API_KEY")
+
+    frozen = tmp_path / "frozen.scenario.yaml"
+    # --scenario: the cassette it recorded and its tool definitions.
+    assert main(["freeze", "--scenario", str(file), "-o", str(frozen)]) == 0
+    text = frozen.read_text()
+    assert KEY[8:20] not in text
+    data = yaml.safe_load(text)
+    assert data["llm"]["script"][0]["tool_calls"] == [
+        {"id": "call_1_0", "name": "get_weather", "arguments": {"city": "Paris"}},
+        {"id": "call_1_1", "name": "get_weather", "arguments": {"city": "Rome"}},
+    ]
+    assert data["expect"]["final"] == {"equals": "Paris 18C, Rome 24C (key <GEMINI_API_KEY>)"}
+    replayed = run_scenario(frozen)
+    assert replayed.status == "passed", [e for e in replayed.expectations if not e.ok]
+    assert [(c.name, c.arguments) for c in replayed.tool_calls] == [
+        ("get_weather", {"city": "Paris"}),
+        ("get_weather", {"city": "Rome"}),
+    ]
+
+
+def test_a_gemini_target_recording_freezes_and_its_frozen_scenario_passes(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from harness.cli import main
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    file = tmp_path / "target.scenario.yaml"
+    with running_server(TARGET_SCRIPT) as url:
+        target_scenario(file, url.removesuffix("/v1"))
+        assert run_scenario(file, record_mode="once").status == "passed"
+    monkeypatch.delenv("GEMINI_API_KEY")
+
+    frozen = tmp_path / "frozen.scenario.yaml"
+    assert main(["freeze", "--scenario", str(file), "-o", str(frozen)]) == 0
+    data = yaml.safe_load(frozen.read_text())
+    # A target's frozen scenario keeps the target, served the script instead of the cassette.
+    assert data["target"]["python"] == "scenarios.external.agents.gemini_sdk:answer"
+    replayed = run_scenario(frozen)
+    assert replayed.status == "passed", [e for e in replayed.expectations if not e.ok]
+    assert replayed.final.content == "It is 18C and cloudy in Paris."

@@ -14,6 +14,7 @@ from typing import Any
 from harness.cli.parsing import Parser, to_stderr
 from harness.errors import HarnessError
 from harness.exitcodes import EXIT
+from harness.llm.config import RECORDED_PROVIDERS
 from harness.llm.script import ScriptStep
 from harness.serve import DEFAULT_MAX_DELAY, DEFAULT_PORT, serve
 
@@ -66,7 +67,7 @@ def _recorded(scenario: Any, shown: Path) -> str | None:
     serve with --cassette; None for a scripted one."""
     import os
 
-    if scenario.llm.provider != "openai":
+    if scenario.llm.provider not in RECORDED_PROVIDERS:
         return None
     try:
         path = scenario.cassette_path()

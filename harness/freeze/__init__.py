@@ -41,6 +41,7 @@ from harness.freeze.recorded import (
     read_calls,
     split_runs,
 )
+from harness.llm.config import RECORDED_PROVIDERS
 from harness.results import ScenarioResult
 from harness.secrets import Scrubber
 from harness.wires import wire_named
@@ -116,7 +117,7 @@ def _scenario_instead(path: Path, shown: str) -> str | None:
     except HarnessError:
         return None
     told = f"{shown} is a scenario file, not a cassette"
-    if scenario.llm.provider == "openai":
+    if scenario.llm.provider in RECORDED_PROVIDERS:
         try:
             cassette = os.path.normpath(str(_cassette_of(scenario, shown)))
         except HarnessError:
@@ -140,7 +141,7 @@ def _original(path: Path) -> Any:
 
 def _cassette_of(original: Any, shown: str) -> Path:
     """The cassette the original scenario records to."""
-    if original.llm.provider != "openai":
+    if original.llm.provider not in RECORDED_PROVIDERS:
         raise FreezeError(
             f"{shown} is not a recorded scenario (llm.provider is {original.llm.provider}): "
             "give the cassette to freeze as well"

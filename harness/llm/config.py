@@ -10,9 +10,11 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from harness.llm.script import ScriptStep
 
-__all__ = ["RECORD_MODES", "LLMConfig", "LLMContext"]
+__all__ = ["RECORDED_PROVIDERS", "RECORD_MODES", "LLMConfig", "LLMContext"]
 
 RECORD_MODES = ("none", "once", "new_episodes", "all", "rewrite")
+# The built-in sources on a vendor's SDK, recorded into cassettes (docs/recording.md).
+RECORDED_PROVIDERS = ("openai", "gemini")
 
 
 @dataclass(frozen=True)

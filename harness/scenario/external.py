@@ -18,6 +18,7 @@ from typing import Any
 from harness.actions import RunResult
 from harness.config import AgentConfig
 from harness.errors import HarnessError
+from harness.llm.config import RECORDED_PROVIDERS
 from harness.plugins import Plugins
 from harness.scenario.issues import IssueSink
 from harness.scenario.schema import Scenario, TargetSection
@@ -26,7 +27,7 @@ __all__ = ["arun_target", "check_target", "check_target_section", "target_key_pr
 
 # A target brings its own loop: these agent settings would not change anything.
 _APPLIES = {"stagnation"}
-_SERVED_PROVIDERS = ("scripted", "openai", "gemini")
+_SERVED_PROVIDERS = ("scripted", *RECORDED_PROVIDERS)
 # The keys of target: beside its kind.
 _OPTIONS = tuple(k for k in TargetSection.model_fields if k not in ("python", "command"))
 

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from harness.errors import HarnessError, ScenarioError
 from harness.files import read_bounded
+from harness.llm.config import RECORDED_PROVIDERS
 from harness.messages import Conversation, MessageItemError, messages_from_openai
 from harness.plugins import PluginError, Plugins, discover
 from harness.project import display_path, project_root
@@ -399,7 +400,7 @@ def _check_agent(
                 issue((*at, "llm", key), f"{key} is for recorded models: add `provider: openai`")
     elif llm.script:
         issue((*at, "llm", "script"), f"provider {llm.provider!r} does not use a script")
-    elif at and llm.provider == "openai" and llm.cassette is None:
+    elif at and llm.provider in RECORDED_PROVIDERS and llm.cassette is None:
         issue(
             (*at, "llm"),
             "a recorded sub-agent needs a cassette of its own: give it `cassette:` (the "
