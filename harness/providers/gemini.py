@@ -247,8 +247,8 @@ class GeminiLLM:
         """One judge request (JSON answer) through this source's cassette, marked as a
         judge's (``x-harness-role: judge``)."""
         conversation = Conversation()
-        for message in messages:
-            conversation.append(UserMessage(content=str(message.get("content") or "")))
+        for asked in messages:
+            conversation.append(UserMessage(content=str(asked.get("content") or "")))
         request = LLMRequest(conversation=conversation, tools=[], call=call)
         body = self._side.body(model, request, {"responseMimeType": "application/json"}, False)
         message, usage = await self._send(body, request, None, {ROLE_HEADER: JUDGE_ROLE}, model)

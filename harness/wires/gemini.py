@@ -102,7 +102,7 @@ def _arguments(args: Any) -> str:
 
 def _calls(parts: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
     """``(id, name, arguments text)`` of the parts' function calls (ids made when absent)."""
-    calls = []
+    calls: list[tuple[str, str, str]] = []
     for part in parts:
         call = field(part, "functionCall")
         if isinstance(call, dict):
@@ -212,9 +212,9 @@ class GeminiWire:
                 continue
             for ids, name, text in _answered(_function_responses(parts), calls, own):
                 messages.append(ToolMessage(tool_call_id=ids[0], name=name, content=text))
-            text = _text(parts)
-            if text is not None:
-                messages.append(UserMessage(content=text))
+            said = _text(parts)
+            if said is not None:
+                messages.append(UserMessage(content=said))
         return messages
 
     def instructions(self, body: dict[str, Any]) -> list[Message]:
@@ -372,7 +372,7 @@ def _json_schema(value: Any) -> Any:
         return [_json_schema(v) for v in value]
     if not isinstance(value, dict):
         return value
-    out = {}
+    out: dict[str, Any] = {}
     for key, item in value.items():
         if key == "type" and isinstance(item, str):
             out[key] = item.lower()

@@ -46,7 +46,7 @@ class ChatWire:
     name = "openai-chat"
     api = "chat"
     label = "Chat Completions"
-    paths = ("/v1/chat/completions",)
+    paths: tuple[str, ...] = ("/v1/chat/completions",)
     items_field = "messages"
 
     def serves(self, path: str) -> bool:

@@ -56,7 +56,7 @@ class ResponsesWire:
     name = "openai-responses"
     api = "responses"
     label = "Responses API"
-    paths = ("/v1/responses",)
+    paths: tuple[str, ...] = ("/v1/responses",)
     items_field = "input"
 
     def serves(self, path: str) -> bool:
