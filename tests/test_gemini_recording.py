@@ -244,3 +244,69 @@ def test_a_gemini_target_recording_freezes_and_its_frozen_scenario_passes(tmp_pa
     replayed = run_scenario(frozen)
     assert replayed.status == "passed", [e for e in replayed.expectations if not e.ok]
     assert replayed.final.content == "It is 18C and cloudy in Paris."
+
+
+def test_an_error_answer_is_recorded_and_replayed_as_the_api_gave_it(tmp_path, monkeypatch):
+    # The body of an error is read to tell a refused key from another error; the cassette
+    # still gets the answer as it came (reading it once must not leave vcrpy waiting).
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    file = tmp_path / "weather.scenario.yaml"
+    steps = [{"error": {"status": 400, "message": "Request contains an invalid argument."}}]
+    with running_server(steps) as url:
+        scenario(file, url.removesuffix("/v1"))
+        recorded = run_scenario(file, record_mode="once")
+    assert recorded.termination == "llm_error"
+    assert recorded.final.error["status"] == 400
+    monkeypatch.delenv("GEMINI_API_KEY")
+    scenario(file, OFFLINE)
+    replayed = run_scenario(file)
+    assert replayed.final.error == recorded.final.error
+
+
+def refusing_app():
+    """Google's answer to a key it does not know, gzipped as the API sends it."""
+    import gzip
+    import json
+
+    body = {
+        "error": {
+            "code": 400,
+            "message": "API key not valid. Please pass a valid API key.",
+            "status": "INVALID_ARGUMENT",
+            "details": [
+                {
+                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                    "reason": "API_KEY_INVALID",
+                    "domain": "googleapis.com",
+                }
+            ],
+        }
+    }
+
+    async def app(scope, receive, send):
+        if scope["type"] != "http":
+            return
+        while (await receive()).get("more_body"):
+            pass
+        headers = [(b"content-type", b"application/json"), (b"content-encoding", b"gzip")]
+        await send({"type": "http.response.start", "status": 400, "headers": headers})
+        await send({"type": "http.response.body", "body": gzip.compress(json.dumps(body).encode())})
+
+    return app
+
+
+def test_a_key_the_api_refuses_is_never_recorded(tmp_path, monkeypatch):
+    from harness.serve import running_app
+
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    file = tmp_path / "weather.scenario.yaml"
+    from harness.errors import RecordingRefused
+
+    with running_app(refusing_app()) as url:
+        scenario(file, url.removesuffix("/v1"))
+        with pytest.raises(RecordingRefused) as refused:
+            run_scenario(file, record_mode="once")
+    message = str(refused.value)
+    assert "the API refused the key (HTTP 400: API key not valid." in message
+    assert KEY[8:20] not in message
+    assert not (tmp_path / "weather.yaml").exists()

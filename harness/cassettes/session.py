@@ -511,14 +511,25 @@ def cassette_transport(
         if why is not None:
             raise RecordingRefused(why)
         response = await network(self, request)
-        if response.status_code >= 400:
+        if response.status_code < 400:
+            return response
+        # The body tells a refused key from another error (Gemini's is a 400). vcrpy reads
+        # the raw stream after this, and a stream reads once: it gets the same bytes again.
+        raw = b"".join([chunk async for chunk in response.aiter_raw()])
+        await response.aclose()
+        decoded = httpx.Response(response.status_code, headers=response.headers, content=raw)
+        refused = refused_by(response.status_code, decoded.content)
+        if refused is not None:
             # Never written to a cassette: every later run would replay the refusal.
-            await response.aread()
-            refused = refused_by(response.status_code, response.content)
-            if refused is not None:
-                session.refused = refused
-                raise RecordingRefused(refused)
-        return response
+            session.refused = refused
+            raise RecordingRefused(refused)
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=httpx.ByteStream(raw),
+            request=request,
+            extensions=response.extensions,
+        )
 
     stub = functools.partial(vcr_handle_async_request(session.cassette, real, httpx), transport)
     stats = session.stats
