@@ -482,6 +482,29 @@ def _openai_refused(status: int, content: bytes) -> str | None:
     return key_refused(status, content) if status in (401, 403) else None
 
 
+async def _error_answer(
+    httpx: Any, session: CassetteSession, request: Any, response: Any, refused_by: Any
+) -> Any:
+    """An error answer to record, read whole; RecordingRefused when it refuses the key."""
+    # The body tells a refused key from another error (Gemini's is a 400). vcrpy reads
+    # the raw stream after this, and a stream reads once: it gets the same bytes again.
+    raw = b"".join([chunk async for chunk in response.aiter_raw()])
+    await response.aclose()
+    decoded = httpx.Response(response.status_code, headers=response.headers, content=raw)
+    refused = refused_by(response.status_code, decoded.content)
+    if refused is not None:
+        # Never written to a cassette: every later run would replay the refusal.
+        session.refused = refused
+        raise RecordingRefused(refused)
+    return httpx.Response(
+        response.status_code,
+        headers=response.headers,
+        stream=httpx.ByteStream(raw),
+        request=request,
+        extensions=response.extensions,
+    )
+
+
 def cassette_transport(
     session: CassetteSession,
     httpx: Any,
@@ -513,23 +536,7 @@ def cassette_transport(
         response = await network(self, request)
         if response.status_code < 400:
             return response
-        # The body tells a refused key from another error (Gemini's is a 400). vcrpy reads
-        # the raw stream after this, and a stream reads once: it gets the same bytes again.
-        raw = b"".join([chunk async for chunk in response.aiter_raw()])
-        await response.aclose()
-        decoded = httpx.Response(response.status_code, headers=response.headers, content=raw)
-        refused = refused_by(response.status_code, decoded.content)
-        if refused is not None:
-            # Never written to a cassette: every later run would replay the refusal.
-            session.refused = refused
-            raise RecordingRefused(refused)
-        return httpx.Response(
-            response.status_code,
-            headers=response.headers,
-            stream=httpx.ByteStream(raw),
-            request=request,
-            extensions=response.extensions,
-        )
+        return await _error_answer(httpx, session, request, response, refused_by)
 
     stub = functools.partial(vcr_handle_async_request(session.cassette, real, httpx), transport)
     stats = session.stats
