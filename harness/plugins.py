@@ -59,6 +59,7 @@ ENGINE_PLUGINS: tuple[str, ...] = (
 INTEGRATION_PLUGINS: tuple[str, ...] = (
     "harness.providers.openai",
     "harness.providers.anthropic",
+    "harness.providers.gemini",
     "harness.judge.judges",
     "harness.external.targets",
 )

@@ -67,7 +67,15 @@ RESPONSE_HEADERS_KEPT = frozenset(
 HEADER_PREFIXES_KEPT = ("x-stainless-",)
 # Credentials and the account they belong to: dropped even where a list above would keep them.
 REQUEST_SECRET_HEADERS = frozenset(
-    {"authorization", "api-key", "x-api-key", "openai-organization", "openai-project", "cookie"}
+    {
+        "authorization",
+        "api-key",
+        "x-api-key",
+        "x-goog-api-key",
+        "openai-organization",
+        "openai-project",
+        "cookie",
+    }
 )
 # What a server says back about the account, and session cookies.
 RESPONSE_SECRET_HEADERS = frozenset(
@@ -80,6 +88,9 @@ SECRET_ENV_VARS = (
     "OPENAI_PROJECT_ID",
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_AUTH_TOKEN",
+    # google-genai's keys (it reads either; Gemini also takes one as ``?key=``).
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
 )
 # Query parameters that carry a key (``?key=...``): their values are masked in any URL.
 URL_SECRET_PARAMS = frozenset({"key", "api-key", "api_key", "access_token"})

@@ -38,6 +38,10 @@ CLIENTS = [
     "anthropic-stream",
     "pydantic-ai-anthropic",
     "langgraph-anthropic",
+    "gemini-sync",
+    "gemini-stream",
+    "pydantic-ai-google",
+    "adk",
 ]
 
 # The examples on a framework that may not be installed: the modules they import.
@@ -46,6 +50,11 @@ FRAMEWORKS = {
     "anthropic-stream": ["anthropic"],
     "pydantic-ai-anthropic": ["anthropic", "pydantic_ai.models.anthropic"],
     "langgraph-anthropic": ["langgraph", "langchain_anthropic"],
+    "gemini-sync": ["google.genai"],
+    "gemini-stream": ["google.genai"],
+    "pydantic-ai-google": ["google.genai", "pydantic_ai.models.google"],
+    # ADK pins an OpenTelemetry SDK older than the otel extra's: not in the test extra.
+    "adk": ["google.adk"],
 }
 
 

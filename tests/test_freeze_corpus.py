@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 import yaml
@@ -48,6 +49,16 @@ PASSES = {
     "agno-chat-failing-tool.yaml": (_agno_answer(), ["unreliable_search"]),
     # The same run with brotli-compressed response bodies (`Content-Encoding: br`).
     "agno-chat-failing-tool-brotli.yaml": (_agno_answer(), ["unreliable_search"]),
+    # Gemini: calls without ids (pydantic-ai gives them its own), a tool's error sent back
+    # as {"error": ...}, thought signatures; whole and streamed.
+    "pydantic-ai-test_google_model_retry.yaml": (
+        "The capital of France is Paris.",
+        ["get_capital", "get_capital"],
+    ),
+    "pydantic-ai-test_google_streaming_tool_call_thought_signature.yaml": (
+        "The capital of Mexico is Mexico City.",
+        ["get_country"],
+    ),
     "llm-test_openai_responses-test_responses_tool_use.yaml": (
         "1231 * 2331 = 2,869,461",
         ["multiply"],
@@ -145,6 +156,10 @@ REFUSED = {
 }
 
 NOTES = {
+    "pydantic-ai-test_google_model_retry.yaml": [
+        "the recording's client sent back call ids of its own "
+        "(pyd_ai_2b1b70a1b6c14e179d3cbf64d2370617 for call_0_get_capital;"
+    ],
     "chatlas-test_chat_callbacks.yaml": [
         "the recording's client sent back call ids of its own (fc_0ac6a4d9e19151d50169fb7cb76ccc"
         "81939c747589e4dddeb4 for call_34p5hj7tG0wChdmQiqYeVrby;",
@@ -422,14 +437,15 @@ def test_a_stream_cut_between_two_events_is_refused_too(tmp_path, capsys):
 def test_every_stream_of_the_corpus_ran_to_its_end():
     # The rule a cut-off stream breaks, checked against real ones: OpenAI's (finish_reason
     # and [DONE]), an OpenAI-compatible provider's ([DONE] and no finish_reason on a reply
-    # of calls), the Responses API's (response.completed), Anthropic's (message_stop).
+    # of calls), the Responses API's (response.completed), Anthropic's (message_stop),
+    # Gemini's (a finishReason).
     streams = 0
     for path in FOREIGN.glob("*.yaml"):
         for interaction in load_cassette_file(path):
             uri, answer = interaction.request["uri"], interaction.response["body"]["string"]
             if not answer.lstrip().startswith((b"data:", b"event:")):
                 continue
-            wire = wire_for(uri.split("?")[0])
+            wire = wire_for(urlparse(uri).path)
             assert wire is not None, uri
             reply = read_answer(wire, answer)
             assert reply is not None and reply.cut_off is None and reply.not_json is None

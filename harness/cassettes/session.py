@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextvars
 import os
+import re
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ __all__ = [
     "cassette_transport",
     "expected_key",
     "key_refused",
+    "matched_path",
     "no_key_refusal",
 ]
 
@@ -60,6 +62,16 @@ _VCR_MODES = {
     # pytest-recording's `rewrite`: record everything into an empty cassette.
     "rewrite": RecordMode.ALL,
 }
+
+
+def matched_path(path: str) -> str:
+    """A request's path as matching compares it: a Gemini API path without its version
+    (google-genai 2.x calls /v1beta/models/..., 3.x /v1/models/..., the same request)."""
+    found = _GEMINI_VERSION.match(path)
+    return path[found.end() - len("/models/") :] if found else path
+
+
+_GEMINI_VERSION = re.compile(r"^(?:/[^/]+)*?/v1(?:beta\d*|alpha\d*)?/models/(?=[^/]+:\w+$)")
 
 
 @dataclass
@@ -113,7 +125,7 @@ class IndexedCassette(Cassette):
             return cached
         # The role marker is part of every key: a judge's request only ever plays a
         # judge's interaction, and the agent's only the agent's, under both matchings.
-        base = (request.method.upper(), request.path, request_role(request.headers))
+        base = (request.method.upper(), matched_path(request.path), request_role(request.headers))
         if self.match == "sequential":
             key: tuple[str, ...] = base
         else:
@@ -349,13 +361,13 @@ class CassetteSession:
 
     def _nearest(self, request: Request, sent: Any) -> int | None:
         """The stored interaction most like ``request`` (same method and path)."""
-        method, path = request.method.upper(), request.path
+        method, path = request.method.upper(), matched_path(request.path)
         role = request_role(request.headers)
         candidates = [
             i
             for i, (stored, _) in enumerate(self.cassette.data)
             if stored.method.upper() == method
-            and stored.path == path
+            and matched_path(stored.path) == path
             and request_role(stored.headers) == role
         ]
         if not candidates:
@@ -479,17 +491,58 @@ def key_refused(status: int, content: bytes | str | None, variable: str = "OPENA
     )
 
 
-def cassette_transport(
-    session: CassetteSession, httpx: Any, key_variable: str = "OPENAI_API_KEY", **kwargs: Any
+async def _error_answer(
+    httpx: Any, session: CassetteSession, request: Any, response: Any, refused_by: Any
 ) -> Any:
-    """An async HTTP transport that goes through ``session``'s cassette (recording with
-    the key in ``key_variable``).
+    """An error answer to record, read whole; RecordingRefused when it refuses the key."""
+    # The body tells a refused key from another error (Gemini's is a 400). vcrpy reads
+    # the raw stream after this, and a stream reads once: it gets the same bytes again.
+    raw = b"".join([chunk async for chunk in response.aiter_raw()])
+    await response.aclose()
+    decoded = httpx.Response(response.status_code, headers=response.headers, content=raw)
+    refused = refused_by(response.status_code, decoded.content)
+    if refused is not None:
+        # Never written to a cassette: every later run would replay the refusal.
+        session.refused = refused
+        raise RecordingRefused(refused)
+    return httpx.Response(
+        response.status_code,
+        headers=response.headers,
+        stream=httpx.ByteStream(raw),
+        request=request,
+        extensions=response.extensions,
+    )
+
+
+def cassette_transport(
+    session: CassetteSession,
+    httpx: Any,
+    *,
+    key_variable: str = "OPENAI_API_KEY",
+    refusal: Any = None,
+    refused_by: Any = None,
+    **kwargs: Any,
+) -> Any:
+    """An async HTTP transport that goes through ``session``'s cassette.
 
     It uses vcrpy's own httpx stub on this one transport instead of patching the
     transport classes process-wide: only the LLM source's requests are recorded or
-    replayed, and two runs never share a patch.
+    replayed, and two runs never share a patch. ``refusal(host)`` says why a request
+    must not be recorded (no key), ``refused_by(status, body)`` whether the API refused
+    the key: neither is ever written. By default both read the key in ``key_variable``
+    and take a 401 or 403 for a refused key.
     """
     import functools
+
+    if refusal is None:
+
+        def refusal(host: str | None) -> str | None:
+            return no_key_refusal(host, os.environ.get(key_variable))
+
+    if refused_by is None:
+
+        def refused_by(status: int, content: bytes) -> str | None:
+            return key_refused(status, content, key_variable) if status in (401, 403) else None
 
     from vcr.stubs.httpx_stubs import vcr_handle_async_request
 
@@ -498,16 +551,13 @@ def cassette_transport(
 
     async def real(self: Any, request: Any) -> Any:
         # Called by vcrpy only to record a request the cassette lacks.
-        refusal = no_key_refusal(request.url.host, os.environ.get(key_variable))
-        if refusal is not None:
-            raise RecordingRefused(refusal)
+        why = refusal(request.url.host)
+        if why is not None:
+            raise RecordingRefused(why)
         response = await network(self, request)
-        if response.status_code in (401, 403):
-            # Never written to a cassette: every later run would replay the refusal.
-            await response.aread()
-            session.refused = key_refused(response.status_code, response.content, key_variable)
-            raise RecordingRefused(session.refused)
-        return response
+        if response.status_code < 400:
+            return response
+        return await _error_answer(httpx, session, request, response, refused_by)
 
     stub = functools.partial(vcr_handle_async_request(session.cassette, real, httpx), transport)
     stats = session.stats

@@ -23,9 +23,10 @@ from harness.secrets import Scrubber
 from harness.wires import OPENAI_CHAT, wire_for
 from harness.wires.neutral import WireError
 
-__all__ = ["DEFAULT_UPSTREAM", "CassetteApp"]
+__all__ = ["DEFAULT_UPSTREAM", "GEMINI_UPSTREAM", "CassetteApp"]
 
 DEFAULT_UPSTREAM = "https://api.openai.com/v1"
+GEMINI_UPSTREAM = "https://generativelanguage.googleapis.com"
 
 # Hop-by-hop or length headers that do not describe a body served again decoded.
 _DROPPED = {"content-length", "content-encoding", "transfer-encoding", "connection"}
@@ -59,26 +60,50 @@ class _Upstream:
     base_variable: str
     default: str
     served_prefix: str
-    key_variable: str
+    key_variables: tuple[str, ...]  # the first one set is used
     key_header: str
     key_format: str
+
+    def key(self) -> str | None:
+        """The key in the environment now, if any."""
+        return next((os.environ[n] for n in self.key_variables if os.environ.get(n)), None)
 
 
 _UPSTREAMS = {
     "openai": _Upstream(
-        "OPENAI_BASE_URL", DEFAULT_UPSTREAM, "/v1", "OPENAI_API_KEY", "authorization", "Bearer {}"
+        "OPENAI_BASE_URL",
+        DEFAULT_UPSTREAM,
+        "/v1",
+        ("OPENAI_API_KEY",),
+        "authorization",
+        "Bearer {}",
     ),
     "anthropic": _Upstream(
         "ANTHROPIC_BASE_URL",
         "https://api.anthropic.com",
         "",
-        "ANTHROPIC_API_KEY",
+        ("ANTHROPIC_API_KEY",),
         "x-api-key",
+        "{}",
+    ),
+    # Gemini's paths hold their API version (/v1beta/models/...): the root goes before.
+    # google-genai prefers GOOGLE_API_KEY when both are set, and so does the proxy.
+    "gemini": _Upstream(
+        "GOOGLE_GEMINI_BASE_URL",
+        GEMINI_UPSTREAM,
+        "",
+        ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
+        "x-goog-api-key",
         "{}",
     ),
 }
 # The vendor of each wire (by its name), and of the paths no wire reads.
-_VENDORS = {"openai-chat": "openai", "openai-responses": "openai", "anthropic": "anthropic"}
+_VENDORS = {
+    "openai-chat": "openai",
+    "openai-responses": "openai",
+    "anthropic": "anthropic",
+    "gemini": "gemini",
+}
 
 
 def _vendor(path: str) -> str:
@@ -126,7 +151,7 @@ class CassetteApp:
             ).rstrip("/")
             for name, spec in _UPSTREAMS.items()
         }
-        self.keys = {name: os.environ.get(spec.key_variable) for name, spec in _UPSTREAMS.items()}
+        self.keys = {name: spec.key() for name, spec in _UPSTREAMS.items()}
         self.refused: str | None = None
         self._paths: set[str] | None = None
 
@@ -192,7 +217,12 @@ class CassetteApp:
     async def _forward(self, scope: dict[str, Any], request: Any, body: bytes) -> tuple:
         vendor = _vendor(scope["path"])
         spec, key = _UPSTREAMS[vendor], self.keys[vendor]
-        refusal = no_key_refusal(_host(request.uri), key)
+        if vendor == "gemini":
+            from harness.providers.gemini import no_key
+
+            refusal = no_key(_host(request.uri), key)
+        else:
+            refusal = no_key_refusal(_host(request.uri), key)
         if refusal is not None:
             # Refused before anything goes out, as the own loop refuses it; a 401 so that
             # the target's SDK gives up at once instead of retrying.
@@ -219,9 +249,10 @@ class CassetteApp:
             )
             return _error(scope["path"], 502, message, "upstream_error")
         kept = {k: [v] for k, v in answer.headers.items() if k.lower() not in _DROPPED}
-        if answer.status_code in (401, 403):
+        refused = _refused(vendor, answer.status_code, content)
+        if refused is not None:
             # Never written: every later run would replay the refusal.
-            self.refused = key_refused(answer.status_code, content, spec.key_variable)
+            self.refused = refused
         else:
             self.session.cassette.append(
                 request,
@@ -245,6 +276,16 @@ def _origin(uri: str) -> str:
 
     parts = urlsplit(uri)
     return f"{parts.scheme}://{parts.netloc}"
+
+
+def _refused(vendor: str, status: int, content: bytes) -> str | None:
+    """The one line for a key the upstream refused, None for any other answer."""
+    if vendor == "gemini":
+        from harness.providers.gemini import key_refused as gemini_refused
+
+        return gemini_refused(status, content)
+    variable = _UPSTREAMS[vendor].key_variables[0]
+    return key_refused(status, content, variable) if status in (401, 403) else None
 
 
 def _host(uri: str) -> str | None:

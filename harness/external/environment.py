@@ -34,15 +34,19 @@ TELEMETRY = {
 
 
 def served_variables(url: str) -> dict[str, str]:
-    """Each SDK's base-URL variable pointing at the server (``url`` is its OpenAI base,
-    ``.../v1``; Anthropic's SDK wants the root) and a dummy key for each
-    (docs/external.md#what-the-target-gets)."""
+    """Each SDK's base-URL variable pointing at the server and a dummy key for each
+    (docs/external.md#what-the-target-gets): ``url`` is its OpenAI base, ``.../v1``;
+    Anthropic's SDK wants the root, and so does google-genai (it adds ``/v1beta`` or
+    ``/v1`` itself)."""
     root = url.removesuffix("/v1")
     return {
         "OPENAI_BASE_URL": url,
         "OPENAI_API_KEY": DUMMY_API_KEY,
         "ANTHROPIC_BASE_URL": root,
         "ANTHROPIC_API_KEY": DUMMY_API_KEY,
+        "GOOGLE_GEMINI_BASE_URL": root,
+        "GEMINI_API_KEY": DUMMY_API_KEY,
+        "GOOGLE_API_KEY": DUMMY_API_KEY,
     }
 
 

@@ -46,6 +46,7 @@ from harness.freeze.recorded import (
 from harness.llm.config import RECORDED_PROVIDERS
 from harness.results import ScenarioResult
 from harness.secrets import Scrubber
+from harness.wires import wire_named
 
 __all__ = ["FreezeError", "Frozen", "freeze"]
 
@@ -155,16 +156,20 @@ def _recorded_runs(path: Path, shown: str) -> tuple[list[RecordedRun], list[str]
     interactions = _load(path, shown)
     calls = read_calls(interactions, path, shown)
     if not calls:
-        raise FreezeError(f"{shown} records no Chat Completions or Responses API request")
+        raise FreezeError(
+            f"{shown} records no request to a model API harness reads (Chat Completions, "
+            "the Responses API, Gemini)"
+        )
     if len({call.api for call in calls}) > 1:
-        raise FreezeError(f"{shown} mixes Chat Completions and Responses API requests")
+        apis = " and ".join(sorted({wire_named(call.api).label for call in calls}))
+        raise FreezeError(f"{shown} mixes requests of {apis}")
     rebuild_chains(calls, shown)
     notes = []
     skipped = skipped_interactions(interactions)
     if skipped:
         notes.append(
             f"left out interaction{'s' if len(skipped) > 1 else ''} {', '.join(skipped)}: "
-            "not requests to the Chat Completions or Responses API"
+            "not requests to a model API harness reads"
         )
     if any(call.chained for call in calls):
         notes.append(

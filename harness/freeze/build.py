@@ -52,11 +52,12 @@ def _returns(text: str) -> str:
 
 
 def _recorded_tools(call: RecordedCall) -> dict[str, dict[str, Any]]:
-    """The named tools a recorded request offers, read by its API's wire."""
+    """The function tools a recorded request offers, as stub definitions (read by the
+    request's wire)."""
     specs: dict[str, dict[str, Any]] = {}
     tools = call.body.get("tools") or []
     for tool in wire_named(call.api).tools([t for t in tools if isinstance(t, dict)]):
-        if tool.name is None:
+        if not tool.name:
             continue
         spec: dict[str, Any] = {}
         if tool.description:
@@ -92,7 +93,7 @@ def _tool_specs(calls: list[RecordedCall], original: Scenario | None) -> dict[st
 def _items_start(first: RecordedCall) -> tuple[str | None, str, list[Any]]:
     """(system, input, history) from the normalized conversation of a request that is not
     Chat Completions' (the Responses API's ``input`` items or the chain it continues, the
-    Messages API's ``system`` and messages)."""
+    Messages API's ``system`` and messages, Gemini's contents)."""
     items = first.conversation
     system = None
     if items and items[0][:2] == ("message", "system"):

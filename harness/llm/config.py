@@ -14,7 +14,7 @@ __all__ = ["RECORDED_PROVIDERS", "RECORD_MODES", "LLMConfig", "LLMContext"]
 
 RECORD_MODES = ("none", "once", "new_episodes", "all", "rewrite")
 # The built-in sources on a vendor's SDK, recorded into cassettes (docs/recording.md).
-RECORDED_PROVIDERS = ("openai", "anthropic")
+RECORDED_PROVIDERS = ("openai", "anthropic", "gemini")
 
 
 @dataclass(frozen=True)

@@ -103,8 +103,8 @@ def check_target(scenario: Scenario, plugins: Plugins, issue: IssueSink) -> None
     if scenario.llm.provider not in _SERVED_PROVIDERS:
         issue(
             ("llm", "provider"),
-            f"a target is served a script or a cassette (provider scripted, openai or "
-            f"anthropic), not "
+            f"a target is served a script or a cassette (provider scripted, openai, "
+            f"anthropic or gemini), not "
             f"provider {scenario.llm.provider!r}",
         )
     skip = check_target_section(target, scenario.root, plugins, issue)

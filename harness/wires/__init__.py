@@ -51,6 +51,7 @@ report stay wire-neutral.
 
 from harness.wires.registry import (
     ANTHROPIC_MESSAGES,
+    GEMINI,
     OPENAI_CHAT,
     OPENAI_RESPONSES,
     WIRES,
@@ -62,6 +63,7 @@ from harness.wires.registry import (
 
 __all__ = [
     "ANTHROPIC_MESSAGES",
+    "GEMINI",
     "OPENAI_CHAT",
     "OPENAI_RESPONSES",
     "WIRES",

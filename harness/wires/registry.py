@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from harness.wires.anthropic_messages import WIRE as ANTHROPIC_MESSAGES
+from harness.wires.gemini import WIRE as GEMINI
 from harness.wires.neutral import Wire, WireReply, answer_body
 from harness.wires.openai_chat import WIRE as OPENAI_CHAT
 from harness.wires.openai_responses import WIRE as OPENAI_RESPONSES
 
 __all__ = [
     "ANTHROPIC_MESSAGES",
+    "GEMINI",
     "OPENAI_CHAT",
     "OPENAI_RESPONSES",
     "WIRES",
@@ -18,7 +20,7 @@ __all__ = [
     "wire_named",
 ]
 
-WIRES: tuple[Wire, ...] = (OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC_MESSAGES)
+WIRES: tuple[Wire, ...] = (OPENAI_CHAT, OPENAI_RESPONSES, ANTHROPIC_MESSAGES, GEMINI)
 
 
 def wire_for(path: str) -> Wire | None:
@@ -31,8 +33,8 @@ def wire_for(path: str) -> Wire | None:
 
 
 def wire_named(api: str) -> Wire:
-    """The wire whose short name (``chat``, ``responses``, ``messages``) or name
-    (``openai-chat``, ``anthropic``) is ``api``."""
+    """The wire whose short name (``chat``, ``responses``, ``messages``, ``gemini``) or name
+    (``openai-chat``, ``anthropic``, ``gemini``) is ``api``."""
     for wire in WIRES:
         if api in (wire.api, wire.name):
             return wire

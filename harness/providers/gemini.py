@@ -1,0 +1,353 @@
+"""The ``gemini`` LLM source: the official ``google-genai`` SDK, live or through a vcrpy
+cassette (docs/recording.md#gemini).
+
+The Gemini wire (``harness.wires.gemini``) writes the request body and reads the answer;
+the SDK sends it (the key, the path by model and API version, errors, Server-Sent
+Events). Whole answers are read from the raw body the SDK hands back
+(``should_return_http_response``), streamed ones from each chunk as JSON. Under a cassette
+the SDK's async client goes through one vcrpy transport of its own, as the ``openai``
+source's does. ``google-genai`` (``pip install 'loop-harness[gemini]'``) and ``vcrpy`` are
+imported when the first request is made.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.errors import HarnessError, LLMError, RecordingRefused
+from harness.hookspecs import hookimpl
+from harness.llm.base import JUDGE_ROLE, ROLE_HEADER, LLMRequest, LLMResponse
+from harness.llm.chunks import LLMChunk, message_chunks
+from harness.llm.config import LLMConfig
+from harness.messages import AssistantMessage, Conversation, UserMessage
+from harness.project import project_relative
+
+if TYPE_CHECKING:
+    from harness.cassettes.session import CassetteSession
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "KEY_VARIABLES",
+    "PLACEHOLDER_API_KEY",
+    "GeminiLLM",
+    "key_refused",
+    "no_key",
+]
+
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
+# google-genai reads either; GOOGLE_API_KEY wins when both are set.
+KEY_VARIABLES = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
+# Sent when replaying without a key: the SDK insists on one, a cassette does not.
+PLACEHOLDER_API_KEY = "harness-placeholder-key"
+_PUBLIC_HOST = "generativelanguage.googleapis.com"
+
+
+def _key() -> str | None:
+    return next((os.environ[name] for name in KEY_VARIABLES if os.environ.get(name)), None)
+
+
+def no_key(host: str | None, key: str | None) -> str | None:
+    """Why recording must not reach the public API: no key to send (the own loop's
+    transport and a target's recording proxy both ask)."""
+    if host != _PUBLIC_HOST or key:
+        return None
+    return (
+        "recording needs GEMINI_API_KEY (or GOOGLE_API_KEY): neither is set, and the Gemini "
+        "API refuses requests without a key; nothing was recorded (set the key, or "
+        "base_url / GOOGLE_GEMINI_BASE_URL for another endpoint)"
+    )
+
+
+def _no_key(host: str | None) -> str | None:
+    return no_key(host, _key())
+
+
+def key_refused(status: int, content: bytes) -> str | None:
+    """The one line for a key the API refused (the Gemini API says 400 API_KEY_INVALID,
+    or 401 / 403), None for any other answer."""
+    try:
+        error = json.loads(content or b"").get("error", {})
+    except (ValueError, AttributeError):
+        error = {}
+    reasons = [d.get("reason") for d in error.get("details") or [] if isinstance(d, dict)]
+    if status not in (401, 403) and "API_KEY_INVALID" not in reasons:
+        return None
+    from harness.secrets import Scrubber
+
+    detail = error.get("message") if isinstance(error, dict) else None
+    said = f": {Scrubber().text(detail)}" if isinstance(detail, str) and detail else ""
+    return (
+        f"the API refused the key (HTTP {status}{said}); nothing was recorded: "
+        "check GEMINI_API_KEY (or GOOGLE_API_KEY)"
+    )
+
+
+def _httpx() -> Any:
+    """httpx2 (google-genai 3.x's, and openai 3.x's) when installed, else httpx."""
+    try:
+        import httpx2
+
+        return httpx2
+    except ImportError:  # pragma: no cover - environments without httpx2
+        import httpx
+
+        return httpx
+
+
+class GeminiLLM:
+    """An LLM source on the official ``google-genai`` SDK, replaying or recording a cassette.
+
+    The cassette session opens at the first request and is saved by ``aclose()`` (called
+    when a run ends), as the ``openai`` source's is.
+    """
+
+    def __init__(self, config: LLMConfig) -> None:
+        if not config.model:
+            raise HarnessError("provider gemini needs llm.model (e.g. `model: gemini-2.5-flash`)")
+        self.config = config
+        self.context = config.context
+        self._session: CassetteSession | None = None
+        self.refused: str | None = None
+        self._remaining: int | None = None
+        self._stats: Any = None
+        from harness.wires import wire_named  # loaded with the first source, not with harness
+
+        self._wire = wire_named("gemini")
+        self._side = self._wire.client()
+
+    # -- cassette ------------------------------------------------------------------------
+
+    @property
+    def uses_cassette(self) -> bool:
+        """False under --disable-recording (live, nothing written)."""
+        return not self.context.disable_recording
+
+    @property
+    def session(self) -> CassetteSession | None:
+        """The open cassette session (None before the first request or when live)."""
+        return self._session
+
+    @property
+    def cassette_path(self) -> Path:
+        """Where this source's cassette is read and written."""
+        from harness.cassettes.paths import resolve_cassette_path
+
+        return resolve_cassette_path(self.config)
+
+    def _open_session(self) -> CassetteSession | None:
+        if not self.uses_cassette:
+            return None
+        if self._session is None:
+            from harness.cassettes.session import CassetteSession
+
+            path = self.cassette_path
+            self._session = CassetteSession(
+                path,
+                record_mode=self.context.record_mode,
+                match=self.config.match,
+                match_ignore=tuple(self.config.match_ignore),
+                scenario=self.context.scenario_id,
+                shown_path=project_relative(path, self.context.project_root),
+            )
+        return self._session
+
+    @property
+    def remaining(self) -> int | None:
+        """Recorded interactions the run left unplayed (None when live)."""
+        if self._session is not None:
+            return self._session.remaining
+        return self._remaining
+
+    @property
+    def stats(self) -> Any:
+        """ReplayStats of the current (or last) cassette session."""
+        return self._session.stats if self._session is not None else self._stats
+
+    def close(self) -> None:
+        """Save the cassette if anything was recorded, and end the session."""
+        session, self._session = self._session, None
+        if session is not None:
+            self._remaining = session.remaining
+            self._stats = session.stats
+            session.save()
+
+    async def aclose(self) -> None:
+        """``close()``, when a run ends."""
+        self.close()
+
+    # -- the client ----------------------------------------------------------------------
+
+    def _client(self, session: CassetteSession | None, headers: dict[str, str]) -> Any:
+        from google import genai
+        from google.genai import types
+
+        httpx = _httpx()
+        if session is not None:
+            from harness.cassettes.session import cassette_transport
+
+            transport = cassette_transport(session, httpx, refusal=_no_key, refused_by=key_refused)
+        else:
+            transport = httpx.AsyncHTTPTransport()
+        timeout = self.config.timeout if self.config.timeout is not None else 600.0
+        options = types.HttpOptions(
+            base_url=self.config.base_url
+            or os.environ.get("GOOGLE_GEMINI_BASE_URL")
+            or DEFAULT_BASE_URL,
+            headers=headers or None,
+            httpx_async_client=httpx.AsyncClient(transport=transport, timeout=timeout),
+        )
+        # Held by the caller for the whole request: a client nobody holds is closed by
+        # the garbage collector in the middle of it.
+        return genai.Client(api_key=_key() or PLACEHOLDER_API_KEY, http_options=options)
+
+    def _config(self, body: dict[str, Any], stream: bool) -> Any:
+        from google.genai import types
+
+        fields = {k: v for k, v in body.items() if k not in ("contents", "generationConfig")}
+        fields.update(body.get("generationConfig") or {})
+        config = types.GenerateContentConfig.model_validate(fields)
+        config.automatic_function_calling = types.AutomaticFunctionCallingConfig(disable=True)
+        if not stream:
+            config.should_return_http_response = True
+        return config
+
+    # -- the request ---------------------------------------------------------------------
+
+    @property
+    def streams(self) -> bool:
+        """``stream: true``: every reply comes as Server-Sent Events."""
+        return self.config.stream
+
+    async def stream(self, request: LLMRequest, emit: Callable[[LLMChunk], None]) -> LLMResponse:
+        """The reply, each piece handed to ``emit`` as it arrives (``stream: true``); an
+        unstreamed source gets its reply whole, then cut into pieces."""
+        if not self.config.stream:
+            response = await self.complete(request)
+            for chunk in message_chunks(response.message, response.usage):
+                emit(chunk)
+            return response
+        return await self.complete(request, emit)
+
+    async def complete(
+        self, request: LLMRequest, emit: Callable[[LLMChunk], None] | None = None
+    ) -> LLMResponse:
+        """Send the conversation through the SDK (or the cassette) and return the reply."""
+        options = {**self.config.options, **request.options}
+        if not request.tools:
+            options.pop("tool_choice", None)
+        body = self._side.body(self.config.model or "", request, options, self.config.stream)
+        message, usage = await self._send(body, request, emit, {})
+        return LLMResponse(message=message, usage=usage, latency=0.0)
+
+    async def judge(self, messages: list[dict[str, Any]], model: str, call: int = 1) -> LLMResponse:
+        """One judge request (JSON answer) through this source's cassette, marked as a
+        judge's (``x-harness-role: judge``)."""
+        conversation = Conversation()
+        for asked in messages:
+            conversation.append(UserMessage(content=str(asked.get("content") or "")))
+        request = LLMRequest(conversation=conversation, tools=[], call=call)
+        body = self._side.body(model, request, {"responseMimeType": "application/json"}, False)
+        message, usage = await self._send(body, request, None, {ROLE_HEADER: JUDGE_ROLE}, model)
+        return LLMResponse(
+            message=AssistantMessage(content=message.content, finish_reason="stop"),
+            usage=usage,
+            latency=0.0,
+        )
+
+    async def _send(
+        self,
+        body: dict[str, Any],
+        request: LLMRequest,
+        emit: Any,
+        headers: dict[str, str],
+        model: str | None = None,
+    ) -> tuple[AssistantMessage, dict[str, int] | None]:
+        session = self._open_session()
+        if session is not None:
+            session.requests_sent += 1
+        stream = self.config.stream and ROLE_HEADER not in headers  # judges never stream
+        try:
+            client = self._client(session, headers)
+            try:
+                reply = await self._ask(
+                    client, model or self.config.model or "", body, stream, emit
+                )
+            finally:
+                await client.aio.aclose()
+        except LLMError:
+            raise
+        except Exception as exc:
+            raise self._error(exc, request, session) from None
+        return reply.message(request.call), reply.usage or None
+
+    async def _ask(
+        self, client: Any, model: str, body: dict[str, Any], stream: bool, emit: Any
+    ) -> Any:
+        from harness.wires.neutral import WireError
+
+        config = self._config(body, stream)
+        models = client.aio.models
+        if not stream:
+            answer = await models.generate_content(
+                model=model, contents=body["contents"], config=config
+            )
+            raw = answer.sdk_http_response.body if answer.sdk_http_response else None
+            try:
+                return self._side.reply(json.loads(raw or "{}"))
+            except WireError as exc:
+                raise LLMError(str(exc), type="llm_error") from None
+        reader = self._wire.stream_reader()
+        chunks = await models.generate_content_stream(
+            model=model, contents=body["contents"], config=config
+        )
+        async for chunk in chunks:
+            event = chunk.model_dump(mode="json", by_alias=True, exclude_none=True)
+            piece = reader.add(event)
+            if emit is not None and piece is not None:
+                emit(piece)
+            if reader.problem is not None:
+                raise LLMError(reader.problem, type="http_error")
+        if reader.empty:
+            raise LLMError("the response stream ended without a response", type="llm_error")
+        return reader.reply()
+
+    def _error(
+        self, exc: Exception, request: LLMRequest, session: CassetteSession | None
+    ) -> LLMError:
+        """An SDK, HTTP or cassette failure as the run's llm_error."""
+        from google.genai import errors
+
+        from harness.secrets import Scrubber
+
+        if session is not None:
+            from vcr.errors import CannotOverwriteExistingCassetteException
+
+            cause: BaseException | None = exc
+            while cause is not None:
+                if isinstance(cause, CannotOverwriteExistingCassetteException):
+                    return session.miss_error(cause, request.call)
+                if isinstance(cause, RecordingRefused):
+                    self.refused = str(cause)
+                    return LLMError(str(cause), type="recording_refused")
+                cause = cause.__cause__ or cause.__context__
+        scrub = Scrubber().text
+        if isinstance(exc, errors.APIError):
+            message = exc.message or exc.status or f"HTTP {exc.code}"
+            return LLMError(scrub(str(message)), status=exc.code, type="http_error")
+        name = type(exc).__name__
+        if "Timeout" in name:
+            return LLMError("Request timed out.", type="timeout")
+        if "Connect" in name:
+            return LLMError(scrub(f"Connection error: {exc}"), type="connection_error")
+        return LLMError(scrub(f"{name}: {exc}"), type="llm_error")
+
+
+@hookimpl
+def harness_register_llms(register: Any) -> None:
+    """``provider: gemini``: the official google-genai SDK, replaying or recording a
+    vcrpy cassette."""
+    register("gemini", GeminiLLM)

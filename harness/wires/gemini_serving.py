@@ -1,0 +1,203 @@
+"""How ``harness serve`` answers the Gemini API: the replies a request holds, the
+``GenerateContentResponse`` it gets, whole or as ``data:`` chunks, and Google's error body.
+
+A call's arguments are a JSON object on this API: a step whose ``raw_arguments`` are not
+one is answered as the API answers a model's malformed call, a candidate with
+``finishReason: MALFORMED_FUNCTION_CALL``, no parts, and the text in ``finishMessage``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from harness.llm.chunks import ChunkAccumulator
+from harness.wires.neutral import MODEL_ID, ServedReply, ServedRequest, WireError
+
+__all__ = [
+    "STATUSES",
+    "error_body",
+    "field",
+    "read_error",
+    "response",
+    "response_chunks",
+    "served_request",
+]
+
+# google.rpc.Code names of the HTTP statuses, as the API's error bodies give them.
+STATUSES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    409: "ABORTED",
+    429: "RESOURCE_EXHAUSTED",
+    499: "CANCELLED",
+    500: "INTERNAL",
+    501: "NOT_IMPLEMENTED",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+# harness's own error codes (script_exhausted, timeout, cassette_miss, ...) travel as the
+# reason of an ErrorInfo detail in this domain.
+_DOMAIN = "harness"
+_ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
+
+
+def field(value: Any, camel: str) -> Any:
+    """``value[camel]``, or its snake_case spelling (the API reads both), else None."""
+    if not isinstance(value, dict):
+        return None
+    if camel in value:
+        return value[camel]
+    snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in camel)
+    return value.get(snake)
+
+
+_FINISH = {"stop": "STOP", "tool_calls": "STOP", "length": "MAX_TOKENS", "content_filter": "SAFETY"}
+
+
+def served_request(body: dict[str, Any]) -> ServedRequest:
+    """The model turns in ``contents`` (a run of them counts once), and the conversation;
+    WireError 400 for contents the API would refuse."""
+    contents = body.get("contents")
+    if not isinstance(contents, list):
+        raise WireError(400, "* GenerateContentRequest.contents: contents is not specified")
+    replies, previous = 0, False
+    for content in contents:
+        model = isinstance(content, dict) and content.get("role") == "model"
+        if model and not previous:
+            replies += 1
+        previous = model
+    return ServedRequest(replies, contents)
+
+
+def _args(arguments: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(arguments or "{}")
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _call_part(call_id: str | None, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    call: dict[str, Any] = {"name": name, "args": args}
+    if call_id is not None:
+        call = {"id": call_id, **call}
+    return {"functionCall": call}
+
+
+def _malformed(reply: ServedReply) -> str | None:
+    """The first call's arguments text that is not a JSON object, if any."""
+    return next((a for _, _, a in reply.tool_calls if _args(a) is None), None)
+
+
+def _usage(usage: dict[str, int]) -> dict[str, int]:
+    return {
+        "promptTokenCount": usage.get("prompt_tokens", 0),
+        "candidatesTokenCount": usage.get("completion_tokens", 0),
+        "totalTokenCount": usage.get("total_tokens", 0),
+    }
+
+
+def _candidate(parts: list[dict[str, Any]], finish: str | None) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}}
+    if finish is not None:
+        candidate["finishReason"] = finish
+    candidate["index"] = 0
+    return candidate
+
+
+def _envelope(reply: ServedReply, candidate: dict[str, Any], usage: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"candidates": [candidate]}
+    if usage:
+        out["usageMetadata"] = _usage(reply.usage)
+    out["modelVersion"] = MODEL_ID
+    out["responseId"] = f"harness-{reply.n}"
+    return out
+
+
+def _finish(reply: ServedReply) -> str:
+    return _FINISH.get(reply.finish_reason, reply.finish_reason.upper())
+
+
+def _malformed_answer(reply: ServedReply, text: str) -> dict[str, Any]:
+    candidate = {
+        "finishReason": "MALFORMED_FUNCTION_CALL",
+        "finishMessage": f"Malformed function call: {text}",
+        "index": 0,
+    }
+    return _envelope(reply, candidate, True)
+
+
+def response(reply: ServedReply) -> dict[str, Any]:
+    """The whole ``GenerateContentResponse``: text, then the function calls."""
+    malformed = _malformed(reply)
+    if malformed is not None:
+        return _malformed_answer(reply, malformed)
+    parts: list[dict[str, Any]] = []
+    if reply.content:
+        parts.append({"text": reply.content})
+    for call_id, name, arguments in reply.tool_calls:
+        parts.append(_call_part(call_id, name, _args(arguments) or {}))
+    if not parts:
+        parts.append({"text": ""})
+    return _envelope(reply, _candidate(parts, _finish(reply)), True)
+
+
+def _event(payload: dict[str, Any]) -> str:
+    return f"data: {json.dumps(payload, ensure_ascii=False)}\r\n\r\n"
+
+
+def response_chunks(reply: ServedReply) -> Iterator[str]:
+    """The reply as the API streams it: a chunk per text piece, every function call
+    whole in the last chunk, which carries the finishReason and the usage."""
+    malformed = _malformed(reply)
+    if malformed is not None:
+        yield _event(_malformed_answer(reply, malformed))
+        return
+    acc = ChunkAccumulator()
+    texts = []
+    for piece in reply.chunks:
+        acc.add(piece)
+        if piece.content:
+            texts.append(piece.content)
+    calls = [
+        _call_part(call_id, name, _args(arguments or "") or {})
+        for call_id, name, arguments in acc.calls()
+    ]
+    finish = _finish(reply)
+    # The last text piece carries the finishReason when no call follows it.
+    last = len(texts) - 1 if not calls else None
+    for i, text in enumerate(texts):
+        done = finish if i == last else None
+        yield _event(_envelope(reply, _candidate([{"text": text}], done), i == last))
+    if calls or not texts:
+        yield _event(_envelope(reply, _candidate(calls or [{"text": ""}], finish), True))
+
+
+def error_body(error: WireError) -> dict[str, Any]:
+    """``{"error": {code, message, status}}``, harness's own code as an ErrorInfo reason."""
+    status = STATUSES.get(error.status, "INTERNAL" if error.status >= 500 else "UNKNOWN")
+    body: dict[str, Any] = {"code": error.status, "message": error.message, "status": status}
+    if error.code is not None:
+        body["details"] = [{"@type": _ERROR_INFO, "reason": error.code, "domain": _DOMAIN}]
+    return {"error": body}
+
+
+def read_error(status: int, payload: Any) -> WireError:
+    """The message of a Google error body, and its code: harness's own (an ErrorInfo of
+    its domain), else the status name (``RESOURCE_EXHAUSTED``)."""
+    if isinstance(payload, list) and payload and isinstance(payload[0], dict):
+        payload = payload[0]  # a streamed request's error may come as a one-item array
+    details = payload.get("error") if isinstance(payload, dict) else None
+    if not isinstance(details, dict):
+        return WireError(status, f"HTTP {status}")
+    message = details.get("message")
+    text = message if isinstance(message, str) and message else f"HTTP {status}"
+    code = details.get("status")
+    for detail in details.get("details") or []:
+        if isinstance(detail, dict) and detail.get("domain") == _DOMAIN and detail.get("reason"):
+            code = detail["reason"]
+    return WireError(status, text, None if code is None else str(code))
