@@ -204,7 +204,7 @@ def test_the_target_gets_none_of_the_users_model_settings_and_no_telemetry(proje
         "OPENAI_ORG_ID": None,
         "OPENAI_API_KEY": "sk-harness-target",
         "ANTHROPIC_API_KEY": "sk-harness-target",  # the served wire's dummy, not the user's
-        "GOOGLE_API_KEY": None,
+        "GOOGLE_API_KEY": "sk-harness-target",
         "OPENAI_AGENTS_DISABLE_TRACING": "1",
         "LANGSMITH_TRACING": "false",
     }
