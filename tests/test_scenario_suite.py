@@ -33,8 +33,14 @@ def test_the_suite_is_not_empty():
 
 
 def runs(path: Path) -> list[Scenario]:
-    """The scenarios a file runs as: itself, or each combination of its matrix."""
-    return expand_matrix(load_scenario(path))
+    """The scenarios a file runs as: itself, or each combination of its matrix. An example
+    on a framework that is not installed (`target.requires`) is skipped, as `harness run`
+    skips it."""
+    scenarios = expand_matrix(load_scenario(path))
+    for scenario in scenarios:
+        if scenario.skip_reason is not None:
+            pytest.skip(scenario.skip_reason)
+    return scenarios
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=_id)
