@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError, LLMError, RecordingRefused
@@ -24,7 +23,7 @@ from harness.llm.base import JUDGE_ROLE, ROLE_HEADER, LLMRequest, LLMResponse
 from harness.llm.chunks import LLMChunk, message_chunks
 from harness.llm.config import LLMConfig
 from harness.messages import AssistantMessage, Conversation, UserMessage
-from harness.project import project_relative
+from harness.providers.recorded import RecordedSource
 
 if TYPE_CHECKING:
     from harness.cassettes.session import CassetteSession
@@ -98,7 +97,7 @@ def _httpx() -> Any:
         return httpx
 
 
-class GeminiLLM:
+class GeminiLLM(RecordedSource):
     """An LLM source on the official ``google-genai`` SDK, replaying or recording a cassette.
 
     The cassette session opens at the first request and is saved by ``aclose()`` (called
@@ -108,76 +107,11 @@ class GeminiLLM:
     def __init__(self, config: LLMConfig) -> None:
         if not config.model:
             raise HarnessError("provider gemini needs llm.model (e.g. `model: gemini-2.5-flash`)")
-        self.config = config
-        self.context = config.context
-        self._session: CassetteSession | None = None
-        self.refused: str | None = None
-        self._remaining: int | None = None
-        self._stats: Any = None
+        super().__init__(config)
         from harness.wires import wire_named  # loaded with the first source, not with harness
 
         self._wire = wire_named("gemini")
         self._side = self._wire.client()
-
-    # -- cassette ------------------------------------------------------------------------
-
-    @property
-    def uses_cassette(self) -> bool:
-        """False under --disable-recording (live, nothing written)."""
-        return not self.context.disable_recording
-
-    @property
-    def session(self) -> CassetteSession | None:
-        """The open cassette session (None before the first request or when live)."""
-        return self._session
-
-    @property
-    def cassette_path(self) -> Path:
-        """Where this source's cassette is read and written."""
-        from harness.cassettes.paths import resolve_cassette_path
-
-        return resolve_cassette_path(self.config)
-
-    def _open_session(self) -> CassetteSession | None:
-        if not self.uses_cassette:
-            return None
-        if self._session is None:
-            from harness.cassettes.session import CassetteSession
-
-            path = self.cassette_path
-            self._session = CassetteSession(
-                path,
-                record_mode=self.context.record_mode,
-                match=self.config.match,
-                match_ignore=tuple(self.config.match_ignore),
-                scenario=self.context.scenario_id,
-                shown_path=project_relative(path, self.context.project_root),
-            )
-        return self._session
-
-    @property
-    def remaining(self) -> int | None:
-        """Recorded interactions the run left unplayed (None when live)."""
-        if self._session is not None:
-            return self._session.remaining
-        return self._remaining
-
-    @property
-    def stats(self) -> Any:
-        """ReplayStats of the current (or last) cassette session."""
-        return self._session.stats if self._session is not None else self._stats
-
-    def close(self) -> None:
-        """Save the cassette if anything was recorded, and end the session."""
-        session, self._session = self._session, None
-        if session is not None:
-            self._remaining = session.remaining
-            self._stats = session.stats
-            session.save()
-
-    async def aclose(self) -> None:
-        """``close()``, when a run ends."""
-        self.close()
 
     # -- the client ----------------------------------------------------------------------
 

@@ -13,7 +13,6 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError, LLMError, RecordingRefused
@@ -25,7 +24,7 @@ from harness.messages import (
     AssistantMessage,
     Conversation,
 )
-from harness.project import project_relative
+from harness.providers.recorded import RecordedSource
 
 if TYPE_CHECKING:
     import openai
@@ -75,7 +74,7 @@ def _shared_ssl_context(httpx: Any) -> Any:
     return _ssl_contexts[name]
 
 
-class OpenAILLM:
+class OpenAILLM(RecordedSource):
     """An LLM source on the official ``openai`` SDK, replaying or recording a cassette.
 
     A cassette session is opened at the first request and saved (if anything was
@@ -92,14 +91,8 @@ class OpenAILLM:
             raise HarnessError(
                 f"provider {self.provider} needs llm.model (e.g. `model: {self.example_model}`)"
             )
-        self.config = config
-        self.context = config.context
-        self._session: CassetteSession | None = None
-        # Why recording stopped with nothing written (the API refused the key), if it did.
-        self.refused: str | None = None
+        super().__init__(config)
         self._chains: dict[str, Any] = {}
-        self._remaining: int | None = None
-        self._stats: Any = None
         # The API's wire writes the requests and reads the answers.
         self._wire = self._wire_of(config)
         self._side = self._wire.client()
@@ -115,68 +108,8 @@ class OpenAILLM:
 
         return wire_named("chat")
 
-    # -- cassette ------------------------------------------------------------------------
-
-    @property
-    def uses_cassette(self) -> bool:
-        """False under --disable-recording (live, nothing written)."""
-        return not self.context.disable_recording
-
-    @property
-    def session(self) -> CassetteSession | None:
-        """The open cassette session (None before the first request or when live)."""
-        return self._session
-
-    @property
-    def cassette_path(self) -> Path:
-        """Where this source's cassette is read and written."""
-        from harness.cassettes.paths import resolve_cassette_path
-
-        return resolve_cassette_path(self.config)
-
-    def _open_session(self) -> CassetteSession | None:
-        if not self.uses_cassette:
-            return None
-        if self._session is None:
-            from harness.cassettes.session import CassetteSession
-
-            path = self.cassette_path
-            shown = project_relative(path, self.context.project_root)
-            self._session = CassetteSession(
-                path,
-                record_mode=self.context.record_mode,
-                match=self.config.match,
-                match_ignore=tuple(self.config.match_ignore),
-                scenario=self.context.scenario_id,
-                shown_path=shown,
-            )
-            self._chains = {}
-        return self._session
-
-    @property
-    def remaining(self) -> int | None:
-        """Recorded interactions the run left unplayed (None when live)."""
-        if self._session is not None:
-            return self._session.remaining
-        return self._remaining
-
-    @property
-    def stats(self) -> Any:
-        """ReplayStats of the current (or last) cassette session: matching, playing, loading."""
-        return self._session.stats if self._session is not None else self._stats
-
-    def close(self) -> None:
-        """Save the cassette if anything was recorded, and end the session."""
-        session, self._session = self._session, None
-        if session is not None:
-            self._remaining = session.remaining
-            self._stats = session.stats
-            session.save()
-
-    async def aclose(self) -> None:
-        """``close()``: called by ``Agent.arun`` when a run ends (the LLM protocol's
-        optional end-of-run call), so a recording is saved whoever started the run."""
-        self.close()
+    def _session_opened(self) -> None:
+        self._chains = {}  # Responses chains are per cassette session
 
     # -- the request ---------------------------------------------------------------------
 
