@@ -207,9 +207,7 @@ class MessagesWire:
             reply.cut_off = "no message_stop event and no stop_reason"
         if reader.problem is not None:
             reply.failed = reader.problem
-        if payload.not_json is not None:
-            line, error = payload.not_json
-            reply.not_json = f"data: line {line} of the body is not JSON: {error}"
+        reply.not_json = payload.not_json
         return reply
 
     def answer_items(self, answer: tuple[Any, bool] | None) -> tuple[str | None, list[Any]]:

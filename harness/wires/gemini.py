@@ -299,9 +299,7 @@ class GeminiWire:
             return None
         if reader.finish is None:
             reply.cut_off = "no finishReason"
-        if payload.not_json is not None:
-            line, error = payload.not_json
-            reply.not_json = f"data: line {line} of the body is not JSON: {error}"
+        reply.not_json = payload.not_json
         return reply
 
     def answer_items(self, answer: tuple[Any, bool] | None) -> tuple[str | None, list[Any]]:

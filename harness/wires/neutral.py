@@ -193,13 +193,13 @@ def without_none(value: Any) -> Any:
 @dataclass
 class SSEBody:
     """A server-sent-events body, read: the JSON objects of its ``data:`` lines, whether
-    one said ``[DONE]``, and the first ``data:`` line that is not JSON, if any
-    (``(its line in the body, the JSON error)``): a stream cut in the middle of a line
-    ends on one."""
+    one said ``[DONE]``, and what is wrong with the first ``data:`` line that is not JSON,
+    if any (its line in the body and the JSON error, as ``WireReply.not_json`` says it):
+    a stream cut in the middle of a line ends on one."""
 
     events: list[dict[str, Any]]
     done: bool = False
-    not_json: tuple[int, str] | None = None
+    not_json: str | None = None
 
 
 def read_sse(text: str) -> SSEBody:
@@ -219,7 +219,7 @@ def read_sse(text: str) -> SSEBody:
             event = json.loads(payload)
         except ValueError as exc:
             if body.not_json is None:
-                body.not_json = (number, str(exc))
+                body.not_json = f"data: line {number} of the body is not JSON: {exc}"
             continue
         if isinstance(event, dict):
             body.events.append(event)

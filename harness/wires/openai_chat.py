@@ -153,9 +153,7 @@ class ChatWire:
         # through OpenRouter).
         if not (payload.done or reply.finish_reason is not None):
             reply.cut_off = "no finish_reason and no [DONE]"
-        if payload.not_json is not None:
-            line, error = payload.not_json
-            reply.not_json = f"data: line {line} of the body is not JSON: {error}"
+        reply.not_json = payload.not_json
         return reply
 
     def answer_items(self, answer: tuple[Any, bool] | None) -> tuple[str | None, list[Any]]:

@@ -192,9 +192,7 @@ class ResponsesWire:
             return None
         if not ended:
             reply.cut_off = "no response.completed, response.incomplete or response.failed event"
-        if payload.not_json is not None:
-            line, error = payload.not_json
-            reply.not_json = f"data: line {line} of the body is not JSON: {error}"
+        reply.not_json = payload.not_json
         return reply
 
     def answer_items(self, answer: tuple[Any, bool] | None) -> tuple[str | None, list[Any]]:
