@@ -10,16 +10,14 @@ and reads. ``anthropic`` is imported at the first request: ``pip install
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError
 from harness.hookspecs import hookimpl
 from harness.llm.config import LLMConfig
-from harness.providers.openai import OpenAILLM, _shared_ssl_context
+from harness.providers.openai import OpenAILLM
 
 if TYPE_CHECKING:
-    from harness.cassettes.session import CassetteSession
     from harness.wires import Wire
 
 __all__ = ["PLACEHOLDER_API_KEY", "AnthropicLLM"]
@@ -28,7 +26,6 @@ __all__ = ["PLACEHOLDER_API_KEY", "AnthropicLLM"]
 # does not need one, and this value is not a secret.
 PLACEHOLDER_API_KEY = "sk-ant-placeholder"  # short: no secret scanner takes it for a key
 
-_ACCEPT_ENCODING = "gzip, deflate"
 _INSTALL = "provider anthropic needs the anthropic SDK: pip install 'loop-harness[anthropic]'"
 
 
@@ -40,26 +37,15 @@ def _sdk() -> Any:
     return anthropic
 
 
-def _httpx(anthropic: Any) -> Any:
-    """The httpx flavour the installed SDK is built on (httpx2 for anthropic 2.x)."""
-    try:
-        import httpx2
-
-        if issubclass(anthropic.DefaultAsyncHttpxClient, httpx2.AsyncClient):
-            return httpx2
-    except ImportError:
-        pass
-    import httpx
-
-    return httpx
-
-
 class AnthropicLLM(OpenAILLM):
     """An LLM source on the official ``anthropic`` SDK (the Messages API), replaying or
     recording a cassette like ``provider: openai``."""
 
     provider = "anthropic"
     example_model = "claude-sonnet-4-6"
+    key_variable = "ANTHROPIC_API_KEY"
+    base_url_variable = "ANTHROPIC_BASE_URL"
+    placeholder_key = PLACEHOLDER_API_KEY
 
     def _wire_of(self, config: LLMConfig) -> Wire:
         from harness.wires import ANTHROPIC_MESSAGES
@@ -98,38 +84,8 @@ class AnthropicLLM(OpenAILLM):
             path, body=body, cast_to=object, stream=stream, stream_cls=AsyncStream[object]
         )
 
-    def _client(
-        self, session: CassetteSession | None, headers: dict[str, str] | None = None
-    ) -> Any:
-        anthropic = _sdk()
-        httpx = _httpx(anthropic)
-        kwargs: dict[str, Any] = {
-            "api_key": os.environ.get("ANTHROPIC_API_KEY") or PLACEHOLDER_API_KEY,
-        }
-        default_headers = dict(headers or {})
-        if session is not None and not session.replays_only:
-            default_headers["Accept-Encoding"] = _ACCEPT_ENCODING
-        if default_headers:
-            kwargs["default_headers"] = default_headers
-        base_url = self.config.base_url or os.environ.get("ANTHROPIC_BASE_URL")
-        if base_url:
-            kwargs["base_url"] = base_url
-        if self.config.timeout is not None:
-            kwargs["timeout"] = self.config.timeout
-        ssl_context = _shared_ssl_context(httpx)
-        if session is not None:
-            from harness.cassettes.session import cassette_transport
-
-            # As for openai: no retries under a cassette (recorded 429s would be replayed
-            # with real back-off sleeps, and the retry-count header would change).
-            kwargs["max_retries"] = 0
-            transport = cassette_transport(
-                session, httpx, key_variable="ANTHROPIC_API_KEY", verify=ssl_context
-            )
-            kwargs["http_client"] = anthropic.DefaultAsyncHttpxClient(transport=transport)
-        else:
-            kwargs["http_client"] = anthropic.DefaultAsyncHttpxClient(verify=ssl_context)
-        return anthropic.AsyncAnthropic(**kwargs)
+    def _new_client(self, sdk: Any, kwargs: dict[str, Any]) -> Any:
+        return sdk.AsyncAnthropic(**kwargs)
 
 
 @hookimpl

@@ -48,14 +48,16 @@ _ACCEPT_ENCODING = "gzip, deflate"
 _ssl_contexts: dict[str, Any] = {}
 
 
-def _httpx() -> Any:
-    """The httpx flavour the installed SDK is built on (httpx2 for openai 3.x)."""
-    import openai
+def _httpx(sdk: Any = None) -> Any:
+    """The httpx flavour the installed SDK (``sdk``, default openai) is built on (httpx2
+    for openai 3.x and anthropic 2.x)."""
+    if sdk is None:
+        import openai as sdk
 
     try:
         import httpx2
 
-        if issubclass(openai.DefaultAsyncHttpxClient, httpx2.AsyncClient):
+        if issubclass(sdk.DefaultAsyncHttpxClient, httpx2.AsyncClient):
             return httpx2
     except ImportError:
         pass
@@ -85,6 +87,10 @@ class OpenAILLM(RecordedSource):
     # The provider's name in messages, and an example model.
     provider = "openai"
     example_model = "gpt-4o-mini"
+    # The SDK's own variables (read as it reads them), and the key sent when there is none.
+    key_variable = "OPENAI_API_KEY"
+    base_url_variable = "OPENAI_BASE_URL"
+    placeholder_key = PLACEHOLDER_API_KEY
 
     def __init__(self, config: LLMConfig) -> None:
         if not config.model:
@@ -116,11 +122,10 @@ class OpenAILLM(RecordedSource):
     def _client(
         self, session: CassetteSession | None, headers: dict[str, str] | None = None
     ) -> Any:
-        import openai
-
-        httpx = _httpx()
+        sdk = self._sdk()
+        httpx = _httpx(sdk)
         kwargs: dict[str, Any] = {
-            "api_key": os.environ.get("OPENAI_API_KEY") or PLACEHOLDER_API_KEY,
+            "api_key": os.environ.get(self.key_variable) or self.placeholder_key,
         }
         default_headers = dict(headers or {})
         if session is not None and not session.replays_only:
@@ -129,7 +134,7 @@ class OpenAILLM(RecordedSource):
             default_headers["Accept-Encoding"] = _ACCEPT_ENCODING
         if default_headers:
             kwargs["default_headers"] = default_headers
-        base_url = self.config.base_url or os.environ.get("OPENAI_BASE_URL")
+        base_url = self.config.base_url or os.environ.get(self.base_url_variable)
         if base_url:
             kwargs["base_url"] = base_url
         if self.config.timeout is not None:
@@ -141,11 +146,16 @@ class OpenAILLM(RecordedSource):
             # Retries under a cassette would replay recorded 429s with real back-off
             # sleeps and change the x-stainless-retry-count header between runs.
             kwargs["max_retries"] = 0
-            transport = cassette_transport(session, httpx, verify=ssl_context)
-            kwargs["http_client"] = openai.DefaultAsyncHttpxClient(transport=transport)
+            transport = cassette_transport(
+                session, httpx, key_variable=self.key_variable, verify=ssl_context
+            )
+            kwargs["http_client"] = sdk.DefaultAsyncHttpxClient(transport=transport)
         else:
-            kwargs["http_client"] = openai.DefaultAsyncHttpxClient(verify=ssl_context)
-        return openai.AsyncOpenAI(**kwargs)
+            kwargs["http_client"] = sdk.DefaultAsyncHttpxClient(verify=ssl_context)
+        return self._new_client(sdk, kwargs)
+
+    def _new_client(self, sdk: Any, kwargs: dict[str, Any]) -> Any:
+        return sdk.AsyncOpenAI(**kwargs)
 
     @property
     def streams(self) -> bool:
