@@ -135,10 +135,10 @@ def test_no_piece_of_a_gemini_key_reaches_a_file_or_a_printed_line(project, monk
             path = own_loop(project, name, stream, url.removesuffix("/v1"))
             codes[name] = main(["record", str(path), "--json", f"out/{name}.json",
                                 "--html", f"out/{name}.html"])  # fmt: skip
-    (project / "canary_agent.py").write_text(TARGET_AGENT)
+    (project / "gemini_canary_agent.py").write_text(TARGET_AGENT)
     target = project / "scenarios" / "target.scenario.yaml"
     target.write_text(
-        "name: target\ntarget: {python: 'canary_agent:answer', timeout: 30}\n"
+        "name: target\ntarget: {python: 'gemini_canary_agent:answer', timeout: 30}\n"
         "input: Log in with my key.\nllm: {provider: gemini}\n"
     )
     content = cut_everywhere(GEMINI_KEY, GOOGLE_KEY)
