@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from harness.errors import HarnessError, LLMError, RecordingRefused
+from harness.errors import HarnessError, LLMError
 from harness.hookspecs import hookimpl
 from harness.llm.base import JUDGE_ROLE, ROLE_HEADER, LLMRequest, LLMResponse
 from harness.llm.chunks import LLMChunk, message_chunks
@@ -257,17 +257,9 @@ class GeminiLLM(RecordedSource):
 
         from harness.secrets import Scrubber
 
-        if session is not None:
-            from vcr.errors import CannotOverwriteExistingCassetteException
-
-            cause: BaseException | None = exc
-            while cause is not None:
-                if isinstance(cause, CannotOverwriteExistingCassetteException):
-                    return session.miss_error(cause, request.call)
-                if isinstance(cause, RecordingRefused):
-                    self.refused = str(cause)
-                    return LLMError(str(cause), type="recording_refused")
-                cause = cause.__cause__ or cause.__context__
+        cassette = self._cassette_error(exc, request.call, session)
+        if cassette is not None:
+            return cassette
         scrub = Scrubber().text
         if isinstance(exc, errors.APIError):
             message = exc.message or exc.status or f"HTTP {exc.code}"

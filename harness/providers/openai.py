@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from harness.errors import HarnessError, LLMError, RecordingRefused
+from harness.errors import HarnessError, LLMError
 from harness.hookspecs import hookimpl
 from harness.llm.base import JUDGE_ROLE, ROLE_HEADER, LLMRequest, LLMResponse
 from harness.llm.chunks import LLMChunk, message_chunks
@@ -251,19 +251,9 @@ class OpenAILLM(RecordedSource):
 
         sdk = self._sdk()
 
-        if session is not None:
-            # vcrpy raises a miss from inside the transport; the SDK lets it through.
-            from vcr.errors import CannotOverwriteExistingCassetteException
-
-            cause: BaseException | None = exc
-            while cause is not None:
-                if isinstance(cause, CannotOverwriteExistingCassetteException):
-                    return session.miss_error(cause, request.call)
-                if isinstance(cause, RecordingRefused):
-                    # The run ends here; the scenario runner stops the whole recording.
-                    self.refused = str(cause)
-                    return LLMError(str(cause), type="recording_refused")
-                cause = cause.__cause__ or cause.__context__
+        cassette = self._cassette_error(exc, request.call, session)
+        if cassette is not None:
+            return cassette
         scrub = Scrubber().text
         if isinstance(exc, sdk.APIStatusError):
             body = exc.body

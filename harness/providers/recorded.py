@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.errors import LLMError, RecordingRefused
 from harness.project import project_relative
 
 if TYPE_CHECKING:
@@ -66,6 +67,26 @@ class RecordedSource:
 
     def _session_opened(self) -> None:
         """Called when a new cassette session opens (state kept per session resets)."""
+
+    def _cassette_error(
+        self, exc: BaseException, call: int, session: CassetteSession | None
+    ) -> LLMError | None:
+        """The run's llm_error when ``exc`` (or what caused it) is the cassette's: a miss,
+        or a recording refused (the run ends there; the scenario runner stops the whole
+        recording). vcrpy raises from inside the transport and the SDKs let it through."""
+        if session is None:
+            return None
+        from vcr.errors import CannotOverwriteExistingCassetteException
+
+        cause: BaseException | None = exc
+        while cause is not None:
+            if isinstance(cause, CannotOverwriteExistingCassetteException):
+                return session.miss_error(cause, call)
+            if isinstance(cause, RecordingRefused):
+                self.refused = str(cause)
+                return LLMError(str(cause), type="recording_refused")
+            cause = cause.__cause__ or cause.__context__
+        return None
 
     @property
     def remaining(self) -> int | None:
