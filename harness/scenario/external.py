@@ -196,6 +196,7 @@ async def arun_target(
             config=config or scenario.agent.to_config(),
             root=scenario.root,
             tools=tools,
+            conversations=list(scenario.llm.conversations),
         )
     finally:
         if cassette is not None and not disable_recording:
@@ -203,5 +204,5 @@ async def arun_target(
     if cassette is not None:
         return result, cassette.session.remaining, cassette.refused
     scripts = [scenario.llm.script, *(rule.script for rule in scenario.llm.conversations)]
-    total = sum(step.repeat for script in scripts for step in script if step.error is None)
+    total = sum(step.repeat for script in scripts for step in script)
     return result, max(total - result.llm_calls, 0), None

@@ -60,15 +60,17 @@ def _matches(match: ConversationMatch, wire: Wire, body: dict[str, Any]) -> bool
     if match.system_contains is None and match.user_contains is None:
         return True
     messages = [*wire.instructions(body), *wire.messages(wire.items(body))]
-    if match.system_contains is not None:
-        if not any(match.system_contains in text for text in _texts(messages, "system")):
-            return False
-    if match.user_contains is not None:
-        return any(match.user_contains in text for text in _texts(messages, "user"))
-    return True
+    wanted = (("system", match.system_contains), ("user", match.user_contains))
+    return all(
+        any(text in found for found in _texts(messages, role))
+        for role, text in wanted
+        if text is not None
+    )
 
 
-def matching_rule(rules: Sequence[ConversationRule], wire: Wire, body: dict[str, Any]) -> int | None:
+def matching_rule(
+    rules: Sequence[ConversationRule], wire: Wire, body: dict[str, Any]
+) -> int | None:
     """The index of the first rule whose match holds for a first request, else None."""
     for index, rule in enumerate(rules):
         if _matches(rule.match, wire, body):
