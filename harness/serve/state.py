@@ -63,6 +63,9 @@ class Reply:
         # The script answering (`script`, or a conversation's) and how many replies it holds.
         self.script = script
         self.length = length
+        # What its calls' ids start with: a conversation's own (call_c1_2_0), so that
+        # conversations sharing a history (a supervisor's workers) never repeat an id.
+        self.ids = "call"
         # A judge's verdict (from the judge script), not the agent's reply.
         self.judge = judge
 
@@ -70,7 +73,7 @@ class Reply:
         """The step's calls ``(id, name, arguments text)`` as the model sends them."""
         if self.step is None:
             return []
-        return wire_calls(self.step, self.n)
+        return wire_calls(self.step, self.n, self.ids)
 
     def chunks(self) -> list[LLMChunk]:
         """The reply streamed: the step's ``chunks`` as given, else cut as the API cuts."""
@@ -186,6 +189,7 @@ class ScriptState:
             positions, trailing = self.scripts[place.rule]
             reply = self._pick(place.position, positions, trailing, asked.conversation, wire.api)
             reply.script, reply.length = self.names[place.rule], len(positions)
+            reply.ids = f"call_c{place.rule + 1}"
         if reply.error is None and reply.step is not None:
             self.conversations.keep(place, f"resp_harness_{reply.n}")
         return reply
