@@ -18,8 +18,13 @@ COORDINATOR = "You coordinate a researcher and a writer."
 
 async def coordinate(question: str) -> str:
     """An Agents SDK coordinator calling a researcher and a writer as tools."""
-    from agents import Agent, OpenAIChatCompletionsModel, Runner, function_tool
-    from agents import set_tracing_disabled
+    from agents import (
+        Agent,
+        OpenAIChatCompletionsModel,
+        Runner,
+        function_tool,
+        set_tracing_disabled,
+    )
     from openai import AsyncOpenAI
 
     set_tracing_disabled(True)
