@@ -39,6 +39,9 @@ class Place:
     position: int
     repeat: bool
     key: str
+    # The key of its messages but the last, and the last one's role and text.
+    stem: str = ""
+    last: tuple[str, str] | None = None
 
 
 def _digest(previous: str, value: Any) -> str:
@@ -90,14 +93,18 @@ class Conversations:
 
     def __init__(self, rules: Sequence[ConversationRule] = ()) -> None:
         self.rules = list(rules)
-        # The key of every request kept -> its place; a response id -> the request's key.
+        # The key of every request kept -> its place; a response id -> the request's key;
+        # the key of a request's messages but its last -> (that last message's role and
+        # text, the request's key), for a client that merges its next turn into it.
         self._nodes: dict[str, _Node] = {}
+        self._stems: dict[str, list[tuple[str, str, str]]] = {}
         self._responses: dict[str, str] = {}
         self.started = 0
 
     def reset(self) -> None:
         """Forget every conversation."""
         self._nodes.clear()
+        self._stems.clear()
         self._responses.clear()
         self.started = 0
 
@@ -108,28 +115,52 @@ class Conversations:
         previous = wire.previous(body)
         start = self._responses.get(previous) if previous else None
         chain = [start if start else _digest("", wire.instructions(body))]
-        for message in wire.messages(wire.items(body)):
+        messages = wire.messages(wire.items(body))
+        for message in messages:
             chain.append(_digest(chain[-1], message.model_dump(mode="json")))
         key = chain[-1]
+        last = None
+        if messages and isinstance(text := text_of(getattr(messages[-1], "content", None)), str):
+            last = (messages[-1].role, text)
+        stem = chain[-2] if messages else ""
         found = self._nodes.get(key)
         if found is not None:
-            return Place(found.number, found.rule, found.position, True, key)
-        for earlier in reversed(chain[:-1]):
-            parent = self._nodes.get(earlier)
-            if parent is not None:
-                return Place(parent.number, parent.rule, parent.position + 1, False, key)
+            return Place(found.number, found.rule, found.position, True, key, stem, last)
+        parent = self._parent(chain, messages, bool(start))
+        if parent is not None:
+            number, rule, position = parent.number, parent.rule, parent.position + 1
+            return Place(number, rule, position, False, key, stem, last)
         rule = matching_rule(self.rules, wire, body)
         # A rule's conversation starts at its step 1 whatever history its first request
         # carries (a supervisor's worker is sent the supervisor's messages).
         position = replies if rule is None else 0
-        return Place(self.started + 1, rule, position, False, key)
+        return Place(self.started + 1, rule, position, False, key, stem, last)
+
+    def _parent(self, chain: list[str], messages: list[Any], chained: bool) -> _Node | None:
+        """The latest request kept that this one extends: its messages, then more; or
+        its messages with more text added to the last (smolagents sends a tool's result
+        merged into the user message before it)."""
+        for i in range(len(messages) - 1, -1, -1):
+            text = text_of(getattr(messages[i], "content", None))
+            for role, earlier, parent in self._stems.get(chain[i], ()):
+                # Merged after a line break, as smolagents joins turns: a task that
+                # merely starts with another one's text is a conversation of its own.
+                merged = text[len(earlier) : len(earlier) + 1].isspace() if text else False
+                if messages[i].role == role and merged and text.startswith(earlier):
+                    return self._nodes[parent]
+            if (i or chained) and chain[i] in self._nodes:
+                return self._nodes[chain[i]]
+        return self._nodes.get(chain[0]) if chained else None
 
     def keep(self, place: Place, response_id: str | None = None) -> None:
         """Keep a request that was answered (and the id of its response, if any), so that
         the requests extending it continue its conversation."""
         if place.number > self.started:
             self.started = place.number
-        self._nodes.setdefault(place.key, _Node(place.number, place.rule, place.position))
+        if place.key not in self._nodes:
+            self._nodes[place.key] = _Node(place.number, place.rule, place.position)
+            if place.last is not None:
+                self._stems.setdefault(place.stem, []).append((*place.last, place.key))
         if response_id is not None:
             # Two conversations' responses may share an id (serve names a response by its
             # reply's number): a chain on such an id is then read statelessly.
