@@ -8,7 +8,6 @@ advances the script; a bad match key is refused with its file and line.
 from __future__ import annotations
 
 import json
-
 import textwrap
 from pathlib import Path
 
