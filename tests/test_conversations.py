@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import ScenarioError
+from harness.report.text import trajectory_lines
 from harness.results import build_results
 from harness.scenario import load_scenario, run_scenario
 
@@ -158,3 +159,14 @@ def test_conversations_need_a_target(tmp_path):
     )
     with pytest.raises(ScenarioError, match="harness's own agent holds one conversation"):
         load_scenario(path)
+
+
+def test_the_report_names_the_conversation_of_each_model_call():
+    pytest.importorskip("agents", reason="the Agents SDK is not installed")
+    result = run_scenario(EXAMPLES / "agents-sdk-agents-as-tools.scenario.yaml")
+
+    lines = trajectory_lines(result, verbose=True)
+
+    assert lines[0].split()[1:4] == ["llm#1", "main", "->"]
+    assert "llm#2 researcher -> get_weather" in lines[1]
+    assert "llm#5 writer -> text" in lines[4]
