@@ -325,7 +325,15 @@ def _hint(source: _Source, kind: str) -> str:
     called = _unanswered(source)
     if kind == "count" and called:
         replies = sum(1 for call in replayed_calls(source.chosen) if call.reply is not None)
-        if len(called) > 1:
+        made_up = never_offered(replayed_calls(source.chosen)[-1])
+        if made_up:
+            # The likeliest cause first: a client cannot run a tool it never offered.
+            ends = (
+                f"the recording ends on a call to {', '.join(dict.fromkeys(made_up))}, which "
+                "its request never offered (the model made the call up), and no later request "
+                "answers it: its client stopped the run there"
+            )
+        elif len(called) > 1:
             # An output tool is one call: several at once are a run stopped from outside.
             ends = (
                 f"the recording ends on {len(called)} parallel calls (to "
