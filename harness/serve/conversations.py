@@ -141,11 +141,11 @@ class Conversations:
         its messages with more text added to the last (smolagents sends a tool's result
         merged into the user message before it)."""
         for i in range(len(messages) - 1, -1, -1):
-            text = text_of(getattr(messages[i], "content", None))
+            text = text_of(getattr(messages[i], "content", None)) or ""
             for role, earlier, parent in self._stems.get(chain[i], ()):
                 # Merged after a line break, as smolagents joins turns: a task that
                 # merely starts with another one's text is a conversation of its own.
-                merged = text[len(earlier) : len(earlier) + 1].isspace() if text else False
+                merged = text[len(earlier) : len(earlier) + 1].isspace()
                 if messages[i].role == role and merged and text.startswith(earlier):
                     return self._nodes[parent]
             if (i or chained) and chain[i] in self._nodes:
