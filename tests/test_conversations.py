@@ -12,11 +12,14 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
 from harness.errors import ScenarioError
+from harness.freeze import freeze
 from harness.report.text import trajectory_lines
 from harness.results import build_results
 from harness.scenario import load_scenario, run_scenario
+from harness.serve import create_app, running_app
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "scenarios" / "external"
@@ -170,3 +173,45 @@ def test_the_report_names_the_conversation_of_each_model_call():
     assert lines[0].split()[1:4] == ["llm#1", "main", "->"]
     assert "llm#2 researcher -> get_weather" in lines[1]
     assert "llm#5 writer -> text" in lines[4]
+
+
+def test_a_recording_of_several_conversations_freezes_into_llm_conversations(
+    tmp_path, monkeypatch, fresh_plugins
+):
+    # Recorded for real: the coordinator runs under `harness record` mode, its upstream a
+    # harness server answering from the example's own scripts on 127.0.0.1.
+    pytest.importorskip("agents", reason="the Agents SDK is not installed")
+    example = load_scenario(EXAMPLES / "agents-sdk-agents-as-tools.scenario.yaml")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "t"\n')
+    path = tmp_path / "coordinator.scenario.yaml"
+    path.write_text(
+        textwrap.dedent(
+            """\
+            target: {python: "scenarios.external.agents.multi_agent:coordinate", timeout: 30}
+            input: What's the weather in Paris?
+            llm: {provider: openai, model: gpt-4o-mini, cassette: coordinator.yaml}
+            """
+        )
+    )
+    monkeypatch.chdir(tmp_path)
+    served = create_app(list(example.llm.script), conversations=example.llm.conversations)
+    with running_app(served) as upstream, monkeypatch.context() as m:
+        m.setenv("OPENAI_BASE_URL", upstream)
+        m.setenv("OPENAI_API_KEY", "sk-conversations-0123456789")
+        recorded = run_scenario(path, record_mode="once")
+    assert recorded.termination == "completed", recorded.final
+
+    frozen = freeze(
+        tmp_path / "coordinator.yaml", scenario=path, output=tmp_path / "f.scenario.yaml"
+    )
+
+    assert any("2 more conversation(s)" in note for note in frozen.notes), frozen.notes
+    rules = yaml.safe_load(frozen.text)["llm"]["conversations"]
+    assert [rule["match"] for rule in rules] == [
+        {"system_contains": "You research facts with the tools."},
+        {"system_contains": "You write one short sentence from the facts given."},
+    ]
+    (tmp_path / "f.scenario.yaml").write_text(frozen.text)
+    replayed = run_scenario(tmp_path / "f.scenario.yaml")
+    assert replayed.status == "passed", [e for e in replayed.expectations if not e.ok]
+    assert [c.calls for c in replayed.conversations] == [[1, 4, 6], [2, 3], [5]]
