@@ -66,6 +66,7 @@ class Reply:
         # What its calls' ids start with: a conversation's own (call_c1_2_0), so that
         # conversations sharing a history (a supervisor's workers) never repeat an id.
         self.ids = "call"
+        self.tag = ""  # and its response ids (resp_harness_c1_2), for the same reason
         # A judge's verdict (from the judge script), not the agent's reply.
         self.judge = judge
 
@@ -89,7 +90,7 @@ class Reply:
         calls = self.tool_calls()
         reasoning = self.step.reasoning if self.step else None
         return ServedReply(
-            self.n, content, calls, self.finish_reason(), self.usage(), chunks, reasoning
+            self.n, content, calls, self.finish_reason(), self.usage(), chunks, reasoning, self.tag
         )
 
     def usage(self) -> dict[str, int]:
@@ -189,9 +190,9 @@ class ScriptState:
             positions, trailing = self.scripts[place.rule]
             reply = self._pick(place.position, positions, trailing, asked.conversation, wire.api)
             reply.script, reply.length = self.names[place.rule], len(positions)
-            reply.ids = f"call_c{place.rule + 1}"
+            reply.ids, reply.tag = f"call_c{place.rule + 1}", f"c{place.rule + 1}_"
         if reply.error is None and reply.step is not None:
-            self.conversations.keep(place, f"resp_harness_{reply.n}")
+            self.conversations.keep(place, f"resp_harness_{reply.tag}{reply.n}")
         return reply
 
     def pick(self, k: int, conversation: Any, api: str) -> Reply:
