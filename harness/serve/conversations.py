@@ -8,8 +8,10 @@ chained on a response of it (``previous_response_id``); otherwise it starts a ne
 conversation, which the scenario's ``llm.conversations`` rules match by this first
 request (the first rule that matches wins; none: the main script).
 
-Every request is kept as a hash chain over its messages, so finding the longest earlier
-request it extends costs the request's own length, not the run's.
+Every request is kept as a hash chain over its items (the wire's own message objects, as
+the client sends them again), so finding the longest earlier request it extends costs the
+request's own length at most, and only its new items when it extends the last request of
+its conversation.
 """
 
 from __future__ import annotations
@@ -81,6 +83,15 @@ def matching_rule(
     return None
 
 
+def _last(wire: Wire, items: list[Any]) -> tuple[str, str] | None:
+    """The role and text of the one message in ``items`` (None without text)."""
+    messages = wire.messages(items)
+    if len(messages) != 1:
+        return None
+    text = text_of(getattr(messages[0], "content", None))
+    return (messages[0].role, text) if isinstance(text, str) else None
+
+
 @dataclass(frozen=True)
 class _Node:
     number: int
@@ -99,6 +110,9 @@ class Conversations:
         self._nodes: dict[str, _Node] = {}
         self._stems: dict[str, list[tuple[str, str, str]]] = {}
         self._responses: dict[str, str] = {}
+        # The hash chain of the last request placed of each conversation start (the key
+        # after its first item): what the next request of it extends.
+        self._recent: dict[str, list[str]] = {}
         self.started = 0
 
     def reset(self) -> None:
@@ -106,6 +120,7 @@ class Conversations:
         self._nodes.clear()
         self._stems.clear()
         self._responses.clear()
+        self._recent.clear()
         self.started = 0
 
     def place(self, wire: Wire, body: dict[str, Any], replies: int) -> Place:
@@ -114,19 +129,15 @@ class Conversations:
         counts them). Nothing is kept until ``keep``."""
         previous = wire.previous(body)
         start = self._responses.get(previous) if previous else None
-        chain = [start if start else _digest("", wire.instructions(body))]
-        messages = wire.messages(wire.items(body))
-        for message in messages:
-            chain.append(_digest(chain[-1], message.model_dump(mode="json")))
+        items = wire.items(body)
+        chain = self._chain(start or _digest("", wire.instructions(body)), items)
         key = chain[-1]
-        last = None
-        if messages and isinstance(text := text_of(getattr(messages[-1], "content", None)), str):
-            last = (messages[-1].role, text)
-        stem = chain[-2] if messages else ""
+        last = _last(wire, items[-1:])
+        stem = chain[-2] if items else ""
         found = self._nodes.get(key)
         if found is not None:
             return Place(found.number, found.rule, found.position, True, key, stem, last)
-        parent = self._parent(chain, messages, bool(start))
+        parent = self._parent(chain, wire, items, bool(start))
         if parent is not None:
             number, rule, position = parent.number, parent.rule, parent.position + 1
             return Place(number, rule, position, False, key, stem, last)
@@ -136,17 +147,42 @@ class Conversations:
         position = replies if rule is None else 0
         return Place(self.started + 1, rule, position, False, key, stem, last)
 
-    def _parent(self, chain: list[str], messages: list[Any], chained: bool) -> _Node | None:
+    def _chain(self, head: str, items: list[Any]) -> list[str]:
+        """The hash chain over ``items`` after ``head``: the key of each prefix.
+
+        A client sends its whole history again each time: when the request extends the
+        last one of its conversation placed (the item where that one ended is the same),
+        only the new items are hashed, so a request costs its new part, not the run's.
+        """
+        first = _digest(head, items[0]) if items else head
+        known = self._recent.get(first)
+        chain = [head]
+        if known is not None and 1 < len(known) <= len(items) + 1:
+            sent = len(known) - 1  # the items of that request
+            # Its last item is this one's at the same place: the same history, extended.
+            if _digest(known[-2], items[sent - 1]) == known[-1]:
+                chain = known
+        for item in items[len(chain) - 1 :]:
+            chain.append(_digest(chain[-1], item))
+        self._recent[first] = chain
+        return chain
+
+    def _parent(
+        self, chain: list[str], wire: Wire, items: list[Any], chained: bool
+    ) -> _Node | None:
         """The latest request kept that this one extends: its messages, then more; or
         its messages with more text added to the last (smolagents sends a tool's result
         merged into the user message before it)."""
-        for i in range(len(messages) - 1, -1, -1):
-            text = text_of(getattr(messages[i], "content", None)) or ""
-            for role, earlier, parent in self._stems.get(chain[i], ()):
+        for i in range(len(items) - 1, -1, -1):
+            stems = self._stems.get(chain[i], ())
+            message = _last(wire, items[i : i + 1]) if stems else None
+            for role, earlier, parent in stems:
+                if message is None or message[0] != role:
+                    continue
                 # Merged after a line break, as smolagents joins turns: a task that
                 # merely starts with another one's text is a conversation of its own.
-                merged = text[len(earlier) : len(earlier) + 1].isspace()
-                if messages[i].role == role and merged and text.startswith(earlier):
+                text = message[1]
+                if text[len(earlier) : len(earlier) + 1].isspace() and text.startswith(earlier):
                     return self._nodes[parent]
             if (i or chained) and chain[i] in self._nodes:
                 return self._nodes[chain[i]]
