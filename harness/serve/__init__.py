@@ -10,8 +10,8 @@ position; attempts are counted per hash of the conversation, so a client's retry
 of the same request gets the reply. ``POST /v1/reset`` forgets those counts.
 
 The server is given its script steps; reading them from a scenario file is the
-command's job (``harness.cli.serve``). Modules: ``state`` (positions, attempts), ``conversations`` (which conversation a
-request continues, and where in it it stands),
+command's job (``harness.cli.serve``). Modules: ``state`` (positions, attempts),
+``conversations`` (which conversation a request continues, and where in it it stands),
 ``answer`` (one handler for every wire of ``harness.wires``: read the request, pick the
 reply, write it), ``fit`` (a reply's calls against the tools offered), ``http`` (JSON,
 streams, errors), ``app`` (routes), ``running`` (uvicorn).
