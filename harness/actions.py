@@ -13,6 +13,7 @@ from harness.messages import Conversation, Message, ToolCall
 __all__ = [
     "Action",
     "CompleteAction",
+    "ConversationRun",
     "EmptyAction",
     "ExecuteToolsAction",
     "FinalData",
@@ -255,6 +256,25 @@ class SubRun(RunFields, _SubAgent):
 ToolCallRecord.model_rebuild()
 
 
+class _ConversationName(BaseModel):
+    """Which conversation a target held with the model (first in its JSON)."""
+
+    model_config = ConfigDict(extra="forbid")
+    # `main` (answered from llm.script), else its llm.conversations entry's name.
+    conversation: str
+    number: int  # 1 for the first conversation the run started, 2 for the next, ...
+    calls: list[int] = Field(default_factory=list)  # the run's call numbers, in order
+
+
+class ConversationRun(RunFields, _ConversationName):
+    """One of a target's conversations with the model (docs/external.md#several-
+    conversations): the run's data for its calls alone, as a sub-run keeps a sub-agent's,
+    with its conversation as ``transcript``."""
+
+    model_config = ConfigDict(extra="forbid")
+    transcript: list[Message] = Field(default_factory=list)
+
+
 class RunData(RunFields):
     """What a run produced, as results keep it: everything but the live conversation.
 
@@ -263,6 +283,10 @@ class RunData(RunFields):
     """
 
     wall_time: float = 0.0
+    # A target's conversations when it held more than one; absent from the JSON otherwise.
+    conversations: list[ConversationRun] = Field(
+        default_factory=list, exclude_if=lambda value: not value
+    )
 
 
 class RunResult(RunData):

@@ -52,14 +52,15 @@ def add_arguments(parser: Parser) -> None:
     )
 
 
-def _script_of(path: Path) -> tuple[list[ScriptStep], list[ScriptStep], str | None]:
+def _script_of(path: Path) -> tuple[list[ScriptStep], list[ScriptStep], str | None, Any]:
     """The scenario's ``llm.script`` and ``llm.judge_script`` (the steps the server answers
-    the agent's requests and a judge's from), and what to serve instead when its model is
-    recorded."""
+    the agent's requests and a judge's from), what to serve instead when its model is
+    recorded, and its ``llm.conversations``."""
     from harness.scenario import load_scenario
 
     scenario = load_scenario(path)
-    return list(scenario.llm.script), list(scenario.llm.judge_script), _recorded(scenario, path)
+    llm = scenario.llm
+    return list(llm.script), list(llm.judge_script), _recorded(scenario, path), llm.conversations
 
 
 def _recorded(scenario: Any, shown: Path) -> str | None:
@@ -114,7 +115,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.cassette is not None:
         return _serve_cassette(args)
     try:
-        steps, judge_steps, recorded = _script_of(args.scenario)
+        steps, judge_steps, recorded, conversations = _script_of(args.scenario)
     except (HarnessError, OSError) as exc:
         to_stderr(f"harness serve: {exc}")
         return EXIT["bad_input"]
@@ -137,6 +138,7 @@ def handle(args: argparse.Namespace) -> int:
             args.max_delay,
             on_started=started,
             judge_steps=judge_steps,
+            conversations=conversations,
         ),
     )
 

@@ -22,6 +22,7 @@ from typing import Any
 from pydantic_core import to_jsonable_python
 
 from harness.actions import (
+    ConversationRun,
     FinalResponse,
     ObservedStagnation,
     RunError,
@@ -43,9 +44,11 @@ from harness.events import (
     StagnationObservedEvent,
 )
 from harness.llm.base import LLMRequest, LLMResponse
+from harness.llm.config import ConversationRule
 from harness.messages import Conversation, ToolCall, clean_reply, clean_text
 from harness.run import Run
 from harness.secrets import Scrubber
+from harness.serve.conversations import Conversations, Place
 from harness.wires import Wire
 from harness.wires.neutral import ToolSpec, WireReply, answer_body
 
@@ -93,6 +96,24 @@ def _failed_at_end(exc: Exception) -> FinalResponse:
     )
 
 
+class _Thread:
+    """One conversation of the target with the model, as the observation follows it."""
+
+    def __init__(self, number: int, rule: int | None) -> None:
+        self.number = number
+        self.rule = rule  # its llm.conversations entry; None: the main script
+        # The calls of its last reply, waiting for their results in its next request.
+        self.pending: list[ToolCallRecord] = []
+        self.calls: dict[str, Any] = {}
+        self.items_seen = 0
+        self.numbers: list[int] = []  # its call numbers
+        self.records: list[ToolCallRecord] = []
+        self.usage: dict[str, int] = {}
+        self.last: tuple[Wire, dict[str, Any], list[Any]] | None = None
+        self.last_reply: Any = None
+        self.error: RunError | None = None
+
+
 class Refusal(Exception):
     """harness answers the request itself: (status, message)."""
 
@@ -105,7 +126,14 @@ class Refusal(Exception):
 class Observation:
     """The run rebuilt from the traffic of one target run."""
 
-    def __init__(self, plugins: Any, config: AgentConfig, *, on_stagnation: str = "observe"):
+    def __init__(
+        self,
+        plugins: Any,
+        config: AgentConfig,
+        *,
+        on_stagnation: str = "observe",
+        conversations: list[ConversationRule] | None = None,
+    ):
         from harness.stagnation import StagnationDetector
 
         self.run = Run(
@@ -119,10 +147,12 @@ class Observation:
         self.detector = StagnationDetector(config.stagnation_window)
         self.lock = threading.Lock()
         self.started = time.perf_counter()
-        # The calls of the last reply, waiting for their results in the next request.
-        self._pending: list[ToolCallRecord] = []
-        self._calls: dict[str, Any] = {}
-        self._items_seen = 0
+        # The target's conversations (docs/external.md#several-conversations), each
+        # followed on its own: its calls wait for their results in its own next request.
+        self._rules = list(conversations or [])
+        self._places = Conversations(self._rules)
+        self._threads: dict[int, _Thread] = {}
+        self._of_call: dict[int, tuple[_Thread, Place]] = {}
         self._last: tuple[Wire, dict[str, Any], list[Any]] | None = None
         # A Responses API chain (previous_response_id) sends only its new items: response
         # id -> the whole conversation it ended (its items and its output), and call ->
@@ -130,6 +160,7 @@ class Observation:
         self._chains: dict[str, list[Any]] = {}
         self._asked: dict[int, list[Any]] = {}
         self._last_reply: Any = None
+        self._following: int | None = None  # the thread run.conversation follows
         self._tools_raw: Any = None
         # What run.conversation holds: (items converted, the last of them), call id ->
         # tool name, and the instructions it starts with.
@@ -171,10 +202,16 @@ class Observation:
         with self.lock:
             run = self.run
             items = [*self._chains.get(str(wire.previous(body)), []), *wire.items(body)]
-            self._read_results(wire, items)
+            place = self._places.place(wire, body, 0)
+            self._places.keep(place)
+            thread = self._threads.setdefault(place.number, _Thread(place.number, place.rule))
+            self._read_results(thread, wire, items)
             ledger = run._ledger
             iteration = ledger.begin_iteration()
             call = ledger.begin_request()
+            thread.numbers.append(call)
+            thread.last = (wire, body, items)
+            self._of_call[call] = (thread, place)
             run.emit(IterationStartEvent(iteration=iteration))
             if run._observed.iteration_start:
                 run._hook.harness_iteration_start(run=run, iteration=iteration)
@@ -182,7 +219,7 @@ class Observation:
             self._last = (wire, body, items)
             self._asked[call] = items
             if run._observed.llm_request:
-                self._follow(wire, body, items)
+                self._follow(thread, wire, body, items)
                 kept = (wire.items_field, "tools")
                 options = {k: v for k, v in body.items() if k not in kept}
                 tools: list[Any] = list(self._tools_of(wire, body))  # duck-typed Tools
@@ -203,6 +240,8 @@ class Observation:
             self._asked.pop(call, None)
             message = "the client gave up before the answer came (its own timeout)"
             self.last_error = RunError(type="timeout", message=message, status=None)
+            if call in self._of_call:
+                self._of_call[call][0].error = self.last_error
             run = self.run
             run.emit(
                 LLMFailedEvent(
@@ -219,27 +258,31 @@ class Observation:
         """The answer to request ``call`` was sent (``raw``: its whole body)."""
         with self.lock:
             asked = self._asked.pop(call, None)
+            thread, place = self._of_call[call]
             answer = answer_body(raw)  # read once: the reply and the chain both need it
             if status >= 400:
                 error = _failure(wire, status, answer)
                 error["message"] = self.shown(str(error["message"]))
-                self.last_error = RunError.model_validate(error)
+                self.last_error = thread.error = RunError.model_validate(error)
                 # Said in the run: an SDK may retry it and go on, leaving no other trace.
                 run = self.run
                 run.emit(
                     LLMFailedEvent(iteration=run.iteration, call=call, **error, sim=run.sim_time)
                 )
                 return
-            self.last_error = None
+            self.last_error = thread.error = None
             run = self.run
             reply = (wire.read_reply(*answer) if answer is not None else None) or WireReply()
             if asked is not None:
                 response_id, output = wire.answer_items(answer)
                 if response_id is not None:
                     self._chains[response_id] = [*asked, *output]
+                    self._places.keep(place, response_id)
             message = clean_reply(reply.message())
-            self._last_reply = message
+            self._last_reply = thread.last_reply = message
             run._ledger.add_usage(reply.usage)
+            for key, value in (reply.usage or {}).items():
+                thread.usage[key] = thread.usage.get(key, 0) + value
             run.emit(
                 LLMResponseEvent(
                     iteration=run.iteration,
@@ -254,16 +297,17 @@ class Observation:
                 response = LLMResponse(message=message, usage=reply.usage or None)
                 run._hook.harness_llm_response(run=run, response=response)
             if message.tool_calls:
-                self._plan(message.tool_calls)
+                self._plan(thread, message.tool_calls)
 
     # -- tool calls -------------------------------------------------------------------------
 
-    def _plan(self, calls: list[Any]) -> None:
+    def _plan(self, thread: _Thread, calls: list[Any]) -> None:
         run = self.run
-        # Not run until a later request carries their results.
-        self._pending = run._ledger.record_not_run(calls)
+        # Not run until a later request of its conversation carries their results.
+        thread.pending = run._ledger.record_not_run(calls)
+        thread.records.extend(thread.pending)
         self._plan_start = run.sim_time
-        self._calls = {call.id: call for call in calls}
+        thread.calls = {call.id: call for call in calls}
         signature = run._hook.harness_action_signature(run=run, tool_calls=calls)
         if signature is None:
             return
@@ -286,13 +330,13 @@ class Observation:
                 self._stop = True
         self.detector.add(signature)
 
-    def _read_results(self, wire: Wire, items: list[Any]) -> None:
+    def _read_results(self, thread: _Thread, wire: Wire, items: list[Any]) -> None:
         """Fill the pending calls' results from this request's new items."""
-        pending, self._pending = self._pending, []
+        pending, thread.pending = thread.pending, []
         # Items after those of the previous request are new (a client sends the whole
         # history); a shorter or rewritten history is read whole.
-        start = self._items_seen if len(items) >= self._items_seen else 0
-        self._items_seen = len(items)
+        start = thread.items_seen if len(items) >= thread.items_seen else 0
+        thread.items_seen = len(items)
         if not pending:
             return
         found = wire.tool_results(items, start)
@@ -313,18 +357,19 @@ class Observation:
                 )
             )
             if run._observed.action_executed:
-                call = self._calls.get(record.id)
+                call = thread.calls.get(record.id)
                 if call is not None:
                     action = ToolAction(tool_call=call)
                     run._hook.harness_action_executed(run=run, action=action, result=record)
 
-    def _follow(self, wire: Wire, body: dict[str, Any], items: list[Any]) -> None:
+    def _follow(self, thread: _Thread, wire: Wire, body: dict[str, Any], items: list[Any]) -> None:
         """Bring ``run.conversation`` up to this request, converting only the new items
         while the target extends the history it sent last time."""
         known, last = self._followed
         head = wire.instructions(body)
         extends = known and len(items) >= known and items[known - 1] == last and head == self._head
-        if not extends:
+        if not extends or thread.number != self._following:
+            self._following = thread.number
             known, self._names = 0, {}
             self.run._ledger.replace_conversation(Conversation(messages=head))
             self._head = head
@@ -385,7 +430,9 @@ class Observation:
                     group=record.group,
                 )
             )
-            asked_for = self._calls.get(record.id)
+            asked_for = next(
+                (t.calls[record.id] for t in self._threads.values() if record.id in t.calls), None
+            )
             if run._observed.action_executed and asked_for is not None:
                 action = ToolAction(tool_call=asked_for)
                 run._hook.harness_action_executed(run=run, action=action, result=record)
@@ -398,7 +445,8 @@ class Observation:
 
     def _joined(self, name: str, arguments: dict[str, Any]) -> ToolCallRecord | None:
         """The pending call an MCP call answers: same name and arguments, else same name."""
-        waiting = [r for r in self._pending if r.name == name and r.id not in self._mcp_answered]
+        pending = [r for thread in self._threads.values() for r in thread.pending]
+        waiting = [r for r in pending if r.name == name and r.id not in self._mcp_answered]
         exact = next((r for r in waiting if r.arguments == arguments), None)
         return exact or (waiting[0] if waiting else None)
 
@@ -419,7 +467,39 @@ class Observation:
                 for calls in groups.values()
                 if len(calls) > 1 and any(r.status != "not_run" for r in calls)
             ]
-            return ledger.result(termination, final, self.started, parallel)
+            result = ledger.result(termination, final, self.started, parallel)
+            if len(self._threads) > 1 or self._rules:
+                result.conversations = [self._thread_run(t) for t in self._threads.values()]
+            return result
+
+    def _thread_run(self, thread: _Thread) -> ConversationRun:
+        """One conversation's calls, tool calls, usage and transcript, as results show it."""
+        name = "main"
+        if thread.rule is not None:
+            name = self._rules[thread.rule].name or f"conversation {thread.rule + 1}"
+        numbers = set(thread.numbers)
+        events = [e for e in self.run.events if getattr(e, "call", None) in numbers]
+        reply = thread.last_reply
+        final = FinalResponse(content=getattr(reply, "content", None), error=thread.error)
+        transcript = []
+        if thread.last is not None:
+            wire, body, items = thread.last
+            transcript = [*wire.instructions(body), *wire.messages(items)]
+            if thread.error is None and reply is not None:
+                transcript.append(reply)
+        return ConversationRun(
+            conversation=name,
+            number=thread.number,
+            calls=thread.numbers,
+            termination=Termination.completed if thread.error is None else Termination.llm_error,
+            iterations=len(thread.numbers),
+            llm_calls=len(thread.numbers),
+            tool_calls=thread.records,
+            final=final,
+            events=events,
+            usage=thread.usage,
+            transcript=transcript,
+        )
 
     def _conversation(self) -> Conversation:
         """The last request's messages, and the last reply when it was answered."""

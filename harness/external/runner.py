@@ -24,6 +24,7 @@ from harness.external.environment import DUMMY_API_KEY, served_variables, target
 from harness.external.middleware import ObservingApp
 from harness.external.observe import Observation
 from harness.external.targets import TargetCall
+from harness.llm.config import ConversationRule
 from harness.serve import running_app
 
 __all__ = [
@@ -82,11 +83,18 @@ async def run_target(
     config: AgentConfig | None = None,
     root: Path | None = None,
     tools: Any = None,
+    conversations: list[ConversationRule] | None = None,
 ) -> RunResult:
     """Run ``spec``'s target against ``app`` (an ASGI app answering the model's API);
-    ``tools``, a ``harness.mcp.ToolServer``, is served to it over MCP (docs/mcp.md)."""
+    ``tools``, a ``harness.mcp.ToolServer``, is served to it over MCP (docs/mcp.md);
+    ``conversations`` name the target's conversations in the result."""
     kind = plugins.target_factory(spec.kind)()
-    observation = Observation(plugins, config or AgentConfig(), on_stagnation=spec.on_stagnation)
+    observation = Observation(
+        plugins,
+        config or AgentConfig(),
+        on_stagnation=spec.on_stagnation,
+        conversations=conversations,
+    )
     with (
         running_app(ObservingApp(app, observation, only=spec.wire)) as url,
         _mcp(tools, observation) as mcp,

@@ -73,6 +73,9 @@ class _Source:
     scenario: str | Path | None  # as given: messages name it so
     original: Any
     notes: list[str] = field(default_factory=list)  # what was skipped or set aside
+    # A target's other conversations during the chosen run (a sub-agent's), frozen
+    # into llm.conversations.
+    conversations: list[RecordedRun] = field(default_factory=list)
 
     @property
     def target(self) -> bool:
@@ -82,7 +85,10 @@ class _Source:
     def compared(self) -> list[RecordedCall]:
         """The recorded requests the frozen run must send: a target's client sends its
         retries again, harness's own loop has none."""
-        return list(self.chosen.calls) if self.target else replayed_calls(self.chosen)
+        if not self.target:
+            return replayed_calls(self.chosen)
+        calls = [c for run in [self.chosen, *self.conversations] for c in run.calls]
+        return sorted(calls, key=lambda call: call.number)
 
     def of_run(self) -> str:
         """`` (run N of M)`` when the cassette holds several runs."""
@@ -191,6 +197,17 @@ def _pick(runs: list[RecordedRun], wanted: int | None, shown: str) -> RecordedRu
     return runs[wanted - 1]
 
 
+def _held_beside(runs: list[RecordedRun], chosen: RecordedRun) -> list[RecordedRun]:
+    """The recorded conversations that started and ended while ``chosen`` was running
+    (a sub-agent's, a worker's): those a run of the target holds beside its own."""
+    first, last = chosen.calls[0].number, chosen.calls[-1].number
+    return [
+        run
+        for run in runs
+        if run is not chosen and first < run.calls[0].number and run.calls[-1].number < last
+    ]
+
+
 def _source(cassette: str | Path | None, scenario: str | Path | None, run: int | None) -> _Source:
     """The cassette to freeze (``--scenario``'s by default) and the run chosen in it."""
     original = _original(Path(scenario)) if scenario is not None else None
@@ -210,6 +227,15 @@ def _source(cassette: str | Path | None, scenario: str | Path | None, run: int |
         )
     notes.extend(set_aside(replayed_calls(chosen)))
     source = _Source(path, shown, runs, chosen, scenario, original, notes)
+    if source.target:
+        source.conversations = _held_beside(runs, chosen)
+    if source.conversations:
+        listing = "; ".join(run.describe() for run in source.conversations)
+        notes.append(
+            f"the target held {len(source.conversations)} more conversation(s) during the "
+            f"run ({listing}): frozen into llm.conversations, each matched by its first "
+            "request"
+        )
     ended_by = output_tools(chosen)
     if ended_by and original is None:
         notes.append(
@@ -291,7 +317,10 @@ def _draft(source: _Source) -> dict[str, Any]:
     try:
         if source.target:
             return build_target_scenario(
-                source.chosen, description=description, original=source.original
+                source.chosen,
+                description=description,
+                original=source.original,
+                conversations=source.conversations,
             )
         return build_scenario(source.chosen, description=description, original=source.original)
     except FreezeError as exc:  # about an interaction: name the file
@@ -325,7 +354,15 @@ def _hint(source: _Source, kind: str) -> str:
     called = _unanswered(source)
     if kind == "count" and called:
         replies = sum(1 for call in replayed_calls(source.chosen) if call.reply is not None)
-        if len(called) > 1:
+        made_up = never_offered(replayed_calls(source.chosen)[-1])
+        if made_up:
+            # The likeliest cause first: a client cannot run a tool it never offered.
+            ends = (
+                f"the recording ends on a call to {', '.join(dict.fromkeys(made_up))}, which "
+                "its request never offered (the model made the call up), and no later request "
+                "answers it: its client stopped the run there"
+            )
+        elif len(called) > 1:
             # An output tool is one call: several at once are a run stopped from outside.
             ends = (
                 f"the recording ends on {len(called)} parallel calls (to "

@@ -312,16 +312,48 @@ def build_scenario(
     return scenario
 
 
+def _first_text(call: RecordedCall, role: str) -> str | None:
+    return next((str(i[2]) for i in call.conversation if i[:2] == ("message", role)), None)
+
+
+def conversation_rules(
+    main: RecordedRun, others: list[RecordedRun], offered: dict[str, dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """``llm.conversations`` for the conversations a target held beside ``main``: each
+    matched by its first request's system text, with its first user text too when
+    another conversation starts with the same system text."""
+    firsts = [run.calls[0] for run in [main, *others]]
+    systems = [_first_text(call, "system") for call in firsts]
+    rules = []
+    for n, run in enumerate(others, 1):
+        system, user = systems[n], _first_text(run.calls[0], "user")
+        match: dict[str, Any] = {}
+        if system:
+            match["system_contains"] = system
+        if not system or systems.count(system) > 1:
+            match["user_contains"] = user or ""
+        script = [_step(call, offered) for call in run.calls]
+        rules.append({"name": f"conversation {n}", "match": match, "script": script})
+    return rules
+
+
 def build_target_scenario(
-    run: RecordedRun, *, description: str, original: Scenario
+    run: RecordedRun,
+    *,
+    description: str,
+    original: Scenario,
+    conversations: list[RecordedRun] | None = None,
 ) -> dict[str, Any]:
     """The script of a target scenario's recording, for the same target (``--scenario``).
 
     The agent runs as it did: its own tools answer its calls and its client retries what
     it retried, so only the model's answers are frozen, every attempt included (an error
-    answer its client retried stays a step: the client retries it again).
+    answer its client retried stays a step: the client retries it again). The other
+    conversations it held during the run (``conversations``: a sub-agent's) become
+    ``llm.conversations``.
     """
-    offered: dict[str, dict[str, Any]] = {name: {} for name in _tool_specs(run.calls, None)}
+    every = [call for r in [run, *(conversations or [])] for call in r.calls]
+    offered: dict[str, dict[str, Any]] = {name: {} for name in _tool_specs(every, None)}
     scenario: dict[str, Any] = {"description": description}
     if original.tags:
         scenario["tags"] = list(original.tags)
@@ -334,4 +366,6 @@ def build_target_scenario(
     if original.input is not None:
         scenario["input"] = original.input
     scenario["llm"] = {"script": [_step(call, offered) for call in run.calls]}
+    if conversations:
+        scenario["llm"]["conversations"] = conversation_rules(run, conversations, offered)
     return scenario

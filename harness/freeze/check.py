@@ -146,7 +146,14 @@ def set_aside(recorded: list[RecordedCall]) -> list[str]:
     system text (a handoff's next instructions) and the tools offered. Freeze compares
     the rest (roles, texts, tool names, arguments, results, their order)."""
     notes = []
-    systems = [_system(call.conversation) for call in recorded]
+    systems: list[Any] = []
+    for call in recorded:
+        system = _system(call.conversation)
+        # A chained request that sends no instructions continues under the earlier ones
+        # (its rebuilt conversation holds only the items): no change of system text.
+        if system is None and call.chained and systems:
+            system = systems[-1]
+        systems.append(system)
     if len(set(systems)) > 1:
         changed = next(n for n, s in enumerate(systems, 1) if s != systems[0])
         notes.append(

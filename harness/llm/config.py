@@ -6,11 +6,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from harness.llm.script import ScriptStep
 
-__all__ = ["RECORDED_PROVIDERS", "RECORD_MODES", "LLMConfig", "LLMContext"]
+__all__ = [
+    "RECORDED_PROVIDERS",
+    "RECORD_MODES",
+    "ConversationMatch",
+    "ConversationRule",
+    "LLMConfig",
+    "LLMContext",
+]
 
 RECORD_MODES = ("none", "once", "new_episodes", "all", "rewrite")
 # The built-in sources on a vendor's SDK, recorded into cassettes (docs/recording.md).
@@ -31,6 +38,51 @@ class LLMContext:
     variant: str | None = None
 
 
+class ConversationMatch(BaseModel):
+    """What a conversation's first request must hold for a rule to script it (every key
+    given must hold; docs/external.md#several-conversations)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    system_contains: str | None = Field(
+        default=None, description="text found in the request's system instructions"
+    )
+    user_contains: str | None = Field(
+        default=None, description="text found in one of the request's user messages"
+    )
+    model: str | None = Field(default=None, description="the model the request names")
+    tools_include: list[str] = Field(
+        default_factory=list, description="tool names the request offers (all of them)"
+    )
+
+    @field_validator("tools_include", mode="before")
+    @classmethod
+    def _one_name(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _something(self) -> ConversationMatch:
+        if not self.model_dump(exclude_defaults=True):
+            raise ValueError(
+                "match needs at least one of system_contains, user_contains, model, "
+                "tools_include (an empty match would take every conversation)"
+            )
+        return self
+
+
+class ConversationRule(BaseModel):
+    """A conversation other than the main one: matched by its first request, answered
+    from its own script (``llm.conversations`` entries)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str | None = Field(
+        default=None, description="the conversation's name in results (default: conversation N)"
+    )
+    match: ConversationMatch
+    script: list[ScriptStep] = Field(description="the conversation's scripted replies, in order")
+
+
 class LLMConfig(BaseModel):
     """Scripted replies (``script``) or a recorded/live model (``provider: openai``)."""
 
@@ -41,6 +93,11 @@ class LLMConfig(BaseModel):
         description="scripted (default), openai, anthropic, or a plugin's LLM source",
     )
     script: list[ScriptStep] = Field(default_factory=list, description="scripted replies, in order")
+    conversations: list[ConversationRule] = Field(
+        default_factory=list,
+        description="scripts of the target's other conversations, each matched by its first "
+        "request (the first rule that matches wins; an unmatched conversation gets script)",
+    )
     judge_script: list[ScriptStep] = Field(
         default_factory=list,
         description="scripted replies of the judge (JSON verdicts {pass, score, reason}), "
@@ -77,3 +134,7 @@ class LLMConfig(BaseModel):
         bound = self.model_copy()
         bound._context = context
         return bound
+
+    def conversation_names(self) -> list[str]:
+        """Each rule's conversation name, in order (``conversation N`` when unnamed)."""
+        return [rule.name or f"conversation {n}" for n, rule in enumerate(self.conversations, 1)]

@@ -235,11 +235,12 @@ class ScriptStep(BaseModel):
         return reply_chunks(self.content, calls, self.finish(), usage)
 
 
-def wire_calls(step: ScriptStep, n: int) -> list[tuple[str | None, str, str]]:
+def wire_calls(step: ScriptStep, n: int, prefix: str = "call") -> list[tuple[str | None, str, str]]:
     """The step's calls as a model sends them: ``(id, name, arguments text)``.
 
-    Ids default to ``call_<n>_<i>``; ``id: null`` written in the step means no id at all
-    (as some OpenAI-compatible servers answer, leaving the client to make one up).
+    Ids default to ``<prefix>_<n>_<i>`` (``call_2_0``); ``id: null`` written in the step
+    means no id at all (as some OpenAI-compatible servers answer, leaving the client to
+    make one up).
     """
     calls = []
     for i, call in enumerate(step.tool_calls):
@@ -248,7 +249,7 @@ def wire_calls(step: ScriptStep, n: int) -> list[tuple[str | None, str, str]]:
         else:
             arguments = json.dumps(call.arguments or {}, ensure_ascii=False)
         no_id = call.id is None and "id" in call.model_fields_set
-        calls.append((None if no_id else call.id or f"call_{n}_{i}", call.name, arguments))
+        calls.append((None if no_id else call.id or f"{prefix}_{n}_{i}", call.name, arguments))
     return calls
 
 

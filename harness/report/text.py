@@ -177,22 +177,28 @@ def trajectory_lines(result: ScenarioResult, *, verbose: bool = False) -> list[s
 
 
 def _llm_parts(result: ScenarioResult, limit: int | None) -> dict[int, list[str]]:
-    """Per iteration, its LLM calls: ``llm#k -> tools asked`` (or ``text``, ``failed``)."""
+    """Per iteration, its LLM calls: ``llm#k -> tools asked`` (or ``text``, ``failed``),
+    a target's call named by its conversation when it held several (``llm#2 researcher``)."""
     rows: dict[int, list[str]] = {}
+    named = {call: c.conversation for c in result.conversations for call in c.calls}
+
+    def llm(call: int) -> str:
+        return f"llm#{call} {named[call]}" if call in named else f"llm#{call}"
+
     for event in result.events:
         if isinstance(event, LLMFailedEvent):
             why = failure_text(event)
             if limit is not None and len(why) > limit:
                 why = why[:limit] + "…"
-            rows.setdefault(event.iteration, []).append(f"llm#{event.call} -> failed ({why})")
+            rows.setdefault(event.iteration, []).append(f"{llm(event.call)} -> failed ({why})")
         elif isinstance(event, LLMResponseEvent):
             names = event.tool_calls
-            text = f"llm#{event.call} -> " + (", ".join(names) if names else "text")
+            text = f"{llm(event.call)} -> " + (", ".join(names) if names else "text")
             if event.finish_reason == "length":
                 text += " (truncated)"
             rows.setdefault(event.iteration, []).append(text)
         elif isinstance(event, LLMRequestEvent):
-            rows.setdefault(event.iteration, []).append(f"llm#{event.call} -> ?")
+            rows.setdefault(event.iteration, []).append(f"{llm(event.call)} -> ?")
     for it, parts in rows.items():
         # A request without a response failed: the run's ending says how.
         rows[it] = [p.replace(" -> ?", " -> failed") for p in parts if not _superseded(p, parts)]

@@ -143,7 +143,7 @@ def _served(
     if scenario.llm.provider == "scripted":
         from harness.serve import create_app
 
-        return create_app(list(scenario.llm.script)), None
+        return create_app(list(scenario.llm.script), conversations=scenario.llm.conversations), None
     from harness.cassettes import CassetteSession
     from harness.external import CassetteApp
     from harness.project import project_relative
@@ -196,11 +196,13 @@ async def arun_target(
             config=config or scenario.agent.to_config(),
             root=scenario.root,
             tools=tools,
+            conversations=list(scenario.llm.conversations),
         )
     finally:
         if cassette is not None and not disable_recording:
             cassette.close()
     if cassette is not None:
         return result, cassette.session.remaining, cassette.refused
-    total = sum(step.repeat for step in scenario.llm.script)
+    scripts = [scenario.llm.script, *(rule.script for rule in scenario.llm.conversations)]
+    total = sum(step.repeat for script in scripts for step in script)
     return result, max(total - result.llm_calls, 0), None

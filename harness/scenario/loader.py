@@ -411,6 +411,19 @@ def _check_agent(
                 )
     elif llm.script:
         issue((*at, "llm", "script"), f"provider {llm.provider!r} does not use a script")
+    if llm.conversations and (at or getattr(scenario, "target", None) is None):
+        issue(
+            (*at, "llm", "conversations"),
+            "llm.conversations script a target's other conversations (docs/external.md"
+            "#several-conversations): harness's own agent holds one conversation; give a "
+            "sub-agent an llm: section of its own instead",
+        )
+    elif llm.conversations and llm.provider != "scripted":
+        issue(
+            (*at, "llm", "conversations"),
+            f"provider {llm.provider!r} answers from its cassette, not from scripts: "
+            "remove llm.conversations, or serve a script (provider: scripted)",
+        )
     elif at and llm.provider in RECORDED_PROVIDERS and llm.cassette is None:
         issue(
             (*at, "llm"),
@@ -508,7 +521,8 @@ def _check_expected_tools(
     scripted = scenario.llm.provider == "scripted"
     if scenario.target is not None and not scripted:
         return  # a recorded target's tools are its own: any name may be called
-    possible = defined | {c.name for s in scenario.llm.script for c in s.tool_calls}
+    scripts = [scenario.llm.script, *(rule.script for rule in scenario.llm.conversations)]
+    possible = defined | {c.name for script in scripts for s in script for c in s.tool_calls}
     guarded, named = _expected_tool_names(expect, top, scripted)
     for path, name in guarded:
         if name not in possible:

@@ -1,14 +1,17 @@
 """``harness serve``: a model server answering from a script, on every wire.
 
 It lets agents written in any language be tested against scripted replies, and
-lets recording be exercised with no internet. It is stateless (docs/recording.md):
-a request whose input holds k assistant replies gets the script's reply k+1. An
+lets recording be exercised with no internet (docs/recording.md). A request that starts
+a conversation and holds k assistant replies gets the script's reply k+1; a request that
+extends an earlier one gets the reply after that one's, from the script of its
+conversation (``conversations``: a scenario's ``llm.conversations``). An
 error step takes no position of its own: it fails one attempt at the next reply's
 position; attempts are counted per hash of the conversation, so a client's retry
 of the same request gets the reply. ``POST /v1/reset`` forgets those counts.
 
 The server is given its script steps; reading them from a scenario file is the
 command's job (``harness.cli.serve``). Modules: ``state`` (positions, attempts),
+``conversations`` (which conversation a request continues, and where in it it stands),
 ``answer`` (one handler for every wire of ``harness.wires``: read the request, pick the
 reply, write it), ``fit`` (a reply's calls against the tools offered), ``http`` (JSON,
 streams, errors), ``app`` (routes), ``running`` (uvicorn).

@@ -26,13 +26,13 @@ async def answer(request: Any, wire: Wire) -> Any:
     state: ScriptState = request.app.state.script
     body = await read_json(request)
     try:
-        asked = wire.served_request(body, len(state.positions))
+        asked = wire.served_request(body, state.known())
     except WireError as error:
         raise ApiError(error.status, error.message, error.code, error.param) from None
     if request_role(request.headers) == JUDGE_ROLE:
         reply = state.pick_judge()
     else:
-        reply = state.pick(asked.replies, asked.conversation, wire.api)
+        reply = state.pick_request(wire, body, asked)
     await check_reply(state, reply)
     check_fits(reply, wire.tool_offer(body))
     await state.hold(reply.step.latency if reply.step else 0)

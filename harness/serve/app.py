@@ -9,6 +9,7 @@ from starlette.applications import Starlette
 from starlette.responses import Response
 from starlette.routing import Route
 
+from harness.llm.config import ConversationRule
 from harness.llm.script import ScriptStep
 from harness.serve.answer import count_endpoint, endpoint
 from harness.serve.http import ApiError, http_error, json_response
@@ -45,9 +46,10 @@ def create_app(
     steps: Sequence[ScriptStep],
     max_delay: float = DEFAULT_MAX_DELAY,
     judge_steps: Sequence[ScriptStep] = (),
+    conversations: Sequence[ConversationRule] = (),
 ) -> Any:
     """The Starlette application answering from ``steps`` (and a judge's requests from
-    ``judge_steps``)."""
+    ``judge_steps``, the conversations ``conversations`` match from their scripts)."""
     app = Starlette(
         routes=[
             *(
@@ -68,7 +70,7 @@ def create_app(
         # 405 (an error step's) reaches the same handler, which answers it as raised.
         exception_handlers={404: http_error, 405: http_error, ApiError: http_error},
     )
-    app.state.script = ScriptState(steps, max_delay, judge_steps)
+    app.state.script = ScriptState(steps, max_delay, judge_steps, conversations)
     return app
 
 

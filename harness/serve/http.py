@@ -120,6 +120,6 @@ async def check_reply(state: ScriptState, reply: Reply) -> None:
     if reply.step is None:
         message = (
             f"script exhausted: this request holds {reply.n - 1} assistant replies and the "
-            f"script has {len(state.positions)}"
+            f"{reply.script} has {reply.length}"
         )
         raise ApiError(400, message, "script_exhausted")

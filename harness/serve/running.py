@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from harness.asgi import ServerLimits, serve_forever, serving_in_thread
+from harness.llm.config import ConversationRule
 from harness.llm.script import ScriptStep, parse_step
 from harness.serve.app import create_app, find_state
 from harness.serve.state import DEFAULT_MAX_DELAY
@@ -32,13 +33,15 @@ def serve(
     log_level: str = "info",
     on_started: Any = None,
     judge_steps: Sequence[ScriptStep] = (),
+    conversations: Sequence[ConversationRule] = (),
 ) -> None:
-    """Serve ``steps`` until SIGTERM or Ctrl-C (blocking; call it from the main thread).
+    """Serve ``steps`` (and ``conversations``, a scenario's ``llm.conversations``) until
+    SIGTERM or Ctrl-C (blocking; call it from the main thread).
 
     HarnessError when ``host:port`` cannot be listened on (a busy port, an unknown host).
     """
     serve_app(
-        create_app(steps, max_delay, judge_steps),
+        create_app(steps, max_delay, judge_steps, conversations),
         host,
         port,
         log_level=log_level,

@@ -11,8 +11,10 @@ from typing import Any
 
 from harness.canonical import canonical_json
 from harness.llm.chunks import LLMChunk, reply_chunks
+from harness.llm.config import ConversationRule
 from harness.llm.script import ScriptStep, wire_calls
-from harness.wires.neutral import ServedReply
+from harness.serve.conversations import Conversations
+from harness.wires.neutral import ServedReply, ServedRequest, Wire
 
 __all__ = ["DEFAULT_MAX_DELAY", "Reply", "ScriptState"]
 
@@ -51,11 +53,20 @@ class Reply:
         error: ScriptStep | None = None,
         number: int | None = None,
         judge: bool = False,
+        script: str = "script",
+        length: int = 0,
     ) -> None:
         self.n = n
         self.step = step
         self.error = error
         self.number = number  # the step's place in the script (1-based)
+        # The script answering (`script`, or a conversation's) and how many replies it holds.
+        self.script = script
+        self.length = length
+        # What its calls' ids start with: a conversation's own (call_c1_2_0), so that
+        # conversations sharing a history (a supervisor's workers) never repeat an id.
+        self.ids = "call"
+        self.tag = ""  # and its response ids (resp_harness_c1_2), for the same reason
         # A judge's verdict (from the judge script), not the agent's reply.
         self.judge = judge
 
@@ -63,7 +74,7 @@ class Reply:
         """The step's calls ``(id, name, arguments text)`` as the model sends them."""
         if self.step is None:
             return []
-        return wire_calls(self.step, self.n)
+        return wire_calls(self.step, self.n, self.ids)
 
     def chunks(self) -> list[LLMChunk]:
         """The reply streamed: the step's ``chunks`` as given, else cut as the API cuts."""
@@ -79,7 +90,7 @@ class Reply:
         calls = self.tool_calls()
         reasoning = self.step.reasoning if self.step else None
         return ServedReply(
-            self.n, content, calls, self.finish_reason(), self.usage(), chunks, reasoning
+            self.n, content, calls, self.finish_reason(), self.usage(), chunks, reasoning, self.tag
         )
 
     def usage(self) -> dict[str, int]:
@@ -103,8 +114,16 @@ class ScriptState:
         steps: Sequence[ScriptStep],
         max_delay: float = DEFAULT_MAX_DELAY,
         judge_steps: Sequence[ScriptStep] = (),
+        conversations: Sequence[ConversationRule] = (),
     ) -> None:
         self.positions, self.trailing_errors = _positions(steps)
+        # The scripts of llm.conversations, and which conversation each request is in.
+        self.scripts = [_positions(rule.script) for rule in conversations]
+        self.names = [
+            f"conversations[{n}] ({rule.name})" if rule.name else f"conversations[{n}]"
+            for n, rule in enumerate(conversations)
+        ]
+        self.conversations = Conversations(conversations)
         # A judge's replies (requests marked x-harness-role: judge), in turn.
         self.judge_steps = [s for s in judge_steps for _ in range(s.repeat)]
         self.judged = 0
@@ -138,8 +157,10 @@ class ScriptState:
         return loop.time() - started
 
     def reset(self) -> None:
-        """Forget the attempt counts, and start the judge script again."""
+        """Forget the attempt counts and the conversations, and start the judge script
+        again."""
         self.attempts.clear()
+        self.conversations.reset()
         self.judged = 0
 
     def pick_judge(self) -> Reply:
@@ -156,17 +177,47 @@ class ScriptState:
             return Reply(n + 1, None, step, judge=True)
         return Reply(n + 1, step, judge=True)
 
+    def known(self) -> int:
+        """The most replies a script holds (a chained request names one of them)."""
+        return max([len(self.positions), *(len(p) for p, _ in self.scripts)])
+
+    def pick_request(self, wire: Wire, body: dict[str, Any], asked: ServedRequest) -> Reply:
+        """The answer to a request: its conversation's script, at its place in it."""
+        place = self.conversations.place(wire, body, asked.replies)
+        if place.rule is None:
+            reply = self.pick(place.position, asked.conversation, wire.api)
+        else:
+            positions, trailing = self.scripts[place.rule]
+            reply = self._pick(place.position, positions, trailing, asked.conversation, wire.api)
+            reply.script, reply.length = self.names[place.rule], len(positions)
+            reply.ids, reply.tag = f"call_c{place.rule + 1}", f"c{place.rule + 1}_"
+        if reply.error is None and reply.step is not None:
+            self.conversations.keep(place, f"resp_harness_{reply.tag}{reply.n}")
+        return reply
+
     def pick(self, k: int, conversation: Any, api: str) -> Reply:
         """The answer to a request of ``api`` whose input holds ``k`` replies.
 
         Attempts are counted per endpoint: a 429 a chat request took does not use up the
         error step of the same conversation on /v1/responses.
         """
-        if k < len(self.positions):
-            position = self.positions[k]
+        reply = self._pick(k, self.positions, self.trailing_errors, conversation, api)
+        reply.length = len(self.positions)
+        return reply
+
+    def _pick(
+        self,
+        k: int,
+        positions: list[_Position],
+        trailing: list[ScriptStep],
+        conversation: Any,
+        api: str,
+    ) -> Reply:
+        if k < len(positions):
+            position = positions[k]
             errors, step, number = position.errors, position.reply, position.number
         else:
-            errors, step, number = self.trailing_errors, None, None
+            errors, step, number = trailing, None, None
         if not errors:
             # No error step fails this position: attempts do not matter, and hashing the
             # whole conversation would cost every request the length of the run.

@@ -166,6 +166,9 @@ class ServedReply:
     usage: dict[str, int]
     chunks: list[LLMChunk]
     reasoning: str | None = None
+    # What a response id names besides the reply's number: "" for the main script,
+    # "c1_" for the first llm.conversations entry's (resp_harness_c1_2).
+    tag: str = ""
 
 
 def arguments_text(value: Any) -> str | None:

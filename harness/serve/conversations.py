@@ -1,0 +1,205 @@
+"""Which conversation a model request belongs to, and where in it it stands.
+
+A target with several agents (agents as tools, a supervisor's workers) talks to the model
+in several conversations at once (docs/external.md#several-conversations). A request
+continues a conversation when its messages (read by its wire into harness's neutral
+messages) extend the messages of a request that conversation already sent, or when it is
+chained on a response of it (``previous_response_id``); otherwise it starts a new
+conversation, which the scenario's ``llm.conversations`` rules match by this first
+request (the first rule that matches wins; none: the main script).
+
+Every request is kept as a hash chain over its items (the wire's own message objects, as
+the client sends them again), so finding the longest earlier request it extends costs the
+request's own length at most, and only its new items when it extends the last request of
+its conversation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.canonical import canonical_json
+from harness.llm.config import ConversationMatch, ConversationRule
+from harness.messages import text_of
+from harness.wires.neutral import Wire
+
+__all__ = ["Conversations", "Place", "matching_rule"]
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a request stands: its conversation (``number``, 1 for the first one the run
+    started), the rule that scripts it (``rule``: its index in ``llm.conversations``, None
+    for the main script), its position in that script (0-based: the step it would get),
+    whether it repeats an earlier request exactly, and its key (the hash of its messages)."""
+
+    number: int
+    rule: int | None
+    position: int
+    repeat: bool
+    key: str
+    # The key of its messages but the last, and the last one's role and text.
+    stem: str = ""
+    last: tuple[str, str] | None = None
+
+
+def _digest(previous: str, value: Any) -> str:
+    return hashlib.sha256(f"{previous}\n{canonical_json(value)}".encode()).hexdigest()
+
+
+def _texts(messages: Sequence[Any], role: str) -> list[str]:
+    return [text_of(m.content) or "" for m in messages if getattr(m, "role", None) == role]
+
+
+def _matches(match: ConversationMatch, wire: Wire, body: dict[str, Any]) -> bool:
+    """Whether a conversation's first request ``body`` holds everything ``match`` asks."""
+    if match.model is not None and body.get("model") != match.model:
+        return False
+    if match.tools_include:
+        offered = set(wire.tool_offer(body).names)
+        if not set(match.tools_include) <= offered:
+            return False
+    if match.system_contains is None and match.user_contains is None:
+        return True
+    messages = [*wire.instructions(body), *wire.messages(wire.items(body))]
+    wanted = (("system", match.system_contains), ("user", match.user_contains))
+    return all(
+        any(text in found for found in _texts(messages, role))
+        for role, text in wanted
+        if text is not None
+    )
+
+
+def matching_rule(
+    rules: Sequence[ConversationRule], wire: Wire, body: dict[str, Any]
+) -> int | None:
+    """The index of the first rule whose match holds for a first request, else None."""
+    for index, rule in enumerate(rules):
+        if _matches(rule.match, wire, body):
+            return index
+    return None
+
+
+def _last(wire: Wire, items: list[Any]) -> tuple[str, str] | None:
+    """The role and text of the one message in ``items`` (None without text)."""
+    messages = wire.messages(items)
+    if len(messages) != 1:
+        return None
+    text = text_of(getattr(messages[0], "content", None))
+    return (messages[0].role, text) if isinstance(text, str) else None
+
+
+@dataclass(frozen=True)
+class _Node:
+    number: int
+    rule: int | None
+    position: int
+
+
+class Conversations:
+    """The conversations of one run (or of one server's life), request by request."""
+
+    def __init__(self, rules: Sequence[ConversationRule] = ()) -> None:
+        self.rules = list(rules)
+        # The key of every request kept -> its place; a response id -> the request's key;
+        # the key of a request's messages but its last -> (that last message's role and
+        # text, the request's key), for a client that merges its next turn into it.
+        self._nodes: dict[str, _Node] = {}
+        self._stems: dict[str, list[tuple[str, str, str]]] = {}
+        self._responses: dict[str, str] = {}
+        # The hash chain of the last request placed of each conversation start (the key
+        # after its first item): what the next request of it extends.
+        self._recent: dict[str, list[str]] = {}
+        self.started = 0
+
+    def reset(self) -> None:
+        """Forget every conversation."""
+        self._nodes.clear()
+        self._stems.clear()
+        self._responses.clear()
+        self._recent.clear()
+        self.started = 0
+
+    def place(self, wire: Wire, body: dict[str, Any], replies: int) -> Place:
+        """Where the request ``body`` of ``wire`` stands (``replies``: the model replies its
+        input holds, the position of a new main conversation, as a stateless server
+        counts them). Nothing is kept until ``keep``."""
+        previous = wire.previous(body)
+        start = self._responses.get(previous) if previous else None
+        items = wire.items(body)
+        chain = self._chain(start or _digest("", wire.instructions(body)), items)
+        key = chain[-1]
+        last = _last(wire, items[-1:])
+        stem = chain[-2] if items else ""
+        found = self._nodes.get(key)
+        if found is not None:
+            return Place(found.number, found.rule, found.position, True, key, stem, last)
+        parent = self._parent(chain, wire, items, bool(start))
+        if parent is not None:
+            number, rule, position = parent.number, parent.rule, parent.position + 1
+            return Place(number, rule, position, False, key, stem, last)
+        rule = matching_rule(self.rules, wire, body)
+        # A rule's conversation starts at its step 1 whatever history its first request
+        # carries (a supervisor's worker is sent the supervisor's messages).
+        position = replies if rule is None else 0
+        return Place(self.started + 1, rule, position, False, key, stem, last)
+
+    def _chain(self, head: str, items: list[Any]) -> list[str]:
+        """The hash chain over ``items`` after ``head``: the key of each prefix.
+
+        A client sends its whole history again each time: when the request extends the
+        last one of its conversation placed (the item where that one ended is the same),
+        only the new items are hashed, so a request costs its new part, not the run's.
+        """
+        first = _digest(head, items[0]) if items else head
+        known = self._recent.get(first)
+        chain = [head]
+        if known is not None and 1 < len(known) <= len(items) + 1:
+            sent = len(known) - 1  # the items of that request
+            # Its last item is this one's at the same place: the same history, extended.
+            if _digest(known[-2], items[sent - 1]) == known[-1]:
+                chain = known
+        for item in items[len(chain) - 1 :]:
+            chain.append(_digest(chain[-1], item))
+        self._recent[first] = chain
+        return chain
+
+    def _parent(
+        self, chain: list[str], wire: Wire, items: list[Any], chained: bool
+    ) -> _Node | None:
+        """The latest request kept that this one extends: its messages, then more; or
+        its messages with more text added to the last (smolagents sends a tool's result
+        merged into the user message before it)."""
+        for i in range(len(items) - 1, -1, -1):
+            stems = self._stems.get(chain[i], ())
+            message = _last(wire, items[i : i + 1]) if stems else None
+            for role, earlier, parent in stems:
+                if message is None or message[0] != role:
+                    continue
+                # Merged after a line break, as smolagents joins turns: a task that
+                # merely starts with another one's text is a conversation of its own.
+                text = message[1]
+                if text[len(earlier) : len(earlier) + 1].isspace() and text.startswith(earlier):
+                    return self._nodes[parent]
+            if (i or chained) and chain[i] in self._nodes:
+                return self._nodes[chain[i]]
+        return self._nodes.get(chain[0]) if chained else None
+
+    def keep(self, place: Place, response_id: str | None = None) -> None:
+        """Keep a request that was answered (and the id of its response, if any), so that
+        the requests extending it continue its conversation."""
+        if place.number > self.started:
+            self.started = place.number
+        if place.key not in self._nodes:
+            self._nodes[place.key] = _Node(place.number, place.rule, place.position)
+            if place.last is not None:
+                self._stems.setdefault(place.stem, []).append((*place.last, place.key))
+        if response_id is not None:
+            # Two conversations' responses may share an id (serve names a response by its
+            # reply's number): a chain on such an id is then read statelessly.
+            earlier = self._responses.setdefault(response_id, place.key)
+            if earlier != place.key:
+                self._responses[response_id] = ""
