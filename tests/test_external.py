@@ -53,7 +53,6 @@ FRAMEWORKS = {
     "gemini-sync": ["google.genai"],
     "gemini-stream": ["google.genai"],
     "pydantic-ai-google": ["google.genai", "pydantic_ai.models.google"],
-    # ADK pins an OpenTelemetry SDK older than the otel extra's: not in the test extra.
     "adk": ["google.adk"],
 }
 

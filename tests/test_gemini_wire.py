@@ -7,7 +7,6 @@ ADK, talking over HTTP to harness's server on 127.0.0.1.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -207,9 +206,7 @@ def test_calls_without_ids_are_matched_to_their_results_by_order_and_name():
         "        - {name: get_weather, arguments: {city: Rome}, id: null}\n"
         "    - content: done\n"
     )
-    clients = ["gemini_sdk:answer", "pydantic_ai_google:answer"]
-    if importlib.util.find_spec("google.adk") is not None:  # not in the test extra
-        clients.append("adk_agent:answer")
+    clients = ["gemini_sdk:answer", "pydantic_ai_google:answer", "adk_agent:answer"]
     for fn in clients:
         result = run_text(target(fn, script))
         calls = [(c.id, c.name, c.result, c.status) for c in result.tool_calls]

@@ -256,7 +256,7 @@ class GeminiWire:
     def tool_offer(self, body: dict[str, Any]) -> ToolOffer:
         """The declared functions, ``mode: NONE``, and the one function ``mode: ANY``
         with one allowed name forces (several allowed names narrow the offer)."""
-        names = [spec.name for spec in self.tools(body.get("tools")) if spec.name]
+        names = _declared_names(body.get("tools"))
         config = field(field(body, "toolConfig"), "functionCallingConfig")
         mode = str(field(config, "mode") or "AUTO").upper()
         allowed = field(config, "allowedFunctionNames")
@@ -353,6 +353,18 @@ def _system_text(body: dict[str, Any]) -> str | None:
     if isinstance(system, str):
         return system
     return _text(_parts(system))
+
+
+def _declared_names(tools: Any) -> list[str]:
+    """The names of the function declarations in ``tools``: all a fit check needs, read on
+    every request without converting any declaration's schema (``tools`` does that)."""
+    names: list[str] = []
+    for tool in tools if isinstance(tools, list) else []:
+        declarations = field(tool, "functionDeclarations")
+        if isinstance(declarations, list):
+            found = (field(declaration, "name") for declaration in declarations)
+            names.extend(name for name in found if isinstance(name, str) and name)
+    return names
 
 
 def _parameters(declaration: dict[str, Any]) -> dict[str, Any] | None:

@@ -45,13 +45,20 @@ _DOMAIN = "harness"
 _ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
 
 
+# camelCase field name -> its snake_case spelling, made once per name (field() is called
+# for every part of every request: spelling the name anew each time was a hot spot).
+_SNAKE: dict[str, str] = {}
+
+
 def field(value: Any, camel: str) -> Any:
     """``value[camel]``, or its snake_case spelling (the API reads both), else None."""
     if not isinstance(value, dict):
         return None
     if camel in value:
         return value[camel]
-    snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in camel)
+    snake = _SNAKE.get(camel)
+    if snake is None:
+        snake = _SNAKE[camel] = "".join(f"_{c.lower()}" if c.isupper() else c for c in camel)
     return value.get(snake)
 
 
