@@ -20,7 +20,11 @@ KEY = "AIzaCanary7Qw3Zp9Xv2Rt8Ym4Kd6Hs1Jb5Nc0"
 OFFLINE = "http://127.0.0.1:9"
 
 SCRIPT = [
-    {"tool_calls": [{"get_weather": {"city": "Paris"}}, {"get_weather": {"city": "Rome"}}]},
+    {
+        # A thinking model's reply: its first call carries the reasoning's signature.
+        "reasoning": "Both cities at once.",
+        "tool_calls": [{"get_weather": {"city": "Paris"}}, {"get_weather": {"city": "Rome"}}],
+    },
     # The model echoes the key it was given: the cassette must not keep it.
     {
         "content": f"Paris 18C, Rome 24C (key {KEY})",
@@ -81,6 +85,9 @@ def test_recorded_through_harness_serve_then_replayed_offline_with_no_key(
         "parts": [{"text": "What's the weather in Paris and Rome?"}],
         "role": "user",
     }
+    # The signature went back with the call it came on, as the API requires.
+    model_turn = interactions[1]["request"]["parsed_body"]["contents"][1]
+    assert ["thoughtSignature" in part for part in model_turn["parts"]] == [True, False]
 
     monkeypatch.delenv("GEMINI_API_KEY")
     scenario(file, OFFLINE, stream)
