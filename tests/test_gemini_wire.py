@@ -155,7 +155,6 @@ def test_malformed_arguments_are_answered_as_a_malformed_function_call():
     assert reply.function_calls is None
 
 
-
 def _thinking_config(include: bool):
     return config().model_copy(
         update={"thinking_config": types.ThinkingConfig(include_thoughts=include)}
