@@ -424,11 +424,11 @@ def test_one_script_gives_the_same_run_on_every_wire_and_client(project, case):
     assert {client: thoughts[client] for client in carried} == dict.fromkeys(carried, said)
 
 
-WIRES = ["openai-chat", "openai-responses", "anthropic"]
+WIRES = ["openai-chat", "openai-responses", "anthropic", "gemini"]
 MATRIX = """\
 name: conformance
 matrix:
-  wire: [openai-chat, openai-responses, anthropic]
+  wire: [openai-chat, openai-responses, anthropic, gemini]
 target:
   python: {module}:{fn}
   timeout: 60
@@ -451,7 +451,7 @@ def test_a_wire_matrix_serves_the_script_on_each_wire_to_the_agent(project):
         f"conformance[wire={wire}]" for wire in WIRES
     ]
     runs = [run_scenario(v) for v in variants]
-    assert [r.status for r in runs] == ["passed"] * 3
+    assert [r.status for r in runs] == ["passed"] * 4
     first = observed(runs[0])
     assert first["calls"] == [
         ("call_1_0", "lookup", {"q": "one"}, "found one", "ok", 1, 1),
@@ -468,9 +468,12 @@ def test_an_agent_on_another_wire_than_its_combinations_is_refused(project):
     path = folder / "conformance.scenario.yaml"
     path.write_text(MATRIX.format(module=module, fn="always_chat"))
     runs = [run_scenario(v) for v in expand_matrix(load_scenario(path))]
-    assert [r.termination for r in runs] == ["completed", "error", "error"]
+    assert [r.termination for r in runs] == ["completed", "error", "error", "error"]
     assert "this run serves the anthropic wire only (matrix wire: anthropic)" in (
         runs[2].final.error.message
+    )
+    assert "this run serves the gemini wire only (matrix wire: gemini)" in (
+        runs[3].final.error.message
     )
 
 
@@ -487,7 +490,8 @@ def test_bad_wire_matrices_are_load_errors_at_their_line(project, matrix, messag
 
     folder, module = project
     text = MATRIX.format(module=module, fn="any_wire").replace(
-        "matrix:\n  wire: [openai-chat, openai-responses, anthropic]\n", f"matrix: {matrix}\n"
+        "matrix:\n  wire: [openai-chat, openai-responses, anthropic, gemini]\n",
+        f"matrix: {matrix}\n",
     )
     path = folder / "bad.scenario.yaml"
     path.write_text(text)
