@@ -1,12 +1,15 @@
-"""One script served to the real SDK clients of every wire gives the same run.
+"""One script served to the real SDK clients of every wire gives the same run
+(docs/wires.md#conformance).
 
-A target agent on the ``openai`` SDK (Chat Completions) and one on the ``anthropic`` SDK
-(the Messages API), each whole and streamed, with the SDKs' own retries, are run against
-harness's server on 127.0.0.1 on the same scripts: parallel calls, a tool error, a 429 then
-success, malformed arguments, a streamed reply with reasoning, stagnation stop. The runs
-harness rebuilds from what crossed the boundary (tool_calls / tool messages on one wire,
-tool_use / tool_result blocks on the other) must agree on the trajectory, the tool results
-and the termination.
+Agents on the ``openai`` SDK (Chat Completions and the Responses API), the ``anthropic`` SDK
+(the Messages API: whole, its stream helper and its raw event stream) and the
+``google-genai`` SDK (the Gemini API), each whole and streamed, with the SDKs' own retries
+and a turn limit of their own, are run against harness's server on 127.0.0.1 on the same
+scripts: parallel calls, a tool error, a 429 then success, malformed arguments, a streamed
+reply with reasoning, stagnation stop, the loop's own limit. The runs harness rebuilds from
+what crossed the boundary must agree on the trajectory, the tool results and the
+termination; where a client differs by its SDK's or its API's own doing, the test says
+what it does instead.
 """
 
 from __future__ import annotations
@@ -367,7 +370,7 @@ def run_case(folder, module: str, client: str, case: str):
 
 
 # Where a leg differs from the others by its SDK's or its API's own behaviour, not harness's:
-# (case, client) -> what is observed instead (checked in the_client_s_own_difference).
+# the (case, client) pairs, each checked by the_client_s_own_difference.
 OWN_DIFFERENCES = {
     ("malformed arguments", "messages_stream"),
     ("malformed arguments", "gemini"),
