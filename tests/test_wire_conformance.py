@@ -372,7 +372,7 @@ def run_case(folder, module: str, client: str, case: str):
 
 
 # Where a leg differs from the others by its SDK's or its API's own behaviour, not harness's:
-# the (case, client) pairs, each checked by the_client_s_own_difference.
+# the (case, client) pairs, each checked by check_own_difference.
 OWN_DIFFERENCES = {
     ("malformed arguments", "messages_stream"),
     ("malformed arguments", "gemini"),
@@ -381,7 +381,7 @@ OWN_DIFFERENCES = {
 ENDINGS = {"stagnation stop": "stagnation", "the framework's own limit": "max_iterations"}
 
 
-def the_client_s_own_difference(case: str, client: str, run: dict, result) -> None:
+def check_own_difference(case: str, client: str, run: dict, result) -> None:
     """Arguments that are no JSON: the anthropic SDK's stream helper parses a call's
     streamed input itself and raises, so the call never runs; the Gemini API cannot carry
     them at all (a call's args are an object), so the reply is the API's answer to a call
@@ -410,7 +410,7 @@ def test_one_script_gives_the_same_run_on_every_wire_and_client(project, case):
         thoughts[client] = list(sys.modules[module].THOUGHTS)
         sys.modules[module].THOUGHTS.clear()
         if (case, client) in OWN_DIFFERENCES:
-            the_client_s_own_difference(case, client, runs.pop(client), result)
+            check_own_difference(case, client, runs.pop(client), result)
     reference = runs["chat"]
     for client, run in runs.items():
         assert run == reference, client
