@@ -288,6 +288,18 @@ def test_a_foreign_cassette_freezes_into_a_scenario_that_passes(tmp_path, capsys
     assert scenario["expect"]["final"]["equals"] == answer
 
 
+def test_thinking_blocks_freeze_into_the_steps_reasoning(tmp_path):
+    out = tmp_path / "frozen.scenario.yaml"
+    name = "pydantic-ai-test_anthropic_tool_with_thinking.yaml"
+    assert freeze_main([str(FOREIGN / name), "-o", str(out)]) == 0
+    steps = yaml.safe_load(out.read_text())["llm"]["script"]
+    assert steps[0]["reasoning"].startswith(
+        'The user is asking about the largest city in "the user country".'
+    )
+    assert steps[0]["reasoning"].endswith("Let me call the get_user_country function first.")
+    assert steps[0]["tool_calls"][0]["name"] == "get_user_country"
+
+
 @pytest.mark.parametrize("name", sorted(OUTPUT_TOOL))
 def test_a_recording_that_ends_on_an_output_tool_freezes_into_a_run_that_ends_there(
     tmp_path, capsys, name

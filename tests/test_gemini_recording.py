@@ -20,7 +20,11 @@ KEY = "AIzaCanary7Qw3Zp9Xv2Rt8Ym4Kd6Hs1Jb5Nc0"
 OFFLINE = "http://127.0.0.1:9"
 
 SCRIPT = [
-    {"tool_calls": [{"get_weather": {"city": "Paris"}}, {"get_weather": {"city": "Rome"}}]},
+    {
+        # A thinking model's reply: its first call carries the reasoning's signature.
+        "reasoning": "Both cities at once.",
+        "tool_calls": [{"get_weather": {"city": "Paris"}}, {"get_weather": {"city": "Rome"}}],
+    },
     # The model echoes the key it was given: the cassette must not keep it.
     {
         "content": f"Paris 18C, Rome 24C (key {KEY})",
@@ -81,6 +85,9 @@ def test_recorded_through_harness_serve_then_replayed_offline_with_no_key(
         "parts": [{"text": "What's the weather in Paris and Rome?"}],
         "role": "user",
     }
+    # The signature went back with the call it came on, as the API requires.
+    model_turn = interactions[1]["request"]["parsed_body"]["contents"][1]
+    assert ["thoughtSignature" in part for part in model_turn["parts"]] == [True, False]
 
     monkeypatch.delenv("GEMINI_API_KEY")
     scenario(file, OFFLINE, stream)
@@ -310,3 +317,63 @@ def test_a_key_the_api_refuses_is_never_recorded(tmp_path, monkeypatch):
     assert "the API refused the key (HTTP 400: API key not valid." in message
     assert KEY[8:20] not in message
     assert not (tmp_path / "weather.yaml").exists()
+
+
+THINKING_AGENT = '''
+from google import genai
+from google.genai import types
+
+CONFIG = types.GenerateContentConfig(
+    tools=[types.Tool(function_declarations=[types.FunctionDeclaration(
+        name="get_weather",
+        parameters_json_schema={"type": "object", "properties": {"city": {"type": "string"}}},
+    )])],
+    automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+    thinking_config=types.ThinkingConfig(include_thoughts=True),
+)
+
+
+def answer(question):
+    """A streamed loop that asks for the model's thoughts and sends its turns back whole."""
+    client = genai.Client()
+    contents = [types.Content(role="user", parts=[types.Part(text=question)])]
+    for _ in range(5):
+        parts = []
+        for chunk in client.models.generate_content_stream(
+                model="gemini-2.5-flash", contents=contents, config=CONFIG):
+            parts += chunk.parts or []
+        contents.append(types.Content(role="model", parts=parts))
+        calls = [part.function_call for part in parts if part.function_call]
+        if not calls:
+            return "".join(part.text for part in parts if part.text and not part.thought)
+        results = [types.FunctionResponse(id=c.id, name=c.name, response={"result": "18C"})
+                   for c in calls]
+        contents.append(types.Content(
+            role="user", parts=[types.Part(function_response=r) for r in results]))
+'''
+
+
+def test_a_gemini_targets_thoughts_freeze_into_the_steps_reasoning(tmp_path, monkeypatch):
+    from harness.cli import main
+
+    (tmp_path / "gemini_thinking_target.py").write_text(THINKING_AGENT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("GEMINI_API_KEY", KEY)
+    file = tmp_path / "target.scenario.yaml"
+    script = [{"reasoning": "Paris first.", **TARGET_SCRIPT[0]}, TARGET_SCRIPT[1]]
+    with running_server(script) as url:
+        target_scenario(file, url.removesuffix("/v1"))
+        file.write_text(
+            file.read_text().replace(
+                "scenarios.external.agents.gemini_sdk", "gemini_thinking_target"
+            )
+        )
+        assert run_scenario(file, record_mode="once").status == "passed"
+    monkeypatch.delenv("GEMINI_API_KEY")
+
+    frozen = tmp_path / "frozen.scenario.yaml"
+    assert main(["freeze", "--scenario", str(file), "-o", str(frozen)]) == 0
+    steps = yaml.safe_load(frozen.read_text())["llm"]["script"]
+    assert [step.get("reasoning") for step in steps] == ["Paris first.", None]
+    replayed = run_scenario(frozen)
+    assert replayed.status == "passed", [e for e in replayed.expectations if not e.ok]

@@ -154,6 +154,36 @@ def test_malformed_arguments_are_answered_as_a_malformed_function_call():
     assert reply.function_calls is None
 
 
+def _thinking_config(include: bool):
+    return config().model_copy(
+        update={"thinking_config": types.ThinkingConfig(include_thoughts=include)}
+    )
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_steps_reasoning_is_a_thought_part_when_asked_and_signs_the_first_call(streamed):
+    steps = [{"reasoning": "Paris first.", "tool_calls": [{"get_weather": {"city": "Paris"}}] * 2}]
+    contents = [types.Content(role="user", parts=[types.Part(text="weather?")])]
+    with running_server(steps) as url:
+        c = client(url)
+        replies = []
+        # The same conversation twice is a retry: the same reply, with and without thoughts.
+        for include in (True, False):
+            asked = {"model": "m", "contents": contents, "config": _thinking_config(include)}
+            if streamed:
+                chunks = c.models.generate_content_stream(**asked)
+                replies.append([part for chunk in chunks for part in chunk.parts or []])
+            else:
+                replies.append(c.models.generate_content(**asked).parts)
+    thought, first, second = replies[0]
+    assert (thought.thought, thought.text) == (True, "Paris first.")
+    # The signature is bytes to the SDK, on the first call only; a client that does
+    # not ask for thoughts (the API's default) gets the signature and no thought.
+    assert first.function_call.name == "get_weather" and first.thought_signature
+    assert second.function_call and second.thought_signature is None
+    assert [p.thought_signature for p in replies[1]] == [first.thought_signature, None]
+
+
 # -- targets on the Gemini wire ---------------------------------------------------------------
 
 

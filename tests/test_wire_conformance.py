@@ -1,12 +1,15 @@
-"""One script served to the real SDK clients of every wire gives the same run.
+"""One script served to the real SDK clients of every wire gives the same run
+(docs/wires.md#conformance).
 
-A target agent on the ``openai`` SDK (Chat Completions) and one on the ``anthropic`` SDK
-(the Messages API), each whole and streamed, with the SDKs' own retries, are run against
-harness's server on 127.0.0.1 on the same scripts: parallel calls, a tool error, a 429 then
-success, malformed arguments, a streamed reply with reasoning, stagnation stop. The runs
-harness rebuilds from what crossed the boundary (tool_calls / tool messages on one wire,
-tool_use / tool_result blocks on the other) must agree on the trajectory, the tool results
-and the termination.
+Agents on the ``openai`` SDK (Chat Completions and the Responses API), the ``anthropic`` SDK
+(the Messages API: whole, its stream helper and its raw event stream) and the
+``google-genai`` SDK (the Gemini API), each whole and streamed, with the SDKs' own retries
+and a turn limit of their own, are run against harness's server on 127.0.0.1 on the same
+scripts: parallel calls, a tool error, a 429 then success, malformed arguments, a streamed
+reply with reasoning, stagnation stop, the loop's own limit. The runs harness rebuilds from
+what crossed the boundary must agree on the trajectory, the tool results and the
+termination; where a client differs by its SDK's or its API's own doing, the test says
+what it does instead.
 """
 
 from __future__ import annotations
@@ -17,18 +20,41 @@ import textwrap
 import pytest
 
 pytest.importorskip("anthropic", reason="the Messages API's client is the anthropic SDK")
+pytest.importorskip("google.genai", reason="the Gemini API's client is the google-genai SDK")
 
 from harness.scenario import run_scenario
 
 AGENT = '''
 import json
 import os
+
 import anthropic
 import openai
+from google import genai
+from google.genai import types
 
-CHAT_TOOLS = [{"type": "function", "function": {"name": "lookup", "parameters": {
-    "type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}}]
-MESSAGES_TOOLS = [{"name": "lookup", "input_schema": CHAT_TOOLS[0]["function"]["parameters"]}]
+PARAMETERS = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+CHAT_TOOLS = [{"type": "function", "function": {"name": "lookup", "parameters": PARAMETERS}}]
+RESPONSES_TOOLS = [{"type": "function", "name": "lookup", "parameters": PARAMETERS}]
+MESSAGES_TOOLS = [{"name": "lookup", "input_schema": PARAMETERS}]
+GEMINI_CONFIG = types.GenerateContentConfig(
+    tools=[types.Tool(function_declarations=[
+        types.FunctionDeclaration(name="lookup", parameters_json_schema=PARAMETERS)])],
+    automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+    thinking_config=types.ThinkingConfig(include_thoughts=True),
+)
+# Each loop's own limit on model requests, as agent frameworks have one.
+MAX_TURNS = 6
+# The model's reasoning texts each loop was given (thinking blocks, thought parts).
+THOUGHTS = []
+
+
+class MaxTurnsExceeded(Exception):
+    """The loop's own limit (named as the Agents SDK names its own)."""
+
+
+def limit():
+    return MaxTurnsExceeded(f"Max turns ({MAX_TURNS}) exceeded")
 
 
 def lookup(text):
@@ -45,7 +71,7 @@ def lookup(text):
 def chat(question, stream=False):
     client = openai.OpenAI(max_retries=2)
     messages = [{"role": "user", "content": question}]
-    while True:
+    for _ in range(MAX_TURNS):
         if stream:
             with client.chat.completions.stream(model="m", messages=messages, tools=CHAT_TOOLS) as s:
                 for _ in s:
@@ -60,61 +86,162 @@ def chat(question, stream=False):
         for call in message.tool_calls:
             result = lookup(call.function.arguments)
             messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+    raise limit()
 
 
 def chat_stream(question):
     return chat(question, stream=True)
 
 
-def _arguments(block):
-    return block.input if isinstance(block.input, str) else json.dumps(block.input)
-
-
-def messages(question, stream=False):
-    client = anthropic.Anthropic(max_retries=2)
-    turns = [{"role": "user", "content": question}]
-    asked = {"model": "m", "max_tokens": 1024, "tools": MESSAGES_TOOLS}
-    while True:
+def responses(question, stream=False):
+    """A stateless loop (store off): every output item goes back in ``input``, reasoning
+    items with their encrypted content, as the API asks of reasoning models."""
+    client = openai.OpenAI(max_retries=2)
+    items = [{"role": "user", "content": question}]
+    asked = {"model": "m", "tools": RESPONSES_TOOLS, "store": False,
+             "include": ["reasoning.encrypted_content"], "reasoning": {"summary": "auto"}}
+    for _ in range(MAX_TURNS):
         if stream:
-            with client.messages.stream(messages=turns, **asked) as s:
+            with client.responses.stream(input=items, **asked) as s:
                 for _ in s:
                     pass
-                message = s.get_final_message()
+                response = s.get_final_response()
         else:
-            message = client.messages.create(messages=turns, **asked)
-        turns.append({"role": "assistant", "content": message.content})
-        calls = [b for b in message.content if b.type == "tool_use"]
-        if not calls:
-            return "".join(b.text for b in message.content if b.type == "text")
-        results = []
-        for block in calls:
-            text = lookup(_arguments(block))
-            results.append({"type": "tool_result", "tool_use_id": block.id, "content": text,
-                            "is_error": text.startswith("error:")})
-        turns.append({"role": "user", "content": results})
-
-
-def messages_stream(question):
-    return messages(question, stream=True)
-
-
-def responses(question):
-    client = openai.OpenAI(max_retries=2)
-    tools = [{"type": "function", **CHAT_TOOLS[0]["function"]}]
-    items = [{"role": "user", "content": question}]
-    while True:
-        response = client.responses.create(model="m", input=items, tools=tools)
-        items += [item.model_dump(exclude_none=True) for item in response.output]
+            response = client.responses.create(input=items, **asked)
+        items += [item.model_dump(exclude_none=True, exclude={"parsed_arguments"})
+                  for item in response.output]
+        THOUGHTS.extend(part.text for item in response.output if item.type == "reasoning"
+                        for part in item.summary)
         calls = [item for item in response.output if item.type == "function_call"]
         if not calls:
             return response.output_text
         items += [{"type": "function_call_output", "call_id": c.call_id,
                    "output": lookup(c.arguments)} for c in calls]
+    raise limit()
+
+
+def responses_stream(question):
+    return responses(question, stream=True)
+
+
+def _events(client, turns, asked):
+    """The content blocks of the raw event stream (``messages.create(stream=True)``): a
+    call's input is the text its ``input_json_delta`` pieces add up to."""
+    blocks = []
+    for event in client.messages.create(messages=turns, stream=True, **asked):
+        if event.type == "content_block_start":
+            blocks.append(event.content_block.model_dump(exclude_none=True))
+            if event.content_block.type == "tool_use":
+                blocks[-1]["input"] = ""
+        elif event.type == "content_block_delta":
+            block, delta = blocks[event.index], event.delta
+            if delta.type == "text_delta":
+                block["text"] += delta.text
+            elif delta.type == "input_json_delta":
+                block["input"] += delta.partial_json
+            elif delta.type == "thinking_delta":
+                block["thinking"] += delta.thinking
+            elif delta.type == "signature_delta":
+                block["signature"] = delta.signature
+    return blocks
+
+
+def _sent_back(block):
+    """A block as the next request carries it: a call's input as an object when its
+    text is JSON (else as the text it is)."""
+    if block["type"] != "tool_use" or not isinstance(block["input"], str):
+        return block
+    try:
+        return {**block, "input": json.loads(block["input"] or "{}")}
+    except ValueError:
+        return block
+
+
+def messages(question, stream=None):
+    """``stream``: None for whole replies, "helper" for the SDK's ``messages.stream``,
+    "events" for the raw event stream."""
+    client = anthropic.Anthropic(max_retries=2)
+    turns = [{"role": "user", "content": question}]
+    asked = {"model": "m", "max_tokens": 1024, "tools": MESSAGES_TOOLS}
+    for _ in range(MAX_TURNS):
+        if stream == "events":
+            content = _events(client, turns, asked)
+        elif stream == "helper":
+            with client.messages.stream(messages=turns, **asked) as s:
+                for _ in s:
+                    pass
+                content = [b.model_dump(exclude_none=True, warnings=False)
+                           for b in s.get_final_message().content]
+        else:
+            message = client.messages.create(messages=turns, **asked)
+            content = [b.model_dump(exclude_none=True, warnings=False) for b in message.content]
+        THOUGHTS.extend(b["thinking"] for b in content if b["type"] == "thinking")
+        turns.append({"role": "assistant", "content": [_sent_back(b) for b in content]})
+        calls = [b for b in content if b["type"] == "tool_use"]
+        if not calls:
+            return "".join(b["text"] for b in content if b["type"] == "text")
+        results = []
+        for block in calls:
+            given = block["input"]
+            text = lookup((given or "{}") if isinstance(given, str) else json.dumps(given))
+            results.append({"type": "tool_result", "tool_use_id": block["id"], "content": text,
+                            "is_error": text.startswith("error:")})
+        turns.append({"role": "user", "content": results})
+    raise limit()
+
+
+def messages_stream(question):
+    return messages(question, stream="helper")
+
+
+def messages_events(question):
+    return messages(question, stream="events")
+
+
+def _gemini_results(calls):
+    """A user turn answering each call by id and name (an error under "error")."""
+    parts = []
+    for call in calls:
+        text = lookup(json.dumps(call.args or {}))
+        response = {"error": text} if text.startswith("error:") else {"result": text}
+        answer = types.FunctionResponse(id=call.id, name=call.name, response=response)
+        parts.append(types.Part(function_response=answer))
+    return types.Content(role="user", parts=parts)
+
+
+def gemini(question, stream=False):
+    """The model turn goes back as it came, thought parts and signatures included (the
+    SDK retries a 429 only when told to)."""
+    retry = types.HttpRetryOptions(
+        attempts=3, initial_delay=0.01, max_delay=0.01, http_status_codes=[429])
+    client = genai.Client(http_options=types.HttpOptions(retry_options=retry))
+    contents = [types.Content(role="user", parts=[types.Part(text=question)])]
+    for _ in range(MAX_TURNS):
+        if stream:
+            parts = []
+            for chunk in client.models.generate_content_stream(
+                    model="m", contents=contents, config=GEMINI_CONFIG):
+                parts += chunk.parts or []
+        else:
+            reply = client.models.generate_content(model="m", contents=contents, config=GEMINI_CONFIG)
+            parts = reply.parts or []
+        THOUGHTS.extend(part.text for part in parts if part.thought)
+        contents.append(types.Content(role="model", parts=parts))
+        calls = [part.function_call for part in parts if part.function_call]
+        if not calls:
+            return "".join(part.text for part in parts if part.text and not part.thought)
+        contents.append(_gemini_results(calls))
+    raise limit()
+
+
+def gemini_stream(question):
+    return gemini(question, stream=True)
 
 
 def any_wire(question):
     """The agent on the API harness names (HARNESS_WIRE, a wire matrix's combination)."""
-    agent = {"openai-chat": chat, "openai-responses": responses, "anthropic": messages}
+    agent = {"openai-chat": chat, "openai-responses": responses, "anthropic": messages,
+             "gemini": gemini}
     return agent[os.environ["HARNESS_WIRE"]](question)
 
 
@@ -122,7 +249,19 @@ def always_chat(question):
     return chat(question)
 '''
 
-CLIENTS = ["chat", "chat_stream", "messages", "messages_stream"]
+# The legs: each wire's SDK, whole and streamed. messages_stream is the anthropic SDK's
+# stream helper, messages_events its raw event stream (both documented by the SDK).
+CLIENTS = [
+    "chat",
+    "chat_stream",
+    "responses",
+    "responses_stream",
+    "messages",
+    "messages_stream",
+    "messages_events",
+    "gemini",
+    "gemini_stream",
+]
 
 CASES = {
     "parallel calls": """\
@@ -167,6 +306,17 @@ CASES = {
               repeat: 8
             - content: never
         """,
+    "the framework's own limit": """\
+        llm:
+          script:
+            - tool_calls: [{lookup: {q: one}}]
+            - tool_calls: [{lookup: {q: two}}]
+            - tool_calls: [{lookup: {q: three}}]
+            - tool_calls: [{lookup: {q: four}}]
+            - tool_calls: [{lookup: {q: five}}]
+            - tool_calls: [{lookup: {q: six}}]
+            - content: never
+        """,
 }
 
 
@@ -182,6 +332,9 @@ def project(tmp_path, monkeypatch, fresh_plugins):
         "OPENAI_BASE_URL",
         "ANTHROPIC_API_KEY",
         "ANTHROPIC_BASE_URL",
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+        "GOOGLE_GEMINI_BASE_URL",
     ):
         monkeypatch.delenv(variable, raising=False)
     yield tmp_path, name
@@ -218,33 +371,69 @@ def run_case(folder, module: str, client: str, case: str):
     return run_scenario(path)
 
 
+# Where a leg differs from the others by its SDK's or its API's own behaviour, not harness's:
+# the (case, client) pairs, each checked by check_own_difference.
+OWN_DIFFERENCES = {
+    ("malformed arguments", "messages_stream"),
+    ("malformed arguments", "gemini"),
+    ("malformed arguments", "gemini_stream"),
+}
+ENDINGS = {"stagnation stop": "stagnation", "the framework's own limit": "max_iterations"}
+
+
+def check_own_difference(case: str, client: str, run: dict, result) -> None:
+    """Arguments that are no JSON: the anthropic SDK's stream helper parses a call's
+    streamed input itself and raises, so the call never runs; the Gemini API cannot carry
+    them at all (a call's args are an object), so the reply is the API's answer to a call
+    the model could not form, ``finishReason: MALFORMED_FUNCTION_CALL`` with no parts, and
+    the loop ends with no call and no text."""
+    assert case == "malformed arguments"
+    if client == "messages_stream":
+        assert run["termination"] == "error"
+        assert run["error"].exception == "ValueError"
+        assert "Unable to parse tool parameter JSON" in run["error"].message
+        assert run["calls"] == [("call_1_0", "lookup", {}, None, "not_run", 1, 1)]
+        return
+    assert (run["termination"], run["llm_calls"], run["calls"]) == ("completed", 1, [])
+    assert run["final"] == ""
+    finishes = [e["finish_reason"] for e in result.events if e["event"] == "llm_response"]
+    assert finishes == ["malformed_function_call"]
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_one_script_gives_the_same_run_on_every_wire_and_client(project, case):
     folder, module = project
-    runs = {client: observed(run_case(folder, module, client, case)) for client in CLIENTS}
+    runs, thoughts = {}, {}
+    for client in CLIENTS:
+        result = run_case(folder, module, client, case)
+        runs[client] = observed(result)
+        thoughts[client] = list(sys.modules[module].THOUGHTS)
+        sys.modules[module].THOUGHTS.clear()
+        if (case, client) in OWN_DIFFERENCES:
+            check_own_difference(case, client, runs.pop(client), result)
     reference = runs["chat"]
-    if case == "malformed arguments":
-        # The anthropic SDK's stream helper parses a call's streamed input itself and
-        # raises on text that is no JSON: that client fails where the others hand the text
-        # to the tool. harness observes the failure, with the call it never ran.
-        failed = runs.pop("messages_stream")
-        assert failed["termination"] == "error"
-        assert failed["error"].exception == "ValueError"
-        assert "Unable to parse tool parameter JSON" in failed["error"].message
-        assert failed["calls"] == [("call_1_0", "lookup", {}, None, "not_run", 1, 1)]
-        assert reference["calls"][0][3] == "error: bad arguments (JSONDecodeError)"
     for client, run in runs.items():
         assert run == reference, client
-    ending = {"stagnation stop": "stagnation"}.get(case, "completed")
-    assert reference["termination"] == ending
+    assert reference["termination"] == ENDINGS.get(case, "completed")
     assert reference["calls"], reference
+    if case == "malformed arguments":
+        # The clients that hand the text to the tool: its error says so.
+        assert reference["calls"][0][3] == "error: bad arguments (JSONDecodeError)"
+    if case == "the framework's own limit":
+        assert reference["error"].exception == "MaxTurnsExceeded"
+        assert reference["llm_calls"] == 6
+    # The reasoning reaches the clients of the wires that carry its text: Responses
+    # reasoning summaries, Anthropic thinking blocks, Gemini thought parts (each asked
+    # for as the API wants); Chat Completions has no place for it.
+    said = ["One lookup will do.", "That answers it."] if case == "reasoning" else []
+    assert thoughts == {client: [] if "chat" in client else said for client in CLIENTS}
 
 
-WIRES = ["openai-chat", "openai-responses", "anthropic"]
+WIRES = ["openai-chat", "openai-responses", "anthropic", "gemini"]
 MATRIX = """\
 name: conformance
 matrix:
-  wire: [openai-chat, openai-responses, anthropic]
+  wire: [openai-chat, openai-responses, anthropic, gemini]
 target:
   python: {module}:{fn}
   timeout: 60
@@ -267,7 +456,7 @@ def test_a_wire_matrix_serves_the_script_on_each_wire_to_the_agent(project):
         f"conformance[wire={wire}]" for wire in WIRES
     ]
     runs = [run_scenario(v) for v in variants]
-    assert [r.status for r in runs] == ["passed"] * 3
+    assert [r.status for r in runs] == ["passed"] * 4
     first = observed(runs[0])
     assert first["calls"] == [
         ("call_1_0", "lookup", {"q": "one"}, "found one", "ok", 1, 1),
@@ -284,9 +473,12 @@ def test_an_agent_on_another_wire_than_its_combinations_is_refused(project):
     path = folder / "conformance.scenario.yaml"
     path.write_text(MATRIX.format(module=module, fn="always_chat"))
     runs = [run_scenario(v) for v in expand_matrix(load_scenario(path))]
-    assert [r.termination for r in runs] == ["completed", "error", "error"]
+    assert [r.termination for r in runs] == ["completed", "error", "error", "error"]
     assert "this run serves the anthropic wire only (matrix wire: anthropic)" in (
         runs[2].final.error.message
+    )
+    assert "this run serves the gemini wire only (matrix wire: gemini)" in (
+        runs[3].final.error.message
     )
 
 
@@ -303,7 +495,8 @@ def test_bad_wire_matrices_are_load_errors_at_their_line(project, matrix, messag
 
     folder, module = project
     text = MATRIX.format(module=module, fn="any_wire").replace(
-        "matrix:\n  wire: [openai-chat, openai-responses, anthropic]\n", f"matrix: {matrix}\n"
+        "matrix:\n  wire: [openai-chat, openai-responses, anthropic, gemini]\n",
+        f"matrix: {matrix}\n",
     )
     path = folder / "bad.scenario.yaml"
     path.write_text(text)

@@ -16,6 +16,7 @@ from harness.messages import ToolCall, parse_arguments, text_of
 from harness.scenario.schema import Scenario
 from harness.scenario.templates import TEMPLATE_MARKERS
 from harness.wires import wire_named
+from harness.wires.neutral import reasoning_text
 
 __all__ = ["build_scenario", "build_target_scenario", "replayed_calls"]
 
@@ -151,6 +152,9 @@ def _step(call: RecordedCall, tools: dict[str, Any]) -> dict[str, Any]:
     reply = call.reply
     assert reply is not None
     step: dict[str, Any] = {}
+    reasoning = reasoning_text(reply.reasoning)
+    if reasoning is not None:
+        step["reasoning"] = reasoning
     if reply.content is not None:
         step["content"] = reply.content
     if reply.tool_calls:

@@ -7,7 +7,7 @@ lay out the same conversation differently (``content: null`` or absent, text par
 string, the Responses API's items or Chat Completions' messages), and a cassette
 recorded by another tool should compare equal to the same conversation sent by harness.
 Reasoning items are left out: they are a model's opaque state, which a script does not
-reproduce.
+reproduce (a frozen step keeps only their readable text, as its ``reasoning``).
 """
 
 from __future__ import annotations

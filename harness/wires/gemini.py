@@ -332,13 +332,13 @@ class GeminiWire:
         self, reply: ServedReply, body: dict[str, Any], asked: ServedRequest
     ) -> dict[str, Any]:
         """The whole ``GenerateContentResponse``."""
-        return gemini_serving.response(reply)
+        return gemini_serving.response(reply, gemini_serving.thoughts_asked(body))
 
     def render_stream(
         self, reply: ServedReply, body: dict[str, Any], asked: ServedRequest
     ) -> Iterator[str]:
         """The reply's pieces as ``GenerateContentResponse`` chunks."""
-        return gemini_serving.response_chunks(reply)
+        return gemini_serving.response_chunks(reply, gemini_serving.thoughts_asked(body))
 
     def render_error(self, error: WireError) -> dict[str, Any]:
         """Google's ``{"error": {code, message, status}}``."""

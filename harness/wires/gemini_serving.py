@@ -4,10 +4,17 @@
 A call's arguments are a JSON object on this API: a step whose ``raw_arguments`` are not
 one is answered as the API answers a model's malformed call, a candidate with
 ``finishReason: MALFORMED_FUNCTION_CALL``, no parts, and the text in ``finishMessage``.
+
+A step's ``reasoning`` is what a thinking model gives: a ``thought`` part with the text
+when the request asks for thoughts (``thinkingConfig.includeThoughts``, as the API
+returns thought summaries only then), and a ``thoughtSignature`` on the reply's first
+function call either way, which clients must send back with the call.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -42,6 +49,7 @@ STATUSES = {
 # harness's own error codes (script_exhausted, timeout, cassette_miss, ...) travel as the
 # reason of an ErrorInfo detail in this domain.
 _DOMAIN = "harness"
+_SIGNATURE = "harness-thought:"
 _ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
 
 
@@ -95,6 +103,31 @@ def _call_part(call_id: str | None, name: str, args: dict[str, Any]) -> dict[str
     return {"functionCall": call}
 
 
+def thoughts_asked(body: dict[str, Any]) -> bool:
+    """Whether the request asks for the model's thoughts (``includeThoughts``)."""
+    config = field(field(body, "generationConfig"), "thinkingConfig")
+    return field(config, "includeThoughts") is True
+
+
+def _signature(thought: str) -> str:
+    digest = hashlib.sha256(thought.encode("utf-8")).hexdigest()[:32]
+    return base64.b64encode(f"{_SIGNATURE}{digest}".encode()).decode()
+
+
+def _thought(reply: ServedReply, asked: bool) -> list[dict[str, Any]]:
+    """The thought part of a reply with reasoning, when the request asks for it."""
+    if not reply.reasoning or not asked:
+        return []
+    return [{"text": reply.reasoning, "thought": True}]
+
+
+def _signed(reply: ServedReply, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The calls' parts, the first carrying the signature of the reply's reasoning."""
+    if reply.reasoning and calls:
+        calls[0] = {**calls[0], "thoughtSignature": _signature(reply.reasoning)}
+    return calls
+
+
 def _malformed(reply: ServedReply) -> str | None:
     """The first call's arguments text that is not a JSON object, if any."""
     return next((a for _, _, a in reply.tool_calls if _args(a) is None), None)
@@ -138,16 +171,17 @@ def _malformed_answer(reply: ServedReply, text: str) -> dict[str, Any]:
     return _envelope(reply, candidate, True)
 
 
-def response(reply: ServedReply) -> dict[str, Any]:
-    """The whole ``GenerateContentResponse``: text, then the function calls."""
+def response(reply: ServedReply, thoughts: bool = False) -> dict[str, Any]:
+    """The whole ``GenerateContentResponse``: the thought (when asked), text, then the
+    function calls."""
     malformed = _malformed(reply)
     if malformed is not None:
         return _malformed_answer(reply, malformed)
-    parts: list[dict[str, Any]] = []
+    parts = _thought(reply, thoughts)
     if reply.content:
         parts.append({"text": reply.content})
-    for call_id, name, arguments in reply.tool_calls:
-        parts.append(_call_part(call_id, name, _args(arguments) or {}))
+    calls = [_call_part(i, name, _args(arguments) or {}) for i, name, arguments in reply.tool_calls]
+    parts += _signed(reply, calls)
     if not parts:
         parts.append({"text": ""})
     return _envelope(reply, _candidate(parts, _finish(reply)), True)
@@ -157,9 +191,10 @@ def _event(payload: dict[str, Any]) -> str:
     return f"data: {json.dumps(payload, ensure_ascii=False)}\r\n\r\n"
 
 
-def response_chunks(reply: ServedReply) -> Iterator[str]:
-    """The reply as the API streams it: a chunk per text piece, every function call
-    whole in the last chunk, which carries the finishReason and the usage."""
+def response_chunks(reply: ServedReply, thoughts: bool = False) -> Iterator[str]:
+    """The reply as the API streams it: the thought first (when asked), a chunk per text
+    piece, every function call whole in the last chunk, which carries the finishReason
+    and the usage."""
     malformed = _malformed(reply)
     if malformed is not None:
         yield _event(_malformed_answer(reply, malformed))
@@ -174,6 +209,9 @@ def response_chunks(reply: ServedReply) -> Iterator[str]:
         _call_part(call_id, name, _args(arguments or "") or {})
         for call_id, name, arguments in acc.calls()
     ]
+    calls = _signed(reply, calls)
+    for thought in _thought(reply, thoughts):
+        yield _event(_envelope(reply, _candidate([thought], None), False))
     finish = _finish(reply)
     # The last text piece carries the finishReason when no call follows it.
     last = len(texts) - 1 if not calls else None

@@ -37,6 +37,7 @@ __all__ = [
     "arguments_item",
     "arguments_text",
     "read_sse",
+    "reasoning_text",
     "without_none",
 ]
 
@@ -182,6 +183,21 @@ def arguments_item(text: Any) -> Any:
     object, or ``("raw", text)`` for text that is not one."""
     args, raw = parse_arguments(text if isinstance(text, str) or text is None else str(text))
     return canonical_json(args) if raw is None else ("raw", raw)
+
+
+def reasoning_text(items: list[dict[str, Any]]) -> str | None:
+    """The readable text of a reply's reasoning items, whatever their wire: Anthropic
+    ``thinking`` blocks, Gemini ``thought`` parts (a stream's pieces joined), Responses
+    reasoning summaries; None when they hold none (encrypted or redacted state only)."""
+    texts: list[Any] = []
+    for item in items:
+        if item.get("type") == "thinking":
+            texts.append(item.get("thinking"))
+        elif item.get("thought") is True:
+            texts.append(item.get("text"))
+        elif item.get("type") == "reasoning":
+            texts += [s.get("text") for s in item.get("summary") or [] if isinstance(s, dict)]
+    return "".join(t for t in texts if isinstance(t, str)) or None
 
 
 def without_none(value: Any) -> Any:

@@ -3,7 +3,9 @@ response it gets, whole or as a stream of events.
 
 The model's earlier replies in ``input`` are counted in rounds (one per reply, however its
 function calls and their outputs interleave), and a request asking for encrypted reasoning
-must send back each earlier reply's reasoning item, as a reasoning model requires. A
+must send back each earlier reply's reasoning item, as a reasoning model requires; a
+step's ``reasoning`` text is that item's summary when the request asks for one
+(``reasoning.summary``), as the API gives summaries only then. A
 request chained on an earlier response (``previous_response_id``) continues that
 response's conversation: serve's response ids name their reply (``resp_harness_3``), so
 the chain's length is read from the id, statelessly.
@@ -136,7 +138,15 @@ def _opaque_reasoning(reply: int) -> str:
     return base64.b64encode(f"harness-reasoning:{reply}".encode()).decode()
 
 
-def _output(reply: ServedReply, reasoning: bool) -> list[dict[str, Any]]:
+def _summary(body: dict[str, Any], reply: ServedReply) -> list[dict[str, Any]]:
+    """The reasoning item's summary: the step's reasoning, when the request asks for one."""
+    asked = body.get("reasoning")
+    if not reply.reasoning or not isinstance(asked, dict) or not asked.get("summary"):
+        return []
+    return [{"type": "summary_text", "text": reply.reasoning}]
+
+
+def _output(body: dict[str, Any], reply: ServedReply, reasoning: bool) -> list[dict[str, Any]]:
     """The response's output items: reasoning, the message, the function calls."""
     n = reply.n
     output: list[dict[str, Any]] = []
@@ -145,7 +155,7 @@ def _output(reply: ServedReply, reasoning: bool) -> list[dict[str, Any]]:
             {
                 "type": "reasoning",
                 "id": f"rs_harness_{n}",
-                "summary": [],
+                "summary": _summary(body, reply),
                 "encrypted_content": _opaque_reasoning(n),
             }
         )
@@ -187,7 +197,7 @@ def response_object(body: dict[str, Any], reply: ServedReply, reasoning: bool) -
         "instructions": body.get("instructions"),
         "model": body.get("model") or MODEL_ID,
         "previous_response_id": body.get("previous_response_id"),
-        "output": _output(reply, reasoning),
+        "output": _output(body, reply, reasoning),
         "parallel_tool_calls": True,
         "tool_choice": body.get("tool_choice", "auto"),
         "tools": [_echoed_tool(t) for t in body.get("tools") or []],
@@ -250,6 +260,18 @@ def _call_events(event: _Events, item: dict[str, Any], where: dict[str, int]) ->
     )
 
 
+def _reasoning_events(event: _Events, item: dict[str, Any], where: dict[str, int]) -> Iterator[str]:
+    yield event("response.output_item.added", item={**item, "summary": []}, **where)
+    for index, part in enumerate(item["summary"]):
+        ids = {"item_id": item["id"], "summary_index": index, **where}
+        empty = {"type": "summary_text", "text": ""}
+        yield event("response.reasoning_summary_part.added", part=empty, **ids)
+        for piece in pieces(part["text"]):
+            yield event("response.reasoning_summary_text.delta", delta=piece, **ids)
+        yield event("response.reasoning_summary_text.done", text=part["text"], **ids)
+        yield event("response.reasoning_summary_part.done", part=part, **ids)
+
+
 def response_events(response: dict[str, Any]) -> Iterator[str]:
     """The stream's events: created, each output item piece by piece, completed."""
     event = _Events()
@@ -262,6 +284,8 @@ def response_events(response: dict[str, Any]) -> Iterator[str]:
             yield from _message_events(event, item, where)
         elif item["type"] == "function_call":
             yield from _call_events(event, item, where)
+        elif item["type"] == "reasoning":
+            yield from _reasoning_events(event, item, where)
         else:
             yield event("response.output_item.added", item=item, **where)
         yield event("response.output_item.done", item=item, **where)
