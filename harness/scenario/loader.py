@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -38,6 +38,9 @@ from harness.scenario.schema import Scenario, SubAgentSpec, TargetSection, scena
 from harness.scenario.stubs import build_tool
 from harness.scenario.yamlsource import Located, dotted, load_yaml
 from harness.tools import Tool
+
+if TYPE_CHECKING:
+    from harness.mcp.client import MCPServers
 
 __all__ = [
     "SUFFIX",
@@ -134,13 +137,16 @@ def build_tools(
     llm_source: Callable[[str, Any], Any] | None = None,
     agents: SubAgents | None = None,
     serve: Serve | None = None,
+    mcp: MCPServers | None = None,
 ) -> dict[str, Tool]:
-    """The scenario's tools (stubs, real ones, sub-agents, remote agents); ScenarioError
-    on problems.
+    """The scenario's tools (stubs, real ones, sub-agents, remote agents, MCP servers');
+    ScenarioError on problems.
 
     ``located`` (default: the YAML the scenario was loaded from) gives errors their lines.
     ``serve(path) -> URL`` serves the scenario files of ``remote: {scenario: FILE}`` tools
     (harness.scenario.serving's; without it, calling one is an error).
+    ``mcp`` holds the run's MCP servers, their tools listed (``harness.scenario.mcp_tools``);
+    without it, ``mcp:`` entries bring no tools (the tools are built to be checked).
     ``llm_source(name, llm_config)`` makes a sub-agent's LLM source (default: its
     provider's factory, with no run context); pass ``agents`` to see the sub-agents built.
     """
@@ -170,7 +176,7 @@ def build_tools(
         agents = SubAgents(scenario)
     agents.build_tools = build
     agents.llm_source = llm_source or default_source
-    tools = _build_tools(scenario, located, plugins, issues, agents=agents, serve=serve)
+    tools = _build_tools(scenario, located, plugins, issues, agents=agents, serve=serve, mcp=mcp)
     if issues:
         raise ScenarioError(issues)
     return tools
@@ -186,6 +192,7 @@ def _build_tools(
     specs: dict[str, Any] | None = None,
     agents: SubAgents | None = None,
     serve: Serve | None = None,
+    mcp: MCPServers | None = None,
 ) -> dict[str, Tool]:
     file = located.file if located else "<scenario>"
     # Render-time errors end up in results: they name the file as scenario ids do
@@ -206,6 +213,9 @@ def _build_tools(
     agents = agents or SubAgents(scenario)
     for name, spec in (scenario.tools if specs is None else specs).items():
         try:
+            if spec.mcp is not None:
+                _add_mcp_tools(tools, name, mcp, at, specs or scenario.tools)
+                continue
             if spec.remote is not None:
                 tools[name] = remote_tool(name, spec, scenario, serve)
                 continue
@@ -222,6 +232,26 @@ def _build_tools(
             path = (*at, "tools", name, *exc.field)
             issues.append((file, _line(located, path, exc.line_in_text), dotted(path), exc.message))
     return tools
+
+
+def _add_mcp_tools(
+    tools: dict[str, Tool],
+    name: str,
+    mcp: MCPServers | None,
+    at: tuple[str | int, ...],
+    specs: dict[str, Any],
+) -> None:
+    """The listed tools of ``tools:`` entry ``name``'s MCP server (none when not running)."""
+    if mcp is None or name not in mcp.servers:
+        return
+    for tool in mcp.tools(name):
+        if tool.name in tools or (tool.name in specs and tool.name != name):
+            raise SpecError(
+                ("mcp",),
+                f"the server's tool {tool.name!r} has the name of another tool of this "
+                "scenario; rename that one, or leave this one out with only: [...]",
+            )
+        tools[tool.name] = tool
 
 
 def _line(
@@ -419,6 +449,19 @@ def _check_agent(
         )
 
 
+def _tool_names(tools: dict[str, Any]) -> set[str]:
+    """The names the model can call: an ``mcp:`` entry's are its ``only:`` list."""
+    names = {name for name, spec in tools.items() if spec.mcp is None}
+    for spec in tools.values():
+        names.update(spec.mcp.only or [] if spec.mcp is not None else [])
+    return names
+
+
+def _unknown_server_tools(tools: dict[str, Any]) -> bool:
+    """Whether an ``mcp:`` entry brings tools whose names only its server knows."""
+    return any(spec.mcp is not None and spec.mcp.only is None for spec in tools.values())
+
+
 def _check_script(
     scenario: Scenario | SubAgentSpec,
     issue: Callable[[tuple, str], None],
@@ -426,7 +469,9 @@ def _check_script(
 ) -> None:
     """Script steps: tools the agent (``at``: a sub-agent) has, unique call ids, real
     finish reasons."""
-    known = sorted(scenario.tools)
+    known = sorted(_tool_names(scenario.tools))
+    if _unknown_server_tools(scenario.tools):
+        return  # an MCP server's tools are known when it runs (docs/mcp.md)
     prefix = at
     owner = f"agent {at[1]!r} does not have" if at else "the scenario does not define"
     for i, step in enumerate(scenario.llm.script):
@@ -448,11 +493,7 @@ def _check_script(
                     )
                 ids.setdefault(call.id, j)
             # A target's tools are its own: the script names them.
-            if (
-                step.unknown_tools
-                or call.name in scenario.tools
-                or getattr(scenario, "target", None)
-            ):
+            if step.unknown_tools or call.name in known or getattr(scenario, "target", None):
                 continue
             hint = difflib.get_close_matches(call.name, known, n=1)
             issue(
@@ -504,10 +545,12 @@ def _check_expected_tools(
     a ``count`` that allows 0 (a guard against that) may name one. The guards
     (``never_called``, ``tool_calls.forbid``) name a defined tool or one the script calls.
     """
-    defined = set(scenario.tools)
+    defined = _tool_names(scenario.tools)
     scripted = scenario.llm.provider == "scripted"
     if scenario.target is not None and not scripted:
         return  # a recorded target's tools are its own: any name may be called
+    if _unknown_server_tools(scenario.tools):
+        return  # an MCP server's tools are known when it runs (docs/mcp.md)
     possible = defined | {c.name for s in scenario.llm.script for c in s.tool_calls}
     guarded, named = _expected_tool_names(expect, top, scripted)
     for path, name in guarded:
