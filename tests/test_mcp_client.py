@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
 from harness.cli import main
 from harness.errors import ScenarioError
@@ -264,3 +265,36 @@ def test_a_sub_agents_mcp_entry_is_refused_at_load(project):
     assert "agents.helper.tools.notes.mcp: a sub-agent's tools cannot come from an MCP" in str(
         info.value
     )
+
+
+# -- harness freeze ---------------------------------------------------------------------------
+
+
+def test_freeze_turns_the_recorded_mcp_results_into_per_call_stub_results(project, monkeypatch):
+    from harness.serve import running_server
+
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    shutil.copy(NOTES_SERVER, project / "notes_server.py")
+    steps = yaml.safe_load(SCRIPT)["llm"]["script"]
+    with running_server(steps) as url:
+        model = f"llm: {{provider: openai, model: gpt-4o-mini, base_url: '{url}'}}\n"
+        path = scenario(project, "notes_server.py", model)
+        recorded = run_scenario(path, "once")
+    assert recorded.termination == "completed"
+    out = project / "frozen.scenario.yaml"
+    assert main(["freeze", "--scenario", str(path), "-o", str(out)]) == 0
+    frozen = yaml.safe_load(out.read_text())
+    assert "notes" not in frozen["tools"]  # the server is gone: its tools are stubs
+    assert frozen["tools"]["add_note"]["results"] == [
+        {"on_call": 1, "returns": "note 1 kept"},
+        {
+            "on_call": 2,
+            "returns": "Error executing tool add_note: a note needs some text",
+            "is_error": True,
+        },
+    ]
+    result = run_scenario(out)
+    assert result.status == "passed", [e for e in result.expectations if not e.ok]
+    statuses = [(c.name, c.result, c.status) for c in result.tool_calls]
+    assert statuses == [(c.name, c.result, c.status) for c in recorded.tool_calls]

@@ -14,13 +14,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import tempfile
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 from harness.errors import ToolServerError
-from harness.mcp.recording import MCPRecording, RecordedCall, ServerRecording
+from harness.mcp.recording import (
+    MCPRecording,
+    RecordedCall,
+    ServerRecording,
+    error_text,
+    result_text,
+)
 from harness.tools import Tool, ToolResult
 
 __all__ = ["MCPServerConfig", "MCPServers", "MCPTools"]
@@ -242,7 +247,7 @@ class MCPTools:
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """One tools/call: its result's text, an error result if ``isError``."""
         answer = await self._request("tools/call", {"name": name, "arguments": arguments})
-        return ToolResult(_content(answer), is_error=bool(answer.get("isError")))
+        return ToolResult(result_text(answer), is_error=bool(answer.get("isError")))
 
     async def _request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         call = self.recorded.play(method, params) if self.mode != _LIVE else None
@@ -281,7 +286,7 @@ class _JSONRPCError(Exception):
     """The server's JSON-RPC error for a call: the model sees ``MCPError: message``."""
 
     def __init__(self, error: dict[str, Any]) -> None:
-        super().__init__(f"{error.get('message', '')} (JSON-RPC error {error.get('code')})")
+        super().__init__(error_text(error))
 
 
 _JSONRPCError.__name__ = _JSONRPCError.__qualname__ = "MCPError"
@@ -296,19 +301,6 @@ class _Caller:
 
     async def __call__(self, **arguments: Any) -> ToolResult:
         return await self.server.call(self.name, arguments)
-
-
-def _content(result: dict[str, Any]) -> str:
-    """A tools/call result as the model reads it: its text blocks (other blocks as JSON)."""
-    parts = []
-    for block in result.get("content") or []:
-        if isinstance(block, dict) and block.get("type") == "text":
-            parts.append(str(block.get("text", "")))
-        else:
-            parts.append(json.dumps(block, sort_keys=True))
-    if not parts and result.get("structuredContent") is not None:
-        parts.append(json.dumps(result["structuredContent"], sort_keys=True))
-    return "\n".join(parts)
 
 
 def _leaves(exc: BaseException) -> Any:

@@ -9,6 +9,7 @@ entry that names it), in the order they were made.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from harness.errors import HarnessError
 from harness.files import atomic_write
 from harness.secrets import Scrubber
 
-__all__ = ["MCPRecording", "RecordedCall", "ServerRecording"]
+__all__ = ["MCPRecording", "RecordedCall", "ServerRecording", "error_text", "result_text"]
 
 VERSION = 1
 HINT = (
@@ -97,6 +98,25 @@ class ServerRecording:
             detail = f"Nearest recorded call: {index + 1}{played}.\n{diff}"
         return f"{where}\n{detail}\n{HINT}"
 
+    def stub_results(self) -> dict[str, list[dict[str, Any]]]:
+        """Per tool, what each of its recorded calls gave, in order, as ``harness freeze``
+        writes a stub's per-call results: ``{on_call, returns, is_error}``, or for a
+        JSON-RPC error ``{on_call, raise, type: MCPError}`` (the text the model saw)."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        for call in self.calls:
+            if call.method != "tools/call":
+                continue
+            results = out.setdefault(str(call.params.get("name")), [])
+            entry: dict[str, Any] = {"on_call": len(results) + 1}
+            if call.error is not None:
+                entry.update({"raise": error_text(call.error), "type": "MCPError"})
+            else:
+                entry["returns"] = result_text(call.result or {})
+                if (call.result or {}).get("isError"):
+                    entry["is_error"] = True
+            results.append(entry)
+        return out
+
     def _nearest(self, method: str, params: dict[str, Any]) -> RecordedCall | None:
         candidates = [c for c in self.calls if c.method == method]
         if not candidates:
@@ -109,6 +129,24 @@ class ServerRecording:
             return (same_tool, alike, int(not call.played))
 
         return max(candidates, key=score)
+
+
+def result_text(result: dict[str, Any]) -> str:
+    """A tools/call result as the model reads it: its text blocks (other blocks as JSON)."""
+    parts = []
+    for block in result.get("content") or []:
+        if isinstance(block, dict) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+        else:
+            parts.append(json.dumps(block, sort_keys=True))
+    if not parts and result.get("structuredContent") is not None:
+        parts.append(json.dumps(result["structuredContent"], sort_keys=True))
+    return "\n".join(parts)
+
+
+def error_text(error: dict[str, Any]) -> str:
+    """A JSON-RPC error as the model reads it (after ``MCPError: ``)."""
+    return f"{error.get('message', '')} (JSON-RPC error {error.get('code')})"
 
 
 def _label(params: dict[str, Any]) -> str:

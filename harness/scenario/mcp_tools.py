@@ -20,7 +20,14 @@ from harness.results import combination_label
 from harness.scenario.schema import Scenario
 from harness.tools import Tool
 
-__all__ = ["ServerDown", "check_mcp_clients", "mcp_servers", "recording_path", "served_tools"]
+__all__ = [
+    "ServerDown",
+    "check_mcp_clients",
+    "mcp_servers",
+    "recorded_stub_results",
+    "recording_path",
+    "served_tools",
+]
 
 
 def served_tools(scenario: Scenario, tools: dict[str, Tool]) -> ToolServer:
@@ -95,6 +102,22 @@ def mcp_servers(
     fresh = record_mode in ("all", "rewrite") and not disable_recording
     recording = MCPRecording(path, project_relative(path, scenario.root), fresh=fresh)
     return MCPServers(configs, recording, record_mode, live=disable_recording)
+
+
+def recorded_stub_results(scenario: Scenario) -> dict[str, list[dict[str, Any]]]:
+    """Per tool of the scenario's MCP servers, the per-call results its recording holds
+    (``harness freeze``'s stubs); empty without ``mcp:`` entries or a recording."""
+    names = [name for name, spec in scenario.tools.items() if spec.mcp is not None]
+    if not names or scenario.path is None:
+        return {}
+    path = recording_path(scenario)
+    if not path.is_file():
+        return {}
+    recording = MCPRecording(path, project_relative(path, scenario.root))
+    results: dict[str, list[dict[str, Any]]] = {}
+    for name in names:
+        results.update(recording.server(name).stub_results())
+    return results
 
 
 class ServerDown:
