@@ -298,3 +298,42 @@ def test_freeze_turns_the_recorded_mcp_results_into_per_call_stub_results(projec
     assert result.status == "passed", [e for e in result.expectations if not e.ok]
     statuses = [(c.name, c.result, c.status) for c in result.tool_calls]
     assert statuses == [(c.name, c.result, c.status) for c in recorded.tool_calls]
+
+
+def test_a_streamable_http_server_is_recorded_and_replayed_once_stopped(project):
+    # The server: another scenario's stubs, served over MCP by harness itself.
+    from harness.mcp.hosting import serving_http
+    from harness.scenario.loader import build_tools
+    from harness.scenario.mcp_tools import served_tools
+
+    served = project / "scenarios" / "weather.scenario.yaml"
+    served.write_text(
+        "input: unused\ntools:\n  get_weather:\n    description: Current weather.\n"
+        "    parameters: {city: str}\n    returns: '18C in {{ args.city }}'\n"
+        "    errors: [{on_call: 2, raise: service down}]\nllm: {script: [{content: x}]}\n"
+    )
+    weather = load_scenario(served)
+    script = (
+        "llm:\n  script:\n    - tool_calls: [{get_weather: {city: Paris}}]\n"
+        "    - tool_calls: [{get_weather: {city: Rome}}]\n    - content: done\n"
+    )
+    path = project / "scenarios" / "own.scenario.yaml"
+    with serving_http(served_tools(weather, build_tools(weather))) as url:
+        path.write_text(f"input: Weather?\ntools:\n  weather: {{mcp: {{url: '{url}'}}}}\n{script}")
+        recorded = run_scenario(path, "once")
+    assert [(c.result, c.status) for c in recorded.tool_calls] == [
+        ("18C in Paris", "ok"),
+        ("ToolError: service down", "error"),
+    ]
+    replayed = run_scenario(path, "none")  # the server has stopped
+    assert entry(replayed) == entry(recorded)
+
+
+def test_a_server_command_that_does_not_exist_ends_the_run_in_tool_error(project):
+    path = scenario(project, "x").with_name("missing.scenario.yaml")
+    path.write_text(
+        "input: hi\ntools:\n  notes: {mcp: {command: [no-such-mcp-server-here]}}\n"
+        "llm: {script: [{content: hi}]}\n"
+    )
+    message = one_line(run_scenario(path, "once"))
+    assert message.startswith("MCP server notes (no-such-mcp-server-here) could not be started:")

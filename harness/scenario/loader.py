@@ -31,7 +31,12 @@ from harness.scenario.guards import check_guards, with_prices
 from harness.scenario.issues import Issue, validation_issues
 from harness.scenario.judging import check_judges
 from harness.scenario.matrix import check_matrix, first_llm
-from harness.scenario.mcp_tools import check_mcp_clients
+from harness.scenario.mcp_tools import (
+    add_mcp_tools,
+    check_mcp_clients,
+    tool_names,
+    unknown_server_tools,
+)
 from harness.scenario.params import SpecError
 from harness.scenario.remote import Serve, remote_tool
 from harness.scenario.schema import Scenario, SubAgentSpec, TargetSection, scenario_name
@@ -214,7 +219,7 @@ def _build_tools(
     for name, spec in (scenario.tools if specs is None else specs).items():
         try:
             if spec.mcp is not None:
-                _add_mcp_tools(tools, name, mcp, at, specs or scenario.tools)
+                add_mcp_tools(tools, name, mcp, at, specs or scenario.tools)
                 continue
             if spec.remote is not None:
                 tools[name] = remote_tool(name, spec, scenario, serve)
@@ -232,26 +237,6 @@ def _build_tools(
             path = (*at, "tools", name, *exc.field)
             issues.append((file, _line(located, path, exc.line_in_text), dotted(path), exc.message))
     return tools
-
-
-def _add_mcp_tools(
-    tools: dict[str, Tool],
-    name: str,
-    mcp: MCPServers | None,
-    at: tuple[str | int, ...],
-    specs: dict[str, Any],
-) -> None:
-    """The listed tools of ``tools:`` entry ``name``'s MCP server (none when not running)."""
-    if mcp is None or name not in mcp.servers:
-        return
-    for tool in mcp.tools(name):
-        if tool.name in tools or (tool.name in specs and tool.name != name):
-            raise SpecError(
-                ("mcp",),
-                f"the server's tool {tool.name!r} has the name of another tool of this "
-                "scenario; rename that one, or leave this one out with only: [...]",
-            )
-        tools[tool.name] = tool
 
 
 def _line(
@@ -449,19 +434,6 @@ def _check_agent(
         )
 
 
-def _tool_names(tools: dict[str, Any]) -> set[str]:
-    """The names the model can call: an ``mcp:`` entry's are its ``only:`` list."""
-    names = {name for name, spec in tools.items() if spec.mcp is None}
-    for spec in tools.values():
-        names.update(spec.mcp.only or [] if spec.mcp is not None else [])
-    return names
-
-
-def _unknown_server_tools(tools: dict[str, Any]) -> bool:
-    """Whether an ``mcp:`` entry brings tools whose names only its server knows."""
-    return any(spec.mcp is not None and spec.mcp.only is None for spec in tools.values())
-
-
 def _check_script(
     scenario: Scenario | SubAgentSpec,
     issue: Callable[[tuple, str], None],
@@ -469,8 +441,8 @@ def _check_script(
 ) -> None:
     """Script steps: tools the agent (``at``: a sub-agent) has, unique call ids, real
     finish reasons."""
-    known = sorted(_tool_names(scenario.tools))
-    if _unknown_server_tools(scenario.tools):
+    known = sorted(tool_names(scenario.tools))
+    if unknown_server_tools(scenario.tools):
         return  # an MCP server's tools are known when it runs (docs/mcp.md)
     prefix = at
     owner = f"agent {at[1]!r} does not have" if at else "the scenario does not define"
@@ -509,7 +481,7 @@ def _check_script(
 _Named = list[tuple[tuple[str | int, ...], str]]
 
 
-def _expected_tool_names(
+def _expectedtool_names(
     expect: ExpectSection, top: tuple[str | int, ...], scripted: bool
 ) -> tuple[_Named, _Named]:
     """(where, tool name) of the guards of an ``expect`` and of the names its other
@@ -545,14 +517,14 @@ def _check_expected_tools(
     a ``count`` that allows 0 (a guard against that) may name one. The guards
     (``never_called``, ``tool_calls.forbid``) name a defined tool or one the script calls.
     """
-    defined = _tool_names(scenario.tools)
+    defined = tool_names(scenario.tools)
     scripted = scenario.llm.provider == "scripted"
     if scenario.target is not None and not scripted:
         return  # a recorded target's tools are its own: any name may be called
-    if _unknown_server_tools(scenario.tools):
+    if unknown_server_tools(scenario.tools):
         return  # an MCP server's tools are known when it runs (docs/mcp.md)
     possible = defined | {c.name for s in scenario.llm.script for c in s.tool_calls}
-    guarded, named = _expected_tool_names(expect, top, scripted)
+    guarded, named = _expectedtool_names(expect, top, scripted)
     for path, name in guarded:
         if name not in possible:
             hint = difflib.get_close_matches(name, sorted(possible), n=1)

@@ -17,16 +17,20 @@ from harness.mcp.recording import MCPRecording
 from harness.mcp.server import Redefinition, ServedTool, ToolServer
 from harness.project import project_relative
 from harness.results import combination_label
+from harness.scenario.params import SpecError
 from harness.scenario.schema import Scenario
 from harness.tools import Tool
 
 __all__ = [
     "ServerDown",
+    "add_mcp_tools",
     "check_mcp_clients",
     "mcp_servers",
     "recorded_stub_results",
     "recording_path",
     "served_tools",
+    "tool_names",
+    "unknown_server_tools",
 ]
 
 
@@ -131,3 +135,36 @@ class ServerDown:
     @hookimpl
     def harness_agent_start(self, run: Any) -> None:
         raise self.error
+
+
+def tool_names(tools: dict[str, Any]) -> set[str]:
+    """The names the model can call: an ``mcp:`` entry's are its ``only:`` list."""
+    names = {name for name, spec in tools.items() if spec.mcp is None}
+    for spec in tools.values():
+        names.update(spec.mcp.only or [] if spec.mcp is not None else [])
+    return names
+
+
+def unknown_server_tools(tools: dict[str, Any]) -> bool:
+    """Whether an ``mcp:`` entry brings tools whose names only its server knows."""
+    return any(spec.mcp is not None and spec.mcp.only is None for spec in tools.values())
+
+
+def add_mcp_tools(
+    tools: dict[str, Tool],
+    name: str,
+    mcp: MCPServers | None,
+    at: tuple[str | int, ...],
+    specs: dict[str, Any],
+) -> None:
+    """The listed tools of ``tools:`` entry ``name``'s MCP server (none when not running)."""
+    if mcp is None or name not in mcp.servers:
+        return
+    for tool in mcp.tools(name):
+        if tool.name in tools or (tool.name in specs and tool.name != name):
+            raise SpecError(
+                ("mcp",),
+                f"the server's tool {tool.name!r} has the name of another tool of this "
+                "scenario; rename that one, or leave this one out with only: [...]",
+            )
+        tools[tool.name] = tool
