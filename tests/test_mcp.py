@@ -273,8 +273,15 @@ def test_unknown_tools_and_bad_arguments_are_answered_as_mcp_answers_them():
 
 async def weather_twice(server) -> list[tuple[bool, str]]:
     """The mcp SDK client's answers to the example's two weather calls."""
-    from mcp import Client
+    import sys
 
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    if isinstance(server, StdioServerParameters):
+        # stdio_client's errlog defaults to the sys.stderr of when mcp.client.stdio was
+        # first imported: inside an earlier test's `harness run`, a capture since closed.
+        server = stdio_client(server, errlog=sys.stderr)
     async with Client(server, read_timeout_seconds=30) as client:
         assert [t.name for t in (await client.list_tools()).tools] == ["get_weather"]
         answers = []
