@@ -337,3 +337,22 @@ def test_a_server_command_that_does_not_exist_ends_the_run_in_tool_error(project
     )
     message = one_line(run_scenario(path, "once"))
     assert message.startswith("MCP server notes (no-such-mcp-server-here) could not be started:")
+
+
+def test_a_url_servers_password_is_not_in_the_line_that_ends_the_run(project):
+    import socket
+
+    # A port that is bound but not listening: the connection is refused at once.
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        port = held.getsockname()[1]
+        path = project / "scenarios" / "url.scenario.yaml"
+        url = f"http://me:s3cret-pass@127.0.0.1:{port}/mcp"
+        path.write_text(
+            f"input: hi\ntools:\n  notes: {{mcp: {{url: '{url}', timeout: 20}}}}\n"
+            "llm: {script: [{content: hi}]}\n"
+        )
+        result = run_scenario(path, "once")
+    message = one_line(result)
+    assert message.startswith(f"MCP server notes (http://127.0.0.1:{port}/mcp) ")
+    assert "s3cret" not in result.model_dump_json()

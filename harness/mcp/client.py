@@ -17,6 +17,7 @@ import contextlib
 import tempfile
 from dataclasses import dataclass, field
 from typing import IO, Any
+from urllib.parse import urlsplit, urlunsplit
 
 from harness.errors import ToolServerError
 from harness.mcp.recording import (
@@ -49,8 +50,16 @@ class MCPServerConfig:
     @property
     def shown(self) -> str:
         """The server as a person recognises it: ``NAME (argv)`` or ``NAME (URL)``."""
-        what = " ".join(self.command) if self.command else str(self.url)
+        what = " ".join(self.command) if self.command else _without_userinfo(str(self.url))
         return f"{self.name} ({what})"
+
+
+def _without_userinfo(url: str) -> str:
+    """The URL without a ``user:password@`` part, which no message may show."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
 
 
 class _Live:
