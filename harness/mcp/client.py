@@ -262,12 +262,14 @@ class MCPTools:
         call = self.recorded.play(method, params) if self.mode != _LIVE else None
         if call is None:
             if self.mode == _REPLAY:
-                detail = (
-                    ""
-                    if self.recorded.calls
-                    else "The recording has no call of this server: record it with "
-                    "--record-mode once."
-                )
+                detail = ""
+                if not self.recorded.calls:
+                    how = (
+                        "add them with --record-mode new_episodes"
+                        if self.file.found
+                        else ("record it with --record-mode once")
+                    )
+                    detail = f"The recording has no call of this server: {how}."
                 raise ToolServerError(
                     self.recorded.miss(method, params, detail), server=self.config.name
                 )
