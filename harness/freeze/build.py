@@ -237,6 +237,25 @@ def _results(
     return results
 
 
+def _mcp_results(tools: dict[str, dict[str, Any]], original: Scenario) -> None:
+    """The tools of the original's MCP servers answer as their recording says, call by
+    call (an ``isError`` result stays one), rather than as read from the conversation."""
+    from harness.scenario.mcp_tools import recorded_stub_results
+
+    for name, results in recorded_stub_results(original).items():
+        if name not in tools:
+            continue
+        tools[name].pop("errors", None)
+        tools[name]["results"] = [
+            {**r, "returns": _returns(r["returns"])} if "returns" in r else r
+            for r in results
+            if "returns" in r
+        ]
+        errors = [r for r in results if "raise" in r]
+        if errors:
+            tools[name]["errors"] = errors
+
+
 def output_tools(run: RecordedRun) -> list[str]:
     """The tool whose call ends the recording like an output tool's (a list of one, or
     empty): the last reply's only call, answered by no later request, to a tool called
@@ -284,6 +303,8 @@ def build_scenario(
     tools = _tool_specs(calls, original)
     for name, outcomes in _results(calls, tools).items():
         tools[name].update(outcomes)
+    if original is not None:
+        _mcp_results(tools, original)
     script = [_step(call, tools) for call in calls]
     if original is None:
         for name in output_tools(run):

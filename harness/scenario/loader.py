@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -26,18 +26,27 @@ from harness.project import display_path, project_root
 from harness.scenario.agents import SubAgents, agent_cycles
 from harness.scenario.dotted import DottedKeyError, expand_dotted, split_dotted
 from harness.scenario.expect_schema import ExpectSection
+from harness.scenario.expected_tools import check_expected_tools
 from harness.scenario.external import check_target, check_target_section
 from harness.scenario.guards import check_guards, with_prices
 from harness.scenario.issues import Issue, validation_issues
 from harness.scenario.judging import check_judges
 from harness.scenario.matrix import check_matrix, first_llm
-from harness.scenario.mcp_tools import check_mcp_clients
+from harness.scenario.mcp_tools import (
+    add_mcp_tools,
+    check_mcp_clients,
+    tool_names,
+    unknown_server_tools,
+)
 from harness.scenario.params import SpecError
 from harness.scenario.remote import Serve, remote_tool
 from harness.scenario.schema import Scenario, SubAgentSpec, TargetSection, scenario_name
 from harness.scenario.stubs import build_tool
 from harness.scenario.yamlsource import Located, dotted, load_yaml
 from harness.tools import Tool
+
+if TYPE_CHECKING:
+    from harness.mcp.client import MCPServers
 
 __all__ = [
     "SUFFIX",
@@ -134,13 +143,16 @@ def build_tools(
     llm_source: Callable[[str, Any], Any] | None = None,
     agents: SubAgents | None = None,
     serve: Serve | None = None,
+    mcp: MCPServers | None = None,
 ) -> dict[str, Tool]:
-    """The scenario's tools (stubs, real ones, sub-agents, remote agents); ScenarioError
-    on problems.
+    """The scenario's tools (stubs, real ones, sub-agents, remote agents, MCP servers');
+    ScenarioError on problems.
 
     ``located`` (default: the YAML the scenario was loaded from) gives errors their lines.
     ``serve(path) -> URL`` serves the scenario files of ``remote: {scenario: FILE}`` tools
     (harness.scenario.serving's; without it, calling one is an error).
+    ``mcp`` holds the run's MCP servers, their tools listed (``harness.scenario.mcp_tools``);
+    without it, ``mcp:`` entries bring no tools (the tools are built to be checked).
     ``llm_source(name, llm_config)`` makes a sub-agent's LLM source (default: its
     provider's factory, with no run context); pass ``agents`` to see the sub-agents built.
     """
@@ -170,7 +182,7 @@ def build_tools(
         agents = SubAgents(scenario)
     agents.build_tools = build
     agents.llm_source = llm_source or default_source
-    tools = _build_tools(scenario, located, plugins, issues, agents=agents, serve=serve)
+    tools = _build_tools(scenario, located, plugins, issues, agents=agents, serve=serve, mcp=mcp)
     if issues:
         raise ScenarioError(issues)
     return tools
@@ -186,6 +198,7 @@ def _build_tools(
     specs: dict[str, Any] | None = None,
     agents: SubAgents | None = None,
     serve: Serve | None = None,
+    mcp: MCPServers | None = None,
 ) -> dict[str, Tool]:
     file = located.file if located else "<scenario>"
     # Render-time errors end up in results: they name the file as scenario ids do
@@ -206,6 +219,9 @@ def _build_tools(
     agents = agents or SubAgents(scenario)
     for name, spec in (scenario.tools if specs is None else specs).items():
         try:
+            if spec.mcp is not None:
+                add_mcp_tools(tools, name, mcp, at, specs or scenario.tools)
+                continue
             if spec.remote is not None:
                 tools[name] = remote_tool(name, spec, scenario, serve)
                 continue
@@ -320,14 +336,14 @@ def _check(scenario: Scenario, located: Located) -> list[Issue]:
     for path, message in agent_cycles(scenario):
         issue(path, message)
     if scenario.expect is not None:
-        _check_expected_tools(scenario, scenario.expect, ("expect",), issue)
+        check_expected_tools(scenario, scenario.expect, ("expect",), issue)
 
     if scenario.expect is not None and scenario.expect.model_extra:
         _check_expectation_keys(scenario.expect.model_extra, plugins, issue)
     for k, turn in enumerate(scenario.turns or []):
         if turn.expect is not None:
             at = ("turns", k, "expect")
-            _check_expected_tools(scenario, turn.expect, at, issue)
+            check_expected_tools(scenario, turn.expect, at, issue)
             if turn.expect.model_extra:
 
                 def turn_issue(path: tuple[str | int, ...], message: str, at: tuple = at) -> None:
@@ -439,7 +455,9 @@ def _check_script(
 ) -> None:
     """Script steps: tools the agent (``at``: a sub-agent) has, unique call ids, real
     finish reasons."""
-    known = sorted(scenario.tools)
+    known = sorted(tool_names(scenario.tools))
+    if unknown_server_tools(scenario.tools):
+        return  # an MCP server's tools are known when it runs (docs/mcp.md)
     prefix = at
     owner = f"agent {at[1]!r} does not have" if at else "the scenario does not define"
     for i, step in enumerate(scenario.llm.script):
@@ -461,11 +479,7 @@ def _check_script(
                     )
                 ids.setdefault(call.id, j)
             # A target's tools are its own: the script names them.
-            if (
-                step.unknown_tools
-                or call.name in scenario.tools
-                or getattr(scenario, "target", None)
-            ):
+            if step.unknown_tools or call.name in known or getattr(scenario, "target", None):
                 continue
             hint = difflib.get_close_matches(call.name, known, n=1)
             issue(
@@ -476,86 +490,6 @@ def _check_script(
                 "name, or set `unknown_tools: true` on the step if the model should "
                 "call a tool that does not exist",
             )
-
-
-_Named = list[tuple[tuple[str | int, ...], str]]
-
-
-def _expected_tool_names(
-    expect: ExpectSection, top: tuple[str | int, ...], scripted: bool
-) -> tuple[_Named, _Named]:
-    """(where, tool name) of the guards of an ``expect`` and of the names its other
-    expectations need called (a ``count`` that allows 0 only in a scripted run)."""
-    named: _Named = []
-    calls = expect.tool_calls
-    guarded: _Named = [
-        ((*top, "never_called", k), n) for k, n in enumerate(expect.never_called or [])
-    ]
-    if calls is not None:
-        at = (*top, "tool_calls")
-        guarded += [((*at, "forbid", k, "name"), c.name) for k, c in enumerate(calls.forbid or [])]
-        named += [((*at, "sequence", k), n) for k, n in enumerate(calls.sequence or [])]
-        named += [((*at, "include", k, "name"), c.name) for k, c in enumerate(calls.include or [])]
-        for name, rng in (calls.count or {}).items():
-            if scripted or not rng.contains(0):
-                named.append(((*at, "count", name), name))
-    for g, group in enumerate(expect.parallel_groups or []):
-        named += [((*top, "parallel_groups", g, k), n) for k, n in enumerate(group)]
-    return guarded, named
-
-
-def _check_expected_tools(
-    scenario: Scenario,
-    expect: ExpectSection,
-    top: tuple[str | int, ...],
-    issue: Callable[[tuple, str], None],
-) -> None:
-    """Tool names in an ``expect`` (at ``top``) that no call of this scenario can have.
-
-    A scripted run calls exactly the names its script gives, so any other name is a
-    typo. A recorded or live model may call a tool that does not exist, so there only
-    a ``count`` that allows 0 (a guard against that) may name one. The guards
-    (``never_called``, ``tool_calls.forbid``) name a defined tool or one the script calls.
-    """
-    defined = set(scenario.tools)
-    scripted = scenario.llm.provider == "scripted"
-    if scenario.target is not None and not scripted:
-        return  # a recorded target's tools are its own: any name may be called
-    scripts = [scenario.llm.script, *(rule.script for rule in scenario.llm.conversations)]
-    possible = defined | {c.name for script in scripts for s in script for c in s.tool_calls}
-    guarded, named = _expected_tool_names(expect, top, scripted)
-    for path, name in guarded:
-        if name not in possible:
-            hint = difflib.get_close_matches(name, sorted(possible), n=1)
-            issue(
-                path,
-                f"{name!r} is neither a tool of the scenario nor called by its script, so "
-                "this guard can never fail"
-                + (f" (did you mean {hint[0]!r}?)" if hint else "")
-                + f"; tools: {', '.join(sorted(defined)) or 'none'}",
-            )
-    known = sorted(possible if scripted else defined)
-    for path, name in named:
-        if name in known:
-            continue
-        hint = difflib.get_close_matches(name, known, n=1)
-        where = "the script never calls it" if scripted else "the scenario does not define it"
-        issue(
-            path,
-            f"no call can be to {name!r}: {where}"
-            + (f" (did you mean {hint[0]!r}?)" if hint else "")
-            + f"; tools: {', '.join(known) or 'none'}",
-        )
-    # A target declares its own tools: the scenario cannot know them.
-    for r, request in enumerate([] if scenario.target else expect.requests or []):
-        for k, name in enumerate(request.tools or []):
-            if name not in defined:
-                hint = difflib.get_close_matches(name, sorted(defined), n=1)
-                issue(
-                    (*top, "requests", r, "tools", k),
-                    f"{name!r} is not one of the scenario's tools, so it is never sent"
-                    + (f" (did you mean {hint[0]!r}?)" if hint else ""),
-                )
 
 
 class _HistoryItemError(HarnessError):

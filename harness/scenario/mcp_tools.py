@@ -1,15 +1,37 @@
-"""A scenario's tools over MCP (docs/mcp.md): served to a target, and the checks of what
-can be served. The server itself is ``harness.mcp``; this module reads the scenario."""
+"""A scenario's tools over MCP (docs/mcp.md): served to a target, real MCP servers' tools
+brought into the own loop (recorded and replayed), and the checks of both. The server and
+the client are ``harness.mcp``'s; this module reads the scenario."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
+from harness.errors import ToolServerError
+from harness.hookspecs import hookimpl
+from harness.llm.config import LLMContext
+from harness.mcp.client import MCPServerConfig, MCPServers
+from harness.mcp.recording import MCPRecording
 from harness.mcp.server import Redefinition, ServedTool, ToolServer
+from harness.project import project_relative
+from harness.results import combination_label
+from harness.scenario.params import SpecError
 from harness.scenario.schema import Scenario
 from harness.tools import Tool
 
-__all__ = ["check_mcp_clients", "served_tools"]
+__all__ = [
+    "ServerDown",
+    "add_mcp_tools",
+    "check_mcp_clients",
+    "mcp_servers",
+    "recorded_stub_results",
+    "recording_path",
+    "served_tools",
+    "tool_names",
+    "unknown_server_tools",
+]
 
 
 def served_tools(scenario: Scenario, tools: dict[str, Tool]) -> ToolServer:
@@ -27,16 +49,122 @@ def served_tools(scenario: Scenario, tools: dict[str, Tool]) -> ToolServer:
 
 
 def check_mcp_clients(scenario: Scenario, issue: Callable[[tuple, str], None]) -> None:
-    """``mcp:`` tool entries of the own loop: a real MCP server's tools, which this version
-    does not bring in yet. Refused with the reason rather than run as something else."""
-    sections: list[tuple[tuple[str, ...], dict]] = [((), scenario.tools)]
-    sections += [(("agents", name), spec.tools) for name, spec in scenario.agents.items()]
-    for at, tools in sections:
-        for name, spec in tools.items():
-            if spec.mcp is not None and scenario.target is None:
+    """``mcp:`` tool entries of a sub-agent (``agents:``): the own loop's top-level tools
+    may come from a real MCP server, a sub-agent's not yet. Refused with the reason."""
+    if scenario.target is not None:
+        return  # a target's tools are served, not brought in: harness.scenario.external says
+    for agent, spec in scenario.agents.items():
+        for name, tool in spec.tools.items():
+            if tool.mcp is not None:
                 issue(
-                    (*at, "tools", name, "mcp"),
-                    "a real MCP server's tools cannot be used by harness's own loop in this "
-                    "version (docs/mcp.md): give the tool a stub (returns:) or use: a Python "
-                    "function that calls the server",
+                    ("agents", agent, "tools", name, "mcp"),
+                    "a sub-agent's tools cannot come from an MCP server in this version "
+                    "(docs/mcp.md): move the mcp: entry to the scenario's own tools:",
                 )
+
+
+def recording_path(scenario: Scenario) -> Path:
+    """Where the scenario's MCP traffic is recorded: beside its cassette, ``.mcp.yaml``."""
+    from harness.cassettes.paths import resolve_cassette_path
+
+    context = LLMContext(
+        scenario_file=scenario.path,
+        project_root=scenario.root,
+        variant=combination_label(scenario.combination) if scenario.combination else None,
+    )
+    cassette = resolve_cassette_path(scenario.llm.with_context(context))
+    return cassette.with_suffix(".mcp.yaml")
+
+
+def mcp_servers(
+    scenario: Scenario, record_mode: str, disable_recording: bool = False
+) -> MCPServers | None:
+    """The run's MCP servers (its ``tools:`` entries with ``mcp:``), None when it has none."""
+    configs = []
+    for name, spec in scenario.tools.items():
+        mcp = spec.mcp
+        if mcp is None:
+            continue
+        command = list(mcp.command) if mcp.command else None
+        if command and command[0] == "python":
+            # The interpreter harness runs on, whatever PATH says (docs/mcp.md).
+            command[0] = sys.executable
+        configs.append(
+            MCPServerConfig(
+                name=name,
+                command=command,
+                url=mcp.url,
+                only=mcp.only,
+                env=dict(mcp.env),
+                cwd=str(scenario.root),
+                timeout=mcp.timeout,
+            )
+        )
+    if not configs:
+        return None
+    path = recording_path(scenario)
+    fresh = record_mode in ("all", "rewrite") and not disable_recording
+    recording = MCPRecording(path, project_relative(path, scenario.root), fresh=fresh)
+    return MCPServers(configs, recording, record_mode, live=disable_recording)
+
+
+def recorded_stub_results(scenario: Scenario) -> dict[str, list[dict[str, Any]]]:
+    """Per tool of the scenario's MCP servers, the per-call results its recording holds
+    (``harness freeze``'s stubs); empty without ``mcp:`` entries or a recording."""
+    names = [name for name, spec in scenario.tools.items() if spec.mcp is not None]
+    if not names or scenario.path is None:
+        return {}
+    path = recording_path(scenario)
+    if not path.is_file():
+        return {}
+    recording = MCPRecording(path, project_relative(path, scenario.root))
+    results: dict[str, list[dict[str, Any]]] = {}
+    for name in names:
+        results.update(recording.server(name).stub_results())
+    return results
+
+
+class ServerDown:
+    """A per-run plugin for a run whose MCP server failed before it started: the run
+    ends in ``tool_error`` at once, with the server's one line, as the loop ends any run
+    whose tool server fails."""
+
+    def __init__(self, error: ToolServerError) -> None:
+        self.error = error
+
+    @hookimpl
+    def harness_agent_start(self, run: Any) -> None:
+        raise self.error
+
+
+def tool_names(tools: dict[str, Any]) -> set[str]:
+    """The names the model can call: an ``mcp:`` entry's are its ``only:`` list."""
+    names = {name for name, spec in tools.items() if spec.mcp is None}
+    for spec in tools.values():
+        names.update(spec.mcp.only or [] if spec.mcp is not None else [])
+    return names
+
+
+def unknown_server_tools(tools: dict[str, Any]) -> bool:
+    """Whether an ``mcp:`` entry brings tools whose names only its server knows."""
+    return any(spec.mcp is not None and spec.mcp.only is None for spec in tools.values())
+
+
+def add_mcp_tools(
+    tools: dict[str, Tool],
+    name: str,
+    mcp: MCPServers | None,
+    at: tuple[str | int, ...],
+    specs: dict[str, Any],
+) -> None:
+    """The listed tools of ``tools:`` entry ``name``'s MCP server (none when not running)."""
+    if mcp is None or name not in mcp.servers:
+        return
+    for tool in mcp.tools(name):
+        if tool.name in tools or (tool.name in specs and tool.name != name):
+            raise SpecError(
+                ("mcp",),
+                f"the server's tool {tool.name!r} has the name of another tool of this "
+                "scenario; rename that one, or leave this one out with only: [...]",
+            )
+        tools[tool.name] = tool

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.actions import RunResult
 from harness.agent import Agent
@@ -21,12 +21,15 @@ from harness.scenario.expectations import RequestCapture, evaluate
 from harness.scenario.external import arun_target
 from harness.scenario.judging import build_judge
 from harness.scenario.loader import build_tools, load_scenario, starting_conversation, with_prices
-from harness.scenario.mcp_tools import served_tools
+from harness.scenario.mcp_tools import ServerDown, mcp_servers, served_tools
 from harness.scenario.schema import Scenario
 from harness.scenario.serving import llm_source, scenario_agent, scenario_id
 from harness.scenario.turns import run_turns, turn_capture
 from harness.scenario.unreached import unreached
 from harness.sync import run_sync
+
+if TYPE_CHECKING:
+    from harness.mcp.client import MCPServers
 
 __all__ = ["arun_scenario", "run_scenario", "scenario_id"]
 
@@ -115,6 +118,38 @@ async def _run_own_loop(
     agent_config: AgentConfig,
 ) -> ScenarioResult:
     """The scenario run by harness's own loop, its judges asked, its expectations checked."""
+    servers = mcp_servers(scenario, record_mode, disable_recording)
+    try:
+        # Before the agent: its tools are the servers' (listed now, or replayed).
+        down = await servers.start() if servers is not None else None
+        return await _run_agent(
+            scenario,
+            sid,
+            project,
+            [*plugins, *([ServerDown(down)] if down else [])],
+            capture,
+            record_mode,
+            disable_recording,
+            agent_config,
+            servers,
+        )
+    finally:
+        if servers is not None:
+            await servers.aclose()
+
+
+async def _run_agent(
+    scenario: Scenario,
+    sid: ScenarioId,
+    project: Plugins,
+    plugins: list[Any],
+    capture: RequestCapture | None,
+    record_mode: str,
+    disable_recording: bool,
+    agent_config: AgentConfig,
+    servers: MCPServers | None,
+) -> ScenarioResult:
+    """``_run_own_loop`` with the run's MCP servers started."""
     llm = llm_source(scenario, project, record_mode, disable_recording)
     judge = build_judge(scenario, llm)
     # The sub-agents its tools expose, built once for this run; their LLM sources stay
@@ -129,6 +164,7 @@ async def _run_own_loop(
         agents=sub_agents,
         llm=_HeldOpen(llm) if judge is not None else llm,
         config=agent_config,
+        mcp=servers,
     )
     # Agent.arun closes the LLM source (a recording is saved) when the run ends; with
     # judges, that waits until they have asked (below).

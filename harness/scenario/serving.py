@@ -14,10 +14,11 @@ import contextlib
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.agent import Agent
 from harness.config import AgentConfig
+from harness.errors import HarnessError
 from harness.llm.base import LLM
 from harness.llm.config import LLMConfig, LLMContext
 from harness.plugins import Plugins, discover
@@ -26,6 +27,9 @@ from harness.scenario.agents import KeptOpen, SubAgents
 from harness.scenario.guards import with_prices
 from harness.scenario.loader import build_tools, load_scenario
 from harness.scenario.schema import Scenario
+
+if TYPE_CHECKING:
+    from harness.mcp.client import MCPServers
 
 __all__ = [
     "agent_factory",
@@ -76,14 +80,21 @@ def scenario_agent(
     agents: SubAgents | None = None,
     llm: LLM | None = None,
     config: AgentConfig | None = None,
+    mcp: MCPServers | None = None,
 ) -> Agent:
     """A fresh Agent for the scenario: its own LLM source and tools (stubs count calls).
 
     ``agents`` keeps the sub-agents built for its ``{agent: NAME}`` tools (each with an
     LLM source left open across its calls: the caller closes ``agents.llms``). ``llm``
     is the agent's LLM source when the caller made it (default: a new one); ``config``
-    its settings (default: the scenario's, with its prices).
+    its settings (default: the scenario's, with its prices). ``mcp``: the run's MCP
+    servers, started (``harness.scenario.mcp_tools.mcp_servers``), for ``mcp:`` tools.
     """
+    if mcp is None and any(spec.mcp is not None for spec in scenario.tools.values()):
+        raise HarnessError(
+            f"{scenario_id(scenario)}: its tools from an MCP server (mcp:) are brought in for "
+            "a run of harness run (or harness.run_scenario), not for a served agent"
+        )
     project = discover(scenario.root)
     if llm is None:
         llm = llm_source(scenario, project, record_mode, disable_recording)
@@ -92,7 +103,7 @@ def scenario_agent(
         return KeptOpen(llm_source(scenario, project, record_mode, disable_recording, config))
 
     agents = agents if agents is not None else SubAgents(scenario)
-    tools = build_tools(scenario, serve=served_url, llm_source=sub_llm, agents=agents)
+    tools = build_tools(scenario, serve=served_url, llm_source=sub_llm, agents=agents, mcp=mcp)
     return Agent(
         llm,
         list(tools.values()),
