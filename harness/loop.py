@@ -152,8 +152,9 @@ async def _at_limit(run: Run, planner: Planner) -> tuple[Termination, FinalRespo
     limit = run.config.max_iterations
     log.warning("Max agentic iterations reached without final response")
     run.remember("final", "Max iterations reached")
-    message = _limit_message(run, planner)
-    error = RunError(type="max_iterations", message=message, max_iterations=limit)
+    error = RunError(
+        type="max_iterations", message=_limit_message(run, planner), max_iterations=limit
+    )
     if run.config.on_max_iterations != "final_answer":
         return Termination.max_iterations, FinalResponse(error=error)
     last = _last_turn(run.conversation)
