@@ -65,9 +65,12 @@ def partial_match(expected: Any, actual: Any) -> bool:
     return expected == actual
 
 
-def _made(result: CheckContext) -> list[Any]:
-    # Calls the loop handled; a declined plan's calls (status not_run) were never made.
-    return [r for r in result.tool_calls if r.status != "not_run"]
+def _called(result: CheckContext) -> list[Any]:
+    # One rule for every tool-call expectation (docs/scenarios.md#which-calls-count): a
+    # call counts when the model asked for it, whatever became of it (ran, raised,
+    # refused as invalid or unknown, or not run: declined, stopped with its plan, left at
+    # the limit). Expectations judge what the model did; each call's status says the rest.
+    return list(result.tool_calls)
 
 
 def _range(value: float, expected: Any, tolerance: float = 0.0) -> tuple[bool, Any]:
@@ -100,7 +103,7 @@ def check_sim_time(result: CheckContext, expected: Any) -> tuple[bool, Any]:
 
 def check_sequence(result: CheckContext, expected: list[str]) -> tuple[bool, Any]:
     """``tool_calls.sequence``: tool names in order (a subsequence; all calls with ``exact``)."""
-    names = [r.name for r in _made(result)]
+    names = [r.name for r in _called(result)]
     if result.section.get("exact"):
         return names == expected, names
     remaining = iter(names)
@@ -108,11 +111,11 @@ def check_sequence(result: CheckContext, expected: list[str]) -> tuple[bool, Any
 
 
 def check_include(result: CheckContext, expected: list[Any]) -> tuple[bool, Any]:
-    """``tool_calls.include``: each listed call was made (arguments match partially)."""
+    """``tool_calls.include``: each listed call was asked for (arguments match partially)."""
     missing, seen = [], {}
     for item in expected:
         name, args = item.name, item.args
-        calls = [r.arguments for r in _made(result) if r.name == name]
+        calls = [r.arguments for r in _called(result) if r.name == name]
         seen[name] = calls
         if not any(partial_match(args, actual) for actual in calls):
             missing.append({"name": name, "args": args})
@@ -123,7 +126,7 @@ def check_include(result: CheckContext, expected: list[Any]) -> tuple[bool, Any]
 def check_count(result: CheckContext, expected: dict[str, Any]) -> tuple[bool, Any]:
     """``tool_calls.count``: calls per tool name, exactly or within bounds."""
     counts: dict[str, int] = {}
-    for r in _made(result):
+    for r in _called(result):
         counts[r.name] = counts.get(r.name, 0) + 1
     actual = {name: counts.get(name, 0) for name in expected}
     ok = all(rng.contains(actual[name]) for name, rng in expected.items())
@@ -212,7 +215,7 @@ def check_requests(result: CheckContext, expected: list[Any]) -> tuple[bool, Any
 
 def check_never_called(result: CheckContext, expected: list[str]) -> tuple[bool, Any]:
     """``never_called``: the model never asked for these tools (run or not: it tried)."""
-    called = [r.name for r in result.tool_calls if r.name in expected]
+    called = [r.name for r in _called(result) if r.name in expected]
     return not called, {name: called.count(name) for name in expected}
 
 
@@ -220,7 +223,7 @@ def check_forbid(result: CheckContext, expected: list[Any]) -> tuple[bool, Any]:
     """``tool_calls.forbid``: no requested call matches one of these (arguments partially)."""
     found = [
         {"name": r.name, "args": r.arguments, "iteration": r.iteration}
-        for r in result.tool_calls
+        for r in _called(result)
         if any(r.name == item.name and partial_match(item.args, r.arguments) for item in expected)
     ]
     return not found, found or "no forbidden call"

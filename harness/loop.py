@@ -64,7 +64,7 @@ async def _iterate(
     limit = run.config.max_iterations
     while True:
         if ledger.iteration >= limit:
-            return await _at_limit(run)
+            return await _at_limit(run, planner)
         iteration = ledger.begin_iteration()
         log.info("Agentic iteration %d/%d", iteration, limit)
         run.emit(IterationStartEvent.of(iteration))
@@ -128,11 +128,33 @@ def _mark_truncation(run: Run, final: FinalResponse) -> FinalResponse:
     return final
 
 
-async def _at_limit(run: Run) -> tuple[Termination, FinalResponse]:
+def _limit_message(run: Run, planner: Planner) -> str:
+    """``Max iterations reached (3): ...``, with what a tool round costs under the planner
+    in use when it says (``iterations_per_round``, ``iterations_to_answer``): the default
+    planner needs 4 iterations for one tool call and its answer, which a limit of 3 is not."""
+    limit = run.config.max_iterations
+    text = f"Max iterations reached ({limit})"
+    per_round = getattr(planner, "iterations_per_round", None)
+    to_answer = getattr(planner, "iterations_to_answer", None)
+    if not (isinstance(per_round, int) and isinstance(to_answer, int)):
+        return text
+    rounds = len({record.group for record in run._ledger.records})
+    need = rounds * per_round + to_answer
+    return (
+        f"{text}: under planner {run.planner_name} a tool round takes {per_round} "
+        f"iteration{'s' if per_round != 1 else ''} and the final answer {to_answer}, so this "
+        f"run's {rounds} tool round{'s' if rounds != 1 else ''} and an answer need "
+        f"max_iterations: {need} or more"
+    )
+
+
+async def _at_limit(run: Run, planner: Planner) -> tuple[Termination, FinalResponse]:
     limit = run.config.max_iterations
     log.warning("Max agentic iterations reached without final response")
     run.remember("final", "Max iterations reached")
-    error = RunError(type="max_iterations", message="Max iterations reached", max_iterations=limit)
+    error = RunError(
+        type="max_iterations", message=_limit_message(run, planner), max_iterations=limit
+    )
     if run.config.on_max_iterations != "final_answer":
         return Termination.max_iterations, FinalResponse(error=error)
     last = _last_turn(run.conversation)

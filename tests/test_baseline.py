@@ -44,5 +44,10 @@ def test_a_version_1_results_file_still_loads_with_its_agent_settings():
     # Compared with today's run of the same files: nothing changed.
     new = build_results([run_scenario(ROOT / s.file) for s in old.scenarios])
     diff = diff_results(old, new)
-    assert diff.is_empty and diff.compared == 3
+    assert diff.compared == 3
+    # But for the iteration limit's message, which says more since (docs/loop.md).
+    [change] = diff.changed
+    assert change.name == "max-iterations" and change.fields == ["final"]
+    assert change.final.new["error"]["message"].startswith("Max iterations reached (3): ")
+    assert not (diff.regressions or diff.fixed or diff.added or diff.removed)
     assert [s.agent for s in old.scenarios] == [s.agent for s in new.scenarios]

@@ -147,3 +147,32 @@ def test_a_scenario_yml_file_runs_in_a_folder_and_when_named(project, capsys):
     status, out = _run(capsys, "scenarios/short.scenario.yml")
     assert status == 0, out
     assert cli.main(["validate", "scenarios/short.scenario.yml"]) == 0
+
+
+def test_a_changed_error_shows_which_of_its_keys_changed_and_how():
+    from harness.actions import FinalResponse, RunError
+    from harness.report.changes import change_details
+    from harness.report.diff import diff_results
+    from harness.results import ScenarioResult, build_results
+
+    def entry(message: str) -> ScenarioResult:
+        error = RunError(type="max_iterations", message=message, max_iterations=3)
+        return ScenarioResult(
+            id="scenarios/a.scenario.yaml::a",
+            name="a",
+            file="scenarios/a.scenario.yaml",
+            status="passed",
+            termination="max_iterations",
+            final=FinalResponse(error=error),
+        )
+
+    long = "Max iterations reached (3): under planner react a tool round takes 1 iteration"
+    diff = diff_results(
+        build_results([entry("Max iterations reached")]), build_results([entry(long)])
+    )
+    [change] = diff.changed
+    # Not two values cut to the same first 50 characters: the key, and the words it gained.
+    assert change_details(change) == [
+        "error.message: Max iterations reached {+(3): under planner react a tool round takes 1 "
+        "iteration+}"
+    ]

@@ -259,4 +259,7 @@ def test_the_report_shows_the_observed_tool_calls():
         )
         assert " ".join(shown.split()) in timeline
     # The parallel plan is drawn in lanes side by side.
-    assert '<div class="lanes"><span>get_weather</span><span>get_time</span></div>' in timeline
+    assert (
+        '<div class="lanes"><span title="get_weather">get_weather</span>'
+        '<span title="get_time">get_time</span></div>'
+    ) in timeline

@@ -7,6 +7,7 @@ disagree name their first divergence.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -164,3 +165,9 @@ def test_a_significant_drop_of_a_live_pass_rate_is_a_regression(project, capsys)
     assert rate.p_value == 0.011507
     assert "regression: scenarios/weather.scenario.yaml::weather: pass rate fell" in out
     assert "p = 0.012" in out and "a significant drop, a regression" in out
+    # The report's "1 regression" chip leads to the pass rate that fell (there is no
+    # run-by-run regression to show).
+    html = (project.path / "reports/report.html").read_text()
+    [chip] = re.findall(r'<a class="chip cat-regressions" href="#([\w-]+)"', html)
+    assert chip == "diff-pass-rates"
+    assert f'id="{chip}"' in html

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+from typing import Any
 
 import pytest
 
@@ -140,18 +141,29 @@ def test_usage_is_summed_over_the_replies():
 
 # -- max_iterations ------------------------------------------------------------------------
 
-MAX_ITERATIONS_ERROR = {"type": "max_iterations", "message": "Max iterations reached"}
+
+def limit_error(limit: int, rounds: int, planner: str = "agentbuilder") -> dict[str, Any]:
+    """final.error at the limit: what a tool round costs under the planner, and what this
+    run's rounds and an answer need."""
+    per_round, answer = {"agentbuilder": (2, 2), "react": (1, 1)}[planner]
+    message = (
+        f"Max iterations reached ({limit}): under planner {planner} a tool round takes "
+        f"{per_round} iteration{'s' if per_round > 1 else ''} and the final answer {answer}, "
+        f"so this run's {rounds} tool round{'' if rounds == 1 else 's'} and an answer need "
+        f"max_iterations: {rounds * per_round + answer} or more"
+    )
+    return {"type": "max_iterations", "message": message, "max_iterations": limit}
 
 
-@pytest.mark.parametrize("limit", [1, 2, 5])
-def test_max_iterations_stops_at_the_limit(limit):
+@pytest.mark.parametrize(("limit", "rounds"), [(1, 0), (2, 1), (5, 2)])
+def test_max_iterations_stops_at_the_limit(limit, rounds):
     # A different city each round: no stagnation, the limit is what stops the run.
     script = [{"tool_calls": [{"get_weather": {"city": f"city {n}"}}]} for n in range(10)]
     result = weather_agent(script, max_iterations=limit).run("?")
 
     assert result.termination == Termination.max_iterations
     assert result.iterations == limit
-    assert result.final.error == {**MAX_ITERATIONS_ERROR, "max_iterations": limit}
+    assert result.final.error == limit_error(limit, rounds)
     assert result.final.content is None
     assert {"kind": "final", "content": "Max iterations reached"} in result.memory
 
@@ -162,6 +174,7 @@ def test_max_iterations_under_react_counts_llm_rounds():
 
     assert result.termination == Termination.max_iterations
     assert (result.iterations, result.llm_calls, len(result.tool_calls)) == (3, 3, 3)
+    assert result.final.error == limit_error(3, 3, "react")
 
 
 def test_a_text_answer_one_trip_too_late_is_still_max_iterations_under_agentbuilder():
@@ -171,7 +184,9 @@ def test_a_text_answer_one_trip_too_late_is_still_max_iterations_under_agentbuil
     assert result.termination == Termination.max_iterations
     assert result.iterations == 3
     assert result.llm_calls == 2
-    assert result.final.error == {**MAX_ITERATIONS_ERROR, "max_iterations": 3}
+    # The message says why 3 was too few for one tool call: 4 are needed.
+    assert result.final.error == limit_error(3, 1)
+    assert result.final.error.message.endswith("need max_iterations: 4 or more")
     assert result.final.content is None
     assert result.conversation.messages[-1] == AssistantMessage(
         content="Sunny and 72F.", finish_reason="stop"
@@ -194,7 +209,7 @@ def test_final_answer_at_the_limit_makes_one_request_with_tool_choice_none():
     assert result.iterations == 3
     assert result.llm_calls == 3
     assert result.final.content == "SF is sunny."
-    assert result.final.error == {**MAX_ITERATIONS_ERROR, "max_iterations": 3}
+    assert result.final.error == limit_error(3, 1)
     assert [r["options"] for r in llm.requests] == [{}, {}, {"tool_choice": "none"}]
     # The calls of the last assistant message were never run (the limit came first):
     # they are answered before the final request, so the transcript is valid for the API.

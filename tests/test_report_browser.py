@@ -349,7 +349,14 @@ def test_a_long_run_folds_its_alike_iterations_and_unfolds_on_a_click(long_page:
     assert page.locator(f"#s1 {shown}").count() == 6  # 2 + 2 + the answer's 2
     button = page.locator("#s1 button.unfold")
     assert button.count() == 1
-    assert button.inner_text() == "▸ 56 more iterations alike (3\u201358): show them"
+    # Alike, not identical: the fold says whose arguments differ in it.
+    assert button.inner_text() == (
+        "▸ 56 more iterations alike (3\u201358), with other arguments: show them"
+    )
+    assert page.locator("#s1 tbody.fold .fold-args").all_inner_texts() == [
+        'lookup: 28 different arguments, {"city": "c1"} … {"city": "c28"}',
+        'forecast: 28 different arguments, {"city": "c1"} … {"city": "c28"}',
+    ]
     card_height = page.eval_on_selector("#s1", "card => card.offsetHeight")
     assert card_height < 1500
     button.click()

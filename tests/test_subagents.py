@@ -67,7 +67,10 @@ def test_iteration_limit_of_a_sub_agent_is_an_error_result_and_the_parent_goes_o
     assert result.final.content == "all done"
     failed, ok = result.tool_calls
     assert (failed.status, failed.is_error) == ("error", True)
-    assert failed.result == "sub-agent 'looper' ended max_iterations: Max iterations reached"
+    assert failed.result.startswith(
+        "sub-agent 'looper' ended max_iterations: Max iterations reached (3): under planner "
+        "agentbuilder a tool round takes 2 iterations"
+    )
     assert failed.sub_run.termination == Termination.max_iterations
     assert failed.sub_run.iterations == 3
     # The error went to the model as an error tool message; the parent asked again.

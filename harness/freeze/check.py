@@ -230,10 +230,10 @@ def expectations(result: ScenarioResult) -> dict[str, Any]:
     """The ``expect`` section the run meets: how it ended, its calls, its final answer."""
     expect: dict[str, Any] = {"termination": result.termination.value}
     expect["llm_calls"] = result.llm_calls
-    # The calls the loop handled (a declined plan's calls, status not_run, were never made).
-    made = [r.name for r in result.tool_calls if r.status != "not_run"]
-    if made:
-        expect["tool_calls"] = {"sequence": made, "exact": True}
+    # Every call the model asked for, run or not (docs/scenarios.md#which-calls-count).
+    called = [r.name for r in result.tool_calls]
+    if called:
+        expect["tool_calls"] = {"sequence": called, "exact": True}
     if result.parallel_groups:
         expect["parallel_groups"] = [list(group) for group in result.parallel_groups]
     final: dict[str, Any] = {}

@@ -21,6 +21,11 @@ class AgentBuilderPlanner:
     """Empty -> EmptyAction; assistant tool calls -> run them; user or tool -> ask the
     model; assistant text -> complete."""
 
+    # What a tool round (request, tools) and the final answer (request, complete) cost in
+    # iterations: a run ended at max_iterations says them (docs/loop.md#max_iterations).
+    iterations_per_round = 2
+    iterations_to_answer = 2
+
     def __init__(self, config: Any = None) -> None:
         self.config = config
 

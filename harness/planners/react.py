@@ -15,6 +15,11 @@ __all__ = ["ReactPlanner"]
 class ReactPlanner:
     """Calls the model inside ``step`` and returns its tool calls, or the final answer."""
 
+    # What a tool round and the final answer cost in iterations (one model round each):
+    # a run ended at max_iterations says them (docs/loop.md#max_iterations).
+    iterations_per_round = 1
+    iterations_to_answer = 1
+
     def __init__(self, config: Any = None) -> None:
         self.config = config
 

@@ -115,10 +115,26 @@ def _final_lines(old: dict[str, Any], new: dict[str, Any], limit: int) -> list[s
             )
     for key in ("error", "data"):
         if old.get(key) != new.get(key):
-            lines.append(
-                f"{key}: {shorten(_value(old.get(key)), limit // 2)} -> "
-                f"{shorten(_value(new.get(key)), limit // 2)}"
-            )
+            lines.extend(_mapping_lines(key, old.get(key), new.get(key), limit))
+    return lines
+
+
+def _mapping_lines(name: str, old: Any, new: Any, limit: int) -> list[str]:
+    """``error.message: Max iterations reached {+(3): ...+}``: the keys of two mappings that
+    differ, each with its change (two long values cut to a width would often read the
+    same on both sides); other values whole, shortened."""
+    if not (isinstance(old, dict) and isinstance(new, dict)):
+        return [f"{name}: {shorten(_value(old), limit // 2)} -> {shorten(_value(new), limit // 2)}"]
+    lines = []
+    for key in sorted(old.keys() | new.keys()):
+        a, b = old.get(key), new.get(key)
+        if a == b:
+            continue
+        if isinstance(a, str) and isinstance(b, str):
+            lines.append(f"{name}.{key}: {word_changes(a, b, limit)}")
+        else:
+            half = limit // 2
+            lines.append(f"{name}.{key}: {shorten(_value(a), half)} -> {shorten(_value(b), half)}")
     return lines
 
 

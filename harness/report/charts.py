@@ -16,7 +16,7 @@ from harness.report.markup import seconds
 from harness.report.timeline import Item
 from harness.results import ScenarioResult
 
-__all__ = ["TERMINATIONS", "bar", "scenario_charts", "track_svg"]
+__all__ = ["LANE", "TERMINATIONS", "bar", "scenario_charts", "track_svg"]
 
 # In the order of the Termination enum (the loop's order of events).
 TERMINATIONS = tuple(t.value for t in Termination)
@@ -30,6 +30,11 @@ def bar(start: float, end: float, total: float) -> dict[str, float]:
     return {"x": round(x, 2), "w": round(max((end - start) / total * 200.0, 1.0), 2)}
 
 
+# Height in px of a tool call's lane on a clock track; the CSS gives the lanes' names
+# (.lanes) this line height, so that each name sits beside its bar.
+LANE = 14
+
+
 def track_svg(item: Item, total: float) -> Markup:
     """An item's bars on the run's simulated clock: one lane per tool call of a plan, so
     parallel calls show side by side in time. Built here, not in the template, because
@@ -37,6 +42,8 @@ def track_svg(item: Item, total: float) -> Markup:
     if total <= 0:
         return Markup("")
     if item.kind == "tools":
+        # One LANE px per call, as tall as a line of the lane's name beside it (the
+        # names would overlap in less).
         lanes = []
         for lane, call in enumerate(item.calls):
             # A plan validation stopped never ran: its records carry no times of their own.
@@ -46,10 +53,10 @@ def track_svg(item: Item, total: float) -> Markup:
                 else bar(call.sim_start, call.sim_end, total)
             )
             lanes.append(
-                f'<rect x="{span["x"]}" y="{lane * 8 + 2}" width="{span["w"]}" height="6" '
+                f'<rect x="{span["x"]}" y="{lane * LANE + 4}" width="{span["w"]}" height="6" '
                 f'class="tc-{escape(call.status)}"><title>{escape(call.name)}</title></rect>'
             )
-        height = len(item.calls) * 8 + 2
+        height = len(item.calls) * LANE
         body = "".join(lanes)
     else:
         span = bar(item.start, item.end, total)

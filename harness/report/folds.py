@@ -2,7 +2,8 @@
 
 An iteration's shape is what it did without its texts (the tools asked for and run, with
 their statuses); three or more alike iterations in a row, or request-and-tools pairs, show
-their first and last and fold the rest. The stagnation window never folds.
+their first and last and fold the rest. The stagnation window never folds. Alike is not
+identical: the fold says which tools had other arguments in it.
 """
 
 from __future__ import annotations
@@ -55,8 +56,27 @@ def _folds(shapes: list[tuple[Any, ...]]) -> list[tuple[int, int]]:
     return folds
 
 
+def _differing(folded: list[list[Any]]) -> list[dict[str, Any]]:
+    """Per tool whose calls in the folded iterations had other arguments: how many
+    different ones, the first and the last (alike iterations need not be identical, and
+    a fold must not hide that)."""
+    seen: dict[str, list[Any]] = {}
+    for rows in folded:
+        for row in rows:
+            for call in row.calls:
+                args = seen.setdefault(call.name, [])
+                if call.args not in args:
+                    args.append(call.args)
+    return [
+        {"name": name, "count": len(args), "first": args[0], "last": args[-1]}
+        for name, args in seen.items()
+        if len(args) > 1
+    ]
+
+
 def fold_marks(timeline: Timeline, rows: dict[int, list[Any]]) -> dict[int, dict[str, Any]]:
-    """Per iteration number in a fold: its fold number, and on the first one the fold's size."""
+    """Per iteration number in a fold: its fold number, and on the first one the fold's
+    size and the tools whose arguments differ in it."""
     numbers = [it.number for it in timeline.iterations]
     shapes = [_shape(it, rows[it.number]) for it in timeline.iterations]
     marks: dict[int, dict[str, Any]] = {}
@@ -64,6 +84,9 @@ def fold_marks(timeline: Timeline, rows: dict[int, list[Any]]) -> dict[int, dict
         for position in range(first, last + 1):
             marks[numbers[position]] = {"fold": fold}
         marks[numbers[first]].update(
-            count=last - first + 1, first=numbers[first], last=numbers[last]
+            count=last - first + 1,
+            first=numbers[first],
+            last=numbers[last],
+            differ=_differing([rows[numbers[p]] for p in range(first, last + 1)]),
         )
     return marks

@@ -4,6 +4,7 @@ how many passed)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from harness.results import ScenarioResult, combination_label
@@ -31,29 +32,48 @@ def _cell(entries: list[tuple[ScenarioResult, str | None]]) -> dict[str, Any]:
     return {"status": status, "text": text, "anchor": entries[0][1], "id": entries[0][0].id}
 
 
+def _value_order(value: Any) -> tuple[Any, ...]:
+    """Where a matrix value sorts: numbers by size (3 before 10, also when written as
+    text), other values by their text with its runs of digits read as numbers
+    (``v3`` before ``v10``)."""
+    if not isinstance(value, bool):
+        try:
+            return (0, float(value))
+        except (TypeError, ValueError):
+            pass
+    text = value if isinstance(value, str) else combination_label({"": value})[1:]
+    return (1, [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)])
+
+
+def _column_order(combination: dict[str, Any]) -> tuple[Any, ...]:
+    """Where a combination's column goes: by its values in the matrix's key order."""
+    return tuple((key, _value_order(value)) for key, value in combination.items())
+
+
 def matrix_view(scenarios: list[ScenarioResult], anchors: dict[str, str]) -> dict[str, Any] | None:
     """Rows and columns of the matrix view; None when no scenario ran in a matrix."""
-    columns: list[str] = []
+    columns: dict[str, dict[str, Any]] = {}  # label -> combination
     rows: dict[str, dict[str, list[tuple[ScenarioResult, str | None]]]] = {}
     names: dict[str, str] = {}
     for scenario in scenarios:
         if not scenario.matrix:
             continue
         label = combination_label(scenario.matrix)
-        if label not in columns:
-            columns.append(label)
+        columns.setdefault(label, scenario.matrix)
         base = _base_id(scenario, label)
         names.setdefault(base, scenario.name.split(f"[{label}]")[0])
         rows.setdefault(base, {}).setdefault(label, []).append((scenario, anchors.get(scenario.id)))
     if not rows:
         return None
+    # Not in the order of the ids (sorted as text, where n=10 comes before n=3).
+    order = sorted(columns, key=lambda label: _column_order(columns[label]))
     return {
-        "columns": columns,
+        "columns": order,
         "rows": [
             {
                 "id": base,
                 "name": names[base],
-                "cells": [_cell(cells[c]) if c in cells else None for c in columns],
+                "cells": [_cell(cells[c]) if c in cells else None for c in order],
             }
             for base, cells in rows.items()
         ],

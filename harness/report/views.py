@@ -14,6 +14,7 @@ from harness.messages import AssistantMessage
 from harness.report.charts import track_svg
 from harness.report.folds import fold_marks
 from harness.report.markup import clip, compact, seconds, to_text
+from harness.report.pills import usage_pills
 from harness.report.text import ending_sentence
 from harness.report.timeline import Item, Timeline, build_timeline
 from harness.results import Results, ScenarioResult
@@ -315,14 +316,15 @@ def scenario_view(index: int, scenario: ScenarioResult, limits: Limits) -> dict[
         "ending": ending_sentence(scenario),
         "failed": len(failed),
         "tool_errors": sum(1 for c in scenario.tool_calls if c.is_error),
-        # Calls that ran (as tool_calls.count counts them) apart from requested ones
-        # that never ran (a declined plan, calls left at the limit).
+        # Calls that ran apart from requested ones that never ran (a declined plan, calls
+        # left at the limit); tool_calls expectations count both (docs/scenarios.md).
         "tools_ran": sum(1 for c in scenario.tool_calls if c.status != "not_run"),
         "tools_not_run": sum(1 for c in scenario.tool_calls if c.status == "not_run"),
         # A target's call is not_run when no later request carried its result: whether
         # the agent ran it is not seen at the HTTP boundary.
         "not_run_label": _not_run_label(timeline, scenario),
         "usage": scenario.usage,
+        "usage_pills": usage_pills(scenario.usage),
         "rows": rows,
         "spans": _spans(rows),
         "folds": fold_marks(timeline, rows),

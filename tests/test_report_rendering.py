@@ -1,0 +1,200 @@
+"""The report's timeline, matrix and pills as a reader sees them, in Debian's headless
+chromium: the names of parallel calls sit beside their own lanes without overlapping, every
+row's clock track shares one time axis, matrix columns follow their values (3 before 10),
+and a judge's cost has a pill of its own. Measured in the page's DOM, not compared as
+pixels."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chromium import find_chromium, launch_chromium
+
+from harness.report import write_html
+from harness.results import build_results
+
+PARALLEL = """\
+name: parallel
+input: Plan an evening in SF.
+agent: {planner: react}
+tools:
+  get_weather: {parameters: {city: str}, returns: sunny, latency: 0.5}
+  find_restaurants_with_a_long_name: {parameters: {city: str}, returns: [Zuni], latency: 1.5}
+  get_time: {parameters: {city: str}, returns: "19:00", latency: 0.25}
+llm:
+  script:
+    - tool_calls:
+        - {get_weather: {city: SF}}
+        - {find_restaurants_with_a_long_name: {city: SF}}
+        - {get_time: {city: SF}}
+      latency: 1.0
+    - content: Sunny; Zuni at 19:00.
+      latency: 1.0
+"""
+
+JUDGED = """\
+name: judged
+input: Weather in SF?
+llm:
+  script:
+    - content: Sunny in SF.
+      usage: {prompt_tokens: 10, completion_tokens: 5, total_tokens: 15}
+  judge_script:
+    - content: '{"pass": true, "score": 1, "reason": "It answers."}'
+      usage: {prompt_tokens: 100, completion_tokens: 20, total_tokens: 120}
+expect:
+  final: {judge: It says the weather.}
+"""
+
+MATRIX = """\
+name: limits
+matrix:
+  max_iterations: [3, 10, 20]
+input: hi
+llm:
+  script:
+    - content: done
+"""
+
+
+def _results(folder: Path) -> Any:
+    from harness.scenario import expand_matrix, load_scenario, run_scenario
+
+    (folder / "pyproject.toml").write_text("", encoding="utf-8")
+    (folder / "scenarios").mkdir()
+    paths = []
+    for name, text in (("parallel", PARALLEL), ("judged", JUDGED), ("limits", MATRIX)):
+        path = folder / "scenarios" / f"{name}.scenario.yaml"
+        path.write_text(text, encoding="utf-8")
+        paths.append(path)
+    runs = [run_scenario(paths[0]), run_scenario(paths[1])]
+    runs += [run_scenario(v) for v in expand_matrix(load_scenario(paths[2]))]
+    return build_results(runs)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    logging.getLogger("harness").setLevel(logging.ERROR)
+    folder = tmp_path_factory.mktemp("rendering")
+    # In a thread of its own: the browser's event loop may already run in this one.
+    with ThreadPoolExecutor(1) as pool:
+        results = pool.submit(_results, folder).result()
+    assert [s.status for s in results.scenarios] == ["passed"] * 5
+    path = folder / "report.html"
+    write_html(path, results)
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser(report: Path) -> Iterator[Any]:
+    executable = find_chromium()
+    if executable is None:
+        pytest.fail(
+            "chromium is not installed: the report's browser tests need Debian's chromium "
+            "(apt-get install -y chromium; .ci/run does this in CI)",
+            pytrace=False,
+        )
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = launch_chromium(playwright, executable)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def page(report: Path, browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto(report.as_uri(), wait_until="load")
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+def _card(page: Any, name: str) -> Any:
+    card = page.locator("details.scenario", has=page.locator(".name", has_text=name)).first
+    card.evaluate("card => { card.open = true; }")
+    return card
+
+
+def _overlap(a: dict[str, float], b: dict[str, float]) -> bool:
+    return not (
+        a["right"] <= b["left"]
+        or b["right"] <= a["left"]
+        or a["bottom"] <= b["top"]
+        or b["bottom"] <= a["top"]
+    )
+
+
+def test_parallel_calls_are_named_beside_their_lanes_without_overlap(page: Any) -> None:
+    card = _card(page, "parallel")
+    cell = card.locator("tr.item.tools td.clock").first
+    labels = cell.locator(".lanes span").evaluate_all(
+        "spans => spans.map(s => ({text: s.textContent, box: s.getBoundingClientRect().toJSON()}))"
+    )
+    bars = cell.locator("svg.track rect").evaluate_all(
+        "rects => rects.map(r => r.getBoundingClientRect().toJSON())"
+    )
+    track = cell.locator("svg.track").evaluate("svg => svg.getBoundingClientRect().toJSON()")
+    assert [label["text"] for label in labels] == [
+        "get_weather",
+        "find_restaurants_with_a_long_name",
+        "get_time",
+    ]
+    boxes = [label["box"] for label in labels]
+    for i, box in enumerate(boxes):
+        assert box["height"] > 0 and box["width"] > 0
+        for other in boxes[i + 1 :]:
+            assert not _overlap(box, other), (box, other)
+        # Beside its own bar: left of the track, level with the bar.
+        middle = (box["top"] + box["bottom"]) / 2
+        assert bars[i]["top"] <= middle <= bars[i]["bottom"], (labels[i]["text"], box, bars[i])
+        assert box["right"] <= track["left"] + 0.5
+    # The long name is cut with an ellipsis in its gutter and whole in its title.
+    long = cell.locator(".lanes span").nth(1)
+    assert long.get_attribute("title") == "find_restaurants_with_a_long_name"
+    assert long.evaluate("s => s.scrollWidth > s.clientWidth")
+
+
+def test_every_row_of_a_timeline_shares_one_time_axis(page: Any) -> None:
+    card = _card(page, "parallel")
+    tracks = card.locator("table.timeline svg.track").evaluate_all(
+        "all => all.map(s => { const b = s.getBoundingClientRect(); return [b.left, b.right]; })"
+    )
+    assert len(tracks) == 3  # LLM call, the parallel plan, LLM call
+    assert len({round(left) for left, _ in tracks}) == 1
+    assert len({round(right) for _, right in tracks}) == 1
+    # On that axis the plan starts where the first LLM call ends (1 s of 3.5 s).
+    first_llm = card.locator("tr.item.llm svg.track rect").first
+    plan = card.locator("tr.item.tools svg.track rect").first
+    llm_end = first_llm.evaluate("r => r.getBoundingClientRect().right")
+    plan_start = plan.evaluate("r => r.getBoundingClientRect().left")
+    assert abs(llm_end - plan_start) < 1.0
+
+
+def test_matrix_columns_follow_their_values_numerically(page: Any) -> None:
+    columns = page.locator("#matrix th.combo").all_inner_texts()
+    assert columns == ["max_iterations=3", "max_iterations=10", "max_iterations=20"]
+    # Each cell links to the card of its own combination.
+    cells = page.locator("#matrix td.cell a").evaluate_all(
+        "links => links.map(a => document.querySelector(a.getAttribute('href')).querySelector('.name').textContent)"
+    )
+    assert [c.split("[")[1] for c in cells] == [c + "]" for c in columns]
+
+
+def test_the_judges_cost_has_a_pill_of_its_own(page: Any) -> None:
+    card = _card(page, "judged")
+    pills = card.locator(".ident .pill.usage").all_inner_texts()
+    assert pills == [
+        "prompt 10 · completion 5 · total 15 tokens",
+        "judge: 1 request · prompt 100 · completion 20 · total 120 tokens",
+    ]
