@@ -12,6 +12,7 @@ crashed or a report could not be written.
 from __future__ import annotations
 
 import json
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import pytest
 
 from harness.exitcodes import EXIT
+from harness.spool import ResultSpool
 from harness.pytest_plugin.ledger import CollectionLedger
 from harness.pytest_plugin.options import SUFFIXES, SessionOptions, session_options
 
@@ -52,8 +54,9 @@ class SessionOutputs:
     """What a session made: its results, the reports written, and what went wrong."""
 
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
-    # Scenario id -> its ScenarioResult as JSON (what the test reports carry).
-    results: dict[str, str] = field(default_factory=dict)
+    # Scenario id -> its ScenarioResult as JSON (what the test reports carry), kept on
+    # disk: a suite's size does not weigh on the session's memory.
+    results: MutableMapping[str, str] = field(default_factory=ResultSpool)
     # results.json as written (with its baseline diff), and the files written.
     final: Results | None = None
     diff: BaselineDiff | None = None
@@ -390,6 +393,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         return
     if config.pluginmanager.is_registered(state):
         config.pluginmanager.unregister(state)
+    if isinstance(state.outputs.results, ResultSpool):
+        state.outputs.results.close()
     traces = config.pluginmanager.get_plugin("harness-otel")
     if traces is not None:
         config.pluginmanager.unregister(traces)
