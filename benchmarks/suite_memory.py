@@ -85,9 +85,7 @@ def measured(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, fl
     return elapsed, usage.ru_maxrss / 1024, text
 
 
-def harness(
-    python: str, env: dict[str, str], root: Path, *args: str
-) -> tuple[float, float, str]:
+def harness(python: str, env: dict[str, str], root: Path, *args: str) -> tuple[float, float, str]:
     """``harness ARGS`` in ``root``, a process of its own."""
     return measured([python, "-m", "harness.cli", *args], root, env)
 

@@ -56,7 +56,7 @@ def test_small_reports_stay_inline_and_large_ones_pack() -> None:
     assert len(many.scenarios) > PACK_AFTER
     page = render_html(many)
     assert page.count("data-packed=") == len(many.scenarios)
-    assert "table class=\"timeline\"" not in page  # no body parsed when the page opens
+    assert 'table class="timeline"' not in page  # no body parsed when the page opens
 
 
 # -- in a real browser ------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from harness.report import diff_results
 from harness.results import Results, Skipped, load_results
 from harness.spool import ResultSpool
 
+
 def test_the_streamed_file_is_the_in_memory_text(tmp_path: Path) -> None:
     logging.getLogger("harness").setLevel(logging.ERROR)
     results = sample_results()  # the example scenarios, run by the real runner

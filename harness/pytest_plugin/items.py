@@ -407,6 +407,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             report.harness_internal = item.internal_error
         if item.not_written:
             report.harness_not_written = item.not_written
+        # The item lives until the session ends: its run's record (transcript, events)
+        # must not, or a suite's memory grows with every scenario (the report has it).
+        item.result = None
     return report
 
 

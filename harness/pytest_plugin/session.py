@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import pytest
 
 from harness.exitcodes import EXIT
-from harness.spool import ResultSpool
 from harness.pytest_plugin.ledger import CollectionLedger
 from harness.pytest_plugin.options import SUFFIXES, SessionOptions, session_options
+from harness.spool import ResultSpool
 
 if TYPE_CHECKING:
     from harness.baseline import BaselineDiff
@@ -219,8 +219,10 @@ class SuiteState:
             if report.skipped and any(f"{suffix}::" in report.nodeid for suffix in SUFFIXES):
                 self.ledger.skipped[self._id_of(report.nodeid)] = _skip_reason(report)
             return
-        # Keyed by id: a rerun of the same scenario replaces its earlier result.
+        # Keyed by id: a rerun of the same scenario replaces its earlier result. Kept on
+        # disk, and not on the report, which pytest's statistics keep to the end.
         self.outputs.results[report.harness_id] = text
+        del report.harness_result
         internal = getattr(report, "harness_internal", None)
         if internal:
             self.outputs.internal_errors.append(internal)

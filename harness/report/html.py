@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import gc
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -26,8 +26,8 @@ from markupsafe import Markup
 
 from harness.baseline import BaselineDiff
 from harness.files import atomic_write
-from harness.report.changes import divergence_lines, rate_sentence, repeats_text
 from harness.report.cards import PACK_AFTER, cards, index_view
+from harness.report.changes import divergence_lines, rate_sentence, repeats_text
 from harness.report.charts import TERMINATIONS, scenario_charts
 from harness.report.markup import (
     clip,
@@ -160,13 +160,14 @@ def _render(
         packed = len(scenarios) > PACK_AFTER
     body = None
     if packed:
-        macros = env.get_template("macros.html.j2").make_module(
+        module = env.get_template("macros.html.j2").make_module(
             {"limits": limits, "anchors": anchors}
         )
+        scenario_body: Callable[[dict[str, Any]], Markup] = module.scenario_body  # type: ignore[attr-defined]
 
         def body(view: dict[str, Any]) -> Markup:
             # Masked here: write_html's masking of the page cannot see into a packed body.
-            return Markup(scrub_text(str(macros.scenario_body(view))))
+            return Markup(scrub_text(str(scenario_body(view))))
 
     yield from template.generate(
         title=title,
