@@ -407,10 +407,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             report.harness_internal = item.internal_error
         if item.not_written:
             report.harness_not_written = item.not_written
-        # The item lives until the session ends: its run's record (transcript, events)
-        # must not, or a suite's memory grows with every scenario (the report has it).
-        item.result = None
     return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    """Once a scenario's reports are made, its item lets go of its run: the item lives
+    until the session ends, and a suite's memory would grow with every scenario's record
+    (transcript, events; its test report carried it to the results)."""
+    outcome = yield
+    if isinstance(item, ScenarioItem):
+        item.result = None
+    return outcome
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
