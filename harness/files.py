@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 __all__ = [
@@ -58,8 +59,9 @@ def _size(limit: int) -> str:
 TEMPORARY_SUFFIX = ".harness-tmp"
 
 
-def atomic_write(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename (mode 0644)."""
+def atomic_write(path: str | Path, text: str | Iterable[str]) -> None:
+    """Write ``text`` (or its pieces, in order, as they are made) to ``path`` through a
+    temporary file and a rename (mode 0644)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_leftovers(target)
@@ -68,7 +70,10 @@ def atomic_write(path: str | Path, text: str) -> None:
     )
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
+            if isinstance(text, str):
+                handle.write(text)
+            else:
+                handle.writelines(text)
         # mkstemp creates 0600; results and cassettes are ordinary files.
         os.chmod(tmp, 0o644)
         os.replace(tmp, target)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import platform
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -32,7 +32,7 @@ from harness.errors import HarnessError
 from harness.files import atomic_write
 from harness.messages import Message
 from harness.repeats import Repeats, count_repeats
-from harness.secrets import scrub_text
+from harness.secrets import Scrubber, scrub_text
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -338,9 +338,24 @@ class Results(BaseModel):
         )
         return scrub_text(text) + "\n"
 
+    def json_pieces(self) -> Iterator[str]:
+        """``to_json``'s text in pieces, one scenario entry at a time (a large suite's file
+        is never whole in memory; the text is the same, a test checks)."""
+        scrub = Scrubber().text
+        head = Results.model_construct(**{**dict(self), "scenarios": []}).to_json()
+        before, marker, after = head.partition(_NO_SCENARIOS)
+        if not marker or not self.scenarios:
+            yield head  # no scenarios: the whole file is this
+            return
+        yield before + '\n  "scenarios": [\n'
+        for i, scenario in enumerate(self.scenarios):
+            entry = scenario.model_dump_json(indent=2).replace("\n", "\n    ")
+            yield ("    " if i == 0 else ",\n    ") + scrub(entry)
+        yield "\n  ]" + after
+
     def write(self, path: str | Path) -> None:
-        """Write results.json atomically."""
-        atomic_write(path, self.to_json())
+        """Write results.json atomically, as it is made."""
+        atomic_write(path, self.json_pieces())
 
     def to_baseline_json(self) -> str:
         """The text of a baseline file: these results without wall-clock values.
@@ -373,6 +388,10 @@ class Results(BaseModel):
 
 
 # -- reading results.json -------------------------------------------------------------------
+
+
+# The scenarios' place in results.json's text (top-level keys are indented by two).
+_NO_SCENARIOS = '\n  "scenarios": []'
 
 
 class ResultsFileError(HarnessError):

@@ -410,6 +410,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    """Once a scenario's reports are made, its item lets go of its run: the item lives
+    until the session ends, and a suite's memory would grow with every scenario's record
+    (transcript, events; its test report carried it to the results)."""
+    outcome = yield
+    if isinstance(item, ScenarioItem):
+        item.result = None
+    return outcome
+
+
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
     """A scenario that ended in ``error`` shows as a pytest error."""
     # A scenario that ended in `error` (a scenario or harness bug, not an unmet

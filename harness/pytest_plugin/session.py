@@ -12,6 +12,7 @@ crashed or a report could not be written.
 from __future__ import annotations
 
 import json
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +23,7 @@ import pytest
 from harness.exitcodes import EXIT
 from harness.pytest_plugin.ledger import CollectionLedger
 from harness.pytest_plugin.options import SUFFIXES, SessionOptions, session_options
+from harness.spool import ResultSpool
 
 if TYPE_CHECKING:
     from harness.baseline import BaselineDiff
@@ -52,8 +54,9 @@ class SessionOutputs:
     """What a session made: its results, the reports written, and what went wrong."""
 
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
-    # Scenario id -> its ScenarioResult as JSON (what the test reports carry).
-    results: dict[str, str] = field(default_factory=dict)
+    # Scenario id -> its ScenarioResult as JSON (what the test reports carry), kept on
+    # disk: a suite's size does not weigh on the session's memory.
+    results: MutableMapping[str, str] = field(default_factory=ResultSpool)
     # results.json as written (with its baseline diff), and the files written.
     final: Results | None = None
     diff: BaselineDiff | None = None
@@ -216,8 +219,10 @@ class SuiteState:
             if report.skipped and any(f"{suffix}::" in report.nodeid for suffix in SUFFIXES):
                 self.ledger.skipped[self._id_of(report.nodeid)] = _skip_reason(report)
             return
-        # Keyed by id: a rerun of the same scenario replaces its earlier result.
+        # Keyed by id: a rerun of the same scenario replaces its earlier result. Kept on
+        # disk, and not on the report, which pytest's statistics keep to the end.
         self.outputs.results[report.harness_id] = text
+        del report.harness_result
         internal = getattr(report, "harness_internal", None)
         if internal:
             self.outputs.internal_errors.append(internal)
@@ -390,6 +395,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         return
     if config.pluginmanager.is_registered(state):
         config.pluginmanager.unregister(state)
+    if isinstance(state.outputs.results, ResultSpool):
+        state.outputs.results.close()
     traces = config.pluginmanager.get_plugin("harness-otel")
     if traces is not None:
         config.pluginmanager.unregister(traces)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import gc
 import hashlib
+from collections.abc import Callable, Iterator
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -25,6 +26,7 @@ from markupsafe import Markup
 
 from harness.baseline import BaselineDiff
 from harness.files import atomic_write
+from harness.report.cards import PACK_AFTER, cards, index_view
 from harness.report.changes import divergence_lines, rate_sentence, repeats_text
 from harness.report.charts import TERMINATIONS, scenario_charts
 from harness.report.markup import (
@@ -39,7 +41,7 @@ from harness.report.markup import (
 )
 from harness.report.matrix import matrix_view
 from harness.report.repeats import repeats_view
-from harness.report.views import Limits, scenario_view
+from harness.report.views import Limits
 from harness.results import Results, Status, Summary
 from harness.secrets import scrub_model, scrub_text
 
@@ -108,12 +110,21 @@ def render_html(
     baseline: BaselineDiff | None = None,
     *,
     title: str = "harness report",
+    packed: bool | None = None,
 ) -> str:
     """The report as one HTML document.
 
     ``baseline`` is a diff from ``diff_results``; without it, the diff stored in
-    ``results.baseline`` (if any) is shown.
+    ``results.baseline`` (if any) is shown. ``packed``: card bodies packed, opened on a
+    click (default: past PACK_AFTER scenarios).
     """
+    return "".join(_generate(results, baseline, title, packed))
+
+
+def _generate(
+    results: Results, baseline: BaselineDiff | None, title: str, packed: bool | None
+) -> Iterator[str]:
+    """The document in pieces, made as they are written: one card at a time."""
     # Rendering allocates many short-lived objects next to the results, which are large
     # (millions of objects for a big suite): every full collection would walk them all.
     # Nothing made here needs the cycle collector, so it pauses for the render (a third
@@ -121,18 +132,20 @@ def render_html(
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _render(results, baseline, title)
+        yield from _render(results, baseline, title, packed)
     finally:
         if paused:
             gc.enable()
 
 
-def _render(results: Results, baseline: BaselineDiff | None, title: str) -> str:
+def _render(
+    results: Results, baseline: BaselineDiff | None, title: str, packed: bool | None
+) -> Iterator[str]:
     diff = baseline if baseline is not None else results.baseline
     scenarios = list(results.scenarios)
     limits = Limits.for_results(results)
-    views = [scenario_view(i, s, limits) for i, s in enumerate(scenarios)]
-    anchors = {v["s"].id: v["anchor"] for v in views}
+    index = [index_view(i, s) for i, s in enumerate(scenarios)]
+    anchors = {s.id: v["anchor"] for s, v in zip(scenarios, index, strict=True)}
     # Counted from the scenarios shown, so the page agrees with itself even when a
     # results file's summary was edited or is stale.
     summary = Summary.of(scenarios)
@@ -141,8 +154,22 @@ def _render(results: Results, baseline: BaselineDiff | None, title: str) -> str:
     order = {name: i for i, name in enumerate(TERMINATIONS)}
     terminations.sort(key=lambda item: (order.get(item[0], len(order)), item[0]))
     versions = results.meta.get("versions")
-    template = _environment().get_template("report.html.j2")
-    return template.render(
+    env = _environment()
+    template = env.get_template("report.html.j2")
+    if packed is None:
+        packed = len(scenarios) > PACK_AFTER
+    body = None
+    if packed:
+        module = env.get_template("macros.html.j2").make_module(
+            {"limits": limits, "anchors": anchors}
+        )
+        scenario_body: Callable[[dict[str, Any]], Markup] = module.scenario_body  # type: ignore[attr-defined]
+
+        def body(view: dict[str, Any]) -> Markup:
+            # Masked here: write_html's masking of the page cannot see into a packed body.
+            return Markup(scrub_text(str(scenario_body(view))))
+
+    yield from template.generate(
         title=title,
         results=results,
         summary=summary,
@@ -151,7 +178,9 @@ def _render(results: Results, baseline: BaselineDiff | None, title: str) -> str:
         started=results.meta.get("started"),
         versions=versions if isinstance(versions, dict) else {},
         charts=scenario_charts(scenarios, summary),
-        scenarios=views,
+        index=index,
+        cards=cards(scenarios, limits, body),
+        packed=packed,
         diff=diff,
         anchors=anchors,
         repeats=repeats_view(scenarios, anchors),
@@ -168,10 +197,13 @@ def write_html(
     baseline: BaselineDiff | None = None,
     *,
     title: str = "harness report",
+    packed: bool | None = None,
 ) -> Path:
-    """Render the report and write it to ``path`` atomically; returns the path."""
+    """Render the report and write it to ``path`` atomically; returns the path
+    (``packed`` as for ``render_html``)."""
     target = Path(path)
     # Masked before rendering (texts are clipped there) and after (the baseline's texts).
-    html = render_html(scrub_model(results), baseline, title=title)
-    atomic_write(target, scrub_text(html))
+    # Written as it is made: a large report is never whole in memory.
+    pieces = _generate(scrub_model(results), baseline, title, packed)
+    atomic_write(target, (scrub_text(piece) for piece in pieces))
     return target

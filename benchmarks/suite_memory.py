@@ -1,0 +1,236 @@
+"""Suites past one machine: memory, merge and report at 1,000 to 20,000 scenarios (issue 33).
+
+Builds a throw-away project of N generated scenarios (scripted runs of three iterations:
+two tool plans and an answer, about 5 kB of results.json each, as the example suite's),
+then measures, each `harness run` a process of its own:
+
+- one run of N scenarios (results.json and report.html written): wall time and peak RSS
+  (the child's ``ru_maxrss``), against a 1,000-scenario run (target: at most 1.3x);
+- the same N as 4 shards, then ``harness merge`` of them in a process of its own: its
+  peak RSS (target: at most 1.3x the 1,000 run's) and its time against reading the 4
+  shards' results.json (``load_results``; target: at most 1.5x);
+- the merged report in Debian's headless chromium: first contentful paint (target: 2 s)
+  and opening one scenario's details (a click on a card, until its timeline is shown;
+  target: 0.5 s).
+
+    python benchmarks/suite_memory.py [--counts 1000 5000 20000] [--shards 4]
+    python -m benchmarks suite_memory
+
+``--python`` runs the harness of another checkout (``PYTHONPATH`` too) to compare
+commits side by side. Exits 1 when a target is missed. Not a test: timing goals live here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+TOOLS = '''\
+def lookup(key: str) -> dict:
+    """Return a small record for a key."""
+    return {"key": key, "value": len(key), "note": "a record of the generated suite " * 3}
+'''
+
+SCENARIO = """\
+name: generated-{i:05d}
+description: generated scenario {i} of a large suite (two tool plans, then an answer)
+tags: [generated, group-{group}]
+input: look up two keys for case {i}
+tools:
+  lookup: {{use: "bench_lookup:lookup"}}
+llm:
+  script:
+    - content: first I look up the first key of case {i}
+      tool_calls: [{{lookup: {{key: "alpha-{i}"}}}}]
+    - tool_calls: [{{lookup: {{key: "beta-{i}"}}}}, {{lookup: {{key: "gamma-{i}"}}}}]
+    - content: "case {i}: both keys found, the answer is {answer}"
+expect:
+  termination: completed
+  final: {{contains: "{expected}"}}
+"""
+
+
+def build(root: Path, count: int) -> None:
+    """A project of ``count`` scenarios in folders of 500 (one in 50 fails its check)."""
+    (root / "pyproject.toml").write_text("[project]\nname = 'bench-suite-memory'\n")
+    (root / "bench_lookup.py").write_text(TOOLS)
+    for i in range(count):
+        folder = root / "scenarios" / f"part{i // 500:03d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        answer = f"value-{i}"
+        expected = answer if i % 50 else "something else"
+        text = SCENARIO.format(i=i, group=i % 7, answer=answer, expected=expected)
+        (folder / f"g{i:05d}.scenario.yaml").write_text(text)
+
+
+def measured(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str]:
+    """Run a process; its (wall seconds, peak RSS in MB, output)."""
+    started = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as out:
+        child = subprocess.Popen(args, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        elapsed = time.perf_counter() - started
+        out.seek(0)
+        text = out.read()
+    if child.returncode not in (0, 1):  # 1: the failing scenarios failed, as they should
+        raise SystemExit(f"{' '.join(args)} exited {child.returncode}:\n{text[-3000:]}")
+    return elapsed, usage.ru_maxrss / 1024, text
+
+
+def harness(python: str, env: dict[str, str], root: Path, *args: str) -> tuple[float, float, str]:
+    """``harness ARGS`` in ``root``, a process of its own."""
+    return measured([python, "-m", "harness.cli", *args], root, env)
+
+
+def run_args(name: str, *extra: str) -> list[str]:
+    """``harness run`` writing ``name``.json and ``name``.html."""
+    return ["run", "scenarios", *extra, "--json", f"{name}.json", "--html", f"{name}.html"]
+
+
+def time_reading(python: str, env: dict[str, str], root: Path, names: list[str]) -> list[float]:
+    """Seconds, in a child, to read the shards' results.json files (``load_results``), and
+    to read, check, merge them and write the merged results.json (no report)."""
+    code = (
+        "import sys, time\nfrom harness.results import load_results\n"
+        "from harness.shards import merge\n"
+        "t = time.perf_counter()\nfor n in sys.argv[1:]: load_results(n)\n"
+        "read = time.perf_counter() - t\nt = time.perf_counter()\n"
+        "merge([(n, load_results(n)) for n in sys.argv[1:]]).write('merged-only.json')\n"
+        "print(read, time.perf_counter() - t)"
+    )
+    _, _, out = measured([python, "-c", code, *names], root, env)
+    return [float(x) for x in out.strip().splitlines()[-1].split()]
+
+
+# Click the 8th card's header; resolve with the milliseconds until its timeline is shown.
+OPEN_ONE = """() => new Promise(resolve => {
+  const card = document.querySelectorAll('#scenarios > details.scenario')[7];
+  const started = performance.now();
+  const done = () => requestAnimationFrame(() => requestAnimationFrame(
+      () => resolve(performance.now() - started)));
+  const wait = () => card.querySelector('table.timeline') ? done() : setTimeout(wait, 1);
+  card.querySelector('summary').click();
+  wait();
+})"""
+
+
+def browser(path: Path) -> dict[str, float] | None:
+    """First paint and one scenario opened, in headless chromium (None: not installed)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from chromium import find_chromium, launch_chromium
+
+    executable = find_chromium()
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return None
+    if executable is None:
+        return None
+    frame = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+    with sync_playwright() as playwright:
+        chromium = launch_chromium(playwright, executable)
+        try:
+            page = chromium.new_page(viewport={"width": 1280, "height": 900})
+            started = time.perf_counter()
+            page.goto(path.as_uri(), wait_until="load", timeout=600_000)
+            page.evaluate(frame)
+            loaded = time.perf_counter() - started
+            paint = page.evaluate(
+                "(performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime"
+            )
+            # Timed in the page: from the click to the frame after the card's body is in.
+            opened = page.evaluate(OPEN_ONE) / 1000
+            assert page.locator("#scenarios > details.scenario table.timeline").count() == 1
+        finally:
+            chromium.close()
+    return {"paint": (paint or 0.0) / 1000, "load": loaded, "open": opened}
+
+
+def main() -> int:
+    """Run the benchmark; 1 when a target is missed."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--counts", type=int, nargs="+", default=[1000, 5000, 20000])
+    parser.add_argument("--shards", type=int, default=4)
+    parser.add_argument("--python", default=sys.executable, help="the interpreter to measure")
+    parser.add_argument("--pythonpath", default=str(ROOT), help="the harness checkout to use")
+    parser.add_argument("--no-shards", action="store_true", help="one run per count only")
+    parser.add_argument("--no-browser", action="store_true")
+    parser.add_argument("--keep", type=Path, help="build the projects here and keep them")
+    args = parser.parse_args()
+    ok = True
+    with tempfile.TemporaryDirectory(prefix="bench-suite-memory-") as tmp:
+        base = args.keep or Path(tmp)
+        figures: dict[int, dict[str, float]] = {}
+        for count in args.counts:
+            root = base / f"n{count}"
+            if not (root / "scenarios").is_dir():
+                root.mkdir(parents=True, exist_ok=True)
+                build(root, count)
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join([args.pythonpath, str(root)])}
+            row = figures[count] = {}
+            wall, rss, _ = harness(args.python, env, root, *run_args("one"), "--", "-q")
+            row.update(run=wall, run_rss=rss)
+            row["json_mb"] = (root / "one.json").stat().st_size / 1e6
+            row["html_mb"] = (root / "one.html").stat().st_size / 1e6
+            print(
+                f"{count:>6} scenarios, one run: {wall:6.1f} s, peak {rss:6.0f} MB; "
+                f"results.json {row['json_mb']:.1f} MB, report.html {row['html_mb']:.1f} MB",
+                flush=True,
+            )
+            if not args.no_shards:
+                names = []
+                for k in range(1, args.shards + 1):
+                    shard = f"--shard={k}/{args.shards}"
+                    wall, rss, _ = harness(
+                        args.python, env, root, *run_args(f"shard{k}", shard), "--", "-q"
+                    )
+                    row["shard_rss"] = max(row.get("shard_rss", 0.0), rss)
+                    names.append(f"shard{k}.json")
+                merge = ["merge", *names, "--json", "merged.json", "--html", "merged.html"]
+                wall, rss, _ = harness(args.python, env, root, *merge)
+                reading, merging = time_reading(args.python, env, root, names)
+                row.update(merge_cmd=wall, merge_rss=rss, reading=reading, merge=merging)
+                print(
+                    f"{count:>6} scenarios, {args.shards} shards: largest shard peak "
+                    f"{row['shard_rss']:.0f} MB; reading the shards {reading:.2f} s; read, "
+                    f"check, merge and write results.json {merging:.2f} s "
+                    f"({merging / reading:.2f}x); `harness merge` with the report {wall:.2f} "
+                    f"s, peak {rss:.0f} MB",
+                    flush=True,
+                )
+            page = None if args.no_browser else browser(root / "one.html")
+            if page is not None:
+                row.update(page)
+                print(
+                    f"{count:>6} scenarios, chromium: first paint {page['paint']:.2f} s, "
+                    f"load {page['load']:.2f} s, one scenario opened in {page['open']:.3f} s",
+                    flush=True,
+                )
+        base_rss = figures[min(figures)]["run_rss"]
+        for count, row in figures.items():
+            checks = [("run peak", row["run_rss"] / base_rss, 1.3)]
+            if "merge_rss" in row:
+                checks.append(("merge peak", row["merge_rss"] / base_rss, 1.3))
+                checks.append(("merge / reading", row["merge"] / row["reading"], 1.5))
+            if "paint" in row:
+                checks += [("first paint s", row["paint"], 2.0), ("open s", row["open"], 0.5)]
+            shown = ", ".join(
+                f"{name} {value:.2f} (<= {limit})" + ("" if value <= limit else " MISSED")
+                for name, value, limit in checks
+            )
+            ok = ok and all(value <= limit for _, value, limit in checks)
+            print(f"{count:>6}: {shown}")
+    print("targets met" if ok else "TARGET MISSED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""The report's scenario cards, made one at a time: a small report carries every card's
+body inline; a large one carries each body packed (deflated, base64), which the page
+unpacks when the card opens (docs/report.md#large-reports).
+
+The browser then parses only the index of cards (a header line each) when the page
+opens, however many scenarios there are, and the writer holds one card at a time.
+"""
+
+from __future__ import annotations
+
+import base64
+import zlib
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from markupsafe import Markup
+
+from harness.report.views import Limits, scenario_view
+from harness.results import ScenarioResult
+
+__all__ = ["PACK_AFTER", "Card", "cards", "index_view", "pack"]
+
+# Scenarios in a report above which card bodies are packed: up to here the page opens
+# in about a second with every body inline, and reads without script.
+PACK_AFTER = 500
+
+# (view, packed body or None), as the template's card macro takes them.
+Card = tuple[dict[str, Any], str | None]
+
+
+def pack(html: str) -> str:
+    """A card body as the page carries it: raw deflate (what the browser's
+    ``DecompressionStream("deflate-raw")`` reads), base64; the same text every time."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, -15)
+    data = packer.compress(html.encode("utf-8")) + packer.flush()
+    return base64.b64encode(data).decode("ascii")
+
+
+def index_view(index: int, scenario: ScenarioResult) -> dict[str, Any]:
+    """What the charts need of scenario number ``index + 1`` (its bar links to its card)."""
+    return {
+        "anchor": f"s{index + 1}",
+        "number": index + 1,
+        "status": scenario.status,
+        "s": _Bar(scenario.name, scenario.iterations, scenario.sim_time),
+    }
+
+
+class _Bar:
+    """A chart bar's scenario: its name and the two values charted (not its whole run)."""
+
+    __slots__ = ("iterations", "name", "sim_time")
+
+    def __init__(self, name: str, iterations: int, sim_time: float) -> None:
+        self.name, self.iterations, self.sim_time = name, iterations, sim_time
+
+
+def cards(
+    scenarios: Iterable[ScenarioResult],
+    limits: Limits,
+    body: Callable[[dict[str, Any]], Markup] | None,
+) -> Iterator[Card]:
+    """Each scenario's card in order; ``body`` (the template's body macro) given: packed.
+
+    A packed card's view keeps only what its header shows: the timeline and its rows
+    (the bulk of a view) are dropped once the body is made.
+    """
+    for index, scenario in enumerate(scenarios):
+        view = scenario_view(index, scenario, limits)
+        if body is None:
+            yield view, None
+            continue
+        packed = pack(str(body(view)))
+        for heavy in ("timeline", "rows", "folds", "spans", "errors", "notes"):
+            view.pop(heavy, None)
+        yield view, packed
