@@ -12,10 +12,9 @@ import json
 import os
 from typing import Any
 
-from openai import AsyncOpenAI
-
 from mcp import Client
 from mcp.types import TextContent
+from openai import AsyncOpenAI
 
 
 def _openai_tool(tool: Any) -> dict[str, Any]:
