@@ -151,3 +151,32 @@ def test_gemini_conversations_are_told_apart_by_their_contents():
         answers.append(ask(MAIN, [*first, turn("model", answers[0]), turn("user", "go on")]))
 
     assert answers == ["main 1", "sub 1", "sub 2", "main 2"]
+
+
+def test_a_moved_cache_marker_or_a_turn_resent_as_a_block_continues_the_conversation():
+    """Claude Code marks its newest message with ``cache_control`` on every request (so an
+    earlier message loses its marker) and sends an earlier text turn as a text block: the
+    same history, so the same conversation (its step 2, not a new conversation's step 1)."""
+    anthropic = pytest.importorskip("anthropic")
+    cached = {"type": "ephemeral"}
+
+    with running_app(_app()) as url:
+        client = anthropic.Anthropic(base_url=url.removesuffix("/v1"), api_key="k", max_retries=0)
+
+        def ask(messages):
+            reply = client.messages.create(model="m", max_tokens=100, system=SUB, messages=messages)
+            return reply.content[0].text
+
+        hi = {"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": cached}]}
+        first = ask([hi])
+        again = [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [{"type": "text", "text": first}]},
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "more", "cache_control": cached}],
+            },
+        ]
+        second = ask(again)
+
+    assert [first, second] == ["sub 1", "sub 2"]

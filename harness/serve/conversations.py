@@ -47,7 +47,25 @@ class Place:
 
 
 def _digest(previous: str, value: Any) -> str:
-    return hashlib.sha256(f"{previous}\n{canonical_json(value)}".encode()).hexdigest()
+    return hashlib.sha256(f"{previous}\n{canonical_json(_resent(value))}".encode()).hexdigest()
+
+
+def _resent(value: Any) -> Any:
+    """An item as it counts for its conversation: what a client changes in an item it
+    sends again, without changing the conversation, left out.
+
+    Claude Code (and other Anthropic clients) move their ``cache_control`` marker to the
+    newest message on every request and send an earlier text turn as a text block where
+    it first sent a string; neither makes the history another one.
+    """
+    if isinstance(value, list):
+        return [_resent(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    kept = {k: _resent(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(kept.get("content"), str) and "role" in kept:
+        kept["content"] = [{"type": "text", "text": kept["content"]}]
+    return kept
 
 
 def _texts(messages: Sequence[Any], role: str) -> list[str]:
