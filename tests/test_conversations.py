@@ -8,6 +8,7 @@ advances the script; a bad match key is refused with its file and line.
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import yaml
 
 from harness.errors import ScenarioError
 from harness.freeze import freeze
+from harness.report.html import render_html
 from harness.report.text import trajectory_lines
 from harness.results import build_results
 from harness.scenario import load_scenario, run_scenario
@@ -173,6 +175,20 @@ def test_the_report_names_the_conversation_of_each_model_call():
     assert lines[0].split()[1:4] == ["llm#1", "main", "->"]
     assert "llm#2 researcher -> get_weather" in lines[1]
     assert "llm#5 writer -> text" in lines[4]
+
+    # The HTML timeline says it under each model call too.
+    page = render_html(build_results([result]))
+    named = re.findall(
+        r"LLM call (\d+)</span><div class=\"sub conversation\">conversation: (\w+)", page
+    )
+    assert named == [
+        ("1", "main"),
+        ("2", "researcher"),
+        ("3", "researcher"),
+        ("4", "main"),
+        ("5", "writer"),
+        ("6", "main"),
+    ]
 
 
 def test_a_recording_of_several_conversations_freezes_into_llm_conversations(

@@ -149,6 +149,7 @@ class _Row:
         "calls",
         "choice",
         "content",
+        "conversation",
         "declined",
         "error",
         "failed",
@@ -170,9 +171,12 @@ class _Row:
         scenario: ScenarioResult,
         notes: dict[str, dict[str, str]],
         limits: Limits,
+        conversation: str | None = None,
     ) -> None:
         self.kind = item.kind
         self.call = item.call
+        # A target that held several conversations: the one this call belongs to.
+        self.conversation = conversation
         self.failed = item.failed
         self.declined = item.declined
         self.stopped = item.stopped
@@ -217,8 +221,11 @@ def _rows(
 ) -> dict[int, list[_Row]]:
     """The timeline's rows by iteration number, prepared in one pass (the hot path)."""
     total = timeline.total
+    named = {call: c.conversation for c in scenario.conversations for call in c.calls}
     return {
-        it.number: [_Row(item, total, scenario, notes, limits) for item in it.items]
+        it.number: [
+            _Row(item, total, scenario, notes, limits, named.get(item.call)) for item in it.items
+        ]
         for it in timeline.iterations
     }
 
