@@ -218,7 +218,9 @@ def _clock(card: Any) -> tuple[str, list[float], list[str]]:
     heading = card.locator("table.timeline th.clock").first.inner_text()
     starts = card.locator("table.timeline > tbody > tr.item td.clock").evaluate_all(
         """cells => cells.map(cell => {
-            const track = cell.querySelector('svg.track').getBoundingClientRect();
+            const svg = cell.querySelector('svg.track');
+            if (!svg) return 0;  // an all-zero clock draws no track
+            const track = svg.getBoundingClientRect();
             const bar = cell.querySelector('svg.track rect').getBoundingClientRect();
             return (bar.left - track.left) / track.width;
         })"""
