@@ -29,6 +29,7 @@ __all__ = [
     "Termination",
     "ToolAction",
     "ToolCallRecord",
+    "WallClockSpan",
 ]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -275,6 +276,16 @@ class ConversationRun(RunFields, _ConversationName):
     transcript: list[Message] = Field(default_factory=list)
 
 
+class WallClockSpan(BaseModel):
+    """An external target's model call on the wall clock: seconds since its run started,
+    to the millisecond (docs/results.md#wall-clock)."""
+
+    model_config = ConfigDict(extra="forbid")
+    call: int
+    start: float
+    end: float  # when its answer was sent (or the client gave up); its start if never
+
+
 class RunData(RunFields):
     """What a run produced, as results keep it: everything but the live conversation.
 
@@ -283,6 +294,12 @@ class RunData(RunFields):
     """
 
     wall_time: float = 0.0
+    # An external target's model calls on the wall clock (its run is real time: its events
+    # carry no simulated time). Like wall_time, it differs from run to run: the baseline,
+    # the diff and determinism checks leave it out. Absent from the JSON of other runs.
+    wall_clock: list[WallClockSpan] = Field(
+        default_factory=list, exclude_if=lambda value: not value
+    )
     # A target's conversations when it held more than one; absent from the JSON otherwise.
     conversations: list[ConversationRun] = Field(
         default_factory=list, exclude_if=lambda value: not value

@@ -1,7 +1,7 @@
 """The results of scenario runs: one ScenarioResult per scenario, and results.json.
 
 This is the data between the runner and the reports: scenario -> run -> result ->
-report. Everything outside ``meta`` and ``wall_time`` is identical across runs of
+report. Everything outside ``meta``, ``wall_time`` and ``wall_clock`` is identical across runs of
 the same inputs.
 """
 
@@ -371,7 +371,7 @@ class Results(BaseModel):
             exclude={
                 "baseline": True,
                 "skipped": True,
-                "scenarios": {"__all__": {"wall_time"}},
+                "scenarios": {"__all__": {"wall_time", "wall_clock"}},
             },
         )
         return scrub_text(text) + "\n"

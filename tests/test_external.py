@@ -104,11 +104,29 @@ def test_each_client_is_observed_as_a_run(name):
     ]
 
 
+def test_an_external_run_keeps_its_model_calls_on_the_wall_clock():
+    result = run_example("raw-sync")
+
+    spans = result.wall_clock
+    assert [s.call for s in spans] == [1, 2, 3]
+    starts = [s.start for s in spans]
+    # Real time: each call after the one before, none at 0, each ending after it starts.
+    assert starts == sorted(set(starts)) and starts[0] > 0
+    assert all(s.start <= s.end <= result.wall_time + 0.001 for s in spans)
+    assert all(round(t, 3) == t for s in spans for t in (s.start, s.end))
+    # Like wall_time, in results.json but not in a baseline; an own-loop run has none.
+    results = build_results([result])
+    assert '"wall_clock"' in results.to_json()
+    assert '"wall_clock"' not in results.to_baseline_json()
+    own = run_scenario(ROOT / "scenarios" / "core" / "roundtrip.scenario.yaml")
+    assert own.wall_clock == [] and "wall_clock" not in own.model_dump_json()
+
+
 def test_an_external_run_is_the_same_every_time():
     first, second = run_example("raw-async"), run_example("raw-async")
 
     def data(result):
-        return result.model_dump(mode="json", exclude={"wall_time"})
+        return result.model_dump(mode="json", exclude={"wall_time", "wall_clock"})
 
     assert data(first) == data(second)
 
@@ -227,9 +245,8 @@ def test_a_frameworks_cached_async_client_works_scenario_after_scenario():
 
     assert [r.termination for r in results] == ["completed", "max_iterations", "completed"]
     assert [r.status for r in results] == ["passed"] * 3
-    assert results[0].model_dump(exclude={"wall_time"}) == results[2].model_dump(
-        exclude={"wall_time"}
-    )
+    wall = {"wall_time", "wall_clock"}
+    assert results[0].model_dump(exclude=wall) == results[2].model_dump(exclude=wall)
 
 
 def test_an_llm_error_step_ends_the_run_in_llm_error():

@@ -80,7 +80,7 @@ def write_scenario(folder: Path, client: str, question: str) -> Path:
 
 
 def observed(result):
-    return result.model_dump(mode="json", exclude={"wall_time", "expectations"})
+    return result.model_dump(mode="json", exclude={"wall_time", "wall_clock", "expectations"})
 
 
 @pytest.mark.parametrize("client", list(CLIENTS))

@@ -1,11 +1,13 @@
 """The report's timeline, matrix and pills as a reader sees them, in Debian's headless
 chromium: the names of parallel calls sit beside their own lanes without overlapping, every
 row's clock track shares one time axis, matrix columns follow their values (3 before 10),
-and a judge's cost has a pill of its own. Measured in the page's DOM, not compared as
+a judge's cost has a pill of its own, and an external target's timeline is on the wall
+clock, said so, where an own-loop run's stays on the simulated clock. Measured in the page's DOM, not compared as
 pixels."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -15,8 +17,12 @@ from typing import Any
 import pytest
 from chromium import find_chromium, launch_chromium
 
-from harness.report import write_html
+from harness.report import render_html, write_html
 from harness.results import build_results
+
+ROOT = Path(__file__).resolve().parents[1]
+# An external target (the raw openai SDK): one call, then two in parallel, then the answer.
+TARGET = ROOT / "scenarios" / "external" / "raw-sync.scenario.yaml"
 
 PARALLEL = """\
 name: parallel
@@ -74,6 +80,10 @@ def _results(folder: Path) -> Any:
         paths.append(path)
     runs = [run_scenario(paths[0]), run_scenario(paths[1])]
     runs += [run_scenario(v) for v in expand_matrix(load_scenario(paths[2]))]
+    with pytest.MonkeyPatch.context() as patch:
+        # The example target imports as `scenarios.external.agents...` from the root.
+        patch.syspath_prepend(str(ROOT))
+        runs.append(run_scenario(TARGET))
     return build_results(runs)
 
 
@@ -84,9 +94,11 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # In a thread of its own: the browser's event loop may already run in this one.
     with ThreadPoolExecutor(1) as pool:
         results = pool.submit(_results, folder).result()
-    assert [s.status for s in results.scenarios] == ["passed"] * 5
+    assert [s.status for s in results.scenarios] == ["passed"] * 6
     path = folder / "report.html"
     write_html(path, results)
+    # The same report with each card's details packed (as a large report has them).
+    (folder / "packed.html").write_text(render_html(results, packed=True), encoding="utf-8")
     return path
 
 
@@ -198,3 +210,61 @@ def test_the_judges_cost_has_a_pill_of_its_own(page: Any) -> None:
         "prompt 10 · completion 5 · total 15 tokens",
         "judge: 1 request · prompt 100 · completion 20 · total 120 tokens",
     ]
+
+
+def _clock(card: Any) -> tuple[str, list[float], list[str]]:
+    """A card's clock heading, where each row's first bar starts on the track (0 to 1), and
+    each row's written times."""
+    heading = card.locator("table.timeline th.clock").first.inner_text()
+    starts = card.locator("table.timeline > tbody > tr.item td.clock").evaluate_all(
+        """cells => cells.map(cell => {
+            const svg = cell.querySelector('svg.track');
+            if (!svg) return 0;  // an all-zero clock draws no track
+            const track = svg.getBoundingClientRect();
+            const bar = cell.querySelector('svg.track rect').getBoundingClientRect();
+            return (bar.left - track.left) / track.width;
+        })"""
+    )
+    whens = card.locator("table.timeline > tbody > tr.item .when").all_inner_texts()
+    return heading, starts, whens
+
+
+def _on_the_wall_clock(card: Any) -> None:
+    heading, starts, whens = _clock(card)
+    assert heading.startswith("wall clock, 0 → "), heading
+    assert "simulated" not in heading
+    # LLM call, plan, LLM call, parallel plan, LLM call: in order along the axis, none at 0.
+    assert len(starts) == 5
+    assert all(0 < a <= b for a, b in itertools.pairwise(starts)), starts
+    assert starts[0] < starts[2] < starts[4] < 1, starts
+    assert all(w.endswith(" s") and "*" not in w for w in whens), whens
+    assert "Wall clock" in card.locator("p.note.wall-clock").inner_text()
+
+
+def test_an_external_targets_timeline_is_on_the_wall_clock(page: Any) -> None:
+    _on_the_wall_clock(_card(page, "raw-sync"))
+
+
+def test_an_own_loop_timeline_stays_on_the_simulated_clock(page: Any) -> None:
+    card = _card(page, "parallel")
+    heading, starts, _ = _clock(card)
+    assert heading.startswith("simulated clock, 0 → 3.50 s"), heading
+    assert "wall" not in heading
+    assert starts[0] == 0  # the first LLM call starts the simulated clock
+    assert card.locator("p.note.wall-clock").count() == 0
+
+
+def test_a_packed_cards_timeline_is_on_the_wall_clock_once_opened(
+    report: Path, browser: Any
+) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    try:
+        page.goto((report.parent / "packed.html").as_uri(), wait_until="load")
+        assert page.locator("table.timeline").count() == 0  # packed until opened
+        card = page.locator("details.scenario", has=page.locator(".name", has_text="raw-sync"))
+        card.locator("summary").first.click()
+        card.locator("table.timeline").wait_for(state="visible")
+        _on_the_wall_clock(card)
+    finally:
+        context.close()

@@ -30,6 +30,7 @@ from harness.actions import (
     Termination,
     ToolAction,
     ToolCallRecord,
+    WallClockSpan,
 )
 from harness.config import AgentConfig
 from harness.events import (
@@ -182,6 +183,9 @@ class Observation:
         self._plan_start = 0.0
         self._mcp_calls = 0
         self.mcp_abort: str | None = None
+        # Each call's wall-clock start and end (seconds since ``started``), for the report's
+        # timeline of a run that has no simulated time (docs/results.md#wall-clock).
+        self._wall: dict[int, list[float]] = {}
 
     def shown(self, text: str) -> str:
         """``text`` as the run keeps it: the served URL without its port, one clean text."""
@@ -212,6 +216,7 @@ class Observation:
             thread.numbers.append(call)
             thread.last = (wire, body, items)
             self._of_call[call] = (thread, place)
+            self._wall[call] = [self._now()] * 2
             run.emit(IterationStartEvent(iteration=iteration))
             if run._observed.iteration_start:
                 run._hook.harness_iteration_start(run=run, iteration=iteration)
@@ -238,6 +243,7 @@ class Observation:
         """The client closed the connection of request ``call`` before any answer."""
         with self.lock:
             self._asked.pop(call, None)
+            self._ended(call)
             message = "the client gave up before the answer came (its own timeout)"
             self.last_error = RunError(type="timeout", message=message, status=None)
             if call in self._of_call:
@@ -258,6 +264,7 @@ class Observation:
         """The answer to request ``call`` was sent (``raw``: its whole body)."""
         with self.lock:
             asked = self._asked.pop(call, None)
+            self._ended(call)
             thread, place = self._of_call[call]
             answer = answer_body(raw)  # read once: the reply and the chain both need it
             if status >= 400:
@@ -298,6 +305,15 @@ class Observation:
                 run._hook.harness_llm_response(run=run, response=response)
             if message.tool_calls:
                 self._plan(thread, message.tool_calls)
+
+    def _now(self) -> float:
+        """Seconds since the run started, to the millisecond."""
+        return round(time.perf_counter() - self.started, 3)
+
+    def _ended(self, call: int) -> None:
+        """Request ``call`` was answered (or given up on) now."""
+        if call in self._wall:
+            self._wall[call][1] = self._now()
 
     # -- tool calls -------------------------------------------------------------------------
 
@@ -468,6 +484,10 @@ class Observation:
                 if len(calls) > 1 and any(r.status != "not_run" for r in calls)
             ]
             result = ledger.result(termination, final, self.started, parallel)
+            result.wall_clock = [
+                WallClockSpan(call=call, start=start, end=end)
+                for call, (start, end) in self._wall.items()
+            ]
             if len(self._threads) > 1 or self._rules:
                 result.conversations = [self._thread_run(t) for t in self._threads.values()]
             return result

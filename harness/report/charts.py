@@ -35,10 +35,11 @@ def bar(start: float, end: float, total: float) -> dict[str, float]:
 LANE = 14
 
 
-def track_svg(item: Item, total: float) -> Markup:
-    """An item's bars on the run's simulated clock: one lane per tool call of a plan, so
-    parallel calls show side by side in time. Built here, not in the template, because
-    it runs for every item of every scenario; it holds only numbers and class names."""
+def track_svg(item: Item, total: float, wall: bool = False) -> Markup:
+    """An item's bars on the run's clock (simulated, or the wall clock: ``wall``): one lane
+    per tool call of a plan, so parallel calls show side by side in time. Built here, not in
+    the template, because it runs for every item of every scenario; it holds only numbers
+    and class names."""
     if total <= 0:
         return Markup("")
     if item.kind == "tools":
@@ -46,10 +47,11 @@ def track_svg(item: Item, total: float) -> Markup:
         # names would overlap in less).
         lanes = []
         for lane, call in enumerate(item.calls):
-            # A plan validation stopped never ran: its records carry no times of their own.
+            # A plan validation stopped never ran: its records carry no times of their own;
+            # nor does a plan on the wall clock (the plan's place is its calls').
             span = (
                 bar(item.start, item.end, total)
-                if item.stopped
+                if item.stopped or wall
                 else bar(call.sim_start, call.sim_end, total)
             )
             lanes.append(

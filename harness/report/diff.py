@@ -2,8 +2,8 @@
 
 Scenarios are matched by id; the categories (regressions, fixed, changed, added, removed,
 not run) are the fields of ``harness.baseline.BaselineDiff``. Only fields that are
-identical across runs of the same inputs are compared (``wall_time`` and ``meta`` never
-are), so an unchanged suite diffs empty.
+identical across runs of the same inputs are compared (``wall_time``, ``wall_clock`` and
+``meta`` never are), so an unchanged suite diffs empty.
 """
 
 from __future__ import annotations

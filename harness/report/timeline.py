@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.actions import ToolCallRecord
+from harness.actions import ToolCallRecord, WallClockSpan
 from harness.events import ActionExecutedEvent, LLMFailedEvent, LLMRequestEvent, LLMResponseEvent
 from harness.messages import AssistantMessage
 from harness.report.plans import plans
@@ -71,7 +71,8 @@ def is_target(result: ScenarioResult) -> bool:
 
 @dataclass
 class Timeline:
-    """A scenario's iterations, on a clock from 0 to ``total`` simulated seconds."""
+    """A scenario's iterations, on a clock from 0 to ``total`` seconds: simulated, or for
+    an external target's run (``wall``) the wall clock."""
 
     iterations: list[Iteration]
     total: float
@@ -88,6 +89,8 @@ class Timeline:
     nudges: dict[int, dict[str, Any]] = field(default_factory=dict)
     # First iteration -> the turn starting there (a `turns:` scenario): {turn, user, last}.
     turns: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # Placed on the wall clock (an external target's run), not the simulated one.
+    wall: bool = False
 
 
 @dataclass
@@ -128,7 +131,12 @@ def build_timeline(scenario: ScenarioResult) -> Timeline:
         _llm_item(key, calls, unused) if kind == "llm" else _plan_item(key, groups[key], scenario)
         for kind, key in order
     ]
-    approximate = _place_on_clock(items, scenario, calls.requests, calls.responses)
+    wall = bool(scenario.wall_clock)
+    if wall:
+        approximate = False
+        _place_on_wall_clock(items, {span.call: span for span in scenario.wall_clock})
+    else:
+        approximate = _place_on_clock(items, scenario, calls.requests, calls.responses)
     iterations = _iterations(scenario, items)
     window, size = _stagnation_window(scenario, items)
     nudges = _nudges(scenario)
@@ -136,7 +144,7 @@ def build_timeline(scenario: ScenarioResult) -> Timeline:
         iteration.in_window = iteration.number in window
         if not iteration.items:
             iteration.note = _note(scenario, iteration.number == iterations[-1].number)
-    total = max([scenario.sim_time, *(i.end for i in items)])
+    total = max([scenario.wall_time if wall else scenario.sim_time, *(i.end for i in items)])
     return Timeline(
         iterations,
         total,
@@ -150,6 +158,7 @@ def build_timeline(scenario: ScenarioResult) -> Timeline:
             t.first_iteration: {"turn": t.turn, "user": t.user, "last": t.last_iteration}
             for t in scenario.turns
         },
+        wall=wall,
     )
 
 
@@ -353,6 +362,22 @@ def _place_on_clock(
         clock = max(clock, end)
     settle(max(scenario.sim_time, clock))
     return approximate
+
+
+def _place_on_wall_clock(items: list[Item], spans: dict[int, WallClockSpan]) -> None:
+    """An external target's items on the wall clock: each LLM call on its own span, each
+    tool plan in the gap after the calls before it, up to the next call's start (the
+    target ran its tools between the reply and its next request)."""
+    clock = 0.0
+    for index, item in enumerate(items):
+        span = spans.get(item.call) if item.kind == "llm" else None
+        if span is not None:
+            item.start, item.end = span.start, max(span.end, span.start)
+        else:
+            later = (spans.get(i.call) for i in items[index + 1 :] if i.kind == "llm")
+            following = next((s.start for s in later if s is not None), clock)
+            item.start, item.end = clock, max(clock, following)
+        clock = max(clock, item.end)
 
 
 def _stagnation_window(scenario: ScenarioResult, items: list[Item]) -> tuple[list[int], int]:

@@ -172,6 +172,7 @@ class _Row:
         notes: dict[str, dict[str, str]],
         limits: Limits,
         conversation: str | None = None,
+        wall: bool = False,
     ) -> None:
         self.kind = item.kind
         self.call = item.call
@@ -201,10 +202,13 @@ class _Row:
         self.calls = [_Call(c, notes.get(c.id, {}), limits) for c in item.calls]
         # Calls that ran a sub-agent: each gets a full-width row with its run below.
         self.subs = [c for c in self.calls if c.sub is not None]
-        self.track = track_svg(item, total)
+        self.track = track_svg(item, total, wall)
         # The lanes of a parallel plan, top to bottom, by tool name (the bars are in order).
         self.lanes = [clip(c.name, limits.call) for c in item.calls] if count > 1 else []
-        self.when = f"{seconds(item.start)} → {seconds(item.end)}" + ("" if item.exact else "*")
+        if wall:  # real calls take milliseconds: a hundredth of a second would hide them
+            self.when = f"{item.start:.3f} s → {item.end:.3f} s"
+        else:
+            self.when = f"{seconds(item.start)} → {seconds(item.end)}" + ("" if item.exact else "*")
 
 
 def _spans(rows: dict[int, list[_Row]]) -> dict[int, int]:
@@ -224,7 +228,8 @@ def _rows(
     named = {call: c.conversation for c in scenario.conversations for call in c.calls}
     return {
         it.number: [
-            _Row(item, total, scenario, notes, limits, named.get(item.call)) for item in it.items
+            _Row(item, total, scenario, notes, limits, named.get(item.call), timeline.wall)
+            for item in it.items
         ]
         for it in timeline.iterations
     }
