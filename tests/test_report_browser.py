@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chromium import find_chromium, launch_chromium
+from chromium import open_browser
 from report_samples import HOSTILE, sample_baseline, sample_results
 
 from harness.report import diff_results, write_html
@@ -23,25 +23,8 @@ from harness.results import Results
 
 @pytest.fixture(scope="module")
 def browser(report: Path) -> Iterator[Any]:
-    # `report` first: playwright's sync API runs an event loop in this thread, and the
-    # sample agents (Agent.run) must not be started inside one.
-    executable = find_chromium()
-    if executable is None:
-        pytest.fail(
-            "chromium is not installed: the report's browser tests need Debian's chromium "
-            "(apt-get install -y chromium; .ci/run does this in CI)",
-            pytrace=False,
-        )
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.fail("playwright is not installed: pip install -e '.[test]'", pytrace=False)
-    with sync_playwright() as playwright:
-        browser = launch_chromium(playwright, executable)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    with open_browser() as browser:
+        yield browser
 
 
 RESULTS: list[Results] = []  # the rendered results, for the expected counts

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chromium import find_chromium, launch_chromium
+from chromium import open_browser
 from report_samples import HOSTILE, sample_results
 
 from harness.report import render_html, write_html
@@ -80,22 +80,13 @@ def large_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def large_page(large_report: Path) -> Iterator[Any]:
-    executable = find_chromium()
-    if executable is None:
-        pytest.fail("chromium is not installed (apt-get install -y chromium)", pytrace=False)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = launch_chromium(playwright, executable)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.problems = []  # type: ignore[attr-defined]
-            page.on("console", lambda msg: msg.type == "error" and page.problems.append(msg.text))
-            page.on("pageerror", lambda exc: page.problems.append(str(exc)))
-            page.goto(large_report.as_uri(), wait_until="load")
-            yield page
-        finally:
-            browser.close()
+    with open_browser() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.problems = []  # type: ignore[attr-defined]
+        page.on("console", lambda msg: msg.type == "error" and page.problems.append(msg.text))
+        page.on("pageerror", lambda exc: page.problems.append(str(exc)))
+        page.goto(large_report.as_uri(), wait_until="load")
+        yield page
 
 
 def test_a_large_reports_details_open_on_a_click(large_page: Any) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chromium import find_chromium, launch_chromium
+from chromium import open_browser
 from test_scenario_agents import NESTED
 
 from harness.report import write_html
@@ -61,21 +61,8 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def browser(report: Path) -> Iterator[Any]:
-    executable = find_chromium()
-    if executable is None:
-        pytest.fail(
-            "chromium is not installed: the report's browser tests need Debian's chromium "
-            "(apt-get install -y chromium; .ci/run does this in CI)",
-            pytrace=False,
-        )
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = launch_chromium(playwright, executable)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    with open_browser() as browser:
+        yield browser
 
 
 @pytest.fixture
