@@ -37,6 +37,7 @@ from harness.wires.neutral import (
     ServedReply,
     ServedRequest,
     SSEBody,
+    StatelessRequests,
     ToolOffer,
     ToolSpec,
     WireError,
@@ -62,7 +63,7 @@ _REASONING_BLOCKS = ("thinking", "redacted_thinking")
 _ANY_OBJECT = {"type": "object", "properties": {}, "additionalProperties": True}
 
 
-class MessagesWire:
+class MessagesWire(StatelessRequests):
     """The Anthropic Messages wire (see ``harness.wires.neutral.Wire``)."""
 
     name = "anthropic"
@@ -76,19 +77,6 @@ class MessagesWire:
         return path.endswith("/v1/messages")
 
     # -- requests ----------------------------------------------------------------------
-
-    def items(self, body: dict[str, Any]) -> list[Any]:
-        """``messages``."""
-        items = body.get("messages")
-        return items if isinstance(items, list) else []
-
-    def previous(self, body: dict[str, Any]) -> str | None:
-        """None: the Messages API keeps no conversation server-side."""
-        return None
-
-    def thread(self, body: dict[str, Any]) -> str | None:
-        """None: the Messages API keeps no conversation server-side."""
-        return None
 
     def messages(self, items: list[Any], names: dict[str, str] | None = None) -> list[Message]:
         """Messages as harness messages: a user turn's ``tool_result`` blocks as tool

@@ -43,6 +43,7 @@ from harness.wires.neutral import (
     ServedReply,
     ServedRequest,
     SSEBody,
+    StatelessRequests,
     ToolOffer,
     ToolSpec,
     WireError,
@@ -165,7 +166,7 @@ def _turns(items: list[Any]) -> Iterator[tuple[int, Any, list[dict[str, Any]], A
             last = (_calls(parts), _own_ids(parts))
 
 
-class GeminiWire:
+class GeminiWire(StatelessRequests):
     """The Gemini API wire (see ``harness.wires.neutral.Wire``)."""
 
     name = "gemini"
@@ -184,19 +185,6 @@ class GeminiWire:
         return path.endswith(_METHODS) and "/models/" in path
 
     # -- requests ----------------------------------------------------------------------
-
-    def items(self, body: dict[str, Any]) -> list[Any]:
-        """``contents``."""
-        items = body.get("contents")
-        return items if isinstance(items, list) else []
-
-    def previous(self, body: dict[str, Any]) -> str | None:
-        """None: a request carries its whole conversation."""
-        return None
-
-    def thread(self, body: dict[str, Any]) -> str | None:
-        """None: a request carries its whole conversation."""
-        return None
 
     def messages(self, items: list[Any], names: dict[str, str] | None = None) -> list[Message]:
         """Contents as harness messages: a model turn as one assistant message, each

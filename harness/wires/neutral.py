@@ -27,6 +27,7 @@ __all__ = [
     "SSEBody",
     "ServedReply",
     "ServedRequest",
+    "StatelessRequests",
     "StreamReader",
     "ToolOffer",
     "ToolSpec",
@@ -298,6 +299,27 @@ class StreamReader(Protocol):
     def empty(self) -> bool:
         """No event so far said anything of a reply."""
         ...
+
+
+class StatelessRequests:
+    """The request side shared by the APIs that keep no conversation server-side (Chat
+    Completions, Anthropic Messages, Gemini): every request carries its whole history in
+    its ``items_field``, and continues no earlier answer or thread by id."""
+
+    items_field: str
+
+    def items(self, body: dict[str, Any]) -> list[Any]:
+        """The list in ``items_field`` (empty when absent or not a list)."""
+        items = body.get(self.items_field)
+        return items if isinstance(items, list) else []
+
+    def previous(self, body: dict[str, Any]) -> str | None:
+        """None: a request carries its whole conversation."""
+        return None
+
+    def thread(self, body: dict[str, Any]) -> str | None:
+        """None: a request carries its whole conversation."""
+        return None
 
 
 class Wire(Protocol):

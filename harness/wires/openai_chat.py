@@ -24,6 +24,7 @@ from harness.wires.neutral import (
     ServedReply,
     ServedRequest,
     SSEBody,
+    StatelessRequests,
     ToolOffer,
     ToolSpec,
     WireError,
@@ -40,7 +41,7 @@ def normalized_role(role: Any) -> Any:
     return "system" if role == "developer" else role
 
 
-class ChatWire:
+class ChatWire(StatelessRequests):
     """The Chat Completions wire (see ``harness.wires.neutral.Wire``)."""
 
     name = "openai-chat"
@@ -54,19 +55,6 @@ class ChatWire:
         return path.endswith("/chat/completions")
 
     # -- requests ----------------------------------------------------------------------
-
-    def items(self, body: dict[str, Any]) -> list[Any]:
-        """``messages``."""
-        items = body.get("messages")
-        return items if isinstance(items, list) else []
-
-    def previous(self, body: dict[str, Any]) -> str | None:
-        """None: Chat Completions keeps no conversation server-side."""
-        return None
-
-    def thread(self, body: dict[str, Any]) -> str | None:
-        """None: Chat Completions keeps no conversation server-side."""
-        return None
 
     def messages(self, items: list[Any], names: dict[str, str] | None = None) -> list[Message]:
         """Chat Completions messages as harness messages (unreadable ones skipped); a tool
