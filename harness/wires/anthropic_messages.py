@@ -198,10 +198,6 @@ class MessagesWire(StatelessRequests):
         reply.not_json = payload.not_json
         return reply
 
-    def answer_items(self, answer: tuple[Any, bool] | None) -> tuple[str | None, list[Any]]:
-        """Nothing: no server-side chain continues a message."""
-        return None, []
-
     def read_error(self, status: int, payload: Any) -> WireError:
         """``{"type": "error", "error": {"type", "message"}}``."""
         details = payload.get("error") if isinstance(payload, dict) else None

@@ -290,10 +290,6 @@ class GeminiWire(StatelessRequests):
         reply.not_json = payload.not_json
         return reply
 
-    def answer_items(self, answer: tuple[Any, bool] | None) -> tuple[str | None, list[Any]]:
-        """Nothing: no server-side chain continues an answer."""
-        return None, []
-
     def read_error(self, status: int, payload: Any) -> WireError:
         """Google's ``{"error": {code, message, status, details}}``."""
         return gemini_serving.read_error(status, payload)

@@ -304,7 +304,8 @@ class StreamReader(Protocol):
 class StatelessRequests:
     """The request side shared by the APIs that keep no conversation server-side (Chat
     Completions, Anthropic Messages, Gemini): every request carries its whole history in
-    its ``items_field``, and continues no earlier answer or thread by id."""
+    its ``items_field``, and continues no earlier answer or thread by id (so an answer
+    holds nothing a later request chains on)."""
 
     items_field: str
 
@@ -320,6 +321,10 @@ class StatelessRequests:
     def thread(self, body: dict[str, Any]) -> str | None:
         """None: a request carries its whole conversation."""
         return None
+
+    def answer_items(self, answer: tuple[Any, bool] | None) -> tuple[str | None, list[Any]]:
+        """Nothing: no server-side chain continues an answer."""
+        return None, []
 
 
 class Wire(Protocol):

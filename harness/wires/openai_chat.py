@@ -144,10 +144,6 @@ class ChatWire(StatelessRequests):
         reply.not_json = payload.not_json
         return reply
 
-    def answer_items(self, answer: tuple[Any, bool] | None) -> tuple[str | None, list[Any]]:
-        """Nothing: no server-side chain continues a completion."""
-        return None, []
-
     def read_error(self, status: int, payload: Any) -> WireError:
         """OpenAI's ``{"error": {...}}``."""
         return openai_shared.read_error(status, payload)
