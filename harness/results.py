@@ -10,11 +10,11 @@ from __future__ import annotations
 import contextlib
 import json
 import platform
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from pydantic import (
     BaseModel,
@@ -33,6 +33,9 @@ from harness.files import atomic_write
 from harness.messages import Message
 from harness.repeats import Repeats, count_repeats
 from harness.secrets import Scrubber, scrub_text
+
+if TYPE_CHECKING:
+    from harness.spool import ResultSpool
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -264,22 +267,25 @@ class Summary(BaseModel):
         return data
 
     @classmethod
-    def of(cls, scenarios: list[ScenarioResult]) -> Summary:
-        """Summarize scenarios (keys sorted so the JSON is stable)."""
-        flaky = sorted(
-            {s.scenario_key for s in scenarios if s.repeats is not None and s.repeats.flaky}
-        )
+    def of(cls, scenarios: Iterable[ScenarioResult]) -> Summary:
+        """Summarize scenarios (keys sorted so the JSON is stable), in one pass."""
+        flaky: set[str] = set()
         by_status: dict[str, int] = {}
         by_termination: dict[str, int] = {}
+        total, sim_time = 0, 0.0
         for s in scenarios:
+            total += 1
+            sim_time += s.sim_time
             by_status[s.status] = by_status.get(s.status, 0) + 1
             by_termination[s.termination.value] = by_termination.get(s.termination.value, 0) + 1
+            if s.repeats is not None and s.repeats.flaky:
+                flaky.add(s.scenario_key)
         return cls(
-            total=len(scenarios),
+            total=total,
             by_status=dict(sorted(by_status.items())),
             by_termination=dict(sorted(by_termination.items())),
-            sim_time=round(sum(s.sim_time for s in scenarios), 9),
-            flaky=flaky,
+            sim_time=round(sim_time, 9),
+            flaky=sorted(flaky),
         )
 
 
@@ -291,7 +297,9 @@ class Results(BaseModel):
     schema_version: int = Field(SCHEMA_VERSION, ge=1, le=SCHEMA_VERSION, strict=True)
     meta: dict[str, Any] = Field(default_factory=dict)
     summary: Summary = Field(default_factory=Summary)
-    scenarios: list[ScenarioResult] = Field(default_factory=list)
+    # A list, or a ScenarioList read from disk one entry at a time (a session's or a
+    # merge's results: harness.spool); readers go through it once where they can.
+    scenarios: Sequence[ScenarioResult] = Field(default_factory=list)
     # The scenarios that were skipped, with why (they did not run: no entry above).
     skipped: list[Skipped] = Field(default_factory=list)
     baseline: BaselineDiff | None = None
@@ -331,27 +339,36 @@ class Results(BaseModel):
 
     def to_json(self) -> str:
         """The file's text (baseline omitted when there is none; secret values masked)."""
-        text = self.model_dump_json(
-            indent=2,
-            exclude_none=False,
-            exclude={"baseline"} if self.baseline is None else None,
-        )
-        return scrub_text(text) + "\n"
+        return "".join(self.json_pieces())
 
-    def json_pieces(self) -> Iterator[str]:
+    def json_pieces(self, *, baseline: bool = False) -> Iterator[str]:
         """``to_json``'s text in pieces, one scenario entry at a time (a large suite's file
-        is never whole in memory; the text is the same, a test checks)."""
+        is never whole in memory). ``baseline``: ``to_baseline_json``'s text."""
         scrub = Scrubber().text
-        head = Results.model_construct(**{**dict(self), "scenarios": []}).to_json()
+        if baseline:
+            meta = {"versions": {"harness": self.meta.get("versions", {}).get("harness")}}
+            head_model = self.model_construct(
+                **{**dict(self), "meta": meta, "scenarios": [], "baseline": None, "skipped": []}
+            )
+        else:
+            head_model = self.model_construct(**{**dict(self), "scenarios": []})
+        head = head_model.model_dump_json(
+            indent=2, exclude={"baseline"} if head_model.baseline is None else None
+        )
+        head = scrub_text(head) + "\n"
         before, marker, after = head.partition(_NO_SCENARIOS)
-        if not marker or not self.scenarios:
-            yield head  # no scenarios: the whole file is this
-            return
-        yield before + '\n  "scenarios": [\n'
-        for i, scenario in enumerate(self.scenarios):
-            entry = scenario.model_dump_json(indent=2).replace("\n", "\n    ")
-            yield ("    " if i == 0 else ",\n    ") + scrub(entry)
-        yield "\n  ]" + after
+        first = True
+        for scenario in self.scenarios:
+            if first:
+                if not marker:
+                    break
+                yield before + '\n  "scenarios": [\n'
+            dumped = scenario.model_dump_json(
+                indent=2, exclude={"wall_time", "wall_clock"} if baseline else None
+            )
+            yield ("    " if first else ",\n    ") + scrub(dumped.replace("\n", "\n    "))
+            first = False
+        yield head if first else "\n  ]" + after
 
     def write(self, path: str | Path) -> None:
         """Write results.json atomically, as it is made."""
@@ -365,20 +382,11 @@ class Results(BaseModel):
         behaviour changes. Only the harness version that wrote it is kept; the diff
         never compares what is left out.
         """
-        meta = {"versions": {"harness": self.meta.get("versions", {}).get("harness")}}
-        text = self.model_copy(update={"meta": meta}).model_dump_json(
-            indent=2,
-            exclude={
-                "baseline": True,
-                "skipped": True,
-                "scenarios": {"__all__": {"wall_time", "wall_clock"}},
-            },
-        )
-        return scrub_text(text) + "\n"
+        return "".join(self.json_pieces(baseline=True))
 
     def write_baseline(self, path: str | Path) -> None:
         """Write these results as a baseline file (no wall-clock values), atomically."""
-        atomic_write(path, self.to_baseline_json())
+        atomic_write(path, self.json_pieces(baseline=True))
 
     @classmethod
     def load(cls, path: str | Path) -> Results:
@@ -495,16 +503,51 @@ def build_results(
     repeated scenarios filled in; ``skipped``: id -> why, of those that did not run."""
     ordered = sorted(scenarios, key=_order)
     count_repeats(ordered)
+    return _assembled(ordered, Summary.of(ordered), started, skipped)
+
+
+def build_spooled_results(
+    spool: ResultSpool,
+    *,
+    started: datetime | None = None,
+    skipped: Mapping[str, str] | None = None,
+) -> Results:
+    """``build_results`` for scenarios kept in a spool (id -> JSON): the same results,
+    their ``scenarios`` a ScenarioList read from the spool, so that memory holds one
+    scenario at a time (the runs of one repeated scenario while they are counted)."""
+    from harness.spool import ScenarioList
+
+    ids = sorted(spool, key=spool.order)
+    groups: dict[str, list[str]] = {}
+    for key in ids:
+        if key in spool.runs:
+            groups.setdefault(spool.order(key)[0], []).append(key)
+    for keys in groups.values():
+        runs = [ScenarioResult.model_validate_json(spool[key]) for key in keys]
+        count_repeats(runs)
+        for key, run in zip(keys, runs, strict=True):
+            spool[key] = run.model_dump_json()
+    scenarios = ScenarioList(spool, ids)
+    return _assembled(scenarios, Summary.of(scenarios), started, skipped)
+
+
+def _assembled(
+    scenarios: Sequence[ScenarioResult],
+    summary: Summary,
+    started: datetime | None,
+    skipped: Mapping[str, str] | None,
+) -> Results:
     meta = {
         "versions": _versions(),
         "started": (started or datetime.now(UTC)).isoformat(timespec="seconds"),
     }
-    return Results(
+    results = Results(
         meta=meta,
-        summary=Summary.of(ordered),
-        scenarios=ordered,
+        summary=summary,
         skipped=[Skipped(id=key, reason=why) for key, why in sorted((skipped or {}).items())],
     )
+    results.scenarios = scenarios  # as it is: validating would read a ScenarioList whole
+    return results
 
 
 def _order(scenario: ScenarioResult) -> tuple[str, int]:

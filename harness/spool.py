@@ -1,29 +1,37 @@
-"""Scenario results kept on disk as they arrive: a session's memory does not grow with
+"""Scenario results kept on disk: a session's (or a merge's) memory does not grow with
 the text of every scenario it has run (docs/running.md#large-suites).
 
-Each result is one JSON line appended to an unnamed temporary file (gone when closed or
-when the process ends); memory holds where each line is, by scenario id.
+``ResultSpool`` holds each result as one JSON line of an unnamed temporary file (gone
+when closed or when the process ends); memory holds where each line is, by scenario id.
+``ScenarioList`` is results.json's ``scenarios`` read from a spool in order, one entry
+parsed at a time: a reader that goes through it once holds one scenario at a time.
 """
 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterable, Iterator, MutableMapping, Sequence
+from typing import TYPE_CHECKING, overload
 
-__all__ = ["ResultSpool"]
+if TYPE_CHECKING:
+    from harness.results import ScenarioResult
+
+__all__ = ["ResultSpool", "ScenarioList"]
 
 
 class ResultSpool(MutableMapping[str, str]):
     """Scenario id -> its ScenarioResult as JSON text, the texts on disk.
 
     Setting an id again (a rerun) keeps the new text; iteration is in the order ids were
-    first set, as a dict's.
+    first set, as a dict's. ``runs`` keeps which run of a repeated scenario an id is (for
+    the order of results.json without reading the texts back).
     """
 
     def __init__(self) -> None:
         self._file = tempfile.TemporaryFile("w+b")  # noqa: SIM115 -- open as long as the spool
         self._end = 0
         self._where: dict[str, tuple[int, int]] = {}
+        self.runs: dict[str, int] = {}
 
     def __setitem__(self, key: str, text: str) -> None:
         data = text.encode("utf-8")
@@ -40,6 +48,7 @@ class ResultSpool(MutableMapping[str, str]):
 
     def __delitem__(self, key: str) -> None:
         del self._where[key]  # its line stays in the file, unread
+        self.runs.pop(key, None)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._where)
@@ -47,7 +56,69 @@ class ResultSpool(MutableMapping[str, str]):
     def __len__(self) -> int:
         return len(self._where)
 
+    def order(self, key: str) -> tuple[str, int]:
+        """Where an id goes in results.json: by the scenario's id, then by run number
+        (``name[2]`` before ``name[10]``)."""
+        run = self.runs.get(key)
+        if run is None:
+            return (key, 0)
+        return (key.removesuffix(f"[{run}]"), run)
+
     def close(self) -> None:
         """Remove the file (the spool is empty after)."""
         self._where.clear()
+        self.runs.clear()
         self._file.close()
+
+
+class ScenarioList(Sequence["ScenarioResult"]):
+    """Scenario results in a given order, each parsed from its spool when asked for.
+
+    Every read parses anew: a change made to a scenario read from it is not kept, and
+    a reader that needs the scenarios more than once reads them more than once (each
+    pass holds one scenario at a time). ``of`` spools scenarios given in memory.
+    """
+
+    def __init__(self, spool: ResultSpool, ids: Sequence[str]) -> None:
+        self._spool = spool
+        self._ids = list(ids)
+
+    @classmethod
+    def of(cls, scenarios: Iterable[ScenarioResult]) -> ScenarioList:
+        """A list of these scenarios, in this order, each written to a new spool."""
+        spool = ResultSpool()
+        ids: list[str] = []
+        for scenario in scenarios:
+            key = f"{len(ids)}"  # ids may repeat in the input: positions never do
+            spool[key] = scenario.model_dump_json()
+            ids.append(key)
+        return cls(spool, ids)
+
+    @property
+    def ids(self) -> list[str]:
+        """The spool keys in order (the scenario ids, for a session's spool)."""
+        return list(self._ids)
+
+    def _read(self, key: str) -> ScenarioResult:
+        from harness.results import ScenarioResult
+
+        return ScenarioResult.model_validate_json(self._spool[key])
+
+    @overload
+    def __getitem__(self, index: int) -> ScenarioResult: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[ScenarioResult]: ...
+    def __getitem__(self, index: int | slice) -> ScenarioResult | list[ScenarioResult]:
+        if isinstance(index, slice):
+            return [self._read(key) for key in self._ids[index]]
+        return self._read(self._ids[index])
+
+    def __iter__(self) -> Iterator[ScenarioResult]:
+        for key in self._ids:
+            yield self._read(key)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __repr__(self) -> str:
+        return f"<ScenarioList of {len(self._ids)} scenario results on disk>"

@@ -35,6 +35,7 @@ from harness.pytest_plugin.items import (
     pytest_itemcollected,
     pytest_report_teststatus,
     pytest_runtest_makereport,
+    pytest_runtest_protocol,
 )
 from harness.pytest_plugin.ledger import CollectionLedger
 from harness.pytest_plugin.options import SUFFIX, SessionOptions, pytest_addoption
@@ -71,6 +72,7 @@ __all__ = [
     "pytest_itemcollected",
     "pytest_report_teststatus",
     "pytest_runtest_makereport",
+    "pytest_runtest_protocol",
     "pytest_unconfigure",
     "summary_lines",
 ]

@@ -147,7 +147,10 @@ class ScenarioItem(pytest.Item):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.scenario = scenario
+        # Kept packed until the item runs (a suite's memory does not grow with every
+        # scenario's parsed model; docs/running.md#large-suites), read back when used.
+        self._scenario: Scenario | None = scenario
+        self._packed = _pack(scenario)
         # Which run of a repeated scenario this item is (1-based); None: it runs once.
         self.run = run
         # The share of the runs that must pass; None: every run must (a failed run fails).
@@ -159,18 +162,30 @@ class ScenarioItem(pytest.Item):
         # An exception that escaped the run, and whose code raised it (None: harness's).
         self.escaped: BaseException | None = None
         self.culprit: str | None = None
-        self._scenario_id: str | None = None
+        from harness.scenario import scenario_id
+
+        self.scenario_id = str(scenario_id(scenario)) + ("" if run is None else f"[{run}]")
+        """The scenario's id, ``path::name`` (the key of results.json and the baseline)."""
+        if self._packed is not None:
+            self._scenario = None
 
     @property
-    def scenario_id(self) -> str:
-        """The scenario's id, ``path::name`` (the key of results.json and the baseline)."""
-        if self._scenario_id is None:
-            from harness.scenario import scenario_id
+    def scenario(self) -> Scenario:
+        """The scenario this item runs (read back from its packed copy while it runs)."""
+        if self._scenario is None:
+            import pickle
+            import zlib
 
-            self._scenario_id = str(scenario_id(self.scenario))
-            if self.run is not None:
-                self._scenario_id += f"[{self.run}]"
-        return self._scenario_id
+            assert self._packed is not None  # only None while the model itself is kept
+            self._scenario = pickle.loads(zlib.decompress(self._packed))
+        return self._scenario
+
+    def let_go(self) -> None:
+        """Drop what the run made and the scenario's model (its packed copy stays): the
+        item lives until the session ends."""
+        self.result = None
+        if self._packed is not None:
+            self._scenario = None
 
     def arun(self) -> Any:
         """The scenario's run, as a coroutine (what --harness-concurrency starts ahead)."""
@@ -403,6 +418,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.harness_id = item.result.id
         report.harness_result = item.result.model_dump_json()
         report.harness_status = item.result.status
+        if item.result.run is not None:
+            report.harness_run = item.result.run  # its place in results.json's order
         if item.internal_error:
             report.harness_internal = item.internal_error
         if item.not_written:
@@ -417,8 +434,21 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     (transcript, events; its test report carried it to the results)."""
     outcome = yield
     if isinstance(item, ScenarioItem):
-        item.result = None
+        item.let_go()
     return outcome
+
+
+def _pack(scenario: Scenario) -> bytes | None:
+    """The scenario's model pickled and deflated (about 2 kB for a typical scenario, ten
+    times less than the model); None when it does not pickle (a plugin put something
+    unpicklable in it), which keeps the model itself."""
+    import pickle
+    import zlib
+
+    try:
+        return zlib.compress(pickle.dumps(scenario, protocol=pickle.HIGHEST_PROTOCOL), 1)
+    except Exception:  # any object can refuse pickling, in any way
+        return None
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:

@@ -28,7 +28,7 @@ from harness.spool import ResultSpool
 if TYPE_CHECKING:
     from harness.baseline import BaselineDiff
     from harness.pytest_plugin.live import ConcurrentRuns
-    from harness.results import Results, ScenarioResult
+    from harness.results import Results
 
 __all__ = [
     "Baseline",
@@ -101,19 +101,30 @@ class SuiteState:
         return shown_path(path, Path(self.config.invocation_params.dir))
 
     def build(self) -> Results:
-        """results.json for the scenarios seen so far (sorted by id; baseline diff added)."""
-        from harness.results import build_results
+        """results.json for the scenarios seen so far (sorted by id; baseline diff added).
+
+        Its scenarios stay on disk (a ScenarioList over the session's spool): the reports
+        read them one at a time.
+        """
+        from harness.results import ScenarioResult, build_results, build_spooled_results
 
         outputs = self.outputs
-        scenarios = [self._read_result(sid, text) for sid, text in outputs.results.items()]
-        results = build_results(scenarios, started=outputs.started, skipped=self.ledger.skipped)
+        if isinstance(outputs.results, ResultSpool):
+            results = build_spooled_results(
+                outputs.results, started=outputs.started, skipped=self.ledger.skipped
+            )
+        else:
+            scenarios = [
+                ScenarioResult.model_validate_json(text) for text in outputs.results.values()
+            ]
+            results = build_results(scenarios, started=outputs.started, skipped=self.ledger.skipped)
         if self.ledger.shard is not None:
             not_run = self.ledger.shard_not_run()
             results.meta["shard"] = {**self.ledger.shard, "not_run": not_run}
         if self.baseline is not None:
             from harness.project import project_root
 
-            ran = {s.id for s in results.scenarios}
+            ran = set(outputs.results)
             root = project_root(self.config.invocation_params.dir)
             old = self.baseline.results
             not_run_ids = self.ledger.not_run(old, ran, root, self._within_paths)
@@ -123,12 +134,10 @@ class SuiteState:
             results.baseline = outputs.diff
         return results
 
-    def _read_result(self, sid: str, text: str) -> ScenarioResult:
-        """A scenario's result as its test report carried it.
-
-        One that does not read back (a plugin left infinity in the run, which JSON writes
-        as null) becomes an entry in error, and a report error (exit 3): the other
-        scenarios keep their results.
+    def _checked(self, sid: str, text: str) -> str:
+        """A scenario's result as its test report carried it, or, when it does not read
+        back (a plugin left infinity in the run, which JSON writes as null), an entry in
+        error, and a report error (exit 3): the other scenarios keep their results.
         """
         from pydantic import ValidationError
 
@@ -137,14 +146,15 @@ class SuiteState:
         from harness.results import ScenarioResult
 
         try:
-            return ScenarioResult.model_validate_json(text)
+            ScenarioResult.model_validate_json(text)
+            return text
         except ValidationError as exc:
             errors = exc.errors(include_url=False)
             message = f"its result cannot be written: {describe_errors(errors, show_input=True)}"
             if all(err.get("input") is None for err in errors):
                 message += " (infinity or NaN, which JSON cannot hold)"
         line = f"{sid}: {message}"
-        if line not in self.outputs.report_errors:  # built for the reports, then the summary
+        if line not in self.outputs.report_errors:
             self.outputs.report_errors.append(line)
         raw = json.loads(text)
         return ScenarioResult(
@@ -154,7 +164,7 @@ class SuiteState:
             status="error",
             termination="error",
             final=FinalResponse(error={"type": "error", "message": message}),
-        )
+        ).model_dump_json()
 
     def _id_of(self, nodeid: str) -> str:
         """A scenario item's id (``path::name``, the path relative to its project root)."""
@@ -221,7 +231,11 @@ class SuiteState:
             return
         # Keyed by id: a rerun of the same scenario replaces its earlier result. Kept on
         # disk, and not on the report, which pytest's statistics keep to the end.
-        self.outputs.results[report.harness_id] = text
+        sid = report.harness_id
+        self.outputs.results[sid] = self._checked(sid, text)
+        run = getattr(report, "harness_run", None)
+        if run is not None and isinstance(self.outputs.results, ResultSpool):
+            self.outputs.results.runs[sid] = run
         del report.harness_result
         internal = getattr(report, "harness_internal", None)
         if internal:
@@ -395,8 +409,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         return
     if config.pluginmanager.is_registered(state):
         config.pluginmanager.unregister(state)
-    if isinstance(state.outputs.results, ResultSpool):
-        state.outputs.results.close()
+    # The spool is not closed here: results.json's Results (harness run's
+    # --update-baseline reads it after pytest) read their scenarios from it. Its file has
+    # no name on disk and goes when the last of them is dropped.
     traces = config.pluginmanager.get_plugin("harness-otel")
     if traces is not None:
         config.pluginmanager.unregister(traces)

@@ -18,7 +18,7 @@ from markupsafe import Markup
 from harness.report.views import Limits, scenario_view
 from harness.results import ScenarioResult
 
-__all__ = ["PACK_AFTER", "Card", "cards", "index_view", "pack"]
+__all__ = ["PACK_AFTER", "Card", "Digest", "cards", "index_view", "pack"]
 
 # Scenarios in a report above which card bodies are packed: up to here the page opens
 # in about a second with every body inline, and reads without script.
@@ -37,22 +37,43 @@ def pack(html: str) -> str:
 
 
 def index_view(index: int, scenario: ScenarioResult) -> dict[str, Any]:
-    """What the charts need of scenario number ``index + 1`` (its bar links to its card)."""
+    """What the charts, the matrix and the repeats tables need of scenario number
+    ``index + 1`` (its bar links to its card)."""
     return {
         "anchor": f"s{index + 1}",
         "number": index + 1,
         "status": scenario.status,
-        "s": _Bar(scenario.name, scenario.iterations, scenario.sim_time),
+        "s": Digest(scenario),
     }
 
 
-class _Bar:
-    """A chart bar's scenario: its name and the two values charted (not its whole run)."""
+class Digest:
+    """What the report's summary parts read of a scenario (not its whole run): a large
+    suite's report keeps one of these per scenario, and reads each run once more for
+    its card."""
 
-    __slots__ = ("iterations", "name", "sim_time")
+    __slots__ = (
+        "id",
+        "iterations",
+        "matrix",
+        "name",
+        "repeats",
+        "run",
+        "sim_time",
+        "status",
+        "termination",
+    )
 
-    def __init__(self, name: str, iterations: int, sim_time: float) -> None:
-        self.name, self.iterations, self.sim_time = name, iterations, sim_time
+    def __init__(self, scenario: ScenarioResult) -> None:
+        self.id, self.name, self.status = scenario.id, scenario.name, scenario.status
+        self.termination: str = scenario.termination.value
+        self.iterations, self.sim_time = scenario.iterations, scenario.sim_time
+        self.run, self.repeats, self.matrix = scenario.run, scenario.repeats, scenario.matrix
+
+    @property
+    def scenario_key(self) -> str:
+        """The id of the scenario this is a run of (the id without ``[run]``)."""
+        return self.id if self.run is None else self.id.removesuffix(f"[{self.run}]")
 
 
 def cards(

@@ -7,14 +7,26 @@ timeline item); they hold only numbers, class names and escaped names.
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from markupsafe import Markup, escape
 
 from harness.actions import Termination
 from harness.report.markup import seconds
 from harness.report.timeline import Item
-from harness.results import ScenarioResult
+
+
+class Charted(Protocol):
+    """What a chart reads of a scenario."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def iterations(self) -> int: ...
+    @property
+    def sim_time(self) -> float: ...
+
 
 __all__ = ["LANE", "TERMINATIONS", "bar", "scenario_charts", "track_svg"]
 
@@ -152,8 +164,9 @@ def _bars(
     }
 
 
-def scenario_charts(scenarios: list[ScenarioResult], summary: Any) -> dict[str, Any]:
-    """Geometry of the report's charts: terminations, iterations and simulated time."""
+def scenario_charts(scenarios: Sequence[Charted], summary: Any) -> dict[str, Any]:
+    """Geometry of the report's charts: terminations, iterations and simulated time
+    (``scenarios``: results, or the digests the report keeps of them)."""
     # In TERMINATIONS order, not by count.
     by_termination = [
         (name, summary.by_termination.get(name, 0))

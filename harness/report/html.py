@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import gc
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -26,7 +26,7 @@ from markupsafe import Markup
 
 from harness.baseline import BaselineDiff
 from harness.files import atomic_write
-from harness.report.cards import PACK_AFTER, cards, index_view
+from harness.report.cards import PACK_AFTER, Digest, cards, index_view
 from harness.report.changes import divergence_lines, rate_sentence, repeats_text
 from harness.report.charts import TERMINATIONS, scenario_charts
 from harness.report.markup import (
@@ -40,9 +40,9 @@ from harness.report.markup import (
     word_diff,
 )
 from harness.report.matrix import matrix_view
-from harness.report.repeats import repeats_view
+from harness.report.repeats import FlakySides, repeats_view
 from harness.report.views import Limits
-from harness.results import Results, Status, Summary
+from harness.results import Results, ScenarioResult, Status, Summary
 from harness.secrets import scrub_model, scrub_text
 
 __all__ = ["render_html", "write_html"]
@@ -142,13 +142,24 @@ def _render(
     results: Results, baseline: BaselineDiff | None, title: str, packed: bool | None
 ) -> Iterator[str]:
     diff = baseline if baseline is not None else results.baseline
-    scenarios = list(results.scenarios)
-    limits = Limits.for_results(results)
-    index = [index_view(i, s) for i, s in enumerate(scenarios)]
-    anchors = {s.id: v["anchor"] for s, v in zip(scenarios, index, strict=True)}
+    # One pass for what the page's top needs (each scenario's digest, counts, the flaky
+    # scenarios' two sides), one more for the cards: results.scenarios may be read from
+    # disk (a large suite's), and is never held whole.
+    index: list[dict[str, Any]] = []
+    sides = FlakySides()
+    messages = 0
+    for i, scenario in enumerate(results.scenarios):
+        view = index_view(i, scenario)
+        index.append(view)
+        if scenario.repeats is not None and scenario.repeats.flaky:
+            sides.add(scrub_model(scenario), view["anchor"])  # masked before it is shortened
+        messages += len(scenario.transcript)
+    digests = [view["s"] for view in index]
+    anchors = {d.id: v["anchor"] for d, v in zip(digests, index, strict=True)}
+    limits = Limits.for_messages(messages)
     # Counted from the scenarios shown, so the page agrees with itself even when a
     # results file's summary was edited or is stale.
-    summary = Summary.of(scenarios)
+    summary = _summary(digests)
     statuses = [(name, summary.by_status.get(name, 0)) for name in STATUSES]
     terminations = [(name, count) for name, count in summary.by_termination.items() if count]
     order = {name: i for i, name in enumerate(TERMINATIONS)}
@@ -157,7 +168,7 @@ def _render(
     env = _environment()
     template = env.get_template("report.html.j2")
     if packed is None:
-        packed = len(scenarios) > PACK_AFTER
+        packed = len(index) > PACK_AFTER
     body = None
     if packed:
         module = env.get_template("macros.html.j2").make_module(
@@ -177,17 +188,42 @@ def _render(
         terminations=terminations,
         started=results.meta.get("started"),
         versions=versions if isinstance(versions, dict) else {},
-        charts=scenario_charts(scenarios, summary),
+        charts=scenario_charts(digests, summary),
         index=index,
-        cards=cards(scenarios, limits, body),
+        cards=cards(_masked(results.scenarios), limits, body),
         packed=packed,
         diff=diff,
         anchors=anchors,
-        repeats=repeats_view(scenarios, anchors),
-        matrix=matrix_view(scenarios, anchors),
+        repeats=repeats_view(digests, anchors, sides),
+        matrix=matrix_view(digests, anchors),
         limits=limits,
-        messages=sum(len(s.transcript) for s in scenarios),
+        messages=messages,
         **_assets(),
+    )
+
+
+def _masked(scenarios: Iterable[ScenarioResult]) -> Iterator[ScenarioResult]:
+    """Each scenario with its secret values masked (before the page shortens its texts)."""
+    for scenario in scenarios:
+        yield scrub_model(scenario)
+
+
+def _summary(digests: list[Digest]) -> Summary:
+    """The counts of the page's top, from the scenarios' digests."""
+    by_status: dict[str, int] = {}
+    by_termination: dict[str, int] = {}
+    flaky = set()
+    for d in digests:
+        by_status[d.status] = by_status.get(d.status, 0) + 1
+        by_termination[d.termination] = by_termination.get(d.termination, 0) + 1
+        if d.repeats is not None and d.repeats.flaky:
+            flaky.add(d.scenario_key)
+    return Summary(
+        total=len(digests),
+        by_status=dict(sorted(by_status.items())),
+        by_termination=dict(sorted(by_termination.items())),
+        sim_time=round(sum(d.sim_time for d in digests), 9),
+        flaky=sorted(flaky),
     )
 
 
@@ -204,6 +240,8 @@ def write_html(
     target = Path(path)
     # Masked before rendering (texts are clipped there) and after (the baseline's texts).
     # Written as it is made: a large report is never whole in memory.
-    pieces = _generate(scrub_model(results), baseline, title, packed)
+    head = results.model_copy(update={"scenarios": []})
+    masked = scrub_model(head).model_copy(update={"scenarios": results.scenarios})
+    pieces = _generate(masked, baseline, title, packed)
     atomic_write(target, (scrub_text(piece) for piece in pieces))
     return target

@@ -70,17 +70,19 @@ def _head(results: Results) -> list[str]:
 
 
 def _not_passed(results: Results) -> list[str]:
-    scenarios = [
-        s
-        for s in results.scenarios
-        if s.status != "passed" and (s.repeats is None or s.repeats.min_pass_rate is None)
-    ]
-    if not scenarios:
+    # The first few listed, the rest counted: results.scenarios is read once, and only
+    # the lines listed are kept.
+    shown: list[str] = []
+    count = 0
+    for s in results.scenarios:
+        if s.status != "passed" and (s.repeats is None or s.repeats.min_pass_rate is None):
+            count += 1
+            if len(shown) < _LISTED:
+                shown.append(_failure(s))
+    if not count:
         return []
     lines = ["", "### Not passed", ""]
-    lines.extend(
-        _listed((_failure(s) for s in scenarios[:_LISTED]), len(scenarios)),
-    )
+    lines.extend(_listed(iter(shown), count))
     return lines
 
 

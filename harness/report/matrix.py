@@ -5,21 +5,36 @@ how many passed)."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Protocol
 
-from harness.results import ScenarioResult, combination_label
+from harness.results import combination_label
+
+
+class Entry(Protocol):
+    """What the matrix view reads of a scenario (a result, or the report's digest)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def matrix(self) -> dict[str, Any] | None: ...
+
 
 __all__ = ["matrix_view"]
 
 
-def _base_id(scenario: ScenarioResult, label: str) -> str:
+def _base_id(scenario: Entry, label: str) -> str:
     """The scenario's id without its combination (and whatever follows it)."""
     marker = f"[{label}]"
     at = scenario.id.find(marker, scenario.id.find("::"))
     return scenario.id[:at] if at >= 0 else scenario.id
 
 
-def _cell(entries: list[tuple[ScenarioResult, str | None]]) -> dict[str, Any]:
+def _cell(entries: list[tuple[Entry, str | None]]) -> dict[str, Any]:
     statuses = [s.status for s, _ in entries]
     passed = statuses.count("passed")
     text: str  # the status itself, or a count of passed runs
@@ -50,10 +65,10 @@ def _column_order(combination: dict[str, Any]) -> tuple[Any, ...]:
     return tuple((key, _value_order(value)) for key, value in combination.items())
 
 
-def matrix_view(scenarios: list[ScenarioResult], anchors: dict[str, str]) -> dict[str, Any] | None:
+def matrix_view(scenarios: Iterable[Entry], anchors: dict[str, str]) -> dict[str, Any] | None:
     """Rows and columns of the matrix view; None when no scenario ran in a matrix."""
     columns: dict[str, dict[str, Any]] = {}  # label -> combination
-    rows: dict[str, dict[str, list[tuple[ScenarioResult, str | None]]]] = {}
+    rows: dict[str, dict[str, list[tuple[Entry, str | None]]]] = {}
     names: dict[str, str] = {}
     for scenario in scenarios:
         if not scenario.matrix:

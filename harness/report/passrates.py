@@ -11,6 +11,8 @@ regression.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from harness.baseline import SIGNIFICANCE, PassRate, PassRateChange
 from harness.results import ScenarioResult
 
@@ -18,7 +20,7 @@ __all__ = ["compare_pass_rates", "drop_p_value", "live_groups"]
 
 
 def live_groups(
-    before: list[ScenarioResult], after: list[ScenarioResult]
+    before: Iterable[ScenarioResult], after: Iterable[ScenarioResult]
 ) -> dict[str, tuple[list[ScenarioResult], list[ScenarioResult]]]:
     """The scenarios repeated on both sides and live on at least one: key -> (the
     baseline's runs, this run's runs)."""

@@ -12,6 +12,7 @@ and the baseline diff are.
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -346,11 +347,12 @@ def results_lines(results: Results, *, slowest: int = 5) -> list[str]:
     ]
     lines.extend(repeat_lines(results))
     # Entries that would print as 0.00s say nothing: a quick suite gets no list.
-    slow = [r for r in results.scenarios if r.wall_time >= _SHOWN_WALL_TIME]
-    slow = sorted(slow, key=lambda r: (-r.wall_time, r.id))[:slowest]
+    # (wall time, id) only: results.scenarios may be a large suite's, read from disk.
+    times = ((r.wall_time, r.id) for r in results.scenarios if r.wall_time >= _SHOWN_WALL_TIME)
+    slow = heapq.nsmallest(slowest, times, key=lambda t: (-t[0], t[1]))
     if slow:
         lines.append("slowest:")
-        lines.extend(f"  {r.wall_time:7.2f}s  {r.id}" for r in slow)
+        lines.extend(f"  {wall:7.2f}s  {sid}" for wall, sid in slow)
     return lines
 
 

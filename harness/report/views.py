@@ -42,7 +42,11 @@ class Limits:
         The page's weight is its text: past ``COMPACT_AFTER`` transcript messages in all,
         texts are cut shorter (the full text stays in results.json).
         """
-        messages = sum(len(s.transcript) for s in results.scenarios)
+        return cls.for_messages(sum(len(s.transcript) for s in results.scenarios))
+
+    @classmethod
+    def for_messages(cls, messages: int) -> Limits:
+        """``for_results`` for a report of ``messages`` transcript messages in all."""
         if messages <= COMPACT_AFTER:
             return cls()
         return cls(
