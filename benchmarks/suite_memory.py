@@ -70,6 +70,41 @@ def build(root: Path, count: int) -> None:
         (folder / f"g{i:05d}.scenario.yaml").write_text(text)
 
 
+# pytest's own share: the same folders of files, each collected as one item that does
+# nothing (no harness). What a pytest session keeps per item (the item, and the three test
+# reports the terminal reporter keeps to the end) is the floor of any suite of pytest items.
+FLOOR_CONFTEST = """\
+import pytest
+
+
+class Scenario(pytest.File):
+    def collect(self):
+        yield Nothing.from_parent(self, name=self.path.name.split(".")[0])
+
+
+class Nothing(pytest.Item):
+    def runtest(self):
+        pass
+
+
+def pytest_collect_file(parent, file_path):
+    if file_path.name.endswith(".scenario.yaml"):
+        return Scenario.from_parent(parent, path=file_path)
+"""
+
+
+def floor(python: str, env: dict[str, str], root: Path) -> float:
+    """Peak RSS (MB) of plain pytest over the project's scenario files as empty items."""
+    (root / "conftest.py").write_text(FLOOR_CONFTEST)
+    try:
+        bare = {**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+        args = [python, "-m", "pytest", "scenarios", "-q", "-p", "no:cacheprovider"]
+        _, rss, _ = measured(args, root, bare)
+    finally:
+        (root / "conftest.py").unlink()
+    return rss
+
+
 def measured(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str]:
     """Run a process; its (wall seconds, peak RSS in MB, output)."""
     started = time.perf_counter()
@@ -177,12 +212,13 @@ def main() -> int:
             env = {**os.environ, "PYTHONPATH": os.pathsep.join([args.pythonpath, str(root)])}
             row = figures[count] = {}
             wall, rss, _ = harness(args.python, env, root, *run_args("one"), "--", "-q")
-            row.update(run=wall, run_rss=rss)
+            row.update(run=wall, run_rss=rss, floor_rss=floor(args.python, env, root))
             row["json_mb"] = (root / "one.json").stat().st_size / 1e6
             row["html_mb"] = (root / "one.html").stat().st_size / 1e6
             print(
                 f"{count:>6} scenarios, one run: {wall:6.1f} s, peak {rss:6.0f} MB; "
-                f"results.json {row['json_mb']:.1f} MB, report.html {row['html_mb']:.1f} MB",
+                f"results.json {row['json_mb']:.1f} MB, report.html {row['html_mb']:.1f} MB; "
+                f"plain pytest over as many empty items: peak {row['floor_rss']:.0f} MB",
                 flush=True,
             )
             if not args.no_shards:
@@ -215,6 +251,17 @@ def main() -> int:
                     flush=True,
                 )
         base_rss = figures[min(figures)]["run_rss"]
+        low = min(figures)
+        for count, row in figures.items():
+            if count == low:
+                continue
+            more = (count - low) / 1000
+            own = (row["run_rss"] - figures[low]["run_rss"]) / more
+            theirs = (row["floor_rss"] - figures[low]["floor_rss"]) / more
+            print(
+                f"{count:>6}: growth over {low} scenarios per 1,000 more: harness run "
+                f"{own:.1f} MB, of which plain pytest's items and reports {theirs:.1f} MB"
+            )
         for count, row in figures.items():
             checks = [("run peak", row["run_rss"] / base_rss, 1.3)]
             if "merge_rss" in row:

@@ -6,16 +6,27 @@ from __future__ import annotations
 
 import logging
 import shutil
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from report_samples import sample_baseline, sample_results
+from report_samples import sample_baseline, sample_results, sample_scenarios
 from scenario_texts import PASSING
 
 from harness import cli
-from harness.report import diff_results
-from harness.results import Results, Skipped, load_results
-from harness.spool import ResultSpool
+from harness.pytest_plugin import ScenarioItem
+from harness.repeats import Repeats
+from harness.report import diff_results, render_html
+from harness.report.markdown import render_markdown
+from harness.results import (
+    Results,
+    ScenarioResult,
+    Skipped,
+    build_results,
+    build_spooled_results,
+    load_results,
+)
+from harness.spool import ResultSpool, ScenarioList
 
 
 def test_the_streamed_file_is_the_in_memory_text(tmp_path: Path) -> None:
@@ -71,3 +82,58 @@ def test_a_runs_results_json_is_its_results_assembled_in_memory(
     written = (pytester.path / "out.json").read_text()
     assert written == load_results(pytester.path / "out.json").to_json()
     assert load_results(pytester.path / "out.json").summary.total == 7
+
+
+def _repeated(results: list[ScenarioResult]) -> list[ScenarioResult]:
+    """Three runs of the first result, as a repeated scenario's items make them (the
+    second failed: the scenario is flaky)."""
+    runs = []
+    for run in (1, 2, 10):
+        entry = results[0].model_copy(deep=True)
+        entry.id, entry.run = f"{entry.id}[{run}]", run
+        entry.status = "failed" if run == 2 else "passed"
+        entry.repeats = Repeats.of(int(entry.status == "passed"), 1)
+        runs.append(entry)
+    return runs
+
+
+def test_results_read_from_the_spool_are_the_results_built_in_memory() -> None:
+    # A session's results stay on disk to the end: results.json, its baseline file and
+    # the HTML report made from them are the texts the whole list in memory gave.
+    logging.getLogger("harness").setLevel(logging.ERROR)
+    scenarios = sample_scenarios()
+    scenarios += _repeated(scenarios)
+    spool = ResultSpool()
+    for entry in reversed(scenarios):  # in the order they finished, not by id
+        spool[entry.id] = entry.model_dump_json()
+        if entry.run is not None:
+            spool.runs[entry.id] = entry.run
+    started = datetime(2026, 1, 2, tzinfo=UTC)
+    spooled = build_spooled_results(spool, started=started)
+    whole = build_results([s.model_copy(deep=True) for s in scenarios], started=started)
+    assert isinstance(spooled.scenarios, ScenarioList)
+    assert [s.id for s in spooled.scenarios][-3:] == [f"{scenarios[0].id}[{k}]" for k in (1, 2, 10)]
+    assert spooled.summary.flaky == [scenarios[0].id]
+    assert spooled.to_json() == whole.to_json()
+    assert spooled.to_baseline_json() == whole.to_baseline_json()
+    assert render_html(spooled) == render_html(whole)
+    assert render_markdown(spooled) == render_markdown(whole)
+
+
+@pytest.mark.usefixtures("fresh_plugins")
+def test_a_scenario_item_lets_go_of_its_run_and_its_parsed_scenario(
+    pytester: pytest.Pytester,
+) -> None:
+    # An item lives to the session's end: what it keeps is what a suite's memory grows by.
+    (pytester.path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    for i in range(3):
+        text = PASSING.replace("name: greet", f"name: greet{i}")
+        (pytester.path / f"greet{i}.scenario.yaml").write_text(text)
+    recorder = pytester.inline_run("-p", "no:cacheprovider")
+    recorder.assertoutcome(passed=3)
+    (call,) = recorder.getcalls("pytest_collection_finish")
+    items = [item for item in call.session.items if isinstance(item, ScenarioItem)]
+    assert len(items) == 3
+    for item in items:
+        assert item.result is None and item._scenario is None
+        assert item.scenario.name == item.name  # read back from its packed copy
