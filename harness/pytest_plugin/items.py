@@ -51,6 +51,10 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return None
 
 
+# The scenario tags this session registered as markers.
+_TAGS = pytest.StashKey[set[str]]()
+
+
 class ScenarioFile(pytest.File):
     """A ``*.scenario.yaml`` file: loaded (and checked) at collection, one item."""
 
@@ -59,9 +63,13 @@ class ScenarioFile(pytest.File):
         from harness.scenario import load_scenario
 
         scenario = load_scenario(self.path)
+        registered = self.config.stash.setdefault(_TAGS, set())
         for tag in scenario.tags:
-            # Registered before use, so --strict-markers passes and nothing warns.
-            self.config.addinivalue_line("markers", f"{tag}: scenario tag")
+            # Registered before use, so --strict-markers passes and nothing warns (once:
+            # a large suite's files share their tags).
+            if tag not in registered:
+                registered.add(tag)
+                self.config.addinivalue_line("markers", f"{tag}: scenario tag")
         repeat = _repeat(scenario, self.config)
         runs = [None] if repeat == 1 else range(1, repeat + 1)
         minimum = _min_pass_rate(scenario, self.config) if repeat > 1 else None
