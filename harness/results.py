@@ -50,6 +50,7 @@ __all__ = [
     "Summary",
     "TurnResult",
     "build_results",
+    "check_version",
     "combination_label",
     "count_repeats",
     "load_results",
@@ -423,7 +424,9 @@ def _kind(value: Any) -> str:
     return f"a JSON {type(value).__name__}"
 
 
-def _check_version(data: dict[str, Any], where: str) -> None:
+def check_version(data: dict[str, Any], where: str) -> None:
+    """ResultsFileError unless ``data`` (a results file's fields; ``where`` names it in
+    messages) has a schema_version this harness reads."""
     if "schema_version" not in data:
         raise ResultsFileError(
             f"{where} has no schema_version; {_supported()} "
@@ -471,7 +474,7 @@ def load_results(path: str | Path, *, what: str = "results file") -> Results:
             f"{where} is not a harness results file (no 'scenarios'); "
             "write one with `harness run --json FILE`"
         )
-    _check_version(data, where)
+    check_version(data, where)
     try:
         return Results.model_validate(data)
     except ValidationError as exc:

@@ -41,6 +41,12 @@ class ResultSpool(MutableMapping[str, str]):
         self._where[key] = (self._end, len(data))
         self._end += len(data) + 1
 
+    def add(self, scenario: ScenarioResult) -> None:
+        """Keep a scenario result under its id (and which run it is, if repeated)."""
+        self[scenario.id] = scenario.model_dump_json()
+        if scenario.run is not None:
+            self.runs[scenario.id] = scenario.run
+
     def __getitem__(self, key: str) -> str:
         at, size = self._where[key]
         self._file.seek(at)
