@@ -52,9 +52,10 @@ def read_streamed(
     order; the file's other fields returned (``scenarios`` empty).
 
     ResultsFileError with ``load_results``' one-line message when the file cannot be
-    used (``what`` names it). The file is read twice: its head (every field but the
-    entries, and whether the whole text is JSON) first, so nothing of a bad file reaches
-    ``each``, then the entries one at a time.
+    used (``what`` names it). The file is read twice: its head first (every field but
+    the entries, and whether the whole text is JSON), so that a file that is not JSON or
+    whose head is wrong gives ``each`` nothing; then the entries one at a time, up to the
+    first one that is wrong.
     """
     path = Path(path)
     try:
