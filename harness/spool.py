@@ -1,8 +1,8 @@
 """Scenario results kept on disk: a session's (or a merge's) memory does not grow with
 the text of every scenario it has run (docs/running.md#large-suites).
 
-``ResultSpool`` holds each result as one JSON line of an unnamed temporary file (gone
-when closed or when the process ends); memory holds where each line is, by scenario id.
+``ResultSpool`` holds each result as JSON text in an unnamed temporary file (gone when
+closed or when the process ends); memory holds where each text is, by scenario id.
 ``ScenarioList`` is results.json's ``scenarios`` read from a spool in order, one entry
 parsed at a time: a reader that goes through it once holds one scenario at a time.
 """
@@ -10,13 +10,18 @@ parsed at a time: a reader that goes through it once holds one scenario at a tim
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterable, Iterator, MutableMapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, MutableMapping, Sequence
 from typing import TYPE_CHECKING, overload
+
+from pydantic_core import from_json, to_json
 
 if TYPE_CHECKING:
     from harness.results import ScenarioResult
 
 __all__ = ["ResultSpool", "ScenarioList"]
+
+# results.json's indent of a scenario entry's own text.
+_INDENT = 2
 
 
 class ResultSpool(MutableMapping[str, str]):
@@ -42,8 +47,9 @@ class ResultSpool(MutableMapping[str, str]):
         self._end += len(data) + 1
 
     def add(self, scenario: ScenarioResult) -> None:
-        """Keep a scenario result under its id (and which run it is, if repeated)."""
-        self[scenario.id] = scenario.model_dump_json()
+        """Keep a scenario result under its id (and which run it is, if repeated), as
+        results.json writes it (indented by two: ScenarioList.dumped takes it as it is)."""
+        self[scenario.id] = scenario.model_dump_json(indent=_INDENT)
         if scenario.run is not None:
             self.runs[scenario.id] = scenario.run
 
@@ -104,6 +110,20 @@ class ScenarioList(Sequence["ScenarioResult"]):
     def ids(self) -> list[str]:
         """The spool keys in order (the scenario ids, for a session's spool)."""
         return list(self._ids)
+
+    def dumped(self, *, indent: int, exclude: Collection[str] | None = None) -> Iterator[str]:
+        """Each scenario's JSON text as ``model_dump_json(indent=, exclude=)`` writes it,
+        in order, re-indented from its spooled text (a dump already: the same keys and
+        values) without building a ScenarioResult; ``exclude``: top-level keys left out."""
+        for key in self._ids:
+            text = self._spool[key]
+            if indent == _INDENT and not exclude and text.startswith("{\n"):
+                yield text  # kept indented by ResultSpool.add
+                continue
+            data = from_json(text)
+            for field in exclude or ():
+                data.pop(field, None)
+            yield to_json(data, indent=indent).decode("utf-8")
 
     def _read(self, key: str) -> ScenarioResult:
         from harness.results import ScenarioResult
