@@ -562,7 +562,9 @@ def build_spooled_results(
         for key, run in zip(keys, runs, strict=True):
             spool[key] = run.model_dump_json()
     summary = Summary.of(_Counted.model_validate_json(spool[key]) for key in ids)
-    return _assembled(ScenarioList(spool, ids), summary, started, skipped)
+    return _assembled(
+        ScenarioList(spool, ids, ScenarioResult.model_validate_json), summary, started, skipped
+    )
 
 
 def _assembled(

@@ -80,7 +80,9 @@ def load_streamed(path: str | Path, *, what: str = "results file") -> Results:
 
     results = read_streamed(path, keep, what=what)
     order.sort(key=lambda item: item[:2])  # stable: the file's order among equals
-    results.scenarios = ScenarioList(spool, [key for _, _, key in order])
+    results.scenarios = ScenarioList(
+        spool, [key for _, _, key in order], ScenarioResult.model_validate_json
+    )
     return results
 
 

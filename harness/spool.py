@@ -10,7 +10,7 @@ parsed at a time: a reader that goes through it once holds one scenario at a tim
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Collection, Iterable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, MutableMapping, Sequence
 from typing import TYPE_CHECKING, overload
 
 from pydantic_core import from_json, to_json
@@ -91,20 +91,28 @@ class ScenarioList(Sequence["ScenarioResult"]):
     pass holds one scenario at a time). ``of`` spools scenarios given in memory.
     """
 
-    def __init__(self, spool: ResultSpool, ids: Sequence[str]) -> None:
+    def __init__(
+        self, spool: ResultSpool, ids: Sequence[str], read: Callable[[str], ScenarioResult]
+    ) -> None:
+        """``read``: a spooled text to its result (``ScenarioResult.model_validate_json``,
+        given: harness.results imports this module, which does not import it back)."""
         self._spool = spool
         self._ids = list(ids)
+        self._parse = read
 
     @classmethod
     def of(cls, scenarios: Iterable[ScenarioResult]) -> ScenarioList:
-        """A list of these scenarios, in this order, each written to a new spool."""
+        """A list of these scenarios, in this order, each written to a new spool (and
+        read back as its own class)."""
         spool = ResultSpool()
         ids: list[str] = []
+        read: Callable[[str], ScenarioResult] | None = None
         for scenario in scenarios:
+            read = read or type(scenario).model_validate_json
             key = f"{len(ids)}"  # ids may repeat in the input: positions never do
             spool[key] = scenario.model_dump_json()
             ids.append(key)
-        return cls(spool, ids)
+        return cls(spool, ids, read or _nothing_to_read)
 
     @property
     def ids(self) -> list[str]:
@@ -126,9 +134,7 @@ class ScenarioList(Sequence["ScenarioResult"]):
             yield to_json(data, indent=indent).decode("utf-8")
 
     def _read(self, key: str) -> ScenarioResult:
-        from harness.results import ScenarioResult
-
-        return ScenarioResult.model_validate_json(self._spool[key])
+        return self._parse(self._spool[key])
 
     @overload
     def __getitem__(self, index: int) -> ScenarioResult: ...
@@ -148,3 +154,7 @@ class ScenarioList(Sequence["ScenarioResult"]):
 
     def __repr__(self) -> str:
         return f"<ScenarioList of {len(self._ids)} scenario results on disk>"
+
+
+def _nothing_to_read(text: str) -> ScenarioResult:
+    raise IndexError("an empty ScenarioList has no scenario to read")
