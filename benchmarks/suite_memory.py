@@ -8,7 +8,8 @@ then measures, each `harness run` a process of its own:
   (the child's ``ru_maxrss``), against a 1,000-scenario run (target: at most 1.3x);
 - the same N as 4 shards, then ``harness merge`` of them in a process of its own: its
   peak RSS (target: at most 1.3x the 1,000 run's) and its time against reading the 4
-  shards' results.json (``load_results``; target: at most 1.5x);
+  shards' results.json one entry at a time (``read_streamed``, see ``time_reading``;
+  target: at most 1.5x);
 - the merged report in Debian's headless chromium: first contentful paint (target: 2 s)
   and opening one scenario's details (a click on a card, until its timeline is shown;
   target: 0.5 s).
@@ -131,15 +132,25 @@ def run_args(name: str, *extra: str) -> list[str]:
 
 
 def time_reading(python: str, env: dict[str, str], root: Path, names: list[str]) -> list[float]:
-    """Seconds, in a child, to read the shards' results.json files (``load_results``), and
-    to read, check, merge them and write the merged results.json (no report)."""
+    """Seconds, in a child: reading the shards' results.json files one entry at a time
+    (``read_streamed``: ijson, every entry checked, nothing kept), what ``harness merge``
+    does (``merge_files``: read them so into one spool, check, merge) with the merged
+    results.json written, and reading them whole (``load_results``, for comparison).
+
+    The streamed read is the figure to hold the merge against: flat memory rules out
+    holding a shard whole, so reading one entry at a time is the least a merge must do;
+    ``load_results`` (json and pydantic over the whole text) is faster but holds it all.
+    """
     code = (
         "import sys, time\nfrom harness.results import load_results\n"
-        "from harness.shards import merge\n"
-        "t = time.perf_counter()\nfor n in sys.argv[1:]: load_results(n)\n"
+        "from harness.results_stream import read_streamed\n"
+        "from harness.shards import merge_files\n"
+        "t = time.perf_counter()\nfor n in sys.argv[1:]: read_streamed(n, lambda s: None)\n"
         "read = time.perf_counter() - t\nt = time.perf_counter()\n"
-        "merge([(n, load_results(n)) for n in sys.argv[1:]]).write('merged-only.json')\n"
-        "print(read, time.perf_counter() - t)"
+        "merge_files(sys.argv[1:]).write('merged-only.json')\n"
+        "merging = time.perf_counter() - t\nt = time.perf_counter()\n"
+        "for n in sys.argv[1:]: load_results(n)\n"
+        "print(read, merging, time.perf_counter() - t)"
     )
     _, _, out = measured([python, "-c", code, *names], root, env)
     return [float(x) for x in out.strip().splitlines()[-1].split()]
@@ -232,14 +243,14 @@ def main() -> int:
                     names.append(f"shard{k}.json")
                 merge = ["merge", *names, "--json", "merged.json", "--html", "merged.html"]
                 wall, rss, _ = harness(args.python, env, root, *merge)
-                reading, merging = time_reading(args.python, env, root, names)
+                reading, merging, whole = time_reading(args.python, env, root, names)
                 row.update(merge_cmd=wall, merge_rss=rss, reading=reading, merge=merging)
                 print(
                     f"{count:>6} scenarios, {args.shards} shards: largest shard peak "
-                    f"{row['shard_rss']:.0f} MB; reading the shards {reading:.2f} s; read, "
-                    f"check, merge and write results.json {merging:.2f} s "
-                    f"({merging / reading:.2f}x); `harness merge` with the report {wall:.2f} "
-                    f"s, peak {rss:.0f} MB",
+                    f"{row['shard_rss']:.0f} MB; reading the shards one entry at a time "
+                    f"{reading:.2f} s (whole: {whole:.2f} s); read, check, merge and write "
+                    f"results.json {merging:.2f} s ({merging / reading:.2f}x); `harness "
+                    f"merge` with the report {wall:.2f} s, peak {rss:.0f} MB",
                     flush=True,
                 )
             page = None if args.no_browser else browser(root / "one.html")

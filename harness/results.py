@@ -50,6 +50,7 @@ __all__ = [
     "Summary",
     "TurnResult",
     "build_results",
+    "check_version",
     "combination_label",
     "count_repeats",
     "load_results",
@@ -229,14 +230,34 @@ class ScenarioResult(RunData, _Identity):
     @property
     def scenario_key(self) -> str:
         """The id of the scenario this result is a run of (the id without ``[run]``)."""
-        if self.run is None:
-            return self.id
-        return self.id.removesuffix(f"[{self.run}]")
+        return _scenario_key(self.id, self.run)
 
     @property
     def failed_expectations(self) -> list[ExpectationResult]:
         """The expectations that were not met."""
         return [e for e in self.expectations if not e.ok]
+
+
+def _scenario_key(id: str, run: int | None) -> str:
+    return id if run is None else id.removesuffix(f"[{run}]")
+
+
+class _Counted(BaseModel):
+    """What Summary counts of a scenario entry: its JSON read into these fields only
+    (much faster than a whole ScenarioResult, for a summary of results on disk)."""
+
+    model_config = ConfigDict(extra="ignore")
+    id: str
+    status: Status
+    termination: Termination
+    sim_time: float = 0.0
+    run: int | None = None
+    repeats: Repeats | None = None
+
+    @property
+    def scenario_key(self) -> str:
+        """As ScenarioResult's."""
+        return _scenario_key(self.id, self.run)
 
 
 class Skipped(BaseModel):
@@ -267,7 +288,7 @@ class Summary(BaseModel):
         return data
 
     @classmethod
-    def of(cls, scenarios: Iterable[ScenarioResult]) -> Summary:
+    def of(cls, scenarios: Iterable[ScenarioResult | _Counted]) -> Summary:
         """Summarize scenarios (keys sorted so the JSON is stable), in one pass."""
         flaky: set[str] = set()
         by_status: dict[str, int] = {}
@@ -358,14 +379,13 @@ class Results(BaseModel):
         head = scrub_text(head) + "\n"
         before, marker, after = head.partition(_NO_SCENARIOS)
         first = True
-        for scenario in self.scenarios:
+        for dumped in _entries_json(
+            self.scenarios, {"wall_time", "wall_clock"} if baseline else None
+        ):
             if first:
                 if not marker:
                     break
                 yield before + '\n  "scenarios": [\n'
-            dumped = scenario.model_dump_json(
-                indent=2, exclude={"wall_time", "wall_clock"} if baseline else None
-            )
             yield ("    " if first else ",\n    ") + scrub(dumped.replace("\n", "\n    "))
             first = False
         yield head if first else "\n  ]" + after
@@ -393,6 +413,18 @@ class Results(BaseModel):
         """Read a results.json file with pydantic's own errors; ``load_results`` is the
         checked loader whose errors are one line for people."""
         return cls.model_validate_json(Path(path).read_text(encoding="utf-8"))
+
+
+def _entries_json(scenarios: Sequence[ScenarioResult], exclude: set[str] | None) -> Iterator[str]:
+    """Each scenario entry's JSON text, indented by two (a ScenarioList's from its spooled
+    text, building no ScenarioResult: the same text, several times faster)."""
+    from harness.spool import ScenarioList
+
+    if isinstance(scenarios, ScenarioList):
+        yield from scenarios.dumped(indent=2, exclude=exclude)
+        return
+    for scenario in scenarios:
+        yield scenario.model_dump_json(indent=2, exclude=exclude)
 
 
 # -- reading results.json -------------------------------------------------------------------
@@ -423,7 +455,9 @@ def _kind(value: Any) -> str:
     return f"a JSON {type(value).__name__}"
 
 
-def _check_version(data: dict[str, Any], where: str) -> None:
+def check_version(data: dict[str, Any], where: str) -> None:
+    """ResultsFileError unless ``data`` (a results file's fields; ``where`` names it in
+    messages) has a schema_version this harness reads."""
     if "schema_version" not in data:
         raise ResultsFileError(
             f"{where} has no schema_version; {_supported()} "
@@ -471,7 +505,7 @@ def load_results(path: str | Path, *, what: str = "results file") -> Results:
             f"{where} is not a harness results file (no 'scenarios'); "
             "write one with `harness run --json FILE`"
         )
-    _check_version(data, where)
+    check_version(data, where)
     try:
         return Results.model_validate(data)
     except ValidationError as exc:
@@ -527,8 +561,10 @@ def build_spooled_results(
         count_repeats(runs)
         for key, run in zip(keys, runs, strict=True):
             spool[key] = run.model_dump_json()
-    scenarios = ScenarioList(spool, ids)
-    return _assembled(scenarios, Summary.of(scenarios), started, skipped)
+    summary = Summary.of(_Counted.model_validate_json(spool[key]) for key in ids)
+    return _assembled(
+        ScenarioList(spool, ids, ScenarioResult.model_validate_json), summary, started, skipped
+    )
 
 
 def _assembled(

@@ -3,8 +3,9 @@
 ``plan`` splits a suite's ids into N shards, the same way on every machine: with
 durations from an earlier results.json the longest scenarios are placed first, each on
 the shard with the least time so far (ties: the lower shard), else scenarios are dealt
-out by count in id order. ``merge`` joins the shards' results.json files into the one a
-serial run would have written, refusing (in one line) files that do not belong together.
+out by count in id order. ``merge_files`` joins the shards' results.json files into the one
+a serial run would have written, refusing (in one line) files that do not belong together;
+it reads them one scenario entry at a time and keeps the merged scenarios on disk.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ import heapq
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.results import Results, build_results
+from harness.results import Results, ScenarioResult, build_spooled_results
+from harness.spool import ResultSpool
 
-__all__ = ["MergeError", "Shard", "durations_of", "merge", "plan", "plan_digest"]
+__all__ = ["MergeError", "Shard", "durations_of", "merge", "merge_files", "plan", "plan_digest"]
 
 
 class MergeError(HarnessError):
@@ -99,8 +102,33 @@ def merge(files: Sequence[tuple[str, Results]]) -> Results:
 
     Refused with MergeError: a file that is no shard, shards of different plans (another
     suite, selection, N or --durations), a shard given twice or missing, different harness
-    versions, a scenario id in two files.
+    versions, a scenario id in two files. The merged scenarios are kept on disk.
     """
+    total, metas = _checked(files)
+    joined = _Joined()
+    for name, results in files:
+        for scenario in results.scenarios:
+            joined.add(name, scenario)
+    return joined.merged(files, total, metas)
+
+
+def merge_files(names: Sequence[str]) -> Results:
+    """``merge`` of the shards' results.json files, each read one scenario entry at a
+    time into one spool on disk (memory holds one scenario, whatever the suite's size).
+
+    ResultsFileError first, as ``load_results`` words it, for a file that cannot be
+    used (every file is read before the shards are checked together); then MergeError.
+    """
+    from harness.results_stream import read_streamed
+
+    joined = _Joined()
+    heads = [(name, read_streamed(name, partial(joined.add, name), what="shard")) for name in names]
+    total, metas = _checked(heads)
+    return joined.merged(heads, total, metas)
+
+
+def _checked(files: Sequence[tuple[str, Results]]) -> tuple[int, list[tuple[str, dict[str, Any]]]]:
+    """The shards' number and their meta.shard, once they are known to belong together."""
     if not files:
         raise MergeError("no shard results given")
     metas = [(name, _shard_meta(name, results)) for name, results in files]
@@ -125,36 +153,49 @@ def merge(files: Sequence[tuple[str, Results]]) -> Results:
     if len(set(versions.values())) > 1:
         shown = ", ".join(f"{name}: harness {v}" for name, v in versions.items())
         raise MergeError(f"shards written by different harness versions ({shown})")
-    owner: dict[str, str] = {}
-    scenarios = []
-    for name, results in files:
-        for scenario in results.scenarios:
-            if scenario.id in owner:
-                raise MergeError(
-                    f"scenario {scenario.id} is in both {owner[scenario.id]} and {name}"
-                )
-            owner[scenario.id] = name
-            scenarios.append(scenario)
-    return _merged(files, scenarios, first["total"], metas)
+    return first["total"], metas
 
 
-def _merged(
-    files: Sequence[tuple[str, Results]],
-    scenarios: list[Any],
-    total: int,
-    metas: list[tuple[str, dict[str, Any]]],
-) -> Results:
-    merged = build_results(scenarios)
-    started = sorted(str(r.meta.get("started")) for _, r in files if r.meta.get("started"))
-    meta: dict[str, Any] = {"versions": files[0][1].meta.get("versions", {})}
-    if started:
-        meta["started"] = started[0]
-    meta["merged"] = {"shards": total}
-    not_run = sorted({i for _, m in metas for i in m.get("not_run", [])})
-    if not_run:
-        meta["not_run"] = not_run
-    merged.meta = meta
-    return merged
+class _Joined:
+    """The shards' scenarios gathered into one spool, each id from one shard only."""
+
+    def __init__(self) -> None:
+        self.spool = ResultSpool()
+        self.owner: dict[str, str] = {}
+        # The first id found in two files: refused once the shards are known to belong
+        # together (a mismatch of plans says more than the ids it repeats).
+        self.twice: str | None = None
+
+    def add(self, name: str, scenario: ScenarioResult) -> None:
+        """Keep one shard's scenario (``name``: its file)."""
+        if scenario.id in self.owner:
+            if self.twice is None:
+                owner = self.owner[scenario.id]
+                self.twice = f"scenario {scenario.id} is in both {owner} and {name}"
+            return
+        self.owner[scenario.id] = name
+        self.spool.add(scenario)
+
+    def merged(
+        self,
+        files: Sequence[tuple[str, Results]],
+        total: int,
+        metas: list[tuple[str, dict[str, Any]]],
+    ) -> Results:
+        """The merged results (their scenarios on disk) with the shards' meta joined."""
+        if self.twice is not None:
+            raise MergeError(self.twice)
+        merged = build_spooled_results(self.spool)
+        started = sorted(str(r.meta.get("started")) for _, r in files if r.meta.get("started"))
+        meta: dict[str, Any] = {"versions": files[0][1].meta.get("versions", {})}
+        if started:
+            meta["started"] = started[0]
+        meta["merged"] = {"shards": total}
+        not_run = sorted({i for _, m in metas for i in m.get("not_run", [])})
+        if not_run:
+            meta["not_run"] = not_run
+        merged.meta = meta
+        return merged
 
 
 def _harness_version(results: Results) -> str | None:

@@ -1,8 +1,8 @@
 """Scenario results kept on disk: a session's (or a merge's) memory does not grow with
 the text of every scenario it has run (docs/running.md#large-suites).
 
-``ResultSpool`` holds each result as one JSON line of an unnamed temporary file (gone
-when closed or when the process ends); memory holds where each line is, by scenario id.
+``ResultSpool`` holds each result as JSON text in an unnamed temporary file (gone when
+closed or when the process ends); memory holds where each text is, by scenario id.
 ``ScenarioList`` is results.json's ``scenarios`` read from a spool in order, one entry
 parsed at a time: a reader that goes through it once holds one scenario at a time.
 """
@@ -10,13 +10,18 @@ parsed at a time: a reader that goes through it once holds one scenario at a tim
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, MutableMapping, Sequence
 from typing import TYPE_CHECKING, overload
+
+from pydantic_core import from_json, to_json
 
 if TYPE_CHECKING:
     from harness.results import ScenarioResult
 
 __all__ = ["ResultSpool", "ScenarioList"]
+
+# results.json's indent of a scenario entry's own text.
+_INDENT = 2
 
 
 class ResultSpool(MutableMapping[str, str]):
@@ -40,6 +45,13 @@ class ResultSpool(MutableMapping[str, str]):
         self._file.write(b"\n")
         self._where[key] = (self._end, len(data))
         self._end += len(data) + 1
+
+    def add(self, scenario: ScenarioResult) -> None:
+        """Keep a scenario result under its id (and which run it is, if repeated), as
+        results.json writes it (indented by two: ScenarioList.dumped takes it as it is)."""
+        self[scenario.id] = scenario.model_dump_json(indent=_INDENT)
+        if scenario.run is not None:
+            self.runs[scenario.id] = scenario.run
 
     def __getitem__(self, key: str) -> str:
         at, size = self._where[key]
@@ -79,30 +91,50 @@ class ScenarioList(Sequence["ScenarioResult"]):
     pass holds one scenario at a time). ``of`` spools scenarios given in memory.
     """
 
-    def __init__(self, spool: ResultSpool, ids: Sequence[str]) -> None:
+    def __init__(
+        self, spool: ResultSpool, ids: Sequence[str], read: Callable[[str], ScenarioResult]
+    ) -> None:
+        """``read``: a spooled text to its result (``ScenarioResult.model_validate_json``,
+        given: harness.results imports this module, which does not import it back)."""
         self._spool = spool
         self._ids = list(ids)
+        self._parse = read
 
     @classmethod
     def of(cls, scenarios: Iterable[ScenarioResult]) -> ScenarioList:
-        """A list of these scenarios, in this order, each written to a new spool."""
+        """A list of these scenarios, in this order, each written to a new spool (and
+        read back as its own class)."""
         spool = ResultSpool()
         ids: list[str] = []
+        read: Callable[[str], ScenarioResult] | None = None
         for scenario in scenarios:
+            read = read or type(scenario).model_validate_json
             key = f"{len(ids)}"  # ids may repeat in the input: positions never do
             spool[key] = scenario.model_dump_json()
             ids.append(key)
-        return cls(spool, ids)
+        return cls(spool, ids, read or _nothing_to_read)
 
     @property
     def ids(self) -> list[str]:
         """The spool keys in order (the scenario ids, for a session's spool)."""
         return list(self._ids)
 
-    def _read(self, key: str) -> ScenarioResult:
-        from harness.results import ScenarioResult
+    def dumped(self, *, indent: int, exclude: Collection[str] | None = None) -> Iterator[str]:
+        """Each scenario's JSON text as ``model_dump_json(indent=, exclude=)`` writes it,
+        in order, re-indented from its spooled text (a dump already: the same keys and
+        values) without building a ScenarioResult; ``exclude``: top-level keys left out."""
+        for key in self._ids:
+            text = self._spool[key]
+            if indent == _INDENT and not exclude and text.startswith("{\n"):
+                yield text  # kept indented by ResultSpool.add
+                continue
+            data = from_json(text)
+            for field in exclude or ():
+                data.pop(field, None)
+            yield to_json(data, indent=indent).decode("utf-8")
 
-        return ScenarioResult.model_validate_json(self._spool[key])
+    def _read(self, key: str) -> ScenarioResult:
+        return self._parse(self._spool[key])
 
     @overload
     def __getitem__(self, index: int) -> ScenarioResult: ...
@@ -122,3 +154,7 @@ class ScenarioList(Sequence["ScenarioResult"]):
 
     def __repr__(self) -> str:
         return f"<ScenarioList of {len(self._ids)} scenario results on disk>"
+
+
+def _nothing_to_read(text: str) -> ScenarioResult:
+    raise IndexError("an empty ScenarioList has no scenario to read")

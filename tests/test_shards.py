@@ -13,7 +13,13 @@ import pytest
 from scenario_texts import PASSING, SESSION_TESTS
 
 from harness import cli
-from harness.results import Results, ScenarioResult, build_results, load_results
+from harness.results import (
+    Results,
+    ResultsFileError,
+    ScenarioResult,
+    build_results,
+    load_results,
+)
 from harness.shards import MergeError, Shard, merge, plan, plan_digest
 
 pytestmark = SESSION_TESTS
@@ -331,6 +337,54 @@ def test_merge_refusals_exit_2_in_one_line(project, run):
     status, _, err = run("merge", "one.json", "nowhere.json")
     assert status == 2
     assert err == "harness merge: error: shard 'nowhere.json' does not exist\n"
+    assert not (project.path / "reports/results.json").exists()
+
+
+def _break_status(data: dict) -> None:
+    data["scenarios"][1]["status"] = "maybe"
+
+
+def _break_entry(data: dict) -> None:
+    data["scenarios"][0] = ["not", "an", "entry"]
+
+
+def _no_scenarios(data: dict) -> None:
+    del data["scenarios"]
+
+
+def _bad_version(data: dict) -> None:
+    data["schema_version"] = "2"
+
+
+@pytest.mark.parametrize(
+    ("breaking", "message"),
+    [
+        (_break_status, "b.json' is not a valid harness results file: scenarios.1.status: "),
+        (_break_entry, "b.json' is not a valid harness results file: scenarios.0: "),
+        (_no_scenarios, "b.json' is not a harness results file (no 'scenarios')"),
+        (_bad_version, 'b.json\' has schema_version "2" (a string, not an integer)'),
+        (None, "b.json' is not valid JSON: "),
+    ],
+)
+def test_a_broken_shard_file_is_refused_in_one_line_naming_it(project, run, breaking, message):
+    _shard_results(1, 2, ["f::a", "f::c"]).write(project.path / "a.json")
+    text = _shard_results(2, 2, ["f::b", "f::d", "f::e"]).to_json()
+    if breaking is None:
+        text = text[: len(text) // 2]  # a file cut short
+    else:
+        data = json.loads(text)
+        breaking(data)
+        text = json.dumps(data, indent=2)
+    (project.path / "b.json").write_text(text)
+    with pytest.raises(ResultsFileError) as whole:
+        load_results(project.path / "b.json", what="shard")
+    status, out, err = run("merge", "a.json", "b.json")
+    assert status == 2, out
+    # The message load_results gives for the whole file, though merge reads it entry by
+    # entry: what is wrong, in which file, where in it.
+    assert err == f"harness merge: error: {str(whole.value).replace(str(project.path) + '/', '')}\n"
+    assert message in err
+    assert "Traceback" not in out + err
     assert not (project.path / "reports/results.json").exists()
 
 

@@ -4,7 +4,7 @@ by ``--update-baseline``."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Literal, overload
 
 from harness.cli.parsing import UsageError, to_stderr
 
@@ -23,12 +23,14 @@ def load_baseline(shown: str, what: str, *, replacing: bool = False) -> Results 
 
     UsageError when they cannot be read (``what`` names the file: "--baseline", say),
     unless ``replacing`` (``--update-baseline`` is about to replace the file): then a
-    line says so and the result is None.
+    line says so and the result is None. The scenarios stay on disk, read one at a time
+    (a ScenarioList): a large suite's baseline is never whole in memory.
     """
-    from harness.results import ResultsFileError, load_results
+    from harness.results import ResultsFileError
+    from harness.results_stream import load_streamed
 
     try:
-        return load_results(shown, what=what)
+        return load_streamed(shown, what=what)
     except ResultsFileError as exc:
         if not replacing:
             raise UsageError(str(exc)) from None
@@ -52,22 +54,27 @@ def update_baseline(path: Path, results: Results) -> None:
     """
     from filelock import FileLock, Timeout
 
-    from harness.results import build_results
+    from harness.results import build_spooled_results
+    from harness.spool import ResultSpool
 
     lock = FileLock(f"{path}.lock", timeout=LOCK_TIMEOUT)
     try:
         with lock:
             current = _current(path)
-            ran = {s.id for s in results.scenarios}
+            # Both sides go through a spool one scenario at a time: never whole in memory.
+            spool = ResultSpool()
+            live: set[str] = set()
+            for scenario in results.scenarios:
+                spool.add(scenario)
+                # The runs of a live repeated scenario are one sample: replaced as a whole.
+                if scenario.repeats and scenario.repeats.live:
+                    live.add(scenario.scenario_key)
             removed = {r.id for r in results.baseline.removed} if results.baseline else set()
-            # The runs of a live repeated scenario are one sample: replaced as a whole.
-            live = {s.scenario_key for s in results.scenarios if s.repeats and s.repeats.live}
-            kept: list[Any] = [
-                s
-                for s in (current.scenarios if current else [])
-                if s.id not in ran | removed and s.scenario_key not in live
-            ]
-            merged = build_results([*results.scenarios, *kept])
+            for scenario in current.scenarios if current else []:
+                gone = scenario.id in removed or scenario.scenario_key in live
+                if scenario.id not in spool and not gone:
+                    spool.add(scenario)
+            merged = build_spooled_results(spool)
             merged.meta = results.meta
             merged.write_baseline(path)
     except Timeout:
@@ -82,11 +89,12 @@ def update_baseline(path: Path, results: Results) -> None:
 def _current(path: Path) -> Results | None:
     """The baseline on disk now (None when there is none, or none that reads: it is being
     replaced)."""
-    from harness.results import ResultsFileError, load_results
+    from harness.results import ResultsFileError
+    from harness.results_stream import load_streamed
 
     if not path.is_file():
         return None
     try:
-        return load_results(str(path), what="baseline")
+        return load_streamed(str(path), what="baseline")
     except ResultsFileError:
         return None

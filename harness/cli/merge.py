@@ -53,12 +53,12 @@ def _error(message: str) -> int:
 def handle(args: argparse.Namespace) -> int:
     """Run ``harness merge``: 0 all passed, 1 a scenario failed, 2 refused, 3 not written."""
     from harness.project import project_root
-    from harness.results import ResultsFileError, load_results
-    from harness.shards import MergeError, merge
+    from harness.results import ResultsFileError
+    from harness.shards import MergeError, merge_files
 
     root = project_root()
     try:
-        merged = merge([(name, load_results(name, what="shard")) for name in args.shards])
+        merged = merge_files(args.shards)
         baseline_path, old = _baseline(args, root)
     except (ResultsFileError, MergeError, UsageError) as exc:
         return _error(str(exc))

@@ -9,7 +9,7 @@ identical across runs of the same inputs are compared (``wall_time``, ``wall_clo
 from __future__ import annotations
 
 import difflib
-from collections.abc import Collection
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any
 
 from harness.actions import FinalResponse
@@ -26,6 +26,7 @@ from harness.canonical import canonical_json
 from harness.report.passrates import compare_pass_rates, live_groups
 from harness.report.plans import plans
 from harness.results import Results, ScenarioResult
+from harness.spool import ScenarioList
 
 __all__ = ["diff_results", "plan_text", "trajectory"]
 
@@ -156,20 +157,21 @@ def diff_results(
     ``source`` names the baseline (its path) in the diff. Baseline ids in ``not_run``
     that ``new`` lacks go to ``not_run`` instead of ``removed``. Every list is sorted by id.
     A scenario repeated live is compared by its pass rate (harness.report.passrates), not
-    run by run.
+    run by run. Both sides are gone through side by side in results order, one scenario
+    of each at a time (a ScenarioList on disk stays there).
     """
     groups = live_groups(old.scenarios, new.scenarios)
     diff = BaselineDiff(source=source, baseline_started=_started(old))
     diff.pass_rates, diff.unchanged = compare_pass_rates(groups)
     diff.compared = len(groups)
-    before = {s.id: s for s in old.scenarios if s.scenario_key not in groups}
-    after = {s.id: s for s in new.scenarios if s.scenario_key not in groups}
-    diff.added.extend(_ref(after[i]) for i in sorted(after.keys() - before.keys()))
-    for scenario_id in sorted(before.keys() - after.keys()):
-        was = before[scenario_id]
-        (diff.not_run if scenario_id in not_run else diff.removed).append(_ref(was))
-    for scenario_id in sorted(after.keys() & before.keys()):
-        was, now = before[scenario_id], after[scenario_id]
+    pairs = _pairs(_in_order(old.scenarios, groups), _in_order(new.scenarios, groups))
+    for was, now in pairs:
+        if was is None or now is None:
+            if now is not None:
+                diff.added.append(_ref(now))
+            elif was is not None:
+                (diff.not_run if was.id in not_run else diff.removed).append(_ref(was))
+            continue
         diff.compared += 1
         if was.status == "passed" and now.status != "passed":
             diff.regressions.append(_status_change(was, now))
@@ -180,7 +182,62 @@ def diff_results(
             diff.unchanged += 1
         else:
             diff.changed.append(change)
+    # Results order puts name[2] before name[10]; the diff's lists are by id.
+    for found in (diff.added, diff.removed, diff.not_run, diff.regressions, diff.fixed):
+        found.sort(key=_by_id)
+    diff.changed.sort(key=_by_id)
     return diff
+
+
+def _by_id(item: ScenarioRef | StatusChange | ScenarioChange) -> str:
+    return item.id
+
+
+def _place(scenario: ScenarioResult) -> tuple[str, int]:
+    """Where a scenario is in results order: by id, a repeated one's runs by number."""
+    return (scenario.scenario_key, scenario.run or 0)
+
+
+def _in_order(
+    scenarios: Sequence[ScenarioResult], live: Collection[str]
+) -> Iterator[ScenarioResult]:
+    """The scenarios outside the live groups in results order, one at a time; of an id
+    given twice, the last (as a dict by id keeps).
+
+    A list is sorted here (it is in memory already); a ScenarioList is in results order
+    (build_spooled_results and load_streamed make them so) and is read as it comes.
+    """
+    if not isinstance(scenarios, ScenarioList):
+        scenarios = sorted(scenarios, key=_place)
+    held: ScenarioResult | None = None
+    for scenario in scenarios:
+        if scenario.scenario_key in live:
+            continue
+        if held is not None and held.id != scenario.id:
+            if _place(scenario) < _place(held):
+                raise ValueError(f"scenarios out of results order: {scenario.id} after {held.id}")
+            yield held
+        held = scenario
+    if held is not None:
+        yield held
+
+
+def _pairs(
+    old: Iterator[ScenarioResult], new: Iterator[ScenarioResult]
+) -> Iterator[tuple[ScenarioResult | None, ScenarioResult | None]]:
+    """Both sides in results order joined by id: (the baseline's, this run's), None on
+    the side that lacks the id."""
+    was, now = next(old, None), next(new, None)
+    while was is not None or now is not None:
+        if now is None or (was is not None and _place(was) < _place(now)):
+            yield was, None
+            was = next(old, None)
+        elif was is None or _place(now) < _place(was):
+            yield None, now
+            now = next(new, None)
+        else:
+            yield was, now
+            was, now = next(old, None), next(new, None)
 
 
 def _started(results: Results) -> str | None:

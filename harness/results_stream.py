@@ -1,0 +1,147 @@
+"""results.json read one scenario entry at a time: a merge's shards and a large suite's
+baseline are never whole in memory (docs/running.md#large-suites).
+
+``read_streamed`` hands each scenario entry, checked, to a callback and returns the rest
+of the file (``scenarios`` empty); ``load_streamed`` is ``load_results`` with
+``scenarios`` a ScenarioList on disk. Both parse with ijson (its C backend, yajl2_c). A
+file they cannot take is refused with ``load_results``' own one-line error, the same
+for either reader: that file is read again by ``load_results`` to say it (an error path:
+the file is then whole in memory, as every file was before).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterator
+from functools import partial
+from itertools import takewhile
+from operator import ne
+from pathlib import Path
+from typing import Any
+
+import ijson
+
+from harness.results import (
+    Results,
+    ResultsFileError,
+    ScenarioResult,
+    check_version,
+    load_results,
+)
+from harness.spool import ResultSpool, ScenarioList
+
+__all__ = ["load_streamed", "read_streamed"]
+
+# The event that closes the top-level ``scenarios`` array (nested arrays have longer
+# prefixes): the head's pass skips the entries up to it at C speed.
+_END_OF_SCENARIOS = ("scenarios", "end_array", None)
+
+
+class _NotTaken(Exception):
+    """A file the streamed reader does not take (load_results says why)."""
+
+
+# ValueError: pydantic's ValidationError, and a file that is not UTF-8.
+_UNTAKEN = (OSError, ValueError, ijson.JSONError, _NotTaken)
+
+
+def read_streamed(
+    path: str | Path, each: Callable[[ScenarioResult], None], *, what: str = "results file"
+) -> Results:
+    """Every scenario entry of a results file, validated, to ``each`` in the file's
+    order; the file's other fields returned (``scenarios`` empty).
+
+    ResultsFileError with ``load_results``' one-line message when the file cannot be
+    used (``what`` names it). The file is read twice: its head first (every field but
+    the entries, and whether the whole text is JSON), so that a file that is not JSON or
+    whose head is wrong gives ``each`` nothing; then the entries one at a time, up to the
+    first one that is wrong.
+    """
+    path = Path(path)
+    try:
+        head = _head(path, f"{what} {str(path)!r}")
+    except _UNTAKEN as exc:
+        raise _refused(path, what, exc) from None
+    for scenario in _entries(path, what):
+        each(scenario)  # outside _entries' try: what ``each`` raises is its own
+    return head
+
+
+def load_streamed(path: str | Path, *, what: str = "results file") -> Results:
+    """``load_results`` with the scenarios kept on disk: a ScenarioList in results
+    order (by id, a repeated scenario's runs by number), whatever the file's order."""
+    spool = ResultSpool()
+    order: list[tuple[str, int, str]] = []
+
+    def keep(scenario: ScenarioResult) -> None:
+        key = str(len(order))  # positions: an id repeated in a hand-edited file stays
+        spool[key] = scenario.model_dump_json()
+        order.append((scenario.scenario_key, scenario.run or 0, key))
+
+    results = read_streamed(path, keep, what=what)
+    order.sort(key=lambda item: item[:2])  # stable: the file's order among equals
+    results.scenarios = ScenarioList(
+        spool, [key for _, _, key in order], ScenarioResult.model_validate_json
+    )
+    return results
+
+
+def _entries(path: Path, what: str) -> Iterator[ScenarioResult]:
+    try:
+        with path.open("rb") as file:
+            for entry in ijson.items(file, "scenarios.item", use_float=True):
+                yield ScenarioResult.model_validate(entry)
+    except _UNTAKEN as exc:
+        raise _refused(path, what, exc) from None
+
+
+def _head(path: Path, where: str) -> Results:
+    """The file's fields but its entries, checked as load_results checks them."""
+    fields: dict[str, Any] = {}
+    with path.open("rb") as file:
+        events = ijson.parse(file, use_float=True)
+        if next(events, None) != ("", "start_map", None):
+            raise _NotTaken("not a JSON object")
+        for prefix, event, key in events:
+            if (prefix, event) == ("", "end_map"):
+                continue  # the end of the file: ijson refuses anything after it
+            if key in fields:
+                raise _NotTaken(f"{key!r} twice")
+            if key != "scenarios":
+                fields[key] = _value(events)
+            elif next(events) != ("scenarios", "start_array", None):
+                raise _NotTaken("'scenarios' is not a list")
+            else:
+                deque(takewhile(partial(ne, _END_OF_SCENARIOS), events), maxlen=0)
+                fields[key] = []
+    if "scenarios" not in fields:
+        raise _NotTaken("no 'scenarios'")
+    check_version(fields, where)
+    return Results.model_validate(fields)
+
+
+def _value(events: Iterator[tuple[str, str, Any]]) -> Any:
+    """The JSON value whose events come next (a head field: small)."""
+    builder = ijson.ObjectBuilder()
+    depth = 0
+    for _, event, value in events:
+        builder.event(event, value)
+        depth += event in ("start_map", "start_array")
+        depth -= event in ("end_map", "end_array")
+        if depth == 0:
+            break
+    return builder.value
+
+
+def _refused(path: Path, what: str, problem: Exception) -> ResultsFileError:
+    """load_results' one-line error for this file (its checks, its wording)."""
+    try:
+        load_results(path, what=what)
+    except ResultsFileError as exc:
+        return exc
+    # Taken whole but not streamed (NaN, say, which json reads and yajl does not).
+    shown = " ".join(str(problem).split()) or type(problem).__name__
+    return ResultsFileError(
+        f"{what} {str(path)!r} cannot be read one entry at a time: {shown}; write it again "
+        "with `harness run --json FILE`"
+    )
