@@ -142,18 +142,9 @@ def _render(
     results: Results, baseline: BaselineDiff | None, title: str, packed: bool | None
 ) -> Iterator[str]:
     diff = baseline if baseline is not None else results.baseline
-    # One pass for what the page's top needs (each scenario's digest, counts, the flaky
-    # scenarios' two sides), one more for the cards: results.scenarios may be read from
-    # disk (a large suite's), and is never held whole.
-    index: list[dict[str, Any]] = []
-    sides = FlakySides()
-    messages = 0
-    for i, scenario in enumerate(results.scenarios):
-        view = index_view(i, scenario)
-        index.append(view)
-        if scenario.repeats is not None and scenario.repeats.flaky:
-            sides.add(scrub_model(scenario), view["anchor"])  # masked before it is shortened
-        messages += len(scenario.transcript)
+    # One pass for what the page's top needs, one more for the cards: results.scenarios
+    # may be read from disk (a large suite's), and is never held whole.
+    index, sides, messages = _survey(results.scenarios)
     digests = [view["s"] for view in index]
     anchors = {d.id: v["anchor"] for d, v in zip(digests, index, strict=True)}
     limits = Limits.for_messages(messages)
@@ -200,6 +191,23 @@ def _render(
         messages=messages,
         **_assets(),
     )
+
+
+def _survey(
+    scenarios: Iterable[ScenarioResult],
+) -> tuple[list[dict[str, Any]], FlakySides, int]:
+    """What the page's top needs, in one pass: each scenario's index entry (with its
+    digest), the flaky scenarios' two sides, and how many transcript messages there are."""
+    index: list[dict[str, Any]] = []
+    sides = FlakySides()
+    messages = 0
+    for i, scenario in enumerate(scenarios):
+        view = index_view(i, scenario)
+        index.append(view)
+        if scenario.repeats is not None and scenario.repeats.flaky:
+            sides.add(scrub_model(scenario), view["anchor"])  # masked before it is shortened
+        messages += len(scenario.transcript)
+    return index, sides, messages
 
 
 def _masked(scenarios: Iterable[ScenarioResult]) -> Iterator[ScenarioResult]:
