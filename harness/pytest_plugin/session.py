@@ -392,12 +392,14 @@ def _load_harness_plugins(modules: list[str], state: SuiteState) -> None:
 
 
 def _load_baseline(given: str) -> Results:
-    from harness.results import ResultsFileError, load_results
+    from harness.results import ResultsFileError
+    from harness.results_stream import load_streamed
 
-    # The loader of `harness report --baseline`: the same checks, the same one-line errors.
+    # The loader of `harness run --baseline`: the same checks, the same one-line errors,
+    # the entries read one at a time and kept on disk (docs/running.md#large-suites).
     # (The path as given, relative to the current directory, which is pytest's start.)
     try:
-        return load_results(given, what="--harness-baseline")
+        return load_streamed(given, what="--harness-baseline")
     except ResultsFileError as exc:
         raise pytest.UsageError(str(exc)) from None
 
