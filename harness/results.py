@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 
 from pydantic import (
     BaseModel,
@@ -35,10 +35,11 @@ from harness.repeats import Repeats, count_repeats
 from harness.secrets import Scrubber, scrub_text
 
 if TYPE_CHECKING:
-    from harness.spool import ResultSpool
+    pass
 
 __all__ = [
     "SCHEMA_VERSION",
+    "Counted",
     "ExpectationResult",
     "Repeats",
     "Results",
@@ -49,6 +50,7 @@ __all__ = [
     "Status",
     "Summary",
     "TurnResult",
+    "assembled",
     "build_results",
     "check_version",
     "combination_label",
@@ -230,7 +232,7 @@ class ScenarioResult(RunData, _Identity):
     @property
     def scenario_key(self) -> str:
         """The id of the scenario this result is a run of (the id without ``[run]``)."""
-        return _scenario_key(self.id, self.run)
+        return self.id if self.run is None else self.id.removesuffix(f"[{self.run}]")
 
     @property
     def failed_expectations(self) -> list[ExpectationResult]:
@@ -238,26 +240,19 @@ class ScenarioResult(RunData, _Identity):
         return [e for e in self.expectations if not e.ok]
 
 
-def _scenario_key(id: str, run: int | None) -> str:
-    return id if run is None else id.removesuffix(f"[{run}]")
-
-
-class _Counted(BaseModel):
-    """What Summary counts of a scenario entry: its JSON read into these fields only
-    (much faster than a whole ScenarioResult, for a summary of results on disk)."""
-
-    model_config = ConfigDict(extra="ignore")
-    id: str
-    status: Status
-    termination: Termination
-    sim_time: float = 0.0
-    run: int | None = None
-    repeats: Repeats | None = None
+class Counted(Protocol):
+    """What Summary counts of a scenario: a ScenarioResult, or only these fields of one."""
 
     @property
-    def scenario_key(self) -> str:
-        """As ScenarioResult's."""
-        return _scenario_key(self.id, self.run)
+    def status(self) -> Status: ...
+    @property
+    def termination(self) -> Termination: ...
+    @property
+    def sim_time(self) -> float: ...
+    @property
+    def repeats(self) -> Repeats | None: ...
+    @property
+    def scenario_key(self) -> str: ...
 
 
 class Skipped(BaseModel):
@@ -288,7 +283,7 @@ class Summary(BaseModel):
         return data
 
     @classmethod
-    def of(cls, scenarios: Iterable[ScenarioResult | _Counted]) -> Summary:
+    def of(cls, scenarios: Iterable[Counted]) -> Summary:
         """Summarize scenarios (keys sorted so the JSON is stable), in one pass."""
         flaky: set[str] = set()
         by_status: dict[str, int] = {}
@@ -537,42 +532,17 @@ def build_results(
     repeated scenarios filled in; ``skipped``: id -> why, of those that did not run."""
     ordered = sorted(scenarios, key=_order)
     count_repeats(ordered)
-    return _assembled(ordered, Summary.of(ordered), started, skipped)
+    return assembled(ordered, Summary.of(ordered), started, skipped)
 
 
-def build_spooled_results(
-    spool: ResultSpool,
-    *,
-    started: datetime | None = None,
-    skipped: Mapping[str, str] | None = None,
-) -> Results:
-    """``build_results`` for scenarios kept in a spool (id -> JSON): the same results,
-    their ``scenarios`` a ScenarioList read from the spool, so that memory holds one
-    scenario at a time (the runs of one repeated scenario while they are counted)."""
-    from harness.spool import ScenarioList
-
-    ids = sorted(spool, key=spool.order)
-    groups: dict[str, list[str]] = {}
-    for key in ids:
-        if key in spool.runs:
-            groups.setdefault(spool.order(key)[0], []).append(key)
-    for keys in groups.values():
-        runs = [ScenarioResult.model_validate_json(spool[key]) for key in keys]
-        count_repeats(runs)
-        for key, run in zip(keys, runs, strict=True):
-            spool[key] = run.model_dump_json()
-    summary = Summary.of(_Counted.model_validate_json(spool[key]) for key in ids)
-    return _assembled(
-        ScenarioList(spool, ids, ScenarioResult.model_validate_json), summary, started, skipped
-    )
-
-
-def _assembled(
+def assembled(
     scenarios: Sequence[ScenarioResult],
     summary: Summary,
     started: datetime | None,
     skipped: Mapping[str, str] | None,
 ) -> Results:
+    """Results of these scenarios (in results order already) and their summary, with
+    meta (harness's versions, the start) and what was skipped."""
     meta = {
         "versions": _versions(),
         "started": (started or datetime.now(UTC)).isoformat(timespec="seconds"),

@@ -1,5 +1,6 @@
-"""results.json read one scenario entry at a time: a merge's shards and a large suite's
-baseline are never whole in memory (docs/running.md#large-suites).
+"""results.json read one scenario entry at a time, and results kept on disk: a merge's
+shards, a large suite's baseline and a session's results are never whole in memory
+(docs/running.md#large-suites).
 
 ``read_streamed`` hands each scenario entry, checked, to a callback and returns the rest
 of the file (``scenarios`` empty); ``load_streamed`` is ``load_results`` with
@@ -12,25 +13,32 @@ the file is then whole in memory, as every file was before).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime
 from functools import partial
 from itertools import takewhile
 from operator import ne
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import ijson
+from pydantic import BaseModel, ConfigDict
 
+from harness.actions import Termination
+from harness.repeats import Repeats, count_repeats
 from harness.results import (
     Results,
     ResultsFileError,
     ScenarioResult,
+    Status,
+    Summary,
+    assembled,
     check_version,
     load_results,
 )
 from harness.spool import ResultSpool, ScenarioList
 
-__all__ = ["load_streamed", "read_streamed"]
+__all__ = ["build_spooled_results", "load_streamed", "read_streamed"]
 
 # The event that closes the top-level ``scenarios`` array (nested arrays have longer
 # prefixes): the head's pass skips the entries up to it at C speed.
@@ -144,4 +152,62 @@ def _refused(path: Path, what: str, problem: Exception) -> ResultsFileError:
     return ResultsFileError(
         f"{what} {str(path)!r} cannot be read one entry at a time: {shown}; write it again "
         "with `harness run --json FILE`"
+    )
+
+
+# -- results kept on disk --------------------------------------------------------------------
+
+
+class _Counted(BaseModel):
+    """What Summary counts of a scenario entry: its JSON read into these fields only
+    (much faster than a whole ScenarioResult, for a summary of results on disk)."""
+
+    model_config = ConfigDict(extra="ignore")
+    id: str
+    status: Status
+    termination: Termination
+    sim_time: float = 0.0
+    run: int | None = None
+    repeats: Repeats | None = None
+
+    @property
+    def scenario_key(self) -> str:
+        """As ScenarioResult's."""
+        return self.id if self.run is None else self.id.removesuffix(f"[{self.run}]")
+
+
+def build_spooled_results(
+    spool: ResultSpool,
+    *,
+    started: datetime | None = None,
+    skipped: Mapping[str, str] | None = None,
+) -> Results:
+    """``build_results`` for scenarios kept in a spool (id -> JSON): the same results,
+    their ``scenarios`` a ScenarioList read from the spool, so that memory holds one
+    scenario at a time (the runs of one repeated scenario while they are counted)."""
+    ids = sorted(spool, key=spool.order)
+    groups: dict[str, list[str]] = {}
+    for key in ids:
+        if key in spool.runs:
+            groups.setdefault(spool.order(key)[0], []).append(key)
+    for keys in groups.values():
+        runs = [ScenarioResult.model_validate_json(spool[key]) for key in keys]
+        count_repeats(runs)
+        for run in runs:
+            spool.add(run)
+    summary = Summary.of(_counted(spool, key) for key in ids)
+    return assembled(
+        ScenarioList(spool, ids, ScenarioResult.model_validate_json), summary, started, skipped
+    )
+
+
+def _counted(spool: ResultSpool, key: str) -> _Counted:
+    """What the summary counts of a spooled result: as the spool noted it (a result that
+    ran once), else read from its text."""
+    known = spool.counted.get(key)
+    if known is None or key in spool.runs:
+        return _Counted.model_validate_json(spool[key])
+    status, termination, sim_time = known
+    return _Counted.model_construct(
+        id=key, status=cast(Status, status), termination=Termination(termination), sim_time=sim_time
     )

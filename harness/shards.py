@@ -19,7 +19,7 @@ from functools import partial
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.results import Results, ScenarioResult, build_spooled_results
+from harness.results import Results, ScenarioResult
 from harness.spool import ResultSpool
 
 __all__ = ["MergeError", "Shard", "durations_of", "merge", "merge_files", "plan", "plan_digest"]
@@ -185,6 +185,8 @@ class _Joined:
         """The merged results (their scenarios on disk) with the shards' meta joined."""
         if self.twice is not None:
             raise MergeError(self.twice)
+        from harness.results_stream import build_spooled_results
+
         merged = build_spooled_results(self.spool)
         started = sorted(str(r.meta.get("started")) for _, r in files if r.meta.get("started"))
         meta: dict[str, Any] = {"versions": files[0][1].meta.get("versions", {})}

@@ -37,6 +37,9 @@ class ResultSpool(MutableMapping[str, str]):
         self._end = 0
         self._where: dict[str, tuple[int, int]] = {}
         self.runs: dict[str, int] = {}
+        # What results.json's summary counts of each result added as a model (status,
+        # termination, simulated time): the summary then reads no text back.
+        self.counted: dict[str, tuple[str, str, float]] = {}
 
     def __setitem__(self, key: str, text: str) -> None:
         data = text.encode("utf-8")
@@ -45,6 +48,7 @@ class ResultSpool(MutableMapping[str, str]):
         self._file.write(b"\n")
         self._where[key] = (self._end, len(data))
         self._end += len(data) + 1
+        self.counted.pop(key, None)  # a text: what it holds is not known here
 
     def add(self, scenario: ScenarioResult) -> None:
         """Keep a scenario result under its id (and which run it is, if repeated), as
@@ -52,6 +56,8 @@ class ResultSpool(MutableMapping[str, str]):
         self[scenario.id] = scenario.model_dump_json(indent=_INDENT)
         if scenario.run is not None:
             self.runs[scenario.id] = scenario.run
+        counted = (scenario.status, scenario.termination.value, scenario.sim_time)
+        self.counted[scenario.id] = counted
 
     def __getitem__(self, key: str) -> str:
         at, size = self._where[key]
@@ -61,6 +67,7 @@ class ResultSpool(MutableMapping[str, str]):
     def __delitem__(self, key: str) -> None:
         del self._where[key]  # its line stays in the file, unread
         self.runs.pop(key, None)
+        self.counted.pop(key, None)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._where)
@@ -80,6 +87,7 @@ class ResultSpool(MutableMapping[str, str]):
         """Remove the file (the spool is empty after)."""
         self._where.clear()
         self.runs.clear()
+        self.counted.clear()
         self._file.close()
 
 

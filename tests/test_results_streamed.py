@@ -23,9 +23,9 @@ from harness.results import (
     ScenarioResult,
     Skipped,
     build_results,
-    build_spooled_results,
     load_results,
 )
+from harness.results_stream import build_spooled_results
 from harness.spool import ResultSpool, ScenarioList
 
 

@@ -54,7 +54,7 @@ def update_baseline(path: Path, results: Results) -> None:
     """
     from filelock import FileLock, Timeout
 
-    from harness.results import build_spooled_results
+    from harness.results_stream import build_spooled_results
     from harness.spool import ResultSpool
 
     lock = FileLock(f"{path}.lock", timeout=LOCK_TIMEOUT)

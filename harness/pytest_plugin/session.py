@@ -28,7 +28,7 @@ from harness.spool import ResultSpool
 if TYPE_CHECKING:
     from harness.baseline import BaselineDiff
     from harness.pytest_plugin.live import ConcurrentRuns
-    from harness.results import Results
+    from harness.results import Results, ScenarioResult
 
 __all__ = [
     "Baseline",
@@ -106,7 +106,8 @@ class SuiteState:
         Its scenarios stay on disk (a ScenarioList over the session's spool): the reports
         read them one at a time.
         """
-        from harness.results import ScenarioResult, build_results, build_spooled_results
+        from harness.results import ScenarioResult, build_results
+        from harness.results_stream import build_spooled_results
 
         outputs = self.outputs
         if isinstance(outputs.results, ResultSpool):
@@ -134,7 +135,7 @@ class SuiteState:
             results.baseline = outputs.diff
         return results
 
-    def _checked(self, sid: str, text: str) -> str:
+    def _checked(self, sid: str, text: str) -> ScenarioResult:
         """A scenario's result as its test report carried it, or, when it does not read
         back (a plugin left infinity in the run, which JSON writes as null), an entry in
         error, and a report error (exit 3): the other scenarios keep their results.
@@ -146,8 +147,7 @@ class SuiteState:
         from harness.results import ScenarioResult
 
         try:
-            ScenarioResult.model_validate_json(text)
-            return text
+            return ScenarioResult.model_validate_json(text)
         except ValidationError as exc:
             errors = exc.errors(include_url=False)
             message = f"its result cannot be written: {describe_errors(errors, show_input=True)}"
@@ -164,7 +164,7 @@ class SuiteState:
             status="error",
             termination="error",
             final=FinalResponse(error={"type": "error", "message": message}),
-        ).model_dump_json()
+        )
 
     def _id_of(self, nodeid: str) -> str:
         """A scenario item's id (``path::name``, the path relative to its project root)."""
@@ -232,10 +232,11 @@ class SuiteState:
         # Keyed by id: a rerun of the same scenario replaces its earlier result. Kept on
         # disk, and not on the report, which pytest's statistics keep to the end.
         sid = report.harness_id
-        self.outputs.results[sid] = self._checked(sid, text)
-        run = getattr(report, "harness_run", None)
-        if run is not None and isinstance(self.outputs.results, ResultSpool):
-            self.outputs.results.runs[sid] = run
+        checked = self._checked(sid, text)
+        if isinstance(self.outputs.results, ResultSpool):
+            self.outputs.results.add(checked)  # with its run number and what is counted
+        else:
+            self.outputs.results[sid] = checked.model_dump_json()
         del report.harness_result
         internal = getattr(report, "harness_internal", None)
         if internal:
