@@ -1,11 +1,13 @@
 """Suites past one machine: memory, merge and report at 1,000 to 20,000 scenarios (issue 33).
 
 Builds a throw-away project of N generated scenarios (scripted runs of three iterations:
-two tool plans and an answer, about 5 kB of results.json each, as the example suite's),
+two tool plans and an answer, about 7.8 kB of results.json each),
 then measures, each `harness run` a process of its own:
 
 - one run of N scenarios (results.json and report.html written): wall time and peak RSS
-  (the child's ``ru_maxrss``), against a 1,000-scenario run (target: at most 1.3x);
+  (the child's ``ru_maxrss``), against a 1,000-scenario run (target: at most 1.3x); and
+  beside it plain pytest over the same files as empty items (``floor``: pytest's own
+  share of a suite's memory, which no suite of pytest items goes below);
 - the same N as 4 shards, then ``harness merge`` of them in a process of its own: its
   peak RSS (target: at most 1.3x the 1,000 run's) and its time against reading the 4
   shards' results.json one entry at a time (``read_streamed``, see ``time_reading``;

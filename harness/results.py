@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SCHEMA_VERSION",
     "Counted",
+    "CountedEntry",
     "ExpectationResult",
     "Repeats",
     "Results",
@@ -255,6 +256,25 @@ class Counted(Protocol):
     def scenario_key(self) -> str: ...
 
 
+class CountedEntry(BaseModel):
+    """A scenario entry read into the fields the summaries count only (much faster than
+    a whole ScenarioResult, for results on disk: ``Results.counted``)."""
+
+    model_config = ConfigDict(extra="ignore")
+    id: str
+    status: Status
+    termination: Termination
+    sim_time: float = 0.0
+    wall_time: float = 0.0
+    run: int | None = None
+    repeats: Repeats | None = None
+
+    @property
+    def scenario_key(self) -> str:
+        """As ScenarioResult's."""
+        return self.id if self.run is None else self.id.removesuffix(f"[{self.run}]")
+
+
 class Skipped(BaseModel):
     """A scenario that did not run because it was skipped, and why."""
 
@@ -328,12 +348,22 @@ class Results(BaseModel):
             data.pop("skipped", None)
         return data
 
+    def counted(self) -> Iterator[CountedEntry | ScenarioResult]:
+        """The scenarios, in order, with at least CountedEntry's fields: read into those
+        fields only when they are on disk (a ScenarioList), else as they are."""
+        texts = getattr(self.scenarios, "texts", None)
+        if texts is None:
+            yield from self.scenarios
+            return
+        for text in texts():
+            yield CountedEntry.model_validate_json(text)
+
     def failing(self) -> list[str]:
         """What did not pass, in id order: each entry that did not pass, except the runs
         of a scenario judged by its pass rate (``min_pass_rate``), which is listed by its
         id without ``[k]`` when too few of its runs passed."""
         failing: list[str] = []
-        for s in self.scenarios:
+        for s in self.counted():
             repeats = s.repeats
             if repeats is not None and repeats.min_pass_rate is not None:
                 if not repeats.passes and s.scenario_key not in failing:
@@ -347,7 +377,7 @@ class Results(BaseModel):
         ``min_pass_rate``: the session fails for them, though pytest saw no failed item."""
         keys = {
             s.scenario_key
-            for s in self.scenarios
+            for s in self.counted()
             if s.repeats is not None and s.repeats.min_pass_rate is not None
             if not s.repeats.passes
         }

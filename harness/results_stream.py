@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any, cast
 
 import ijson
-from pydantic import BaseModel, ConfigDict
 
 from harness.actions import Termination
-from harness.repeats import Repeats, count_repeats
+from harness.repeats import count_repeats
 from harness.results import (
+    CountedEntry,
     Results,
     ResultsFileError,
     ScenarioResult,
@@ -158,24 +158,6 @@ def _refused(path: Path, what: str, problem: Exception) -> ResultsFileError:
 # -- results kept on disk --------------------------------------------------------------------
 
 
-class _Counted(BaseModel):
-    """What Summary counts of a scenario entry: its JSON read into these fields only
-    (much faster than a whole ScenarioResult, for a summary of results on disk)."""
-
-    model_config = ConfigDict(extra="ignore")
-    id: str
-    status: Status
-    termination: Termination
-    sim_time: float = 0.0
-    run: int | None = None
-    repeats: Repeats | None = None
-
-    @property
-    def scenario_key(self) -> str:
-        """As ScenarioResult's."""
-        return self.id if self.run is None else self.id.removesuffix(f"[{self.run}]")
-
-
 def build_spooled_results(
     spool: ResultSpool,
     *,
@@ -201,13 +183,13 @@ def build_spooled_results(
     )
 
 
-def _counted(spool: ResultSpool, key: str) -> _Counted:
+def _counted(spool: ResultSpool, key: str) -> CountedEntry:
     """What the summary counts of a spooled result: as the spool noted it (a result that
     ran once), else read from its text."""
     known = spool.counted.get(key)
     if known is None or key in spool.runs:
-        return _Counted.model_validate_json(spool[key])
+        return CountedEntry.model_validate_json(spool[key])
     status, termination, sim_time = known
-    return _Counted.model_construct(
+    return CountedEntry.model_construct(
         id=key, status=cast(Status, status), termination=Termination(termination), sim_time=sim_time
     )

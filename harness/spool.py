@@ -141,6 +141,11 @@ class ScenarioList(Sequence["ScenarioResult"]):
                 data.pop(field, None)
             yield to_json(data, indent=indent).decode("utf-8")
 
+    def texts(self) -> Iterator[str]:
+        """Each scenario's spooled JSON text, in order (for readers of a few fields)."""
+        for key in self._ids:
+            yield self._spool[key]
+
     def _read(self, key: str) -> ScenarioResult:
         return self._parse(self._spool[key])
 

@@ -94,7 +94,7 @@ def _failure(scenario: ScenarioResult) -> str:
 
 def _repeats(results: Results) -> list[str]:
     groups: dict[str, Repeats] = {}
-    for s in results.scenarios:
+    for s in results.counted():
         if s.repeats is not None:
             groups.setdefault(s.scenario_key, s.repeats)
     if not groups:

@@ -348,7 +348,7 @@ def results_lines(results: Results, *, slowest: int = 5) -> list[str]:
     lines.extend(repeat_lines(results))
     # Entries that would print as 0.00s say nothing: a quick suite gets no list.
     # (wall time, id) only: results.scenarios may be a large suite's, read from disk.
-    times = ((r.wall_time, r.id) for r in results.scenarios if r.wall_time >= _SHOWN_WALL_TIME)
+    times = ((r.wall_time, r.id) for r in results.counted() if r.wall_time >= _SHOWN_WALL_TIME)
     slow = heapq.nsmallest(slowest, times, key=lambda t: (-t[0], t[1]))
     if slow:
         lines.append("slowest:")
@@ -360,7 +360,7 @@ def repeat_lines(results: Results) -> list[str]:
     """Repeated scenarios: how many passed every run; each flaky one, or one judged by its
     pass rate, with its pass rate, 95% interval and verdict, and where its runs part."""
     repeats: dict[str, Repeats] = {}
-    for s in results.scenarios:
+    for s in results.counted():
         if s.repeats is not None:
             repeats.setdefault(s.scenario_key, s.repeats)
     if not repeats:
