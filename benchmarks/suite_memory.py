@@ -160,7 +160,7 @@ def time_reading(python: str, env: dict[str, str], root: Path, names: list[str])
 
 # Click the 8th card's header; resolve with the milliseconds until its timeline is shown.
 OPEN_ONE = """() => new Promise(resolve => {
-  const card = document.querySelectorAll('#scenarios > details.scenario')[7];
+  const card = document.querySelectorAll('#scenarios details.scenario')[7];
   const started = performance.now();
   const done = () => requestAnimationFrame(() => requestAnimationFrame(
       () => resolve(performance.now() - started)));
@@ -196,7 +196,7 @@ def browser(path: Path) -> dict[str, float] | None:
             )
             # Timed in the page: from the click to the frame after the card's body is in.
             opened = page.evaluate(OPEN_ONE) / 1000
-            assert page.locator("#scenarios > details.scenario table.timeline").count() == 1
+            assert page.locator("#scenarios details.scenario table.timeline").count() == 1
         finally:
             chromium.close()
     return {"paint": (paint or 0.0) / 1000, "load": loaded, "open": opened}

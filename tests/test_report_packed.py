@@ -92,7 +92,7 @@ def large_page(large_report: Path) -> Iterator[Any]:
 def test_a_large_reports_details_open_on_a_click(large_page: Any) -> None:
     page = large_page
     assert page.locator("table.timeline").count() == 0  # only the index when it opens
-    card = page.locator("#scenarios > details.scenario").nth(3)
+    card = page.locator("#scenarios details.scenario").nth(3)
     card.locator("summary").first.click()
     timeline = card.locator("table.timeline")
     timeline.wait_for(state="visible")
@@ -108,7 +108,7 @@ def test_a_large_reports_details_open_on_a_click(large_page: Any) -> None:
 
 def test_a_packed_hostile_text_shows_as_text_and_never_runs(large_page: Any) -> None:
     page = large_page
-    card = page.locator("#scenarios > details.scenario", has_text="hostile-text").nth(1)
+    card = page.locator("#scenarios details.scenario", has_text="hostile-text").nth(1)
     card.locator("summary").first.click()
     card.locator("details.transcript > summary").click()
     page.wait_for_timeout(200)
@@ -125,3 +125,17 @@ def test_a_link_to_a_packed_card_opens_it(large_page: Any) -> None:
     page = large_page
     page.evaluate("location.hash = '#s420'")
     page.locator("#s420 table.timeline").wait_for(state="visible")
+
+
+def test_a_large_reports_filters_count_and_hide_its_cards(large_page: Any) -> None:
+    # A large report keeps its cards in blocks: the filters must still find every card.
+    page = large_page
+    cards = page.locator("#scenarios details.scenario")
+    total = cards.count()
+    failed = page.locator("#scenarios details.scenario[data-status=failed]").count()
+    assert total > PACK_AFTER and 0 < failed < total
+    page.locator('#filters button[data-filter="status"][data-value="failed"]').click()
+    assert page.locator("#shown").inner_text() == f"{failed} of {total} shown"
+    hidden = page.locator("#scenarios details.scenario[hidden]").count()
+    assert hidden == total - failed
+    assert page.problems == []

@@ -3,7 +3,9 @@
   // Filters by status, termination and text. The page reads fine without this script:
   // every scenario is in the HTML, the filters only hide some.
   var state = { status: "", termination: "", q: "" };
-  var cards = document.querySelectorAll("#scenarios > details.scenario");
+  // A large report keeps its cards in blocks (report.html.j2).
+  var cards = document.querySelectorAll(
+    "#scenarios > details.scenario, #scenarios > div.block > details.scenario");
   var shown = document.getElementById("shown");
   var none = document.getElementById("none-shown");
   var query = document.getElementById("q");
