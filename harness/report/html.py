@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import gc
 import hashlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -26,7 +26,7 @@ from markupsafe import Markup
 
 from harness.baseline import BaselineDiff
 from harness.files import atomic_write
-from harness.report.cards import PACK_AFTER, Digest, cards, index_view
+from harness.report.cards import PACK_AFTER, Digest, Surveyed, cards, index_view
 from harness.report.changes import divergence_lines, rate_sentence, repeats_text
 from harness.report.charts import TERMINATIONS, scenario_charts
 from harness.report.markup import (
@@ -194,18 +194,24 @@ def _render(
 
 
 def _survey(
-    scenarios: Iterable[ScenarioResult],
+    scenarios: Sequence[ScenarioResult],
 ) -> tuple[list[dict[str, Any]], FlakySides, int]:
     """What the page's top needs, in one pass: each scenario's index entry (with its
-    digest), the flaky scenarios' two sides, and how many transcript messages there are."""
+    digest), the flaky scenarios' two sides, and how many transcript messages there are.
+    Scenarios on disk (a ScenarioList's texts) are read into those fields only."""
     index: list[dict[str, Any]] = []
     sides = FlakySides()
     messages = 0
-    for i, scenario in enumerate(scenarios):
+    texts = getattr(scenarios, "texts", None)
+    entries: Iterable[ScenarioResult | Surveyed] = (
+        scenarios if texts is None else (Surveyed.model_validate_json(t) for t in texts())
+    )
+    for i, scenario in enumerate(entries):
         view = index_view(i, scenario)
         index.append(view)
         if scenario.repeats is not None and scenario.repeats.flaky:
-            sides.add(scrub_model(scenario), view["anchor"])  # masked before it is shortened
+            whole = scenario if isinstance(scenario, ScenarioResult) else scenarios[i]
+            sides.add(scrub_model(whole), view["anchor"])  # masked before it is shortened
         messages += len(scenario.transcript)
     return index, sides, messages
 
