@@ -154,6 +154,8 @@ class ScenarioItem(pytest.Item):
         min_pass_rate: float | None = None,
         **kwargs: Any,
     ) -> None:
+        from harness.scenario import scenario_id
+
         super().__init__(**kwargs)
         # Kept packed until the item runs (a suite's memory does not grow with every
         # scenario's parsed model; docs/running.md#large-suites), read back when used.
@@ -170,10 +172,9 @@ class ScenarioItem(pytest.Item):
         # An exception that escaped the run, and whose code raised it (None: harness's).
         self.escaped: BaseException | None = None
         self.culprit: str | None = None
-        from harness.scenario import scenario_id
-
+        # The scenario's id, ``path::name`` (the key of results.json and the baseline),
+        # taken while the model is at hand.
         self.scenario_id = str(scenario_id(scenario)) + ("" if run is None else f"[{run}]")
-        """The scenario's id, ``path::name`` (the key of results.json and the baseline)."""
         if self._packed is not None:
             self._scenario = None
 

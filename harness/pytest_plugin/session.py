@@ -12,7 +12,6 @@ crashed or a report could not be written.
 from __future__ import annotations
 
 import json
-from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,7 +55,7 @@ class SessionOutputs:
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
     # Scenario id -> its ScenarioResult as JSON (what the test reports carry), kept on
     # disk: a suite's size does not weigh on the session's memory.
-    results: MutableMapping[str, str] = field(default_factory=ResultSpool)
+    results: ResultSpool = field(default_factory=ResultSpool)
     # results.json as written (with its baseline diff), and the files written.
     final: Results | None = None
     diff: BaselineDiff | None = None
@@ -106,19 +105,12 @@ class SuiteState:
         Its scenarios stay on disk (a ScenarioList over the session's spool): the reports
         read them one at a time.
         """
-        from harness.results import ScenarioResult, build_results
         from harness.results_stream import build_spooled_results
 
         outputs = self.outputs
-        if isinstance(outputs.results, ResultSpool):
-            results = build_spooled_results(
-                outputs.results, started=outputs.started, skipped=self.ledger.skipped
-            )
-        else:
-            scenarios = [
-                ScenarioResult.model_validate_json(text) for text in outputs.results.values()
-            ]
-            results = build_results(scenarios, started=outputs.started, skipped=self.ledger.skipped)
+        results = build_spooled_results(
+            outputs.results, started=outputs.started, skipped=self.ledger.skipped
+        )
         if self.ledger.shard is not None:
             not_run = self.ledger.shard_not_run()
             results.meta["shard"] = {**self.ledger.shard, "not_run": not_run}
@@ -232,11 +224,7 @@ class SuiteState:
         # Keyed by id: a rerun of the same scenario replaces its earlier result. Kept on
         # disk, and not on the report, which pytest's statistics keep to the end.
         sid = report.harness_id
-        checked = self._checked(sid, text)
-        if isinstance(self.outputs.results, ResultSpool):
-            self.outputs.results.add(checked)  # with its run number and what is counted
-        else:
-            self.outputs.results[sid] = checked.model_dump_json()
+        self.outputs.results.add(self._checked(sid, text))  # with its run, what is counted
         del report.harness_result
         internal = getattr(report, "harness_internal", None)
         if internal:

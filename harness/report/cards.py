@@ -14,12 +14,11 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from markupsafe import Markup
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from harness.actions import Termination
-from harness.repeats import Repeats
 from harness.report.views import Limits, scenario_view
-from harness.results import ScenarioResult, Status
+from harness.results import CountedEntry, ScenarioResult
 
 __all__ = ["PACK_AFTER", "Card", "Digest", "Surveyed", "cards", "index_view", "pack"]
 
@@ -39,20 +38,13 @@ def pack(html: str) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-class Surveyed(BaseModel):
-    """What the report's first pass reads of a scenario entry on disk: the fields its
-    digest keeps and how many transcript messages it has (a sixth of the time of a whole
-    ScenarioResult; the cards read each whole once more)."""
+class Surveyed(CountedEntry):
+    """What the report's first pass reads of a scenario entry on disk: what the summary
+    counts, the fields its digest keeps, and how many transcript messages it has (a sixth
+    of the time of a whole ScenarioResult; the cards read each whole once more)."""
 
-    model_config = ConfigDict(extra="ignore")
-    id: str
     name: str
-    status: Status
-    termination: Termination
     iterations: int = 0
-    sim_time: float = 0.0
-    run: int | None = Field(default=None)
-    repeats: Repeats | None = None
     matrix: dict[str, Any] | None = None
     transcript: list[Any] = Field(default_factory=list)
 
@@ -87,7 +79,7 @@ class Digest:
 
     def __init__(self, scenario: ScenarioResult | Surveyed) -> None:
         self.id, self.name, self.status = scenario.id, scenario.name, scenario.status
-        self.termination: str = scenario.termination.value
+        self.termination: Termination = scenario.termination
         self.iterations, self.sim_time = scenario.iterations, scenario.sim_time
         self.run, self.repeats, self.matrix = scenario.run, scenario.repeats, scenario.matrix
 

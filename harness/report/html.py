@@ -26,7 +26,7 @@ from markupsafe import Markup
 
 from harness.baseline import BaselineDiff
 from harness.files import atomic_write
-from harness.report.cards import PACK_AFTER, Digest, Surveyed, cards, index_view
+from harness.report.cards import PACK_AFTER, Surveyed, cards, index_view
 from harness.report.changes import divergence_lines, rate_sentence, repeats_text
 from harness.report.charts import TERMINATIONS, scenario_charts
 from harness.report.markup import (
@@ -150,7 +150,7 @@ def _render(
     limits = Limits.for_messages(messages)
     # Counted from the scenarios shown, so the page agrees with itself even when a
     # results file's summary was edited or is stale.
-    summary = _summary(digests)
+    summary = Summary.of(digests)
     statuses = [(name, summary.by_status.get(name, 0)) for name in STATUSES]
     terminations = [(name, count) for name, count in summary.by_termination.items() if count]
     order = {name: i for i, name in enumerate(TERMINATIONS)}
@@ -220,25 +220,6 @@ def _masked(scenarios: Iterable[ScenarioResult]) -> Iterator[ScenarioResult]:
     """Each scenario with its secret values masked (before the page shortens its texts)."""
     for scenario in scenarios:
         yield scrub_model(scenario)
-
-
-def _summary(digests: list[Digest]) -> Summary:
-    """The counts of the page's top, from the scenarios' digests."""
-    by_status: dict[str, int] = {}
-    by_termination: dict[str, int] = {}
-    flaky = set()
-    for d in digests:
-        by_status[d.status] = by_status.get(d.status, 0) + 1
-        by_termination[d.termination] = by_termination.get(d.termination, 0) + 1
-        if d.repeats is not None and d.repeats.flaky:
-            flaky.add(d.scenario_key)
-    return Summary(
-        total=len(digests),
-        by_status=dict(sorted(by_status.items())),
-        by_termination=dict(sorted(by_termination.items())),
-        sim_time=round(sum(d.sim_time for d in digests), 9),
-        flaky=sorted(flaky),
-    )
 
 
 def write_html(
