@@ -1,8 +1,9 @@
 """Scenario results kept on disk: a session's (or a merge's) memory does not grow with
 the text of every scenario it has run (docs/running.md#large-suites).
 
-``ResultSpool`` holds each result as JSON text in an unnamed temporary file (gone when
-closed or when the process ends); memory holds where each text is, by scenario id.
+``Blobs`` keeps bytes in an unnamed temporary file (gone when closed, dropped, or when the
+process ends); memory holds where each is. ``ResultSpool`` holds each result there as
+JSON text, by scenario id (a session's items keep their packed scenarios in another).
 ``ScenarioList`` is results.json's ``scenarios`` read from a spool in order, one entry
 parsed at a time: a reader that goes through it once holds one scenario at a time.
 """
@@ -10,6 +11,7 @@ parsed at a time: a reader that goes through it once holds one scenario at a tim
 from __future__ import annotations
 
 import tempfile
+import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, MutableMapping, Sequence
 from typing import TYPE_CHECKING, overload
 
@@ -18,10 +20,43 @@ from pydantic_core import from_json, to_json
 if TYPE_CHECKING:
     from harness.results import ScenarioResult
 
-__all__ = ["ResultSpool", "ScenarioList"]
+__all__ = ["Blobs", "ResultSpool", "ScenarioList"]
 
 # results.json's indent of a scenario entry's own text.
 _INDENT = 2
+
+
+class Blobs:
+    """Bytes on disk: ``put`` returns where they are, ``get`` reads them back.
+
+    Reads and writes take a lock (a run started ahead by --harness-concurrency reads from
+    its own thread).
+    """
+
+    def __init__(self) -> None:
+        self._file = tempfile.TemporaryFile("w+b")  # noqa: SIM115 -- open as long as the blobs
+        self._end = 0
+        self._lock = threading.Lock()
+
+    def put(self, data: bytes) -> tuple[int, int]:
+        """Keep ``data``; its (offset, size), for ``get``."""
+        with self._lock:
+            at = self._end
+            self._file.seek(at)
+            self._file.write(data)
+            self._end += len(data)
+        return (at, len(data))
+
+    def get(self, where: tuple[int, int]) -> bytes:
+        """The bytes ``put`` kept at ``where``."""
+        at, size = where
+        with self._lock:
+            self._file.seek(at)
+            return self._file.read(size)
+
+    def close(self) -> None:
+        """Remove the file."""
+        self._file.close()
 
 
 class ResultSpool(MutableMapping[str, str]):
@@ -33,8 +68,7 @@ class ResultSpool(MutableMapping[str, str]):
     """
 
     def __init__(self) -> None:
-        self._file = tempfile.TemporaryFile("w+b")  # noqa: SIM115 -- open as long as the spool
-        self._end = 0
+        self._blobs = Blobs()
         self._where: dict[str, tuple[int, int]] = {}
         self.runs: dict[str, int] = {}
         # What results.json's summary counts of each result added as a model (status,
@@ -42,12 +76,7 @@ class ResultSpool(MutableMapping[str, str]):
         self.counted: dict[str, tuple[str, str, float]] = {}
 
     def __setitem__(self, key: str, text: str) -> None:
-        data = text.encode("utf-8")
-        self._file.seek(self._end)
-        self._file.write(data)
-        self._file.write(b"\n")
-        self._where[key] = (self._end, len(data))
-        self._end += len(data) + 1
+        self._where[key] = self._blobs.put(text.encode("utf-8"))
         self.counted.pop(key, None)  # a text: what it holds is not known here
 
     def add(self, scenario: ScenarioResult) -> None:
@@ -60,9 +89,7 @@ class ResultSpool(MutableMapping[str, str]):
         self.counted[scenario.id] = counted
 
     def __getitem__(self, key: str) -> str:
-        at, size = self._where[key]
-        self._file.seek(at)
-        return self._file.read(size).decode("utf-8")
+        return self._blobs.get(self._where[key]).decode("utf-8")
 
     def __delitem__(self, key: str) -> None:
         del self._where[key]  # its line stays in the file, unread
@@ -88,7 +115,7 @@ class ResultSpool(MutableMapping[str, str]):
         self._where.clear()
         self.runs.clear()
         self.counted.clear()
-        self._file.close()
+        self._blobs.close()
 
 
 class ScenarioList(Sequence["ScenarioResult"]):

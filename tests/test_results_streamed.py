@@ -136,4 +136,6 @@ def test_a_scenario_item_lets_go_of_its_run_and_its_parsed_scenario(
     assert len(items) == 3
     for item in items:
         assert item.result is None and item._scenario is None
+        # Its packed copy is on disk: the item keeps where it is, not its bytes.
+        assert not [k for k, v in vars(item).items() if isinstance(v, bytes | bytearray)]
         assert item.scenario.name == item.name  # read back from its packed copy

@@ -16,6 +16,7 @@ import pytest
 
 from harness.pytest_plugin.options import SUFFIXES
 from harness.pytest_plugin.session import get_state, state_of
+from harness.spool import Blobs
 
 if TYPE_CHECKING:
     from harness.results import ScenarioResult
@@ -51,8 +52,9 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return None
 
 
-# The scenario tags this session registered as markers.
-_TAGS = pytest.StashKey[set[str]]()
+# The marks this session's items carry ("scenario" and the tags registered as markers):
+# one object each, shared by every item that carries it.
+_MARKS = pytest.StashKey[dict[str, pytest.MarkDecorator]]()
 
 
 class ScenarioFile(pytest.File):
@@ -63,13 +65,7 @@ class ScenarioFile(pytest.File):
         from harness.scenario import load_scenario
 
         scenario = load_scenario(self.path)
-        registered = self.config.stash.setdefault(_TAGS, set())
-        for tag in scenario.tags:
-            # Registered before use, so --strict-markers passes and nothing warns (once:
-            # a large suite's files share their tags).
-            if tag not in registered:
-                registered.add(tag)
-                self.config.addinivalue_line("markers", f"{tag}: scenario tag")
+        marks = _marks(self.config, scenario.tags)
         repeat = _repeat(scenario, self.config)
         runs = [None] if repeat == 1 else range(1, repeat + 1)
         minimum = _min_pass_rate(scenario, self.config) if repeat > 1 else None
@@ -82,9 +78,8 @@ class ScenarioFile(pytest.File):
                 item = ScenarioItem.from_parent(
                     self, name=shown, scenario=each, run=run, min_pass_rate=minimum
                 )
-                item.add_marker("scenario")
-                for tag in scenario.tags:
-                    item.add_marker(tag)
+                for mark in marks:
+                    item.add_marker(mark)
                 items.append(item)
         return items
 
@@ -97,6 +92,20 @@ class ScenarioFile(pytest.File):
             # A plain string also lets xdist de-duplicate the workers' copies.
             return str(excinfo.value)
         return super().repr_failure(excinfo)
+
+
+def _marks(config: pytest.Config, tags: list[str]) -> list[pytest.MarkDecorator]:
+    """The marks of a scenario's items: ``scenario``, then its tags, each tag registered
+    as a marker before its first use (so --strict-markers passes and nothing warns)."""
+    known = config.stash.setdefault(_MARKS, {})
+    marks = []
+    for name in ("scenario", *tags):
+        if name not in known:
+            if name != "scenario":  # registered by harness's pytest_configure
+                config.addinivalue_line("markers", f"{name}: scenario tag")
+            known[name] = getattr(pytest.mark, name)
+        marks.append(known[name])
+    return marks
 
 
 def _repeat(scenario: Scenario, config: pytest.Config) -> int:
@@ -157,10 +166,11 @@ class ScenarioItem(pytest.Item):
         from harness.scenario import scenario_id
 
         super().__init__(**kwargs)
-        # Kept packed until the item runs (a suite's memory does not grow with every
-        # scenario's parsed model; docs/running.md#large-suites), read back when used.
+        # Kept packed on disk until the item runs (a suite's memory does not grow with
+        # every scenario's parsed model; docs/running.md#large-suites), read back when used.
         self._scenario: Scenario | None = scenario
-        self._packed = _pack(scenario)
+        self._packs = _packs(self.config)
+        self._packed = _pack(scenario, self._packs)
         # Which run of a repeated scenario this item is (1-based); None: it runs once.
         self.run = run
         # The share of the runs that must pass; None: every run must (a failed run fails).
@@ -186,7 +196,7 @@ class ScenarioItem(pytest.Item):
             import zlib
 
             assert self._packed is not None  # only None while the model itself is kept
-            self._scenario = pickle.loads(zlib.decompress(self._packed))
+            self._scenario = pickle.loads(zlib.decompress(self._packs.get(self._packed)))
         return self._scenario
 
     def let_go(self) -> None:
@@ -447,17 +457,31 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     return outcome
 
 
-def _pack(scenario: Scenario) -> bytes | None:
-    """The scenario's model pickled and deflated (about 2 kB for a typical scenario, ten
-    times less than the model); None when it does not pickle (a plugin put something
-    unpicklable in it), which keeps the model itself."""
+# The session's packed scenarios (harness.spool.Blobs, one file per process).
+_PACKS = pytest.StashKey[Blobs]()
+
+
+def _packs(config: pytest.Config) -> Blobs:
+    """Where this session's items keep their packed scenarios (made on first use; the
+    file goes when the last item holding it does)."""
+    if _PACKS not in config.stash:
+        config.stash[_PACKS] = Blobs()
+    return config.stash[_PACKS]
+
+
+def _pack(scenario: Scenario, packs: Blobs) -> tuple[int, int] | None:
+    """Where in ``packs`` the scenario's model is, pickled and deflated (about 2 kB for a
+    typical scenario, ten times less than the model, on disk: an item keeps two numbers);
+    None when it does not pickle (a plugin put something unpicklable in it), which keeps
+    the model itself."""
     import pickle
     import zlib
 
     try:
-        return zlib.compress(pickle.dumps(scenario, protocol=pickle.HIGHEST_PROTOCOL), 1)
+        data = zlib.compress(pickle.dumps(scenario, protocol=pickle.HIGHEST_PROTOCOL), 1)
     except Exception:  # any object can refuse pickling, in any way
         return None
+    return packs.put(data)
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
