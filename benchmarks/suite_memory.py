@@ -147,7 +147,7 @@ def time_reading(python: str, env: dict[str, str], root: Path, names: list[str])
         "import sys, time\nfrom harness.results import load_results\n"
         "from harness.results_stream import read_streamed\n"
         "from harness.shards import merge_files\n"
-        "t = time.perf_counter()\nfor n in sys.argv[1:]: read_streamed(n, lambda s: None)\n"
+        "t = time.perf_counter()\nfor n in sys.argv[1:]: read_streamed(n, lambda e: None)\n"
         "read = time.perf_counter() - t\nt = time.perf_counter()\n"
         "merge_files(sys.argv[1:]).write('merged-only.json')\n"
         "merging = time.perf_counter() - t\nt = time.perf_counter()\n"

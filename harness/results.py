@@ -151,6 +151,17 @@ class _Identity(BaseModel):
     status: Status
 
 
+# ``turns``, ``matrix``, ``run`` and ``repeats`` are left out of an entry's JSON when
+# unset (pydantic's exclude_if: no pass over the dumped data), so the entry of a scenario
+# that ran once, outside a matrix, in one turn reads as before those fields existed.
+def _is_none(value: Any) -> bool:
+    return value is None
+
+
+def _is_empty(value: Any) -> bool:
+    return not value
+
+
 class ScenarioResult(RunData, _Identity):
     """One scenario's outcome: the scenario entry of results.json (flat).
 
@@ -164,28 +175,14 @@ class ScenarioResult(RunData, _Identity):
     # None when the scenario never got as far as a run (it crashed before).
     agent: AgentConfig | None = None
     # A `turns:` scenario's turns, in order (empty for a one-request scenario).
-    turns: list[TurnResult] = Field(default_factory=list)
+    turns: list[TurnResult] = Field(default_factory=list, exclude_if=_is_empty)
     # The matrix combination this entry ran ({model: ..., planner: ...}); None outside one.
-    matrix: dict[str, Any] | None = None
+    matrix: dict[str, Any] | None = Field(default=None, exclude_if=_is_none)
     # Which run of a repeated scenario this is (1-based; its id ends in ``[run]``) and how
     # all its runs came out. Absent from the JSON for a scenario that ran once, so such
     # entries read as before repeats existed.
-    run: int | None = Field(default=None, ge=1)
-    repeats: Repeats | None = None
-
-    @model_serializer(mode="wrap")
-    def _omit_absent(self, handler: Any) -> Any:
-        """A scenario that ran once, outside a matrix, in one turn, has no ``run``,
-        ``repeats``, ``matrix`` or ``turns`` keys at all (its entry reads as before those
-        existed)."""
-        data = handler(self)
-        if isinstance(data, dict):
-            for key in ("run", "repeats", "matrix"):
-                if getattr(self, key) is None:
-                    data.pop(key, None)
-            if not self.turns:
-                data.pop("turns", None)
-        return data
+    run: int | None = Field(default=None, ge=1, exclude_if=_is_none)
+    repeats: Repeats | None = Field(default=None, exclude_if=_is_none)
 
     @model_validator(mode="before")
     @classmethod

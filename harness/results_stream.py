@@ -15,17 +15,21 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
-from functools import partial
+from functools import cache, partial
+from importlib import metadata
 from itertools import takewhile
 from operator import ne
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import ijson
+from pydantic_core import to_json
 
 from harness.actions import Termination
-from harness.repeats import count_repeats
+from harness.repeats import Repeats, count_repeats
 from harness.results import (
+    SCHEMA_VERSION,
+    Counted,
     CountedEntry,
     Results,
     ResultsFileError,
@@ -38,7 +42,7 @@ from harness.results import (
 )
 from harness.spool import ResultSpool, ScenarioList
 
-__all__ = ["build_spooled_results", "load_streamed", "read_streamed"]
+__all__ = ["Entry", "build_spooled_results", "entry_text", "load_streamed", "read_streamed"]
 
 # The event that closes the top-level ``scenarios`` array (nested arrays have longer
 # prefixes): the head's pass skips the entries up to it at C speed.
@@ -53,8 +57,18 @@ class _NotTaken(Exception):
 _UNTAKEN = (OSError, ValueError, ijson.JSONError, _NotTaken)
 
 
+class Entry(NamedTuple):
+    """A scenario entry of a results file: checked (``scenario``), and its JSON value as
+    the file holds it (``written``). ``current``: the file was written by this harness
+    version, so ``written`` is the entry as this harness writes ``scenario``."""
+
+    scenario: ScenarioResult
+    written: dict[str, Any]
+    current: bool
+
+
 def read_streamed(
-    path: str | Path, each: Callable[[ScenarioResult], None], *, what: str = "results file"
+    path: str | Path, each: Callable[[Entry], None], *, what: str = "results file"
 ) -> Results:
     """Every scenario entry of a results file, validated, to ``each`` in the file's
     order; the file's other fields returned (``scenarios`` empty).
@@ -70,9 +84,32 @@ def read_streamed(
         head = _head(path, f"{what} {str(path)!r}")
     except _UNTAKEN as exc:
         raise _refused(path, what, exc) from None
-    for scenario in _entries(path, what):
-        each(scenario)  # outside _entries' try: what ``each`` raises is its own
+    current = head.schema_version == SCHEMA_VERSION and _harness_version(head) == _this_harness()
+    for scenario, written in _entries(path, what):
+        each(Entry(scenario, written, current))  # outside _entries' try: its own errors
     return head
+
+
+def entry_text(entry: Entry, *, indent: int | None) -> str:
+    """The entry's JSON text as this harness writes its scenario: from the data read when
+    this harness version wrote the file (several times faster than from the model)."""
+    if entry.current:
+        return to_json(entry.written, indent=indent).decode("utf-8")
+    return entry.scenario.model_dump_json(indent=indent)
+
+
+def _harness_version(results: Results) -> object:
+    versions = results.meta.get("versions")
+    return versions.get("harness") if isinstance(versions, dict) else None
+
+
+@cache
+def _this_harness() -> str | None:
+    """This harness's version as results.json's ``meta.versions.harness`` names it."""
+    try:
+        return metadata.version("loop-harness")
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def load_streamed(path: str | Path, *, what: str = "results file") -> Results:
@@ -81,9 +118,10 @@ def load_streamed(path: str | Path, *, what: str = "results file") -> Results:
     spool = ResultSpool()
     order: list[tuple[str, int, str]] = []
 
-    def keep(scenario: ScenarioResult) -> None:
+    def keep(entry: Entry) -> None:
         key = str(len(order))  # positions: an id repeated in a hand-edited file stays
-        spool[key] = scenario.model_dump_json()
+        scenario = entry.scenario
+        spool[key] = entry_text(entry, indent=None)
         order.append((scenario.scenario_key, scenario.run or 0, key))
 
     results = read_streamed(path, keep, what=what)
@@ -94,11 +132,11 @@ def load_streamed(path: str | Path, *, what: str = "results file") -> Results:
     return results
 
 
-def _entries(path: Path, what: str) -> Iterator[ScenarioResult]:
+def _entries(path: Path, what: str) -> Iterator[tuple[ScenarioResult, dict[str, Any]]]:
     try:
         with path.open("rb") as file:
             for entry in ijson.items(file, "scenarios.item", use_float=True):
-                yield ScenarioResult.model_validate(entry)
+                yield ScenarioResult.model_validate(entry), entry
     except _UNTAKEN as exc:
         raise _refused(path, what, exc) from None
 
@@ -183,13 +221,22 @@ def build_spooled_results(
     )
 
 
-def _counted(spool: ResultSpool, key: str) -> CountedEntry:
+class _RanOnce(NamedTuple):
+    """What the summary counts of a result that ran once, as the spool noted it (a
+    tuple: a suite's worth of them are made in one pass)."""
+
+    scenario_key: str
+    status: Status
+    termination: Termination
+    sim_time: float
+    repeats: Repeats | None = None
+
+
+def _counted(spool: ResultSpool, key: str) -> Counted:
     """What the summary counts of a spooled result: as the spool noted it (a result that
     ran once), else read from its text."""
     known = spool.counted.get(key)
     if known is None or key in spool.runs:
         return CountedEntry.model_validate_json(spool[key])
     status, termination, sim_time = known
-    return CountedEntry.model_construct(
-        id=key, status=cast(Status, status), termination=Termination(termination), sim_time=sim_time
-    )
+    return _RanOnce(key, cast(Status, status), Termination(termination), sim_time)

@@ -19,7 +19,8 @@ from functools import partial
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.results import Results, ScenarioResult
+from harness.results import Results
+from harness.results_stream import Entry, entry_text
 from harness.spool import ResultSpool
 
 __all__ = ["MergeError", "Shard", "durations_of", "merge", "merge_files", "plan", "plan_digest"]
@@ -108,7 +109,7 @@ def merge(files: Sequence[tuple[str, Results]]) -> Results:
     joined = _Joined()
     for name, results in files:
         for scenario in results.scenarios:
-            joined.add(name, scenario)
+            joined.add(name, Entry(scenario, {}, current=False))
     return joined.merged(files, total, metas)
 
 
@@ -166,15 +167,16 @@ class _Joined:
         # together (a mismatch of plans says more than the ids it repeats).
         self.twice: str | None = None
 
-    def add(self, name: str, scenario: ScenarioResult) -> None:
-        """Keep one shard's scenario (``name``: its file)."""
+    def add(self, name: str, entry: Entry) -> None:
+        """Keep one shard's scenario entry (``name``: its file)."""
+        scenario = entry.scenario
         if scenario.id in self.owner:
             if self.twice is None:
                 owner = self.owner[scenario.id]
                 self.twice = f"scenario {scenario.id} is in both {owner} and {name}"
             return
         self.owner[scenario.id] = name
-        self.spool.add(scenario)
+        self.spool.add(scenario, entry_text(entry, indent=2))
 
     def merged(
         self,

@@ -79,10 +79,11 @@ class ResultSpool(MutableMapping[str, str]):
         self._where[key] = self._blobs.put(text.encode("utf-8"))
         self.counted.pop(key, None)  # a text: what it holds is not known here
 
-    def add(self, scenario: ScenarioResult) -> None:
+    def add(self, scenario: ScenarioResult, text: str | None = None) -> None:
         """Keep a scenario result under its id (and which run it is, if repeated), as
-        results.json writes it (indented by two: ScenarioList.dumped takes it as it is)."""
-        self[scenario.id] = scenario.model_dump_json(indent=_INDENT)
+        results.json writes it (indented by two: ScenarioList.dumped takes it as it is).
+        ``text``: that text, when it is at hand (a merged shard's entry, say)."""
+        self[scenario.id] = text or scenario.model_dump_json(indent=_INDENT)
         if scenario.run is not None:
             self.runs[scenario.id] = scenario.run
         counted = (scenario.status, scenario.termination.value, scenario.sim_time)
