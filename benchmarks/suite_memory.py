@@ -278,6 +278,7 @@ def main() -> int:
         for count, row in figures.items():
             checks = [("run peak", row["run_rss"] / base_rss, 1.3)]
             if "merge_rss" in row:
+                checks.append(("largest shard peak", row["shard_rss"] / base_rss, 1.3))
                 checks.append(("merge peak", row["merge_rss"] / base_rss, 1.3))
                 checks.append(("merge / reading", row["merge"] / row["reading"], 1.5))
             if "paint" in row:
