@@ -171,6 +171,23 @@ def test_runs_reach_a_collector_as_genai_spans_over_otlp_http(project, collector
     assert verdicts == [("termination", "pass"), ("final.contains", "fail")]
 
 
+def test_a_large_session_reaches_the_collector_in_batches_each_run_once(
+    project, collector, monkeypatch
+):
+    # A suite's traces go out a batch at a time (never all in memory): every run in one
+    # request only, in id order across the requests.
+    from harness.otel import collector as sending
+
+    monkeypatch.setattr(sending, "BATCH", 2)
+    url = f"http://127.0.0.1:{collector.server_address[1]}"
+    assert _run("scenarios", "--otel-endpoint", url) == 1
+    assert len(collector.received) == 3  # 5 runs, 2 a request
+    sent = [sorted(_by_scenario(request)) for _, _, request in collector.received]
+    assert [len(ids) for ids in sent] == [2, 2, 1]
+    ids = [i for batch in sent for i in batch]
+    assert ids == sorted(ids) and len(set(ids)) == 5
+
+
 def test_sub_agents_and_remote_agents_are_nested_under_their_calls(project, collector):
     url = f"http://127.0.0.1:{collector.server_address[1]}/v1/traces"
     _run("scenarios/agents", "scenarios/remote", "--otel-endpoint", url)

@@ -8,8 +8,9 @@ tracer hands its exporters), sent by the SDK's OTLP/HTTP exporter (protobuf). Ne
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from itertools import islice
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -164,8 +165,14 @@ def _why(lines: list[str], failure: BaseException | None) -> str:
     return why[:500]
 
 
-def send(endpoint: str, traces: Sequence[PlannedTrace], *, timeout: float | None = None) -> None:
-    """Send the traces to a collector over OTLP/HTTP (protobuf), with the SDK's exporter.
+# Traces sent in one request: a large suite's spans are never all in memory, and a request
+# holds some hundreds of spans, about what the SDK's BatchSpanProcessor sends (512).
+BATCH = 100
+
+
+def send(endpoint: str, traces: Iterable[PlannedTrace], *, timeout: float | None = None) -> None:
+    """Send the traces to a collector over OTLP/HTTP (protobuf), with the SDK's exporter,
+    ``BATCH`` traces a request.
 
     Headers, and the time the exporter retries for (``timeout``; default 10 s), come from
     ``OTEL_EXPORTER_OTLP_HEADERS`` / ``..._TRACES_HEADERS`` and ``..._TRACES_TIMEOUT`` as for
@@ -181,12 +188,14 @@ def send(endpoint: str, traces: Sequence[PlannedTrace], *, timeout: float | None
             f"--otel-endpoint needs the OTLP/HTTP exporter ({exc.name}): {_INSTALL}"
         ) from None
     url = endpoint_url(endpoint)
-    spans = readable_spans(traces)
     session = _session()
     exporter = OTLPSpanExporter(endpoint=url, timeout=timeout, session=session)
+    result = SpanExportResult.SUCCESS
+    remaining = iter(traces)
     try:
         with _reasons() as reasons:
-            result = exporter.export(spans)
+            while result is SpanExportResult.SUCCESS and (batch := list(islice(remaining, BATCH))):
+                result = exporter.export(readable_spans(batch))
     finally:
         exporter.shutdown()
     if result is not SpanExportResult.SUCCESS:

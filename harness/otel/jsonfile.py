@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator
 from importlib import metadata
 from json.encoder import encode_basestring as _quoted  # json.dumps's, for a str
 from pathlib import Path
@@ -22,9 +22,16 @@ from typing import Any
 
 from harness.files import atomic_write
 from harness.otel.spans import PlannedEvent, PlannedSpan, PlannedTrace
-from harness.secrets import scrub_text
+from harness.secrets import Scrubber
 
-__all__ = ["SCOPE", "SERVICE_NAME", "otlp_json", "scope_version", "write_file"]
+__all__ = [
+    "SCOPE",
+    "SERVICE_NAME",
+    "otlp_json",
+    "otlp_json_pieces",
+    "scope_version",
+    "write_file",
+]
 
 SERVICE_NAME = "harness"
 SCOPE = "harness"
@@ -103,26 +110,30 @@ def _span(trace_id: str, span: PlannedSpan) -> str:
     return "".join(parts)
 
 
-def otlp_json(traces: Sequence[PlannedTrace]) -> str:
+def otlp_json(traces: Iterable[PlannedTrace]) -> str:
     """One ``ExportTraceServiceRequest`` holding every trace, as one line of OTLP JSON."""
-    spans = ",".join(
-        _span(f"{trace.trace_id:032x}", span) for trace in traces for span in trace.spans
-    )
+    return "".join(otlp_json_pieces(traces))
+
+
+def otlp_json_pieces(traces: Iterable[PlannedTrace]) -> Iterator[str]:
+    """``otlp_json``'s text in pieces, one span at a time, as the traces come (a large
+    suite's traces are never all in memory)."""
     resource = '{"attributes":' + _attributes({"service.name": SERVICE_NAME}) + "}"
     scope = '{"name":' + _quoted(SCOPE) + ',"version":' + _quoted(scope_version()) + "}"
-    text = (
-        '{"resourceSpans":[{"resource":'
-        + resource
-        + ',"scopeSpans":[{"scope":'
-        + scope
-        + ',"spans":['
-        + spans
-        + "]}]}]}"
-    )
-    # Masked as results.json is, on the whole text (a secret has no character JSON escapes).
-    return scrub_text(text) + "\n"
+    yield '{"resourceSpans":[{"resource":' + resource + ',"scopeSpans":[{"scope":' + scope
+    yield ',"spans":['
+    # Masked as results.json is, span by span (a secret is inside one of a span's JSON
+    # strings, and has no character JSON escapes).
+    scrub = Scrubber().text
+    separator = ""
+    for trace in traces:
+        trace_id = f"{trace.trace_id:032x}"
+        for span in trace.spans:
+            yield separator + scrub(_span(trace_id, span))
+            separator = ","
+    yield "]}]}]}\n"
 
 
-def write_file(path: Path, traces: Sequence[PlannedTrace]) -> None:
-    """Write the traces to ``path`` as OTLP JSON (replacing it)."""
-    atomic_write(path, otlp_json(traces))
+def write_file(path: Path, traces: Iterable[PlannedTrace]) -> None:
+    """Write the traces to ``path`` as OTLP JSON (replacing it), as they come."""
+    atomic_write(path, otlp_json_pieces(traces))

@@ -15,6 +15,7 @@ travels beside each result on its test report, from the worker that ran it.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -106,10 +107,12 @@ class TraceExport:
         if facts is not None and not self.state.is_worker:
             self.facts[report.harness_id] = facts
 
-    def traces(self, results: list[ScenarioResult], *, fixed: bool) -> list[PlannedTrace]:
-        """The planned traces of the session's runs, by scenario id; ``fixed``: on the
-        fixed epoch (a file), else on the session's start (a collector)."""
+    def traces(self, *, fixed: bool) -> Iterator[PlannedTrace]:
+        """The planned traces of the session's runs, by scenario id, one result read at a
+        time; ``fixed``: on the fixed epoch (a file), else on the session's start (a
+        collector)."""
         from harness.otel import Clock, RunFacts, plan_trace
+        from harness.results import ScenarioResult
 
         if fixed:
             clock = Clock()
@@ -118,21 +121,14 @@ class TraceExport:
             epoch = int(started.timestamp() * 1000) * 1_000_000
             clock = Clock(epoch_ns=epoch, seed=started.isoformat())
         content = self.state.options.otel_content
-        planned = []
-        for result in sorted(results, key=lambda r: r.id):
+        # The session's spool, by id: results.json's entries once it was built (it counts
+        # the repeats of a repeated scenario's runs into the spool).
+        results = self.state.outputs.results
+        for scenario_id in sorted(results):
+            result = ScenarioResult.model_validate_json(results[scenario_id])
             given = self.facts.get(result.id)
             facts = RunFacts(**json.loads(given)) if given else RunFacts()
-            planned.append(plan_trace(_traced(result, facts), clock, content=content))
-        return planned
-
-    def _results(self) -> list[ScenarioResult]:
-        """The session's results: as results.json has them when it was built, else read."""
-        from harness.results import ScenarioResult
-
-        outputs = self.state.outputs
-        if outputs.final is not None:
-            return list(outputs.final.scenarios)
-        return [ScenarioResult.model_validate_json(text) for text in outputs.results.values()]
+            yield plan_trace(_traced(result, facts), clock, content=content)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> Any:
@@ -158,16 +154,15 @@ class TraceExport:
         from harness.otel import OtelError, send, write_file
 
         options, outputs = self.state.options, self.state.outputs
-        results = self._results()
         if options.otel_path is not None:
             try:
-                write_file(options.otel_path, self.traces(results, fixed=True))
+                write_file(options.otel_path, self.traces(fixed=True))
             except OSError as exc:
                 shown = self.state.shown(options.otel_path)
                 raise OtelError(f"{shown} not written: {exc.strerror or exc}") from None
             outputs.written.append(options.otel_path)
         if options.otel_endpoint is not None:
-            send(options.otel_endpoint, self.traces(results, fixed=False))
+            send(options.otel_endpoint, self.traces(fixed=False))
             self.sent = options.otel_endpoint
 
     @pytest.hookimpl(trylast=True)  # after the harness summary
