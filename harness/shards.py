@@ -19,8 +19,7 @@ from functools import partial
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.results import Results
-from harness.results_stream import Entry, entry_text
+from harness.results import Results, ScenarioResult
 from harness.spool import ResultSpool
 
 __all__ = ["MergeError", "Shard", "durations_of", "merge", "merge_files", "plan", "plan_digest"]
@@ -109,7 +108,7 @@ def merge(files: Sequence[tuple[str, Results]]) -> Results:
     joined = _Joined()
     for name, results in files:
         for scenario in results.scenarios:
-            joined.add(name, Entry(scenario, {}, current=False))
+            joined.add(name, scenario)
     return joined.merged(files, total, metas)
 
 
@@ -120,10 +119,14 @@ def merge_files(names: Sequence[str]) -> Results:
     ResultsFileError first, as ``load_results`` words it, for a file that cannot be
     used (every file is read before the shards are checked together); then MergeError.
     """
-    from harness.results_stream import read_streamed
+    from harness.results_stream import Entry, entry_text, read_streamed
 
     joined = _Joined()
-    heads = [(name, read_streamed(name, partial(joined.add, name), what="shard")) for name in names]
+
+    def add(name: str, entry: Entry) -> None:
+        joined.add(name, entry.scenario, entry_text(entry, indent=2))
+
+    heads = [(name, read_streamed(name, partial(add, name), what="shard")) for name in names]
     total, metas = _checked(heads)
     return joined.merged(heads, total, metas)
 
@@ -167,16 +170,16 @@ class _Joined:
         # together (a mismatch of plans says more than the ids it repeats).
         self.twice: str | None = None
 
-    def add(self, name: str, entry: Entry) -> None:
-        """Keep one shard's scenario entry (``name``: its file)."""
-        scenario = entry.scenario
+    def add(self, name: str, scenario: ScenarioResult, text: str | None = None) -> None:
+        """Keep one shard's scenario (``name``: its file; ``text``: its entry's text as
+        results.json writes it, when at hand)."""
         if scenario.id in self.owner:
             if self.twice is None:
                 owner = self.owner[scenario.id]
                 self.twice = f"scenario {scenario.id} is in both {owner} and {name}"
             return
         self.owner[scenario.id] = name
-        self.spool.add(scenario, entry_text(entry, indent=2))
+        self.spool.add(scenario, text)
 
     def merged(
         self,
