@@ -8,6 +8,7 @@ the same inputs.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import platform
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -158,10 +159,6 @@ def _is_none(value: Any) -> bool:
     return value is None
 
 
-def _is_empty(value: Any) -> bool:
-    return not value
-
-
 class ScenarioResult(RunData, _Identity):
     """One scenario's outcome: the scenario entry of results.json (flat).
 
@@ -175,7 +172,7 @@ class ScenarioResult(RunData, _Identity):
     # None when the scenario never got as far as a run (it crashed before).
     agent: AgentConfig | None = None
     # A `turns:` scenario's turns, in order (empty for a one-request scenario).
-    turns: list[TurnResult] = Field(default_factory=list, exclude_if=_is_empty)
+    turns: list[TurnResult] = Field(default_factory=list, exclude_if=lambda value: not value)
     # The matrix combination this entry ran ({model: ..., planner: ...}); None outside one.
     matrix: dict[str, Any] | None = Field(default=None, exclude_if=_is_none)
     # Which run of a repeated scenario this is (1-based; its id ends in ``[run]``) and how
@@ -539,6 +536,22 @@ def load_results(path: str | Path, *, what: str = "results file") -> Results:
         raise ResultsFileError(
             f"{where} is not a valid harness results file: {field}: {message}{extra}"
         ) from None
+
+
+def written_by(results: Results) -> str | None:
+    """The harness version a results file says wrote it (``meta.versions.harness``)."""
+    versions = results.meta.get("versions")
+    version = versions.get("harness") if isinstance(versions, dict) else None
+    return version if isinstance(version, str) else None
+
+
+@functools.cache
+def harness_version() -> str | None:
+    """This harness's version, as results.json's ``meta.versions.harness`` names it."""
+    try:
+        return metadata.version("loop-harness")
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def _versions() -> dict[str, str]:

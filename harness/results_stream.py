@@ -15,8 +15,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
-from functools import cache, partial
-from importlib import metadata
+from functools import partial
 from itertools import takewhile
 from operator import ne
 from pathlib import Path
@@ -38,7 +37,9 @@ from harness.results import (
     Summary,
     assembled,
     check_version,
+    harness_version,
     load_results,
+    written_by,
 )
 from harness.spool import ResultSpool, ScenarioList
 
@@ -59,12 +60,12 @@ _UNTAKEN = (OSError, ValueError, ijson.JSONError, _NotTaken)
 
 class Entry(NamedTuple):
     """A scenario entry of a results file: checked (``scenario``), and its JSON value as
-    the file holds it (``written``). ``current``: the file was written by this harness
-    version, so ``written`` is the entry as this harness writes ``scenario``."""
+    the file holds it (``written``). ``same_writer``: the file says this harness version
+    wrote it (its schema and ``meta.versions.harness``)."""
 
     scenario: ScenarioResult
     written: dict[str, Any]
-    current: bool
+    same_writer: bool
 
 
 def read_streamed(
@@ -84,32 +85,34 @@ def read_streamed(
         head = _head(path, f"{what} {str(path)!r}")
     except _UNTAKEN as exc:
         raise _refused(path, what, exc) from None
-    current = head.schema_version == SCHEMA_VERSION and _harness_version(head) == _this_harness()
+    this = harness_version()
+    same = head.schema_version == SCHEMA_VERSION and this is not None and written_by(head) == this
     for scenario, written in _entries(path, what):
-        each(Entry(scenario, written, current))  # outside _entries' try: its own errors
+        each(Entry(scenario, written, same))  # outside _entries' try: its own errors
     return head
 
 
 def entry_text(entry: Entry, *, indent: int | None) -> str:
-    """The entry's JSON text as this harness writes its scenario: from the data read when
-    this harness version wrote the file (several times faster than from the model)."""
-    if entry.current:
+    """The entry's JSON text as results.json writes it: copied from the data read when
+    this harness version wrote the file and the entry has the keys, in the order, that
+    its model writes (several times faster than writing the model; a value edited by hand
+    into another form, ``2`` for ``2.0``, stays as it was written); else the model's."""
+    if entry.same_writer and tuple(entry.written) == _dumped_keys(entry.scenario):
         return to_json(entry.written, indent=indent).decode("utf-8")
     return entry.scenario.model_dump_json(indent=indent)
 
 
-def _harness_version(results: Results) -> object:
-    versions = results.meta.get("versions")
-    return versions.get("harness") if isinstance(versions, dict) else None
+def _dumped_keys(scenario: ScenarioResult) -> tuple[str, ...]:
+    """The keys of ``scenario.model_dump_json()``, in order: its fields but those its
+    ``exclude_if`` leaves out."""
+    return tuple(
+        name
+        for name, info in _FIELDS
+        if info.exclude_if is None or not info.exclude_if(getattr(scenario, name))
+    )
 
 
-@cache
-def _this_harness() -> str | None:
-    """This harness's version as results.json's ``meta.versions.harness`` names it."""
-    try:
-        return metadata.version("loop-harness")
-    except metadata.PackageNotFoundError:
-        return None
+_FIELDS = tuple(ScenarioResult.model_fields.items())
 
 
 def load_streamed(path: str | Path, *, what: str = "results file") -> Results:
@@ -121,7 +124,7 @@ def load_streamed(path: str | Path, *, what: str = "results file") -> Results:
     def keep(entry: Entry) -> None:
         key = str(len(order))  # positions: an id repeated in a hand-edited file stays
         scenario = entry.scenario
-        spool[key] = entry_text(entry, indent=None)
+        spool[key] = scenario.model_dump_json()
         order.append((scenario.scenario_key, scenario.run or 0, key))
 
     results = read_streamed(path, keep, what=what)

@@ -19,7 +19,7 @@ from functools import partial
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.results import Results, ScenarioResult
+from harness.results import Results, ScenarioResult, written_by
 from harness.spool import ResultSpool
 
 __all__ = ["MergeError", "Shard", "durations_of", "merge", "merge_files", "plan", "plan_digest"]
@@ -153,7 +153,7 @@ def _checked(files: Sequence[tuple[str, Results]]) -> tuple[int, list[tuple[str,
     if missing:
         listed = ", ".join(f"{k}/{first['total']}" for k in missing)
         raise MergeError(f"missing shard(s) {listed}: merge needs all {first['total']}")
-    versions = {name: _harness_version(results) for name, results in files}
+    versions = {name: written_by(results) for name, results in files}
     if len(set(versions.values())) > 1:
         shown = ", ".join(f"{name}: harness {v}" for name, v in versions.items())
         raise MergeError(f"shards written by different harness versions ({shown})")
@@ -203,8 +203,3 @@ class _Joined:
             meta["not_run"] = not_run
         merged.meta = meta
         return merged
-
-
-def _harness_version(results: Results) -> str | None:
-    versions = results.meta.get("versions")
-    return versions.get("harness") if isinstance(versions, dict) else None

@@ -93,7 +93,7 @@ class ResultSpool(MutableMapping[str, str]):
         return self._blobs.get(self._where[key]).decode("utf-8")
 
     def __delitem__(self, key: str) -> None:
-        del self._where[key]  # its line stays in the file, unread
+        del self._where[key]  # its bytes stay in the file, unread
         self.runs.pop(key, None)
         self.counted.pop(key, None)
 

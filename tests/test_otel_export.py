@@ -35,6 +35,12 @@ class _Collector(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers["Content-Length"]))
         request = ExportTraceServiceRequest.FromString(body)
         self.server.received.append((self.path, self.headers["Content-Type"], request))  # type: ignore[attr-defined]
+        taken = getattr(self.server, "takes", None)
+        if taken is not None and len(self.server.received) > taken:  # type: ignore[attr-defined]
+            self.send_response(400)  # refused, and not worth retrying
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         self.send_response(200)
         self.send_header("Content-Type", "application/x-protobuf")
         self.send_header("Content-Length", "0")
@@ -186,6 +192,22 @@ def test_a_large_session_reaches_the_collector_in_batches_each_run_once(
     assert [len(ids) for ids in sent] == [2, 2, 1]
     ids = [i for batch in sent for i in batch]
     assert ids == sorted(ids) and len(set(ids)) == 5
+
+
+def test_a_batch_refused_stops_the_sending_and_says_how_many_went_before(
+    project, collector, monkeypatch, capsys
+):
+    from harness.otel import collector as sending
+
+    monkeypatch.setattr(sending, "BATCH", 2)
+    collector.takes = 2  # the third request is refused
+    url = f"http://127.0.0.1:{collector.server_address[1]}"
+    assert _run("scenarios", "--otel-endpoint", url) == 3
+    assert len(collector.received) == 3
+    out = capsys.readouterr()
+    (line,) = [x for x in (out.out + out.err).splitlines() if "traces not exported" in x]
+    assert "(after 4 run(s)' traces were sent)" in line and "400" in line
+    assert Path("reports/results.json").exists()
 
 
 def test_sub_agents_and_remote_agents_are_nested_under_their_calls(project, collector):

@@ -306,17 +306,21 @@ def test_merge_writes_each_entry_as_the_shards_model_would_be_written(project, r
         return merge([(name, load_results(name)) for name in names]).to_json()
 
     assert merge_files(names).to_json() == by_model()
-    # Written by another harness version, each entry's keys in another order: the merged
-    # entries are in this harness's order, as its model writes them.
-    for name in names:
-        data = json.loads(Path(name).read_text())
-        data["meta"]["versions"]["harness"] = "0.0.1"
-        data["scenarios"] = [dict(reversed(entry.items())) for entry in data["scenarios"]]
-        Path(name).write_text(json.dumps(data, indent=2))
-    merged = merge_files(names).to_json()
-    assert merged == by_model()
-    first = json.loads(merged)["scenarios"][0]
-    assert list(first)[:3] == ["id", "name", "file"]
+    # Entries whose keys are not as harness writes them (in another order, or a "run":
+    # null), from this harness version, then from another: written as the model writes them.
+    for version in (None, "0.0.1"):
+        for name in names:
+            data = json.loads(Path(name).read_text())
+            if version is not None:
+                data["meta"]["versions"]["harness"] = version
+            data["scenarios"] = [
+                {"run": None, **dict(reversed(entry.items()))} for entry in data["scenarios"]
+            ]
+            Path(name).write_text(json.dumps(data, indent=2))
+        merged = merge_files(names).to_json()
+        assert merged == by_model()
+        first = json.loads(merged)["scenarios"][0]
+        assert list(first)[:3] == ["id", "name", "file"] and "run" not in first
 
 
 def test_merge_updates_the_baseline_like_a_serial_run(project, run):

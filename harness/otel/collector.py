@@ -172,7 +172,8 @@ BATCH = 100
 
 def send(endpoint: str, traces: Iterable[PlannedTrace], *, timeout: float | None = None) -> None:
     """Send the traces to a collector over OTLP/HTTP (protobuf), with the SDK's exporter,
-    ``BATCH`` traces a request.
+    ``BATCH`` traces a request; the first request that fails stops the sending (the
+    error says how many runs' traces went before it).
 
     Headers, and the time the exporter retries for (``timeout``; default 10 s), come from
     ``OTEL_EXPORTER_OTLP_HEADERS`` / ``..._TRACES_HEADERS`` and ``..._TRACES_TIMEOUT`` as for
@@ -192,12 +193,18 @@ def send(endpoint: str, traces: Iterable[PlannedTrace], *, timeout: float | None
     exporter = OTLPSpanExporter(endpoint=url, timeout=timeout, session=session)
     result = SpanExportResult.SUCCESS
     remaining = iter(traces)
+    sent = 0
     try:
         with _reasons() as reasons:
             while result is SpanExportResult.SUCCESS and (batch := list(islice(remaining, BATCH))):
+                # A batch's reasons are its own (an earlier batch may have retried and won).
+                reasons.lines.clear()
+                session.failure = None
                 result = exporter.export(readable_spans(batch))
+                sent += len(batch) if result is SpanExportResult.SUCCESS else 0
     finally:
         exporter.shutdown()
     if result is not SpanExportResult.SUCCESS:
         why = _why(reasons.lines, session.failure)
-        raise OtelError(scrub_text(f"spans not sent to {url}: {why}"))
+        before = f" (after {sent} run(s)' traces were sent)" if sent else ""
+        raise OtelError(scrub_text(f"spans not sent to {url}{before}: {why}"))

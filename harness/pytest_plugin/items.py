@@ -457,13 +457,15 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     return outcome
 
 
-# The session's packed scenarios (harness.spool.Blobs, one file per process).
+# The session's packed scenarios (harness.spool.Blobs, one file per pytest config).
 _PACKS = pytest.StashKey[Blobs]()
 
 
 def _packs(config: pytest.Config) -> Blobs:
-    """Where this session's items keep their packed scenarios (made on first use; the
-    file goes when the last item holding it does)."""
+    """Where this session's items keep their packed scenarios (made on first use). Not
+    closed when the session ends: an item can still be asked for its scenario after (a
+    pytester run's items); the file, which has no name on disk, goes when the config and
+    the items are dropped, or when the process ends."""
     if _PACKS not in config.stash:
         config.stash[_PACKS] = Blobs()
     return config.stash[_PACKS]
