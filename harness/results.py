@@ -152,13 +152,6 @@ class _Identity(BaseModel):
     status: Status
 
 
-# ``turns``, ``matrix``, ``run`` and ``repeats`` are left out of an entry's JSON when
-# unset (pydantic's exclude_if: no pass over the dumped data), so the entry of a scenario
-# that ran once, outside a matrix, in one turn reads as before those fields existed.
-def _is_none(value: Any) -> bool:
-    return value is None
-
-
 class ScenarioResult(RunData, _Identity):
     """One scenario's outcome: the scenario entry of results.json (flat).
 
@@ -171,15 +164,16 @@ class ScenarioResult(RunData, _Identity):
     transcript: list[Message] = Field(default_factory=list)
     # None when the scenario never got as far as a run (it crashed before).
     agent: AgentConfig | None = None
-    # A `turns:` scenario's turns, in order (empty for a one-request scenario).
+    # These four are absent from the JSON when unset (exclude_if: pydantic leaves them out
+    # as it writes), so an entry that ran once, outside a matrix, in one turn reads as
+    # before they existed. A `turns:` scenario's turns, in order.
     turns: list[TurnResult] = Field(default_factory=list, exclude_if=lambda value: not value)
     # The matrix combination this entry ran ({model: ..., planner: ...}); None outside one.
-    matrix: dict[str, Any] | None = Field(default=None, exclude_if=_is_none)
+    matrix: dict[str, Any] | None = Field(default=None, exclude_if=lambda value: value is None)
     # Which run of a repeated scenario this is (1-based; its id ends in ``[run]``) and how
-    # all its runs came out. Absent from the JSON for a scenario that ran once, so such
-    # entries read as before repeats existed.
-    run: int | None = Field(default=None, ge=1, exclude_if=_is_none)
-    repeats: Repeats | None = Field(default=None, exclude_if=_is_none)
+    # all its runs came out.
+    run: int | None = Field(default=None, ge=1, exclude_if=lambda value: value is None)
+    repeats: Repeats | None = Field(default=None, exclude_if=lambda value: value is None)
 
     @model_validator(mode="before")
     @classmethod
