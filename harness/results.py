@@ -339,12 +339,9 @@ class Results(BaseModel):
     def counted(self) -> Iterator[CountedEntry | ScenarioResult]:
         """The scenarios, in order, with at least CountedEntry's fields: read into those
         fields only when they are on disk (a ScenarioList), else as they are."""
-        texts = getattr(self.scenarios, "texts", None)
-        if texts is None:
-            yield from self.scenarios
-            return
-        for text in texts():
-            yield CountedEntry.model_validate_json(text)
+        from harness.spool import read_as
+
+        return read_as(self.scenarios, CountedEntry)
 
     def failing(self) -> list[str]:
         """What did not pass, in id order: each entry that did not pass, except the runs

@@ -13,14 +13,18 @@ from __future__ import annotations
 import tempfile
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, MutableMapping, Sequence
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING, TypeVar, overload
 
+from pydantic import BaseModel
 from pydantic_core import from_json, to_json
 
 if TYPE_CHECKING:
     from harness.results import ScenarioResult
 
-__all__ = ["Blobs", "ResultSpool", "ScenarioList"]
+# A model of a few of a scenario entry's fields (ScenarioList.read_as).
+_Light = TypeVar("_Light", bound=BaseModel)
+
+__all__ = ["Blobs", "ResultSpool", "ScenarioList", "read_as"]
 
 # results.json's indent of a scenario entry's own text.
 _INDENT = 2
@@ -169,10 +173,11 @@ class ScenarioList(Sequence["ScenarioResult"]):
                 data.pop(field, None)
             yield to_json(data, indent=indent).decode("utf-8")
 
-    def texts(self) -> Iterator[str]:
-        """Each scenario's spooled JSON text, in order (for readers of a few fields)."""
+    def read_as(self, model: type[_Light]) -> Iterator[_Light]:
+        """Each scenario's spooled text read into ``model``'s fields only, in order (a
+        reader of a few fields parses much less than a whole ScenarioResult)."""
         for key in self._ids:
-            yield self._spool[key]
+            yield model.model_validate_json(self._spool[key])
 
     def _read(self, key: str) -> ScenarioResult:
         return self._parse(self._spool[key])
@@ -195,6 +200,16 @@ class ScenarioList(Sequence["ScenarioResult"]):
 
     def __repr__(self) -> str:
         return f"<ScenarioList of {len(self._ids)} scenario results on disk>"
+
+
+def read_as(
+    scenarios: Sequence[ScenarioResult], model: type[_Light]
+) -> Iterator[_Light | ScenarioResult]:
+    """The scenarios in order, each with at least ``model``'s fields: read into those only
+    when they are on disk (a ScenarioList), else as they are."""
+    if isinstance(scenarios, ScenarioList):
+        return scenarios.read_as(model)
+    return iter(scenarios)
 
 
 def _nothing_to_read(text: str) -> ScenarioResult:

@@ -44,6 +44,7 @@ from harness.report.repeats import FlakySides, repeats_view
 from harness.report.views import Limits
 from harness.results import Results, ScenarioResult, Status, Summary
 from harness.secrets import scrub_model, scrub_text
+from harness.spool import read_as
 
 __all__ = ["render_html", "write_html"]
 
@@ -198,15 +199,11 @@ def _survey(
 ) -> tuple[list[dict[str, Any]], FlakySides, int]:
     """What the page's top needs, in one pass: each scenario's index entry (with its
     digest), the flaky scenarios' two sides, and how many transcript messages there are.
-    Scenarios on disk (a ScenarioList's texts) are read into those fields only."""
+    Scenarios on disk are read into those fields only (Surveyed)."""
     index: list[dict[str, Any]] = []
     sides = FlakySides()
     messages = 0
-    texts = getattr(scenarios, "texts", None)
-    entries: Iterable[ScenarioResult | Surveyed] = (
-        scenarios if texts is None else (Surveyed.model_validate_json(t) for t in texts())
-    )
-    for i, scenario in enumerate(entries):
+    for i, scenario in enumerate(read_as(scenarios, Surveyed)):
         view = index_view(i, scenario)
         index.append(view)
         if scenario.repeats is not None and scenario.repeats.flaky:
