@@ -22,7 +22,16 @@ from harness.errors import HarnessError
 from harness.results import Results, ScenarioResult, written_by
 from harness.spool import ResultSpool
 
-__all__ = ["MergeError", "Shard", "durations_of", "merge", "merge_files", "plan", "plan_digest"]
+__all__ = [
+    "MergeError",
+    "Shard",
+    "durations_of",
+    "merge",
+    "merge_files",
+    "part_of",
+    "plan",
+    "plan_digest",
+]
 
 
 class MergeError(HarnessError):
@@ -79,6 +88,14 @@ def plan(
         shards[shard].append(scenario_id)
         heapq.heappush(loads, (load + max(durations.get(scenario_id, default), 0.0), shard))
     return [sorted(ids_) for ids_ in shards]
+
+
+def part_of(path: str, total: int) -> int:
+    """Which of ``total`` parts (1-based) a scenario file falls in (``harness run
+    --chunk-size``): decided by the file's path alone (relative to where the run started),
+    so that every file pytest finds is in exactly one part, without a list of them."""
+    digest = hashlib.sha256(path.replace("\\", "/").encode()).digest()
+    return int.from_bytes(digest[:8], "big") % total + 1
 
 
 def plan_digest(ids: Sequence[str], total: int, durations: Mapping[str, float] | None) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pluggy
 
@@ -86,6 +86,14 @@ def _add_own(parser: Parser) -> None:
         "--fail-on-change",
         action="store_true",
         help="exit 1 on any regression or change against the baseline",
+    )
+    parser.add_argument(
+        "--chunk-size",
+        type=int,
+        metavar="N",
+        help="run the suite about N scenario files at a time, one pytest session each, "
+        "into one set of results and reports: memory stays that of N files "
+        "(docs/running.md#large-suites)",
     )
     parser.add_argument(
         "--all-pytest-plugins",
@@ -209,10 +217,12 @@ class _Capture:
     """A pytest plugin object that keeps the session's config, to read its harness state,
     and hands the session the baseline the command loaded (so it is read once)."""
 
-    def __init__(self, baseline: tuple[Path, Any] | None = None) -> None:
+    def __init__(self, baseline: tuple[Path, Any] | None = None, part: _Part | None = None) -> None:
         self.config: Any = None
         self.baseline = baseline
+        self.part = part
         self.ctrl_c = False
+        self.failed = 0  # pytest's count of failed items
 
     @_pytest_hookimpl(trylast=True)  # after harness's own pytest_configure made the state
     def pytest_configure(self, config: Any) -> None:
@@ -223,6 +233,15 @@ class _Capture:
         state = get_state(config)
         if state is not None and self.baseline is not None:
             state.baseline = Baseline(*self.baseline)
+        if state is not None and self.part is not None:
+            part = self.part
+            state.run_paths, state.parts_to_come = part.run_paths, part.to_come
+            if part.handed is not None:  # what the parts before this one gathered
+                state.ledger, state.outputs = part.handed.ledger, part.handed.outputs
+
+    def pytest_sessionfinish(self, session: Any) -> None:
+        """Keep pytest's count of failures (``--maxfail`` over a run's parts)."""
+        self.failed = int(session.testsfailed)
 
     def pytest_keyboard_interrupt(self, excinfo: Any) -> None:
         """Ctrl-C: pytest says 2 (as for collection errors), harness 130 (harness.cli.stops)."""
@@ -306,6 +325,15 @@ def _check(options: argparse.Namespace) -> None:
         raise UsageError("--live records nothing: use `harness run --live` without --record-mode")
     if options.harness_durations:
         read_durations(options.harness_durations, "--durations")
+    if options.chunk_size is not None:
+        if options.chunk_size < 1:
+            raise UsageError(f"--chunk-size {options.chunk_size}: expected at least 1")
+        unsplit = [a for a in options.passed_on if a.split("=")[0] in _PER_SESSION]
+        if unsplit:
+            raise UsageError(
+                f"--chunk-size runs the suite as several pytest sessions, and pytest's "
+                f"{unsplit[0].split('=')[0]} works within one: run without one of them"
+            )
 
 
 def handle(options: argparse.Namespace) -> int:
@@ -321,9 +349,13 @@ def handle(options: argparse.Namespace) -> int:
     load_plugin_options(options.harness_plugin)
     compare = _comparison(options, root, baseline, label)
 
-    args = _pytest_args(options, paths, (json_path, html_path))
-    capture = _Capture(compare)  # the baseline, as --harness-baseline would load it
-    status = _call_pytest(args, capture, lean=not options.all_pytest_plugins)
+    parts = _parts(paths, options.chunk_size)
+    if parts > 1:
+        status, capture = _run_in_parts(options, paths, (json_path, html_path), compare, parts)
+    else:
+        args = _pytest_args(options, paths, (json_path, html_path))
+        capture = _Capture(compare)  # the baseline, as --harness-baseline would load it
+        status = _call_pytest(args, capture, lean=not options.all_pytest_plugins)
     if capture.ctrl_c:
         return EXIT["interrupted"]
     state = capture.state()
@@ -337,3 +369,121 @@ def handle(options: argparse.Namespace) -> int:
     if options.fail_on_change and status == 0 and diff is not None and _changed(diff):
         return EXIT["failed"]
     return status
+
+
+# -- a run in parts (--chunk-size) -----------------------------------------------------------
+
+# pytest options whose meaning needs the whole suite in one session: --lf and --ff pick
+# from the last failures of the session's items, --sw stops and resumes within one, and
+# --junitxml would be written by each part over the last.
+_PER_SESSION = frozenset(
+    {"--lf", "--last-failed", "--ff", "--failed-first", "--sw", "--stepwise"}
+    | {"--sw-skip", "--stepwise-skip", "--junitxml", "--junit-xml"}
+)
+# Folders pytest does not look into by default (its norecursedirs), for the count alone.
+_NOT_WALKED = frozenset({"CVS", "_darcs", "build", "dist", "node_modules", "venv", "{arch}"})
+
+
+class _Handed(NamedTuple):
+    """What the parts of a run so far gathered, for the next part to go on with."""
+
+    ledger: Any  # CollectionLedger
+    outputs: Any  # SessionOutputs
+
+
+class _Part(NamedTuple):
+    """What a part's session is told: the whole run's paths, whether parts come after
+    it, and what the parts before it handed on (None for the first)."""
+
+    run_paths: tuple[str, ...]
+    to_come: bool
+    handed: _Handed | None
+
+
+def _parts(paths: list[str], chunk_size: int | None) -> int:
+    """How many parts a run of ``paths`` is split into: 1 without --chunk-size, else its
+    scenario files (counted as pytest would find them) over the size, rounded up."""
+    if chunk_size is None:
+        return 1
+    from harness.pytest_plugin.options import SUFFIXES
+    from harness.results import ScenarioId
+
+    count = 0
+    for given in paths:
+        path = Path(ScenarioId.file_of(given))
+        if not path.is_dir():
+            count += 1
+            continue
+        for _, folders, files in os.walk(path):
+            folders[:] = [f for f in folders if f[:1] != "." and f not in _NOT_WALKED]
+            count += sum(name.endswith(SUFFIXES) for name in files)
+    return max(1, -(-count // chunk_size))
+
+
+def _run_in_parts(
+    options: argparse.Namespace,
+    paths: list[str],
+    outputs: tuple[Path, Path],
+    compare: tuple[Path, Any] | None,
+    total: int,
+) -> tuple[int, _Capture]:
+    """The run as ``total`` pytest sessions, one after another in this process, each
+    collecting the scenario files of its part (``harness.shards.part_of``, by path), each
+    handing what it gathered to the next; the last writes the reports and the summary of
+    the whole run, as one session would. A part that stops the run (Ctrl-C, ``-x``,
+    collection errors) is the last. Its status and the last part's capture."""
+    import gc
+
+    from harness.results import ScenarioId
+    from harness.shards import part_of
+
+    here = os.getcwd()
+
+    def part_of_file(given: str) -> int | None:
+        # Files named on the command line go to their part alone: pytest collects a named
+        # file whatever pytest_ignore_collect says.
+        path = ScenarioId.file_of(given)
+        return (
+            part_of(os.path.relpath(os.path.abspath(path), here), total)
+            if Path(path).is_file()
+            else None
+        )
+
+    named = {given: part_of_file(given) for given in paths}
+    planned = [[p for p in paths if named[p] in (None, k)] for k in range(1, total + 1)]
+    runs = [(k, part_paths) for k, part_paths in enumerate(planned, 1) if part_paths]
+    statuses: list[int] = []
+    handed: _Handed | None = None
+    failed, maxfail_left = 0, None
+    capture = _Capture(compare)  # each part's, in turn
+    for n, (index, part_paths) in enumerate(runs, 1):
+        part = _Part(tuple(paths), n < len(runs), handed)
+        capture = _Capture(compare, part)
+        args = [*_pytest_args(options, part_paths, outputs), "--harness-part", f"{index}/{total}"]
+        if maxfail_left is not None:
+            args.append(f"--maxfail={maxfail_left}")  # the last one given wins
+        statuses.append(_call_pytest(args, capture, lean=not options.all_pytest_plugins))
+        state = capture.state()
+        if capture.ctrl_c or state is None or not state.handed_on:
+            break  # the last part, or one that stopped the run: it wrote what there is
+        maxfail = int(capture.config.option.maxfail or 0)
+        failed += capture.failed
+        maxfail_left = maxfail - failed if maxfail else None
+        handed = _Handed(state.ledger, state.outputs)
+        # The part's session (its items, reports and plugins) is held in reference cycles:
+        # let it go before the next part collects, so that memory holds one part.
+        capture, state = _Capture(compare), None
+        gc.collect()
+    return _joined(statuses), capture
+
+
+def _joined(statuses: list[int]) -> int:
+    """A run's status from its parts': the last part's when it is no test outcome (it
+    stopped the run, or harness changed it for the whole run), else 1 when any part had
+    a failure, 0 when any ran, 5 when none collected anything."""
+    last = statuses[-1]
+    if last not in (0, 1, 5):
+        return last
+    if 1 in statuses:
+        return 1
+    return 0 if 0 in statuses else 5

@@ -9,6 +9,7 @@ is a harness crash (exit status 3).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,13 +36,20 @@ __all__ = [
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """With --harness-scenarios-only, ignore every file but scenario files."""
+    """With --harness-scenarios-only, ignore every file but scenario files; with
+    --harness-part, every scenario file of the other parts."""
     # `harness run DIR` runs the scenarios of DIR, not its Python tests; files named on
     # the command line are never ignored (pytest does not ask about them).
-    if config.getoption("harness_scenarios_only", False) and not collection_path.name.endswith(
-        SUFFIXES
-    ):
+    scenario_file = collection_path.name.endswith(SUFFIXES)
+    if config.getoption("harness_scenarios_only", False) and not scenario_file:
         return True if collection_path.is_file() else None
+    part = config.getoption("harness_part", None)
+    if part is not None and scenario_file:
+        # Another part's file (harness run --chunk-size): its session collects it.
+        from harness.shards import part_of
+
+        where = os.path.relpath(collection_path, config.invocation_params.dir)
+        return True if part_of(where, part.total) != part.index else None
     return None
 
 

@@ -288,6 +288,14 @@ OPTIONS: tuple[Option, ...] = (
         action="store_true",
     ),
     Option(
+        "--harness-part",
+        None,
+        "collect only the scenario files of part K of N of the suite, the parts split by "
+        "file path (what `harness run --chunk-size` uses)",
+        type=_shard,
+        metavar="K/N",
+    ),
+    Option(
         "--harness-scenarios-only",
         None,
         "collect only *.scenario.yaml files from folders (what `harness run` uses)",

@@ -67,6 +67,9 @@ class SessionOutputs:
     interrupted: bool = False
     # The one line harness stopped the session with (a refused recording).
     stopped_by: str | None = None
+    # With --harness-otel: scenario id -> what its trace needs that its result does not
+    # keep (harness.pytest_plugin.tracing's RunFacts as JSON, from the test reports).
+    trace_facts: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(eq=False)  # hashable by identity: pytest keeps plugins in sets
@@ -87,6 +90,13 @@ class SuiteState:
     runs: ConcurrentRuns | None = None
     # --harness-plugin modules, forgotten when the session ends.
     added_plugins: list[str] = field(default_factory=list)
+    # One part of a run in several sessions (`harness run --chunk-size`, set by it): the
+    # paths of the whole run, and whether parts come after this one. A part that ends
+    # with more to come leaves its ledger and outputs to the next (harness.cli.run hands
+    # them over), and writes and prints nothing: the last one does, for the whole run.
+    run_paths: tuple[str, ...] | None = None
+    parts_to_come: bool = False
+    handed_on: bool = False
 
     @property
     def is_worker(self) -> bool:
@@ -169,7 +179,7 @@ class SuiteState:
 
         here = Path(self.config.invocation_params.dir)
         target = path.resolve()
-        for arg in self.config.args:
+        for arg in self.run_paths or self.config.args:
             given = (here / ScenarioId.file_of(str(arg))).resolve()
             if target == given or given in target.parents:
                 return True
@@ -179,8 +189,9 @@ class SuiteState:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        """The run starts now (results.json's ``meta.started``)."""
-        self.outputs.started = datetime.now(UTC)
+        """The run starts now (results.json's ``meta.started``): when its first part does."""
+        if self.run_paths is None or not self.outputs.results:
+            self.outputs.started = datetime.now(UTC)
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         """A worker keeps what it deselected, for the controller's count."""
@@ -262,6 +273,10 @@ class SuiteState:
             return
         outputs = self.outputs
         status = int(session.exitstatus)
+        stopped = session.shouldfail or session.shouldstop or status not in (0, 1, 5)
+        if self.parts_to_come and not stopped:
+            self.handed_on = True  # the next part goes on from here
+            return
         # Ctrl-C, collection errors and pytest's own crashes stop a session part way: its
         # results would overwrite good reports with partial ones.
         outputs.interrupted = status in (
@@ -298,7 +313,7 @@ class SuiteState:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """Print the harness summary."""
-        if self.is_worker or self.config.get_verbosity() < -1:
+        if self.is_worker or self.handed_on or self.config.get_verbosity() < -1:
             return
         outputs, ledger = self.outputs, self.ledger
         if not (

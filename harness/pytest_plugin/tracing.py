@@ -83,8 +83,6 @@ class TraceExport:
 
     def __init__(self, state: SuiteState) -> None:
         self.state = state
-        # Scenario id -> its RunFacts as JSON (what the test reports carry).
-        self.facts: dict[str, str] = {}
         self.sent: str | None = None
 
     @pytest.hookimpl(wrapper=True)
@@ -105,7 +103,7 @@ class TraceExport:
         """The controller keeps each scenario's facts."""
         facts = getattr(report, "harness_facts", None)
         if facts is not None and not self.state.is_worker:
-            self.facts[report.harness_id] = facts
+            self.state.outputs.trace_facts[report.harness_id] = facts
 
     def traces(self, *, fixed: bool) -> Iterator[PlannedTrace]:
         """The planned traces of the session's runs, by scenario id, one result read at a
@@ -126,7 +124,7 @@ class TraceExport:
         results = self.state.outputs.results
         for scenario_id in sorted(results):
             result = ScenarioResult.model_validate_json(results[scenario_id])
-            given = self.facts.get(result.id)
+            given = self.state.outputs.trace_facts.get(result.id)
             facts = RunFacts(**json.loads(given)) if given else RunFacts()
             yield plan_trace(_traced(result, facts), clock, content=content)
 
@@ -136,8 +134,10 @@ class TraceExport:
         collector, unless the session stopped part way; exit 3 when that failed."""
         outcome = yield
         state = self.state
-        # As the reports: not when the session stopped part way or ran nothing.
-        written = not state.outputs.interrupted and int(exitstatus) != 5
+        # As the reports: not when the session stopped part way or ran nothing, nor by a
+        # part of a run that hands on to the next (the last part exports the whole run).
+        ran = int(exitstatus) != 5 or state.run_paths is not None
+        written = not state.outputs.interrupted and ran and not state.handed_on
         if state.is_worker or not written or not state.outputs.results:
             return outcome
         try:
