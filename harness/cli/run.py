@@ -9,6 +9,7 @@ re-reading of results.json). pytest-xdist's workers are separate processes anywa
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -236,6 +237,7 @@ class _Capture:
         if state is not None and self.part is not None:
             part = self.part
             state.run_paths, state.parts_to_come = part.run_paths, part.to_come
+            state.ids_seen = part.ids_seen
             if part.handed is not None:  # what the parts before this one gathered
                 state.ledger, state.outputs = part.handed.ledger, part.handed.outputs
 
@@ -398,6 +400,7 @@ class _Part(NamedTuple):
     run_paths: tuple[str, ...]
     to_come: bool
     handed: _Handed | None
+    ids_seen: list[str] | None = None  # the listing round's (with --shard)
 
 
 def _parts(paths: list[str], chunk_size: int | None) -> int:
@@ -432,7 +435,7 @@ def _run_in_parts(
     handing what it gathered to the next; the last writes the reports and the summary of
     the whole run, as one session would. A part that stops the run (Ctrl-C, ``-x``,
     collection errors) is the last. Its status and the last part's capture."""
-    import gc
+    import tempfile
 
     from harness.results import ScenarioId
     from harness.shards import part_of
@@ -452,6 +455,52 @@ def _run_in_parts(
     named = {given: part_of_file(given) for given in paths}
     planned = [[p for p in paths if named[p] in (None, k)] for k in range(1, total + 1)]
     runs = [(k, part_paths) for k, part_paths in enumerate(planned, 1) if part_paths]
+    with tempfile.TemporaryDirectory(prefix="harness-parts-") as folder:
+        extra: list[str] = []
+        if options.harness_shard is not None:
+            listed = Path(folder, "shard-ids.json")
+            ids = _ids_selected(options, outputs, runs, total)
+            listed.write_text(json.dumps(ids), encoding="utf-8")
+            extra = ["--harness-shard-ids", str(listed)]
+        return _parts_run(options, paths, outputs, compare, total, runs, extra)
+
+
+def _ids_selected(
+    options: argparse.Namespace,
+    outputs: tuple[Path, Path],
+    runs: list[tuple[int, list[str]]],
+    total: int,
+) -> list[str]:
+    """What every part selects (after ``-k``, ``-m``, the paths), from a round of quiet
+    ``--collect-only`` sessions: the ids a shard plan splits. A part that fails to
+    collect lists what it could; its session in the run proper says what went wrong."""
+    import contextlib
+    import gc
+
+    seen: list[str] = []
+    for index, part_paths in runs:
+        capture = _Capture(None, _Part((), False, None, seen))
+        args = _pytest_args(options, part_paths, outputs)  # (a listing writes nothing)
+        args += ["--harness-part", f"{index}/{total}", "--collect-only"]
+        with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
+            _call_pytest(args, capture, lean=not options.all_pytest_plugins)
+        del capture
+        gc.collect()
+    return seen
+
+
+def _parts_run(
+    options: argparse.Namespace,
+    paths: list[str],
+    outputs: tuple[Path, Path],
+    compare: tuple[Path, Any] | None,
+    total: int,
+    runs: list[tuple[int, list[str]]],
+    extra: list[str],
+) -> tuple[int, _Capture]:
+    """The parts' sessions, one after another (``_run_in_parts``)."""
+    import gc
+
     statuses: list[int] = []
     handed: _Handed | None = None
     failed, maxfail_left = 0, None
@@ -460,6 +509,7 @@ def _run_in_parts(
         part = _Part(tuple(paths), n < len(runs), handed)
         capture = _Capture(compare, part)
         args = [*_pytest_args(options, part_paths, outputs), "--harness-part", f"{index}/{total}"]
+        args += extra
         if maxfail_left is not None:
             args.append(f"--maxfail={maxfail_left}")  # the last one given wins
         statuses.append(_call_pytest(args, capture, lean=not options.all_pytest_plugins))

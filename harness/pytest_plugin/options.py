@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 import shlex
 from collections.abc import Callable, Mapping
@@ -235,6 +236,14 @@ OPTIONS: tuple[Option, ...] = (
         run_help="with --shard: balance the shards by the wall times in this results.json",
     ),
     Option(
+        "--harness-shard-ids",
+        None,
+        "with --harness-shard: plan the shards over the ids in this file (a JSON list), "
+        "not over those this session selected (what `harness run --chunk-size` uses: each "
+        "of its sessions selects one part of the suite)",
+        metavar="F",
+    ),
+    Option(
         "--harness-json",
         "--json",
         "write results.json here",
@@ -403,6 +412,7 @@ class SessionOptions:
     # --harness-shard and the wall times it is planned by (harness.pytest_plugin.sharding).
     shard: Shard | None = None
     durations: Mapping[str, float] | None = None
+    shard_ids: tuple[str, ...] | None = None
     json_path: Path | None = None
     html_path: Path | None = None
     markdown_path: Path | None = None
@@ -433,6 +443,7 @@ def session_options(config: pytest.Config) -> SessionOptions:
         concurrency=config.getoption("harness_concurrency", 1) or 1,
         shard=config.getoption("harness_shard", None),
         durations=times,
+        shard_ids=_ids(config.getoption("harness_shard_ids", None)),
         json_path=_out_path(config, config.getoption("harness_json", None)),
         html_path=_out_path(config, config.getoption("harness_html", None)),
         markdown_path=_out_path(config, config.getoption("harness_markdown", None)),
@@ -442,6 +453,21 @@ def session_options(config: pytest.Config) -> SessionOptions:
         otel_endpoint=config.getoption("harness_otel_endpoint", None),
         otel_content=bool(config.getoption("harness_otel_content", False)),
     )
+
+
+def _ids(path: str | None) -> tuple[str, ...] | None:
+    """The ids of a --harness-shard-ids file (written by ``harness run``: a JSON list)."""
+    if path is None:
+        return None
+    try:
+        ids = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise pytest.UsageError(f"--harness-shard-ids {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise pytest.UsageError(f"--harness-shard-ids {path}: not JSON: {exc}") from None
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise pytest.UsageError(f"--harness-shard-ids {path}: expected a JSON list of ids")
+    return tuple(ids)
 
 
 def _out_path(config: pytest.Config, value: str | None) -> Path | None:

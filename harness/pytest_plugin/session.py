@@ -97,6 +97,8 @@ class SuiteState:
     run_paths: tuple[str, ...] | None = None
     parts_to_come: bool = False
     handed_on: bool = False
+    # With --harness-shard, a run in parts first lists the ids each part selects here.
+    ids_seen: list[str] | None = None
 
     @property
     def is_worker(self) -> bool:

@@ -5,6 +5,11 @@ paths selected (this hook runs after theirs), planned by ``harness.shards.plan``
 selected ids alone, so every machine computes the same split. The shard, the plan's
 fingerprint and what was collected but not selected go into results.json's
 ``meta.shard``: ``harness merge`` checks the shards against each other with them.
+
+A run in parts (``harness run --chunk-size``) selects one part per session: a first round
+of ``--collect-only`` sessions lists what every part selected (``SuiteState.ids_seen``),
+and each part's session plans over that list (``--harness-shard-ids``), so the shard
+holds what it would hold in one session.
 """
 
 from __future__ import annotations
@@ -34,7 +39,12 @@ def pytest_collection_modifyitems(
 
     shard, durations = state.options.shard, state.options.durations
     keys = [item_key(item) for item in items]
-    mine = set(plan(keys, shard.total, durations)[shard.index - 1])
+    if state.ids_seen is not None:  # the listing round of a run in parts: no plan yet
+        state.ids_seen.extend(keys)
+        return
+    # A run in parts plans over what every part selected (its listing round's ids).
+    suite = keys if state.options.shard_ids is None else state.options.shard_ids
+    mine = set(plan(suite, shard.total, durations)[shard.index - 1])
     kept = [item for item, key in zip(items, keys, strict=True) if key in mine]
     others = [item for item, key in zip(items, keys, strict=True) if key not in mine]
     if others:
@@ -43,8 +53,8 @@ def pytest_collection_modifyitems(
     state.ledger.shard = ShardMeta(
         index=shard.index,
         total=shard.total,
-        plan=plan_digest(keys, shard.total, durations),
+        plan=plan_digest(suite, shard.total, durations),
         by="durations" if durations else "count",
-        selected=len(set(keys)),
+        selected=len(set(suite)),
     )
-    state.ledger.planned_ids = set(keys)
+    state.ledger.planned_ids = set(suite)

@@ -1,0 +1,198 @@
+"""A run in parts: `harness run --chunk-size N` (docs/running.md#large-suites).
+
+The suite runs as several pytest sessions, one after another, each collecting one part of
+the scenario files; what a user gets must be what one session gives: the same
+results.json, report, baseline diff, traces and exit status, every scenario run once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+
+import pytest
+from scenario_texts import PASSING, SESSION_TESTS
+from test_shards import (  # the same suite and fixtures as the shards' tests
+    ERRORING,
+    FAILING,
+    _outside_meta_and_wall_times,
+    _report,
+    _suite,
+    add,
+    project,
+    run,
+)
+
+from harness.results import load_results
+from harness.shards import part_of
+
+pytestmark = SESSION_TESTS
+
+__all__ = ["project", "run"]  # fixtures, used by name
+
+_ITEM = re.compile(r"^(?:PASSED|FAILED|ERROR) (scenarios/\S+::\S+)", re.M)
+
+
+def _ran(out: str) -> Counter[str]:
+    """How many times each item ran, from pytest's -rA lines (one per item per session)."""
+    return Counter(m.group(1) for m in _ITEM.finditer(out))
+
+
+def _parts_of_suite(project, total: int) -> dict[int, list[str]]:
+    found: dict[int, list[str]] = {}
+    for path in sorted((project.path / "scenarios").glob("*.scenario.yaml")):
+        found.setdefault(part_of(f"scenarios/{path.name}", total), []).append(path.name)
+    return found
+
+
+def test_a_run_in_parts_writes_what_one_session_writes(project, run):
+    _suite(project)
+    assert run("run", "--json", "base.json", "--html", "base.html")[0] == 1
+    (project.path / "scenarios/gone.scenario.yaml").unlink()
+    add(project, "greet3", FAILING)
+    add(project, "added", PASSING)
+    status, one, _ = run(
+        "run", "--baseline", "base.json", "--json", "one.json", "--html", "one.html", "--", "-rA"
+    )
+    assert status == 1
+    # 13 files over 4 parts: each part has files to run (the split is by path).
+    assert len(_parts_of_suite(project, 4)) == 4
+    status, out, _ = run(
+        "run",
+        "--chunk-size",
+        "4",
+        "--baseline",
+        "base.json",
+        "--json",
+        "parts.json",
+        "--html",
+        "parts.html",
+        "--",
+        "-rA",
+    )
+    assert status == 1, out
+    # Four sessions, each item in one of them, once.
+    assert out.count("test session starts") == 4
+    assert _ran(out) == _ran(one)
+    assert set(_ran(out).values()) == {1}
+    assert len(_ran(out)) == 15  # 13 files, one of them run 3 times
+    serial = _outside_meta_and_wall_times(project.path / "one.json")
+    parts = _outside_meta_and_wall_times(project.path / "parts.json")
+    assert parts == serial
+    assert parts["baseline"]["removed"][0]["id"] == "scenarios/gone.scenario.yaml::gone"
+    assert _report(project.path / "parts.html") == _report(project.path / "one.html")
+    # One harness summary, of the whole run, after the last part.
+    assert out.count("harness summary") == 1
+
+    def summary(text: str) -> list[str]:
+        """The harness summary's lines, but those naming the files written."""
+        lines = text[text.index("harness summary") :].splitlines()[1:]
+        lines = lines[: next(i for i, line in enumerate(lines) if line.startswith("="))]
+        return [line for line in lines if not line.strip().startswith(("results:", "details:"))]
+
+    assert summary(out) == summary(one)
+    assert "baseline base.json: 1 regression, 0 fixed, 1 changed, 1 added, 1 removed" in out
+
+
+def test_files_named_on_the_command_line_run_once_in_their_part(project, run):
+    names = [f"greet{i}" for i in range(6)]
+    for name in names:
+        add(project, name, PASSING)
+    paths = [f"scenarios/{n}.scenario.yaml" for n in names]
+    status, out, _ = run("run", *paths, "--chunk-size", "2", "--json", "parts.json", "--", "-rA")
+    assert status == 0, out
+    assert out.count("test session starts") == len(_parts_of_suite(project, 3))
+    assert sorted(_ran(out)) == sorted(f"{p}::{n}" for p, n in zip(paths, names, strict=True))
+    assert set(_ran(out).values()) == {1}
+    assert len(load_results(project.path / "parts.json").scenarios) == 6
+
+
+def test_shards_of_a_run_in_parts_hold_what_shards_of_one_session_hold(project, run):
+    _suite(project)
+    for k in (1, 2, 3):
+        args = ("--shard", f"{k}/3", "-k", "not greet1")
+        assert run("run", *args, "--json", f"one{k}.json")[0] in (0, 1)
+        status, out, _ = run("run", *args, "--chunk-size", "5", "--json", f"parts{k}.json")
+        assert status in (0, 1), out
+        one = json.loads((project.path / f"one{k}.json").read_text())
+        parts = json.loads((project.path / f"parts{k}.json").read_text())
+        # The same plan, the same share of it, the same ids not run.
+        assert parts["meta"]["shard"] == one["meta"]["shard"]
+        assert [s["id"] for s in parts["scenarios"]] == [s["id"] for s in one["scenarios"]]
+    assert run("run", "-k", "not greet1", "--json", "serial.json")[0] == 1
+    status, _, err = run("merge", "parts1.json", "parts2.json", "parts3.json", "--json", "m.json")
+    assert status == 1, err
+    merged = _outside_meta_and_wall_times(project.path / "m.json")
+    assert merged == _outside_meta_and_wall_times(project.path / "serial.json")
+
+
+def test_maxfail_counts_the_failures_of_every_part(project, run):
+    for i in range(8):
+        add(project, f"wrong{i}", FAILING)
+    # Each of the 4 parts has a failure to give: a count per session would let 4 through.
+    assert len(_parts_of_suite(project, 4)) == 4
+    status, out, _ = run("run", "--chunk-size", "2", "--json", "parts.json", "--", "--maxfail=3")
+    assert status == 1
+    results = load_results(project.path / "parts.json")
+    assert [s.status for s in results.scenarios] == ["failed"] * 3
+    assert out.count("harness summary") == 1
+    status, out, _ = run("run", "--chunk-size", "2", "--json", "first.json", "--", "-x")
+    assert status == 1
+    assert len(load_results(project.path / "first.json").scenarios) == 1
+    assert "stopping after 1 failures" in out
+
+
+def test_a_file_that_does_not_load_stops_the_run_as_in_one_session(project, run):
+    for i in range(6):
+        add(project, f"greet{i}", PASSING)
+    (project.path / "scenarios/bad.scenario.yaml").write_text("name: [unclosed\n")
+    status, _, _ = run("run", "--json", "one.json")
+    status_parts, out, _ = run("run", "--chunk-size", "2", "--json", "parts.json")
+    assert status_parts == status == 2
+    assert "1 scenario file(s) did not load; reports not written" in out
+    assert not (project.path / "parts.json").exists()
+    assert out.count("harness summary") == 1
+
+
+def test_traces_of_a_run_in_parts_are_those_of_one_session(project, run):
+    _suite(project)
+    assert run("run", "--otel", "one.otlp.json")[0] == 1
+    assert run("run", "--chunk-size", "3", "--otel", "parts.otlp.json")[0] == 1
+    one = (project.path / "one.otlp.json").read_bytes()
+    assert (project.path / "parts.otlp.json").read_bytes() == one
+    assert one.count(b'"traceId"') > 14
+
+
+def test_a_run_in_parts_under_xdist_writes_what_one_session_writes(project, run):
+    _suite(project)
+    assert run("run", "--json", "one.json")[0] == 1
+    status, out, _ = run("run", "--chunk-size", "7", "-n", "2", "--json", "parts.json")
+    assert status == 1, out
+    assert out.count("harness summary") == 1
+    parts = _outside_meta_and_wall_times(project.path / "parts.json")
+    assert parts == _outside_meta_and_wall_times(project.path / "one.json")
+
+
+def test_a_suite_within_one_chunk_runs_as_one_session(project, run):
+    add(project, "greet", PASSING)
+    add(project, "broken", ERRORING)
+    status, out, _ = run("run", "--chunk-size", "2")
+    assert status == 1
+    assert out.count("test session starts") == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--chunk-size", "0"], "--chunk-size 0: expected at least 1"),
+        (["--chunk-size", "2", "--", "--lf"], "pytest's --lf works within one"),
+        (["--chunk-size", "2", "--", "--junitxml=out.xml"], "pytest's --junitxml works"),
+    ],
+)
+def test_what_a_run_in_parts_cannot_do_is_refused_in_one_line(project, run, args, message):
+    add(project, "greet", PASSING)
+    status, _, err = run("run", *args)
+    assert status == 2
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
