@@ -4,14 +4,17 @@ Builds a throw-away project of N generated scenarios (scripted runs of three ite
 two tool plans and an answer, about 7.8 kB of results.json each),
 then measures, each `harness run` a process of its own:
 
-- one run of N scenarios (results.json and report.html written): wall time and peak RSS
-  (the child's ``ru_maxrss``), against a 1,000-scenario run (target: at most 1.3x); and
-  beside it plain pytest over the same files as empty items (``floor``: pytest's own
-  share of a suite's memory, which no suite of pytest items goes below);
-- the same N as 4 shards, then ``harness merge`` of them in a process of its own: its
-  peak RSS (target: at most 1.3x the 1,000 run's) and its time against reading the 4
-  shards' results.json one entry at a time (``read_streamed``, see ``time_reading``;
-  target: at most 1.5x);
+- one run of N scenarios (results.json and report.html written) in one pytest session:
+  wall time and peak RSS (the child's ``ru_maxrss``), and beside it plain pytest over the
+  same files as empty items (``floor``: pytest's own share of a suite's memory, which no
+  one session of pytest items goes below);
+- the same run in parts of ``--chunk-size`` files (default 1,000: ``harness run
+  --chunk-size 1000``, pytest sessions one after another in the one process): wall time
+  and peak RSS against the 1,000-scenario run (target: at most 1.3x);
+- the same N as 4 shards, each run in parts, then ``harness merge`` of them in a process
+  of its own: the largest shard's peak and the merge's (target: at most 1.3x the 1,000
+  run's), and the merge's time against reading the 4 shards' results.json one entry at a
+  time (``read_streamed``, see ``time_reading``; target: at most 1.5x);
 - the merged report in Debian's headless chromium: first contentful paint (target: 2 s)
   and opening one scenario's details (a click on a card, until its timeline is shown;
   target: 0.5 s).
@@ -133,6 +136,17 @@ def run_args(name: str, *extra: str) -> list[str]:
     return ["run", "scenarios", *extra, "--json", f"{name}.json", "--html", f"{name}.html"]
 
 
+def _outside_wall_clock(path: Path) -> object:
+    """A results.json without its meta and wall times (what two runs may differ in)."""
+    import json
+
+    data = json.loads(path.read_text())
+    data.pop("meta")
+    for entry in data["scenarios"]:
+        entry.pop("wall_time")
+    return data
+
+
 def time_reading(python: str, env: dict[str, str], root: Path, names: list[str]) -> list[float]:
     """Seconds, in a child: reading the shards' results.json files one entry at a time
     (``read_streamed``: ijson, every entry checked, nothing kept), what ``harness merge``
@@ -211,6 +225,12 @@ def main() -> int:
     parser.add_argument("--pythonpath", default=str(ROOT), help="the harness checkout to use")
     parser.add_argument("--no-shards", action="store_true", help="one run per count only")
     parser.add_argument("--no-browser", action="store_true")
+    parser.add_argument(
+        "--chunk-size",
+        type=int,
+        default=1000,
+        help="the runs in parts and the shards: --chunk-size N (0: one session each)",
+    )
     parser.add_argument("--keep", type=Path, help="build the projects here and keep them")
     args = parser.parse_args()
     ok = True
@@ -225,22 +245,36 @@ def main() -> int:
             env = {**os.environ, "PYTHONPATH": os.pathsep.join([args.pythonpath, str(root)])}
             row = figures[count] = {}
             wall, rss, _ = harness(args.python, env, root, *run_args("one"), "--", "-q")
-            row.update(run=wall, run_rss=rss, floor_rss=floor(args.python, env, root))
+            row.update(session=wall, session_rss=rss, floor_rss=floor(args.python, env, root))
             row["json_mb"] = (root / "one.json").stat().st_size / 1e6
             row["html_mb"] = (root / "one.html").stat().st_size / 1e6
             print(
-                f"{count:>6} scenarios, one run: {wall:6.1f} s, peak {rss:6.0f} MB; "
-                f"results.json {row['json_mb']:.1f} MB, report.html {row['html_mb']:.1f} MB; "
-                f"plain pytest over as many empty items: peak {row['floor_rss']:.0f} MB",
+                f"{count:>6} scenarios, one run in one session: {wall:6.1f} s, peak {rss:6.0f} "
+                f"MB; results.json {row['json_mb']:.1f} MB, report.html {row['html_mb']:.1f} "
+                f"MB; plain pytest over as many empty items: peak {row['floor_rss']:.0f} MB",
                 flush=True,
             )
+            parts = [f"--chunk-size={args.chunk_size}"] if args.chunk_size else []
+            if parts:
+                in_parts = run_args("parts", *parts)
+                wall, rss, _ = harness(args.python, env, root, *in_parts, "--", "-q")
+                same = _outside_wall_clock(root / "parts.json") == _outside_wall_clock(
+                    root / "one.json"
+                )
+                print(
+                    f"{count:>6} scenarios, one run in parts of {args.chunk_size}: {wall:6.1f} s, "
+                    f"peak {rss:6.0f} MB; results.json "
+                    + ("the same as one session's" if same else "DIFFERENT from one session's"),
+                    flush=True,
+                )
+                ok = ok and same
+            row.update(run=wall, run_rss=rss)
             if not args.no_shards:
                 names = []
                 for k in range(1, args.shards + 1):
                     shard = f"--shard={k}/{args.shards}"
-                    wall, rss, _ = harness(
-                        args.python, env, root, *run_args(f"shard{k}", shard), "--", "-q"
-                    )
+                    shard_args = run_args(f"shard{k}", shard, *parts)
+                    wall, rss, _ = harness(args.python, env, root, *shard_args, "--", "-q")
                     row["shard_rss"] = max(row.get("shard_rss", 0.0), rss)
                     names.append(f"shard{k}.json")
                 merge = ["merge", *names, "--json", "merged.json", "--html", "merged.html"]
@@ -269,11 +303,11 @@ def main() -> int:
             if count == low:
                 continue
             more = (count - low) / 1000
-            own = (row["run_rss"] - figures[low]["run_rss"]) / more
+            own = (row["session_rss"] - figures[low]["session_rss"]) / more
             theirs = (row["floor_rss"] - figures[low]["floor_rss"]) / more
             print(
-                f"{count:>6}: growth over {low} scenarios per 1,000 more: harness run "
-                f"{own:.1f} MB, of which plain pytest's items and reports {theirs:.1f} MB"
+                f"{count:>6}: growth over {low} scenarios per 1,000 more: harness run in one "
+                f"session {own:.1f} MB, of which plain pytest's items and reports {theirs:.1f} MB"
             )
         for count, row in figures.items():
             checks = [("run peak", row["run_rss"] / base_rss, 1.3)]
