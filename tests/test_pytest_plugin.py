@@ -1021,6 +1021,19 @@ def test_running_a_file_from_python_matches_the_item(pytester):
     assert item == load(target)
 
 
+def test_verbose_lines_and_failure_headers_name_the_scenario_and_its_file(pytester):
+    write(pytester, sub__good_scenario=PASSING, sub__bad_scenario=FAILING)
+    result = pytester.runpytest("-v")
+    result.stdout.fnmatch_lines(
+        [
+            "sub/bad.scenario.yaml::wrong-forecast FAILED*",
+            "sub/good.scenario.yaml::greet PASSED*",
+            "*_ wrong-forecast (sub/bad.scenario.yaml) _*",
+        ]
+    )
+    assert "::scenario::yaml" not in result.stdout.str()
+
+
 def test_verbose_failures_show_long_values_in_full(pytester):
     long_answer = "x" * 400
     write(

@@ -315,9 +315,12 @@ class ScenarioItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int, str]:
         """Where the item is, for pytest's report headers."""
-        # Line 0, not None: pytest's report of a skip mark needs a line. The id names the
-        # file too, so failures in a large suite are told apart by their headers.
-        return self.path, 0, self.scenario_id
+        # Line 0, not None: pytest's report of a skip mark needs a line. The header names
+        # the file too, so failures in a large suite are told apart by their headers. Not
+        # the id itself: pytest's -v line, ending in it, would show its dots as "::"
+        # (scenarios/a::scenario::yaml::a), as it does a Python test's Class.method.
+        file, _, name = self.scenario_id.partition("::")
+        return self.path, 0, f"{name} ({file})"
 
 
 def _is_library(path: Path) -> bool:
