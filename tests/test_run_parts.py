@@ -95,6 +95,16 @@ def test_a_run_in_parts_writes_what_one_session_writes(project, run):
     assert "baseline base.json: 1 regression, 0 fixed, 1 changed, 1 added, 1 removed" in out
 
 
+def test_a_run_in_parts_updates_the_baseline_as_one_session_does(project, run):
+    _suite(project)
+    assert run("run", "--update-baseline", "--json", "one.json")[0] == 1
+    one = (project.path / "reports/baseline.json").read_text()
+    (project.path / "reports/baseline.json").unlink()
+    status, out, _ = run("run", "--chunk-size", "4", "--update-baseline", "--json", "p.json")
+    assert status == 1, out
+    assert (project.path / "reports/baseline.json").read_text() == one
+
+
 def test_files_named_on_the_command_line_run_once_in_their_part(project, run):
     names = [f"greet{i}" for i in range(6)]
     for name in names:
