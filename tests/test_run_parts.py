@@ -72,8 +72,10 @@ def test_a_run_in_parts_writes_what_one_session_writes(project, run):
         "-rA",
     )
     assert status == 1, out
-    # Four sessions, each item in one of them, once.
+    # Four sessions, each saying which part it is, each item in one of them, once.
     assert out.count("test session starts") == 4
+    assert all(f"harness: part {k} of 4 of the run (--chunk-size)" in out for k in (1, 2, 3, 4))
+    assert out.count("rootdir:") == 1  # the first part's header says it for all
     assert _ran(out) == _ran(one)
     assert set(_ran(out).values()) == {1}
     assert len(_ran(out)) == 15  # 13 files, one of them run 3 times

@@ -510,6 +510,8 @@ def _parts_run(
         capture = _Capture(compare, part)
         args = [*_pytest_args(options, part_paths, outputs), "--harness-part", f"{index}/{total}"]
         args += extra
+        if n > 1:
+            args.append("--no-header")  # the first part's said it all
         if maxfail_left is not None:
             args.append(f"--maxfail={maxfail_left}")  # the last one given wins
         statuses.append(_call_pytest(args, capture, lean=not options.all_pytest_plugins))

@@ -200,6 +200,13 @@ class SuiteState:
         if self.is_worker:
             self.ledger.deselected.extend(item.nodeid for item in items)
 
+    def pytest_report_collectionfinish(self, config: pytest.Config) -> str | None:
+        """Say which part of a run in parts this session is (harness run --chunk-size)."""
+        part = config.getoption("harness_part", None)
+        if part is None or self.ids_seen is not None:
+            return None
+        return f"harness: part {part.index} of {part.total} of the run (--chunk-size)"
+
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """A worker sends what it collected to the controller."""
         sent = self.ledger.as_sent() if self.is_worker else None
