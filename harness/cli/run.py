@@ -24,6 +24,8 @@ from harness.exitcodes import EXIT
 if TYPE_CHECKING:
     from harness.baseline import BaselineDiff
     from harness.pytest_plugin import SuiteState
+    from harness.pytest_plugin.ledger import CollectionLedger
+    from harness.pytest_plugin.session import SessionOutputs
     from harness.results import Results
 
 __all__ = ["add_arguments", "declare", "handle"]
@@ -389,8 +391,8 @@ _NOT_WALKED = frozenset({"CVS", "_darcs", "build", "dist", "node_modules", "venv
 class _Handed(NamedTuple):
     """What the parts of a run so far gathered, for the next part to go on with."""
 
-    ledger: Any  # CollectionLedger
-    outputs: Any  # SessionOutputs
+    ledger: CollectionLedger
+    outputs: SessionOutputs
 
 
 class _Part(NamedTuple):
