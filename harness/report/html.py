@@ -28,7 +28,7 @@ from harness.baseline import BaselineDiff
 from harness.files import atomic_write
 from harness.report.cards import PACK_AFTER, Surveyed, cards, index_view
 from harness.report.changes import divergence_lines, rate_sentence, repeats_text
-from harness.report.charts import TERMINATIONS, scenario_charts
+from harness.report.charts import TERMINATIONS, bars_svg, scenario_charts
 from harness.report.markup import (
     clip,
     compact,
@@ -83,6 +83,7 @@ def _environment() -> Environment:
     env.globals["rate_sentence"] = rate_sentence
     env.globals["repeats_text"] = repeats_text
     env.globals["divergence_lines"] = divergence_lines
+    env.globals["bars_svg"] = bars_svg
     return env
 
 
