@@ -275,7 +275,7 @@ def test_a_failure_shows_each_unmet_expectation_and_the_trajectory(pytester):
     result.stdout.fnmatch_lines(
         [
             # The header names the scenario by id: in a large suite no two look alike.
-            "_* wrong.scenario.yaml::wrong-forecast _*",
+            "_* wrong-forecast (wrong.scenario.yaml) _*",
             "scenario 'wrong-forecast': 2 of 2 expectation(s) not met",
             "  expect.iterations",
             "    expected: 3",
@@ -300,7 +300,7 @@ def test_a_scenario_that_ends_in_error_is_a_pytest_error_with_the_message(pytest
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
         [
-            "_* ERROR at call of broken.scenario.yaml::broken _*",
+            "_* ERROR at call of broken (broken.scenario.yaml) _*",
             "*scenario 'broken' ended in error*",
             "  error: broken.scenario.yaml:5: tools.get_weather.returns: template error:*",
         ]

@@ -149,10 +149,39 @@ def test_maxfail_counts_the_failures_of_every_part(project, run):
     results = load_results(project.path / "parts.json")
     assert [s.status for s in results.scenarios] == ["failed"] * 3
     assert out.count("harness summary") == 1
+    # What is left of the limit is passed on from part to part, not the limit again.
+    status, _, _ = run("run", "--chunk-size", "2", "--json", "six.json", "--", "--maxfail=6")
+    assert status == 1
+    assert len(load_results(project.path / "six.json").scenarios) == 6
     status, out, _ = run("run", "--chunk-size", "2", "--json", "first.json", "--", "-x")
     assert status == 1
     assert len(load_results(project.path / "first.json").scenarios) == 1
     assert "stopping after 1 failures" in out
+
+
+SKIPS = """\
+import pytest
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.name == "{name}":
+            item.add_marker(pytest.mark.skip(reason="not today"))
+"""
+
+
+def test_the_whole_run_is_judged_when_its_last_part_finds_nothing(project, run):
+    candidates = (f"greet{i}" for i in range(100))
+    names = [n for n in candidates if part_of(f"scenarios/{n}.scenario.yaml", 3) != 3][:3]
+    for name in names:
+        add(project, name, PASSING)
+    (project.path / "conftest.py").write_text(SKIPS.format(name=names[0]))
+    # Three parts, the last with no file: as in one session, a skip fails --fail-on-skip.
+    status, out, _ = run("run", "--chunk-size", "1", "--fail-on-skip")
+    assert status == 1, out
+    assert "harness: part 3 of 3" in out
+    assert run("run", "--fail-on-skip")[0] == 1
+    assert run("run", "--chunk-size", "1")[0] == 0
 
 
 def test_a_file_that_does_not_load_stops_the_run_as_in_one_session(project, run):

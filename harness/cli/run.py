@@ -242,6 +242,7 @@ class _Capture:
             state.ids_seen = part.ids_seen
             if part.handed is not None:  # what the parts before this one gathered
                 state.ledger, state.outputs = part.handed.ledger, part.handed.outputs
+                state.carried_on = True
 
     def pytest_sessionfinish(self, session: Any) -> None:
         """Keep pytest's count of failures (``--maxfail`` over a run's parts)."""
@@ -462,6 +463,10 @@ def _run_in_parts(
         if options.harness_shard is not None:
             listed = Path(folder, "shard-ids.json")
             ids = _ids_selected(options, outputs, runs, total)
+            if ids is None:
+                stopped = _Capture(compare)
+                stopped.ctrl_c = True
+                return EXIT["interrupted"], stopped
             listed.write_text(json.dumps(ids), encoding="utf-8")
             extra = ["--harness-shard-ids", str(listed)]
         return _parts_run(options, paths, outputs, compare, total, runs, extra)
@@ -472,10 +477,11 @@ def _ids_selected(
     outputs: tuple[Path, Path],
     runs: list[tuple[int, list[str]]],
     total: int,
-) -> list[str]:
+) -> list[str] | None:
     """What every part selects (after ``-k``, ``-m``, the paths), from a round of quiet
     ``--collect-only`` sessions: the ids a shard plan splits. A part that fails to
-    collect lists what it could; its session in the run proper says what went wrong."""
+    collect lists what it could; its session in the run proper says what went wrong.
+    None: Ctrl-C stopped the listing (and the run)."""
     import contextlib
     import gc
 
@@ -486,6 +492,8 @@ def _ids_selected(
         args += ["--harness-part", f"{index}/{total}", "--collect-only"]
         with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
             _call_pytest(args, capture, lean=not options.all_pytest_plugins)
+        if capture.ctrl_c:
+            return None
         del capture
         gc.collect()
     return seen
@@ -505,7 +513,7 @@ def _parts_run(
 
     statuses: list[int] = []
     handed: _Handed | None = None
-    failed, maxfail_left = 0, None
+    failed, maxfail, maxfail_left = 0, 0, None
     capture = _Capture(compare)  # each part's, in turn
     for n, (index, part_paths) in enumerate(runs, 1):
         part = _Part(tuple(paths), n < len(runs), handed)
@@ -520,7 +528,8 @@ def _parts_run(
         state = capture.state()
         if capture.ctrl_c or state is None or not state.handed_on:
             break  # the last part, or one that stopped the run: it wrote what there is
-        maxfail = int(capture.config.option.maxfail or 0)
+        if n == 1:  # the user's (later parts are given what is left of it)
+            maxfail = int(capture.config.option.maxfail or 0)
         failed += capture.failed
         maxfail_left = maxfail - failed if maxfail else None
         handed = _Handed(state.ledger, state.outputs)

@@ -97,6 +97,7 @@ class SuiteState:
     run_paths: tuple[str, ...] | None = None
     parts_to_come: bool = False
     handed_on: bool = False
+    carried_on: bool = False  # the ledger and outputs came from the part before
     # With --harness-shard, a run in parts first lists the ids each part selects here.
     ids_seen: list[str] | None = None
 
@@ -192,7 +193,7 @@ class SuiteState:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """The run starts now (results.json's ``meta.started``): when its first part does."""
-        if self.run_paths is None or not self.outputs.results:
+        if not self.carried_on:
             self.outputs.started = datetime.now(UTC)
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
@@ -286,6 +287,9 @@ class SuiteState:
         if self.parts_to_come and not stopped:
             self.handed_on = True  # the next part goes on from here
             return
+        if status == pytest.ExitCode.NO_TESTS_COLLECTED and self.carried_on and outputs.results:
+            # The last part of a run in parts found nothing of its own: the run did run.
+            status = pytest.ExitCode.OK
         # Ctrl-C, collection errors and pytest's own crashes stop a session part way: its
         # results would overwrite good reports with partial ones.
         outputs.interrupted = status in (
