@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections import Counter
 
 import pytest
@@ -213,6 +214,29 @@ def test_a_run_in_parts_under_xdist_writes_what_one_session_writes(project, run)
     assert out.count("harness summary") == 1
     parts = _outside_meta_and_wall_times(project.path / "parts.json")
     assert parts == _outside_meta_and_wall_times(project.path / "one.json")
+
+
+COUNTS_ITEMS = """\
+import gc
+
+
+def pytest_sessionstart(session):
+    gc.collect()
+    alive = sum(type(o).__name__ == "ScenarioItem" for o in gc.get_objects())
+    print(f"items alive as a session starts: {alive}")
+"""
+
+
+def test_a_part_lets_go_of_the_parts_before_it(project):
+    # A process of its own: the modules a session imports first keep pytest's import hook
+    # as their loader, and it held the first part's session (every item) to the end.
+    for i in range(6):
+        add(project, f"greet{i}", PASSING)
+    (project.path / "conftest.py").write_text(COUNTS_ITEMS)
+    result = project.run(sys.executable, "-m", "harness.cli", "run", "--chunk-size", "2")
+    assert result.ret == 0, result.stdout.str()
+    alive = re.findall(r"items alive as a session starts: (\d+)", result.stdout.str())
+    assert alive == ["0", "0", "0"]
 
 
 def test_a_suite_within_one_chunk_runs_as_one_session(project, run):

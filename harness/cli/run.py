@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -247,6 +248,18 @@ class _Capture:
     def pytest_sessionfinish(self, session: Any) -> None:
         """Keep pytest's count of failures (``--maxfail`` over a run's parts)."""
         self.failed = int(session.testsfailed)
+
+    def let_go(self) -> None:
+        """Let the finished session go (a run in parts, before the next part): pytest's
+        assertion-rewriting import hook, which the modules first imported during the
+        session keep as their loader, holds the session's config after it ends, and with
+        it the session and every item (a part's worth of memory, to the end of the run)."""
+        for module in list(sys.modules.values()):
+            loader: Any = getattr(module, "__loader__", None)
+            if getattr(loader, "config", None) is self.config:
+                # The hook is off sys.meta_path once its session ended: nothing calls it.
+                loader.config = loader.session = None
+        self.config = None
 
     def pytest_keyboard_interrupt(self, excinfo: Any) -> None:
         """Ctrl-C: pytest says 2 (as for collection errors), harness 130 (harness.cli.stops)."""
@@ -494,6 +507,7 @@ def _ids_selected(
             _call_pytest(args, capture, lean=not options.all_pytest_plugins)
         if capture.ctrl_c:
             return None
+        capture.let_go()
         del capture
         gc.collect()
     return seen
@@ -533,6 +547,7 @@ def _parts_run(
         failed += capture.failed
         maxfail_left = maxfail - failed if maxfail else None
         handed = _Handed(state.ledger, state.outputs)
+        capture.let_go()
         # The part's session (its items, reports and plugins) is held in reference cycles:
         # let it go before the next part collects, so that memory holds one part.
         capture, state = _Capture(compare), None
