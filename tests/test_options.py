@@ -17,7 +17,7 @@ from harness.pytest_plugin.options import OPTIONS, Option
 pytestmark = SESSION_TESTS
 
 # The options `harness run` has that no pytest session reads.
-RUN_ONLY = {"--update-baseline", "--fail-on-change", "--all-pytest-plugins"}
+RUN_ONLY = {"--update-baseline", "--fail-on-change", "--chunk-size", "--all-pytest-plugins"}
 
 # Writes the session's options where the test reads them (harness run and pytest alike).
 DUMP_OPTIONS = """\
