@@ -5,12 +5,14 @@ two tool plans and an answer, about 7.8 kB of results.json each),
 then measures, each `harness run` a process of its own:
 
 - one run of N scenarios (results.json and report.html written) in one pytest session:
-  wall time and peak RSS (the child's ``ru_maxrss``), and beside it plain pytest over the
-  same files as empty items (``floor``: pytest's own share of a suite's memory, which no
-  one session of pytest items goes below);
+  wall time and peak memory (``LAUNCHER``: the larger of its processes' summed PSS and
+  the largest one's RSS), and beside it plain pytest over the same files as empty items
+  (``floor``: pytest's own share of a suite's memory, which no one session of pytest
+  items goes below);
 - the same run in parts of ``--chunk-size`` files (default 1,000: ``harness run
-  --chunk-size 1000``, pytest sessions one after another in the one process): wall time
-  and peak RSS against the 1,000-scenario run (target: at most 1.3x);
+  --chunk-size 1000``, pytest sessions one after another, each in a process forked from
+  harness's): wall time and peak memory against the 1,000-scenario run (target: at most
+  1.3x);
 - the same N as 4 shards, each run in parts, then ``harness merge`` of them in a process
   of its own: the largest shard's peak and the merge's (target: at most 1.3x the 1,000
   run's), and the merge's time against reading the 4 shards' results.json one entry at a
@@ -35,6 +37,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -105,28 +108,63 @@ def floor(python: str, env: dict[str, str], root: Path) -> float:
     try:
         bare = {**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
         args = [python, "-m", "pytest", "scenarios", "-q", "-p", "no:cacheprovider"]
-        _, rss, _ = measured(args, root, bare)
+        memory = measured(args, root, bare).memory
     finally:
         (root / "conftest.py").unlink()
-    return rss
+    return memory
 
 
-# Starts the measured process and writes its peak RSS to a file. Linux gives a child the
-# peak of the process it was forked from (ru_maxrss survives exec): forked from this
-# benchmark, which has read results files and driven a browser, a child's peak would be
-# at least this process's size. Forked from this small launcher, it is its own.
+# Starts the measured process and writes its peak memory to a file: the largest summed
+# proportional set size (PSS: each page shared by n processes counted 1/n in each) of it
+# and its child processes, sampled every 20 ms, which is what a run takes from the machine
+# whether it is one process or several (a run in parts forks one per part, sharing pages
+# until written); and the largest process's own peak RSS (``ru_maxrss``). Linux gives a
+# child the peak of the process it was forked from (ru_maxrss survives exec): forked from
+# this benchmark, which has read results files and driven a browser, a child's peak would
+# be at least this process's size. Forked from this small launcher, it is its own.
 LAUNCHER = """\
-import os, subprocess, sys
+import os, subprocess, sys, threading, time
 child = subprocess.Popen(sys.argv[2:])
+peak = [0]
+def tree(pid):
+    found = [pid]
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as listed:
+                found += [p for c in listed.read().split() for p in tree(int(c))]
+    except OSError:
+        pass
+    return found
+def pss(pid):
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as rollup:
+            return sum(int(line.split()[1]) for line in rollup if line.startswith("Pss:"))
+    except OSError:
+        return 0
+def sample():
+    while child.poll() is None:
+        peak[0] = max(peak[0], sum(pss(pid) for pid in tree(child.pid)))
+        time.sleep(0.02)
+threading.Thread(target=sample, daemon=True).start()
 _, status, usage = os.wait4(child.pid, 0)
 with open(sys.argv[1], "w") as out:
-    out.write(str(usage.ru_maxrss))
+    out.write(f"{peak[0]} {usage.ru_maxrss}")
 sys.exit(os.waitstatus_to_exitcode(status))
 """
 
 
-def measured(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, str]:
-    """Run a process; its (wall seconds, peak RSS in MB, output)."""
+class Run(NamedTuple):
+    """A measured process: wall seconds, peak memory (MB, summed PSS of its processes),
+    the largest process's peak RSS (MB), and its output."""
+
+    wall: float
+    memory: float
+    largest: float
+    text: str
+
+
+def measured(args: list[str], cwd: Path, env: dict[str, str]) -> Run:
+    """Run a process (and whatever it starts): its Run."""
     started = time.perf_counter()
     with tempfile.TemporaryFile("w+") as out, tempfile.NamedTemporaryFile("r") as peak:
         launched = [sys.executable, "-c", LAUNCHER, peak.name, *args]
@@ -134,13 +172,15 @@ def measured(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, fl
         elapsed = time.perf_counter() - started
         out.seek(0)
         text = out.read()
-        rss_kb = int(peak.read() or 0)
+        pss_kb, rss_kb = (int(kb) for kb in (peak.read() or "0 0").split())
     if child.returncode not in (0, 1):  # 1: the failing scenarios failed, as they should
         raise SystemExit(f"{' '.join(args)} exited {child.returncode}:\n{text[-3000:]}")
-    return elapsed, rss_kb / 1024, text
+    # The larger of the two: one process's RSS counts its shared libraries whole (and a
+    # process shorter than a sample has no PSS figure); several processes' RSS, not summed.
+    return Run(elapsed, max(pss_kb, rss_kb) / 1024, rss_kb / 1024, text)
 
 
-def harness(python: str, env: dict[str, str], root: Path, *args: str) -> tuple[float, float, str]:
+def harness(python: str, env: dict[str, str], root: Path, *args: str) -> Run:
     """``harness ARGS`` in ``root``, a process of its own."""
     return measured([python, "-m", "harness.cli", *args], root, env)
 
@@ -170,7 +210,7 @@ def same_outside_wall_clock(python: str, root: Path, one: str, other: str) -> bo
     """Whether two results.json are the same but for meta and wall times: read in a child,
     as this process's own size would be counted in the next child's peak (Linux gives a
     child the peak of the process it was forked from)."""
-    _, _, out = measured([python, "-c", SAME_OUTSIDE_WALL_CLOCK, one, other], root, {})
+    out = measured([python, "-c", SAME_OUTSIDE_WALL_CLOCK, one, other], root, {}).text
     return out.strip().splitlines()[-1] == "True"
 
 
@@ -195,7 +235,7 @@ def time_reading(python: str, env: dict[str, str], root: Path, names: list[str])
         "for n in sys.argv[1:]: load_results(n)\n"
         "print(read, merging, time.perf_counter() - t)"
     )
-    _, _, out = measured([python, "-c", code, *names], root, env)
+    out = measured([python, "-c", code, *names], root, env).text
     return [float(x) for x in out.strip().splitlines()[-1].split()]
 
 
@@ -271,7 +311,7 @@ def main() -> int:
                 build(root, count)
             env = {**os.environ, "PYTHONPATH": os.pathsep.join([args.pythonpath, str(root)])}
             row = figures[count] = {}
-            wall, rss, _ = harness(args.python, env, root, *run_args("one"), "--", "-q")
+            wall, rss, largest, _ = harness(args.python, env, root, *run_args("one"), "--", "-q")
             row.update(session=wall, session_rss=rss, floor_rss=floor(args.python, env, root))
             row["json_mb"] = (root / "one.json").stat().st_size / 1e6
             row["html_mb"] = (root / "one.html").stat().st_size / 1e6
@@ -284,11 +324,11 @@ def main() -> int:
             parts = [f"--chunk-size={args.chunk_size}"] if args.chunk_size else []
             if parts:
                 in_parts = run_args("parts", *parts)
-                wall, rss, _ = harness(args.python, env, root, *in_parts, "--", "-q")
+                wall, rss, largest, _ = harness(args.python, env, root, *in_parts, "--", "-q")
                 same = same_outside_wall_clock(args.python, root, "parts.json", "one.json")
                 print(
                     f"{count:>6} scenarios, one run in parts of {args.chunk_size}: {wall:6.1f} s, "
-                    f"peak {rss:6.0f} MB; results.json "
+                    f"peak {rss:6.0f} MB (largest process {largest:.0f} MB); results.json "
                     + ("the same as one session's" if same else "DIFFERENT from one session's"),
                     flush=True,
                 )
@@ -299,11 +339,11 @@ def main() -> int:
                 for k in range(1, args.shards + 1):
                     shard = f"--shard={k}/{args.shards}"
                     shard_args = run_args(f"shard{k}", shard, *parts)
-                    wall, rss, _ = harness(args.python, env, root, *shard_args, "--", "-q")
+                    wall, rss, _, _ = harness(args.python, env, root, *shard_args, "--", "-q")
                     row["shard_rss"] = max(row.get("shard_rss", 0.0), rss)
                     names.append(f"shard{k}.json")
                 merge = ["merge", *names, "--json", "merged.json", "--html", "merged.html"]
-                wall, rss, _ = harness(args.python, env, root, *merge)
+                wall, rss, _, _ = harness(args.python, env, root, *merge)
                 reading, merging, whole = time_reading(args.python, env, root, names)
                 row.update(merge_cmd=wall, merge_rss=rss, reading=reading, merge=merging)
                 print(

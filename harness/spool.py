@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import tempfile
 import threading
+import weakref
 from collections.abc import Callable, Collection, Iterable, Iterator, MutableMapping, Sequence
 from typing import TYPE_CHECKING, TypeVar, overload
 
@@ -35,12 +36,22 @@ class Blobs:
 
     Reads and writes take a lock (a run started ahead by --harness-concurrency reads from
     its own thread).
+
+    A process forked from the one that made the blobs (a part of ``harness run
+    --chunk-size``) shares their file: what it put there comes back pickled by the file's
+    number, as the maker's own Blobs, which then goes on after what the child wrote.
     """
 
     def __init__(self) -> None:
         self._file = tempfile.TemporaryFile("w+b")  # noqa: SIM115 -- open as long as the blobs
         self._end = 0
         self._lock = threading.Lock()
+        _LIVE[self._file.fileno()] = self
+
+    def __reduce__(self) -> tuple[Callable[[int, int], Blobs], tuple[int, int]]:
+        with self._lock:
+            self._file.flush()  # for the process that reads them back
+            return (_shared, (self._file.fileno(), self._end))
 
     def put(self, data: bytes) -> tuple[int, int]:
         """Keep ``data``; its (offset, size), for ``get``."""
@@ -63,6 +74,20 @@ class Blobs:
         self._file.close()
 
 
+# The blobs made in this process, by their file's number (Blobs.__reduce__).
+_LIVE: weakref.WeakValueDictionary[int, Blobs] = weakref.WeakValueDictionary()
+
+
+def _shared(fileno: int, end: int) -> Blobs:
+    """The Blobs of this process a forked child wrote to, moved on to the child's end."""
+    blobs = _LIVE.get(fileno)
+    if blobs is None:
+        raise ValueError("blobs come back only to the process that made them, forked")
+    with blobs._lock:
+        blobs._end = max(blobs._end, end)
+    return blobs
+
+
 class ResultSpool(MutableMapping[str, str]):
     """Scenario id -> its ScenarioResult as JSON text, the texts on disk.
 
@@ -71,8 +96,9 @@ class ResultSpool(MutableMapping[str, str]):
     the order of results.json without reading the texts back).
     """
 
-    def __init__(self) -> None:
-        self._blobs = Blobs()
+    def __init__(self, blobs: Blobs | None = None) -> None:
+        """``blobs``: another spool's, to share its file (a part of a run in parts)."""
+        self._blobs = blobs or Blobs()
         self._where: dict[str, tuple[int, int]] = {}
         self.runs: dict[str, int] = {}
         # What results.json's summary counts of each result added as a model (status,
@@ -92,6 +118,19 @@ class ResultSpool(MutableMapping[str, str]):
             self.runs[scenario.id] = scenario.run
         counted = (scenario.status, scenario.termination.value, scenario.sim_time)
         self.counted[scenario.id] = counted
+
+    @property
+    def blobs(self) -> Blobs:
+        """Where the texts are (``ResultSpool(blobs)`` shares them)."""
+        return self._blobs
+
+    def extend(self, later: ResultSpool) -> None:
+        """Take in the results of a spool sharing these blobs (a later part's)."""
+        if later.blobs is not self._blobs:
+            raise ValueError("a spool takes in only the results of one sharing its blobs")
+        self._where.update(later._where)
+        self.runs.update(later.runs)
+        self.counted.update(later.counted)
 
     def __getitem__(self, key: str) -> str:
         return self._blobs.get(self._where[key]).decode("utf-8")

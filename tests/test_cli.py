@@ -184,7 +184,9 @@ def harness_register_llms(register):
 """
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize(
+    "workers", [[], ["-n", "2"], ["--chunk-size", "2"]], ids=["serial", "xdist", "parts"]
+)
 def test_ctrl_c_leaves_reports_and_baseline_as_they_were(project, workers):
     for i in range(5):
         add(project, f"s{i}", PASSING.replace("greet", f"s{i}"))

@@ -22,7 +22,6 @@ from test_shards import (  # the same suite and fixtures as the shards' tests
     _suite,
     add,
     project,
-    run,
 )
 
 from harness.results import load_results
@@ -30,7 +29,24 @@ from harness.shards import part_of
 
 pytestmark = SESSION_TESTS
 
-__all__ = ["project", "run"]  # fixtures, used by name
+__all__ = ["project"]  # a fixture, used by name
+
+
+@pytest.fixture
+def run(project, monkeypatch, capfd):
+    """``harness ARGS`` in this process: (exit status, stdout, stderr). Its parts print
+    from processes of their own: their output is captured where it is written, fd 1."""
+    from harness import cli
+
+    monkeypatch.chdir(project.path)
+
+    def call(*args: str) -> tuple[int, str, str]:
+        status = cli.main(list(args))
+        captured = capfd.readouterr()
+        return status, captured.out, captured.err
+
+    return call
+
 
 _ITEM = re.compile(r"^(?:PASSED|FAILED|ERROR) (scenarios/\S+::\S+)", re.M)
 
@@ -91,7 +107,9 @@ def test_a_run_in_parts_writes_what_one_session_writes(project, run):
     def summary(text: str) -> list[str]:
         """The harness summary's lines, but those naming the files written."""
         lines = text[text.index("harness summary") :].splitlines()[1:]
-        lines = lines[: next(i for i, line in enumerate(lines) if line.startswith("="))]
+        # (One session's is followed by pytest's line; a run in parts' ends the output.)
+        end = next((i for i, line in enumerate(lines) if line.startswith("=")), len(lines))
+        lines = lines[:end]
         return [line for line in lines if not line.strip().startswith(("results:", "details:"))]
 
     assert summary(out) == summary(one)
@@ -227,16 +245,17 @@ def pytest_sessionstart(session):
 """
 
 
-def test_a_part_lets_go_of_the_parts_before_it(project):
-    # A process of its own: the modules a session imports first keep pytest's import hook
-    # as their loader, and it held the first part's session (every item) to the end.
+def test_a_part_starts_without_the_items_of_the_parts_before_it(project):
+    # Each part is a process forked from harness's, which runs no part itself: in one
+    # process, the modules a session imports first kept pytest's import hook as their
+    # loader, and it held the first part's session (every item) to the end of the run.
     for i in range(6):
         add(project, f"greet{i}", PASSING)
     (project.path / "conftest.py").write_text(COUNTS_ITEMS)
     result = project.run(sys.executable, "-m", "harness.cli", "run", "--chunk-size", "2")
     assert result.ret == 0, result.stdout.str()
     alive = re.findall(r"items alive as a session starts: (\d+)", result.stdout.str())
-    assert alive == ["0", "0", "0"]
+    assert alive == ["0", "0", "0", "0"]  # three parts, and the run's end
 
 
 def test_a_suite_within_one_chunk_runs_as_one_session(project, run):
@@ -261,3 +280,25 @@ def test_what_a_run_in_parts_cannot_do_is_refused_in_one_line(project, run, args
     assert status == 2
     assert message in err
     assert len(err.strip().splitlines()) == 1
+
+
+KILLED_IN_PART_2 = """\
+import os
+import signal
+
+
+def pytest_sessionstart(session):
+    part = session.config.getoption("harness_part", None)
+    if part is not None and part.index == 2:
+        os.kill(os.getpid(), signal.SIGKILL)  # as the kernel's out-of-memory killer would
+"""
+
+
+def test_a_part_killed_from_outside_fails_the_run_and_says_so(project, run):
+    for i in range(6):
+        add(project, f"greet{i}", PASSING)
+    (project.path / "conftest.py").write_text(KILLED_IN_PART_2)
+    status, out, err = run("run", "--chunk-size", "2")
+    assert status == 3, out + err
+    assert "harness run: a part of the run ended with signal 9, without its results" in err
+    assert not (project.path / "reports" / "results.json").exists()

@@ -40,6 +40,9 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     --harness-part, every scenario file of the other parts."""
     # `harness run DIR` runs the scenarios of DIR, not its Python tests; files named on
     # the command line are never ignored (pytest does not ask about them).
+    state = get_state(config)
+    if state is not None and state.collects_nothing:
+        return True  # the end of a run in parts (harness run --chunk-size)
     scenario_file = collection_path.name.endswith(SUFFIXES)
     if config.getoption("harness_scenarios_only", False) and not scenario_file:
         return True if collection_path.is_file() else None

@@ -83,6 +83,16 @@ class CollectionLedger:
             self.shard = sent["shard"]
             self.planned_ids.update(sent["planned_ids"])
 
+    def extend(self, later: CollectionLedger) -> None:
+        """Take in what a later session collected (a later part of a run in parts)."""
+        self.collected_ids |= later.collected_ids
+        self.collection_errors.update(later.collection_errors)
+        self.unloaded_files |= later.unloaded_files
+        self.deselected.extend(later.deselected)
+        self.skipped.update(later.skipped)
+        self.shard = self.shard or later.shard  # every part plans the same shard
+        self.planned_ids |= later.planned_ids
+
     def not_run(
         self, baseline: Results, ran: set[str], root: Path, looked_at: Callable[[Path], bool]
     ) -> set[str]:

@@ -25,12 +25,15 @@ from harness.pytest_plugin.options import SUFFIXES, SessionOptions, session_opti
 from harness.spool import ResultSpool
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from harness.baseline import BaselineDiff
     from harness.pytest_plugin.live import ConcurrentRuns
     from harness.results import Results, ScenarioResult
 
 __all__ = [
     "Baseline",
+    "Gathered",
     "SessionOutputs",
     "SuiteState",
     "diff_against_baseline",
@@ -71,6 +74,23 @@ class SessionOutputs:
     # keep (harness.pytest_plugin.tracing's RunFacts as JSON, from the test reports).
     trace_facts: dict[str, str] = field(default_factory=dict)
 
+    def extend(self, later: SessionOutputs) -> None:
+        """Take in what a later session made (a later part of a run in parts): its
+        results (sharing this spool's file), errors and traces' facts."""
+        self.started = min(self.started, later.started)
+        self.results.extend(later.results)
+        self.internal_errors.extend(later.internal_errors)
+        self.report_errors.extend(later.report_errors)
+        self.trace_facts.update(later.trace_facts)
+
+
+class Gathered(NamedTuple):
+    """What the parts of a run in parts so far collected and made (``harness run
+    --chunk-size``): the next part, or the run's end, goes on from it."""
+
+    ledger: CollectionLedger
+    outputs: SessionOutputs
+
 
 @dataclass(eq=False)  # hashable by identity: pytest keeps plugins in sets
 class SuiteState:
@@ -91,13 +111,16 @@ class SuiteState:
     # --harness-plugin modules, forgotten when the session ends.
     added_plugins: list[str] = field(default_factory=list)
     # One part of a run in several sessions (`harness run --chunk-size`, set by it): the
-    # paths of the whole run, and whether parts come after this one. A part that ends
-    # with more to come leaves its ledger and outputs to the next (harness.cli.run hands
-    # them over), and writes and prints nothing: the last one does, for the whole run.
+    # paths of the whole run, whether more comes after this part, and what the parts
+    # before it gathered. A part that ends with more to come hands its own ledger and
+    # outputs on (handed_on; harness.cli.run gathers them), and writes and prints
+    # nothing. The run's end (a session that collects nothing), or a part that stops the
+    # run, goes on from what was gathered: it writes and prints for the whole run.
     run_paths: tuple[str, ...] | None = None
     parts_to_come: bool = False
     handed_on: bool = False
-    carried_on: bool = False  # the ledger and outputs came from the part before
+    earlier: Gathered | None = None
+    collects_nothing: bool = False  # the run's end
     # With --harness-shard, a run in parts first lists the ids each part selects here.
     ids_seen: list[str] | None = None
 
@@ -192,9 +215,9 @@ class SuiteState:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        """The run starts now (results.json's ``meta.started``): when its first part does."""
-        if not self.carried_on:
-            self.outputs.started = datetime.now(UTC)
+        """The run starts now (results.json's ``meta.started``; a run in parts': when its
+        first part did)."""
+        self.outputs.started = datetime.now(UTC)
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         """A worker keeps what it deselected, for the controller's count."""
@@ -281,14 +304,19 @@ class SuiteState:
             self.runs.close()  # runs started ahead that no item took (the session stopped)
         if self.is_worker:
             return
-        outputs = self.outputs
         status = int(session.exitstatus)
         stopped = session.shouldfail or session.shouldstop or status not in (0, 1, 5)
         if self.parts_to_come and not stopped:
-            self.handed_on = True  # the next part goes on from here
+            self.handed_on = True  # harness run gathers this part's ledger and outputs
             return
-        if status == pytest.ExitCode.NO_TESTS_COLLECTED and self.carried_on and outputs.results:
-            # The last part of a run in parts found nothing of its own: the run did run.
+        earlier = self.earlier
+        if earlier is not None:  # the run's end, or a part that stops it: the whole run's
+            earlier.ledger.extend(self.ledger)
+            earlier.outputs.extend(self.outputs)
+            self.ledger, self.outputs, self.earlier = earlier.ledger, earlier.outputs, None
+        outputs = self.outputs
+        if status == pytest.ExitCode.NO_TESTS_COLLECTED and earlier is not None and outputs.results:
+            # The end of a run in parts collects nothing of its own: the run did run.
             status = pytest.ExitCode.OK
         # Ctrl-C, collection errors and pytest's own crashes stop a session part way: its
         # results would overwrite good reports with partial ones.
@@ -310,6 +338,39 @@ class SuiteState:
         if outputs.report_errors or outputs.internal_errors:
             status = EXIT["internal"]
         session.exitstatus = status
+        if self.collects_nothing:
+            # The end of a run in parts has no terminal reporter (harness.cli.run): its
+            # pytest lines would say "no tests ran". The summary is the run's last word.
+            from _pytest.config import create_terminal_writer
+
+            writer = create_terminal_writer(self.config)
+            self._summary(lambda title: writer.sep("=", title), writer.line)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """Print the harness summary."""
+        self._summary(
+            lambda title: terminalreporter.write_sep("=", title), terminalreporter.write_line
+        )
+
+    def _summary(self, heading: Callable[[str], None], line: Callable[..., None]) -> None:
+        if self.is_worker or self.handed_on or self.config.get_verbosity() < -1:
+            return
+        outputs, ledger = self.outputs, self.ledger
+        if not (
+            outputs.results
+            or outputs.written
+            or outputs.report_errors
+            or ledger.collection_errors
+            or ledger.skipped
+            or (outputs.interrupted and (self.options.json_path or self.options.html_path))
+        ):
+            return
+        heading("harness summary")
+        from harness.pytest_plugin.outputs import summary_lines
+
+        for text in summary_lines(self, cwd=Path(self.config.invocation_params.dir)):
+            alarm = any(w in text for w in ("did not load", "report error", "harness crashed"))
+            line(text, red=alarm, bold=alarm)
 
     @pytest.hookimpl(trylast=True)
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
@@ -323,27 +384,6 @@ class SuiteState:
         crash = getattr(memo, "reprcrash", None)
         if crash is not None:
             crash.message = stopped_by
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        """Print the harness summary."""
-        if self.is_worker or self.handed_on or self.config.get_verbosity() < -1:
-            return
-        outputs, ledger = self.outputs, self.ledger
-        if not (
-            outputs.results
-            or outputs.written
-            or outputs.report_errors
-            or ledger.collection_errors
-            or ledger.skipped
-            or (outputs.interrupted and (self.options.json_path or self.options.html_path))
-        ):
-            return
-        terminalreporter.write_sep("=", "harness summary")
-        from harness.pytest_plugin.outputs import summary_lines
-
-        for line in summary_lines(self, cwd=Path(self.config.invocation_params.dir)):
-            alarm = any(w in line for w in ("did not load", "report error", "harness crashed"))
-            terminalreporter.write_line(line, red=alarm, bold=alarm)
 
 
 class _Deselected:

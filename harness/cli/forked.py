@@ -1,0 +1,92 @@
+"""A function run in a process of its own, forked from this one: what ``harness run
+--chunk-size`` runs each part of a suite in (docs/running.md#large-suites).
+
+A forked child starts with everything this process has imported (no start-up cost) and
+gives all its memory back when it ends: a part's pytest session, its items and whatever
+the allocator keeps after them never weigh on the parts after it. The child's value
+comes back pickled through a file; its output goes where this process's goes.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import pickle
+import signal
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable
+from typing import TypeVar
+
+__all__ = ["PartCrashed", "can_fork", "forked"]
+
+_T = TypeVar("_T")
+
+# A child that raised: it printed the traceback, the parent says what it was.
+_RAISED = 70
+
+
+class PartCrashed(RuntimeError):
+    """The child ended without a value (it raised, or a signal killed it)."""
+
+
+def can_fork() -> bool:
+    """Whether this platform forks (not Windows)."""
+    return hasattr(os, "fork")
+
+
+def forked(work: Callable[[], _T]) -> _T:
+    """``work()`` in a child process forked from this one; its value.
+
+    Ctrl-C reaches the child (it is in the terminal's process group) and this process
+    waits for it to end as it chooses to, as pytest does on Ctrl-C.
+    """
+    fd, name = tempfile.mkstemp(prefix="harness-part-", suffix=".pickle")
+    os.close(fd)
+    try:
+        return _run(work, name)
+    finally:
+        os.unlink(name)
+
+
+def _run(work: Callable[[], _T], name: str) -> _T:
+    # What this process wrote but has not flushed would be written twice, and its
+    # objects, moved out of the collector's reach, are not copied by the child's
+    # collections (a fork shares memory until either side writes to it).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    gc.collect()
+    gc.freeze()
+    # Ctrl-C is held back over the fork: before this process ignores it, it would stop
+    # this process and not the child; the child takes it as soon as it runs.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into the caller's code
+        code = 0
+        try:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+            value = work()
+            with open(name, "wb") as out:
+                pickle.dump(value, out, protocol=pickle.HIGHEST_PROTOCOL)
+        except BaseException:
+            traceback.print_exc()
+            code = _RAISED
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    gc.unfreeze()
+    interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    try:
+        _, status = os.waitpid(pid, 0)
+    finally:
+        signal.signal(signal.SIGINT, interrupt)
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        how = f"signal {-code}" if code < 0 else f"status {code}"
+        raise PartCrashed(f"a part of the run ended with {how}, without its results")
+    with open(name, "rb") as read:
+        result: _T = pickle.load(read)
+    return result

@@ -1,0 +1,234 @@
+"""A run in parts (``harness run --chunk-size N``, docs/running.md#large-suites): the
+suite as several pytest sessions, one after another, each collecting the scenario files
+of its part, each in a process forked from harness's (harness.cli.forked), then the
+run's end in harness's process, which writes and prints for the whole run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from harness.cli.session import Capture, Part, call_pytest, pytest_args
+from harness.exitcodes import EXIT
+
+if TYPE_CHECKING:
+    from harness.pytest_plugin.session import Gathered
+
+__all__ = ["PER_SESSION", "count_parts", "run_in_parts"]
+
+# What the command does once the session that wrote the run's results ended (its status).
+Ended = Callable[[Capture, int], int]
+
+# pytest options whose meaning needs the whole suite in one session: --lf and --ff pick
+# from the last failures of the session's items, --sw stops and resumes within one, and
+# --junitxml would be written by each part over the last.
+PER_SESSION = frozenset(
+    {"--lf", "--last-failed", "--ff", "--failed-first", "--sw", "--stepwise"}
+    | {"--sw-skip", "--stepwise-skip", "--junitxml", "--junit-xml"}
+)
+# Folders pytest does not look into by default (its norecursedirs), for the count alone.
+_NOT_WALKED = frozenset({"CVS", "_darcs", "build", "dist", "node_modules", "venv", "{arch}"})
+
+
+class _Outcome(NamedTuple):
+    """What a part's process tells the run: its status, whether Ctrl-C stopped it, its
+    failures and ``--maxfail``, and what it hands on (None: it ended the run, and
+    ``status`` is the run's)."""
+
+    status: int
+    ctrl_c: bool
+    failed: int
+    maxfail: int
+    handed: Gathered | None
+
+
+def count_parts(paths: list[str], chunk_size: int | None) -> int:
+    """How many parts a run of ``paths`` is split into: 1 without --chunk-size, else its
+    scenario files (counted as pytest would find them) over the size, rounded up."""
+    if chunk_size is None:
+        return 1
+    from harness.pytest_plugin.options import SUFFIXES
+    from harness.results import ScenarioId
+
+    count = 0
+    for given in paths:
+        path = Path(ScenarioId.file_of(given))
+        if not path.is_dir():
+            count += 1
+            continue
+        for _, folders, files in os.walk(path):
+            folders[:] = [f for f in folders if f[:1] != "." and f not in _NOT_WALKED]
+            count += sum(name.endswith(SUFFIXES) for name in files)
+    return max(1, -(-count // chunk_size))
+
+
+def run_in_parts(
+    options: argparse.Namespace,
+    paths: list[str],
+    outputs: tuple[Path, Path],
+    around: tuple[tuple[Path, Any] | None, Ended],
+    total: int,
+) -> tuple[int, Capture]:
+    """The run as ``total`` pytest sessions, one after another, each collecting the
+    scenario files of its part (``harness.shards.part_of``, by path), each in a process
+    of its own (harness.cli.forked) that hands back what it gathered; then a session of
+    this process that collects nothing writes the reports and the summary of the whole
+    run, as one session would. A part that stops the run (Ctrl-C, ``-x``, collection
+    errors) ends it there, as the run's end would. ``around``: the loaded baseline the
+    sessions compare with, and what the command does once the run ended. The status and
+    the end's capture."""
+    import tempfile
+
+    from harness.results import ScenarioId
+    from harness.shards import part_of
+
+    here = os.getcwd()
+
+    def part_of_file(given: str) -> int | None:
+        # Files named on the command line go to their part alone: pytest collects a named
+        # file whatever pytest_ignore_collect says.
+        path = ScenarioId.file_of(given)
+        return (
+            part_of(os.path.relpath(os.path.abspath(path), here), total)
+            if Path(path).is_file()
+            else None
+        )
+
+    named = {given: part_of_file(given) for given in paths}
+    planned = [[p for p in paths if named[p] in (None, k)] for k in range(1, total + 1)]
+    runs = [(k, part_paths) for k, part_paths in enumerate(planned, 1) if part_paths]
+    # The run's end is given the run's folders (a named file's own), so that it finds the
+    # same rootdir and configuration as the parts did; it collects nothing.
+    folders = sorted(
+        {str(Path(ScenarioId.file_of(p)).parent) if named[p] is not None else p for p in paths}
+    )
+    with tempfile.TemporaryDirectory(prefix="harness-parts-") as folder:
+        extra: list[str] = []
+        if options.harness_shard is not None:
+            listed = Path(folder, "shard-ids.json")
+            ids = _ids_selected(options, outputs, runs, total)
+            if ids is None:
+                stopped = Capture()
+                stopped.ctrl_c = True
+                return EXIT["interrupted"], stopped
+            listed.write_text(json.dumps(ids), encoding="utf-8")
+            extra = ["--harness-shard-ids", str(listed)]
+        return _parts_run(options, (paths, folders), outputs, around, total, runs, extra)
+
+
+def _ids_selected(
+    options: argparse.Namespace,
+    outputs: tuple[Path, Path],
+    runs: list[tuple[int, list[str]]],
+    total: int,
+) -> list[str] | None:
+    """What every part selects (after ``-k``, ``-m``, the paths), from a round of quiet
+    ``--collect-only`` sessions, each in a process of its own: the ids a shard plan
+    splits. A part that fails to collect lists what it could; its session in the run
+    proper says what went wrong. None: Ctrl-C stopped the listing (and the run)."""
+
+    from harness.cli.forked import forked
+
+    def listing(index: int, part_paths: list[str]) -> list[str] | None:
+        import contextlib
+
+        seen: list[str] = []
+        capture = Capture(None, Part((), False, None, seen))
+        args = pytest_args(options, part_paths, outputs)  # (a listing writes nothing)
+        args += ["--harness-part", f"{index}/{total}", "--collect-only"]
+        with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
+            call_pytest(args, capture, lean=not options.all_pytest_plugins)
+        return None if capture.ctrl_c else seen
+
+    selected: list[str] = []
+    for index, part_paths in runs:
+        seen = forked(lambda: listing(index, part_paths))  # noqa: B023 -- called at once
+        if seen is None:
+            return None
+        selected += seen
+    return selected
+
+
+def _parts_run(
+    options: argparse.Namespace,
+    paths: tuple[list[str], list[str]],
+    outputs: tuple[Path, Path],
+    around: tuple[tuple[Path, Any] | None, Ended],
+    total: int,
+    runs: list[tuple[int, list[str]]],
+    extra: list[str],
+) -> tuple[int, Capture]:
+    """The parts' sessions, one after another, then the run's end (``_run_in_parts``;
+    ``paths``: the run's, and the folders its end is given)."""
+    from harness.cli.forked import forked
+    from harness.pytest_plugin.ledger import CollectionLedger
+    from harness.pytest_plugin.session import Gathered, SessionOutputs
+
+    (run_paths, folders), (compare, _) = paths, around
+
+    lean = not options.all_pytest_plugins
+    gathered = Gathered(CollectionLedger(), SessionOutputs())  # the run's, part by part
+    statuses: list[int] = []
+    failed, maxfail = 0, 0
+    for n, (index, part_paths) in enumerate(runs, 1):
+        part = Part(tuple(run_paths), True, gathered)
+        args = [*pytest_args(options, part_paths, outputs), "--harness-part", f"{index}/{total}"]
+        args += extra
+        if n > 1:
+            args.append("--no-header")  # the first part's said it all
+            if maxfail:
+                args.append(f"--maxfail={maxfail - failed}")  # the last one given wins
+        outcome = forked(lambda: _part(options, args, around, part))  # noqa: B023 -- at once
+        statuses.append(outcome.status)
+        if outcome.handed is None:  # it stopped the run, and ended it
+            ended = Capture(compare)
+            ended.ctrl_c = outcome.ctrl_c
+            return _joined(statuses), ended
+        gathered.ledger.extend(outcome.handed.ledger)
+        gathered.outputs.extend(outcome.handed.outputs)
+        failed += outcome.failed
+        maxfail = maxfail or outcome.maxfail  # the user's, from the first part
+    capture = Capture(compare, Part(tuple(run_paths), False, gathered, collects_nothing=True))
+    args = [*pytest_args(options, folders, outputs), "--no-header"]
+    if options.numprocesses is not None:
+        args.append("--numprocesses=0")  # nothing to run: no workers to start
+    statuses.append(call_pytest(args, capture, lean=lean))
+    return _joined(statuses), capture
+
+
+def _part(
+    options: argparse.Namespace,
+    args: list[str],
+    around: tuple[tuple[Path, Any] | None, Ended],
+    part: Part,
+) -> _Outcome:
+    """A part's session, in its own process (``_parts_run``): what it hands on, or, when
+    it stopped the run and so ended it, the run's status."""
+    from harness.pytest_plugin.session import Gathered
+
+    compare, ended = around
+    capture = Capture(compare, part)
+    status = call_pytest(args, capture, lean=not options.all_pytest_plugins)
+    state = capture.state()
+    if state is None or not state.handed_on:
+        return _Outcome(ended(capture, status), capture.ctrl_c, 0, 0, None)
+    maxfail = int(capture.config.option.maxfail or 0)
+    handed = Gathered(state.ledger, state.outputs)
+    return _Outcome(status, False, capture.failed, maxfail, handed)
+
+
+def _joined(statuses: list[int]) -> int:
+    """A run's status from its parts': the last part's when it is no test outcome (it
+    stopped the run, or harness changed it for the whole run), else 1 when any part had
+    a failure, 0 when any ran, 5 when none collected anything."""
+    last = statuses[-1]
+    if last not in (0, 1, 5):
+        return last
+    if 1 in statuses:
+        return 1
+    return 0 if 0 in statuses else 5
