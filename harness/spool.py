@@ -10,6 +10,7 @@ parsed at a time: a reader that goes through it once holds one scenario at a tim
 
 from __future__ import annotations
 
+import os
 import tempfile
 import threading
 import weakref
@@ -37,29 +38,26 @@ class Blobs:
     Reads and writes take a lock (a run started ahead by --harness-concurrency reads from
     its own thread).
 
-    A process forked from the one that made the blobs (a part of ``harness run
-    --chunk-size``) shares their file: what it put there comes back pickled by the file's
-    number, as the maker's own Blobs, which then goes on after what the child wrote.
+    Processes forked from the one that made the blobs, one after another (the parts of
+    ``harness run --chunk-size``), share their file: each puts after what the others put,
+    and what one pickles comes back by the file's number, as the maker's own Blobs.
     """
 
     def __init__(self) -> None:
         self._file = tempfile.TemporaryFile("w+b")  # noqa: SIM115 -- open as long as the blobs
-        self._end = 0
         self._lock = threading.Lock()
         _LIVE[self._file.fileno()] = self
 
-    def __reduce__(self) -> tuple[Callable[[int, int], Blobs], tuple[int, int]]:
+    def __reduce__(self) -> tuple[Callable[[int], Blobs], tuple[int]]:
         with self._lock:
             self._file.flush()  # for the process that reads them back
-            return (_shared, (self._file.fileno(), self._end))
+            return (_shared, (self._file.fileno(),))
 
     def put(self, data: bytes) -> tuple[int, int]:
         """Keep ``data``; its (offset, size), for ``get``."""
         with self._lock:
-            at = self._end
-            self._file.seek(at)
+            at = self._file.seek(0, os.SEEK_END)  # after what any process sharing it put
             self._file.write(data)
-            self._end += len(data)
         return (at, len(data))
 
     def get(self, where: tuple[int, int]) -> bytes:
@@ -78,13 +76,11 @@ class Blobs:
 _LIVE: weakref.WeakValueDictionary[int, Blobs] = weakref.WeakValueDictionary()
 
 
-def _shared(fileno: int, end: int) -> Blobs:
-    """The Blobs of this process a forked child wrote to, moved on to the child's end."""
+def _shared(fileno: int) -> Blobs:
+    """The Blobs of this process that a forked child pickled."""
     blobs = _LIVE.get(fileno)
     if blobs is None:
         raise ValueError("blobs come back only to the process that made them, forked")
-    with blobs._lock:
-        blobs._end = max(blobs._end, end)
     return blobs
 
 

@@ -15,6 +15,7 @@ import pickle
 import signal
 import sys
 import tempfile
+import threading
 import traceback
 from collections.abc import Callable
 from typing import TypeVar
@@ -58,14 +59,20 @@ def _run(work: Callable[[], _T], name: str) -> _T:
     sys.stderr.flush()
     gc.collect()
     gc.freeze()
-    # Ctrl-C is held back over the fork: before this process ignores it, it would stop
-    # this process and not the child; the child takes it as soon as it runs.
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    # Ctrl-C is the child's from the fork on: this process ignores it until the child
+    # ends (the terminal sends it to both), and the child holds it back until its own
+    # handler is back, so that one pressed at the fork is neither lost nor this process's.
+    main = threading.current_thread() is threading.main_thread()  # (signals: its alone)
+    if main:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)
     pid = os.fork()
     if pid == 0:  # the child: never returns into the caller's code
         code = 0
         try:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+            if main:
+                signal.signal(signal.SIGINT, interrupt)
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
             value = work()
             with open(name, "wb") as out:
                 pickle.dump(value, out, protocol=pickle.HIGHEST_PROTOCOL)
@@ -77,12 +84,13 @@ def _run(work: Callable[[], _T], name: str) -> _T:
             sys.stderr.flush()
             os._exit(code)
     gc.unfreeze()
-    interrupt = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     try:
+        if main:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # (ignored)
         _, status = os.waitpid(pid, 0)
     finally:
-        signal.signal(signal.SIGINT, interrupt)
+        if main:
+            signal.signal(signal.SIGINT, interrupt)
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         how = f"signal {-code}" if code < 0 else f"status {code}"

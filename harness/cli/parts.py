@@ -7,8 +7,10 @@ run's end in harness's process, which writes and prints for the whole run.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
+import pickle
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -18,6 +20,7 @@ from harness.exitcodes import EXIT
 
 if TYPE_CHECKING:
     from harness.pytest_plugin.session import Gathered
+    from harness.spool import Blobs
 
 __all__ = ["PER_SESSION", "count_parts", "run_in_parts"]
 
@@ -35,16 +38,29 @@ PER_SESSION = frozenset(
 _NOT_WALKED = frozenset({"CVS", "_darcs", "build", "dist", "node_modules", "venv", "{arch}"})
 
 
+class _Plan(NamedTuple):
+    """A run in parts: the run's paths, the folders its end is given, how many parts the
+    files are split into, those that run (index, paths), pytest arguments every part is
+    given, and the folder of what the parts hand back."""
+
+    run_paths: tuple[str, ...]
+    folders: list[str]
+    total: int
+    runs: list[tuple[int, list[str]]]
+    extra: list[str]
+    folder: Path
+
+
 class _Outcome(NamedTuple):
     """What a part's process tells the run: its status, whether Ctrl-C stopped it, its
-    failures and ``--maxfail``, and what it hands on (None: it ended the run, and
-    ``status`` is the run's)."""
+    failures and ``--maxfail``, and whether it handed on what it gathered (else it ended
+    the run, and ``status`` is the run's)."""
 
     status: int
     ctrl_c: bool
     failed: int
     maxfail: int
-    handed: Gathered | None
+    handed: bool
 
 
 def count_parts(paths: list[str], chunk_size: int | None) -> int:
@@ -118,7 +134,8 @@ def run_in_parts(
                 return EXIT["interrupted"], stopped
             listed.write_text(json.dumps(ids), encoding="utf-8")
             extra = ["--harness-shard-ids", str(listed)]
-        return _parts_run(options, (paths, folders), outputs, around, total, runs, extra)
+        plan = _Plan(tuple(paths), folders, total, runs, extra, Path(folder))
+        return _parts_run(options, plan, outputs, around)
 
 
 def _ids_selected(
@@ -156,48 +173,45 @@ def _ids_selected(
 
 def _parts_run(
     options: argparse.Namespace,
-    paths: tuple[list[str], list[str]],
+    plan: _Plan,
     outputs: tuple[Path, Path],
     around: tuple[tuple[Path, Any] | None, Ended],
-    total: int,
-    runs: list[tuple[int, list[str]]],
-    extra: list[str],
 ) -> tuple[int, Capture]:
-    """The parts' sessions, one after another, then the run's end (``_run_in_parts``;
-    ``paths``: the run's, and the folders its end is given)."""
+    """The parts' sessions, one after another, then the run's end (``run_in_parts``)."""
     from harness.cli.forked import forked
-    from harness.pytest_plugin.ledger import CollectionLedger
-    from harness.pytest_plugin.session import Gathered, SessionOutputs
+    from harness.pytest_plugin.session import Earlier
+    from harness.spool import Blobs
 
-    (run_paths, folders), (compare, _) = paths, around
-
-    lean = not options.all_pytest_plugins
-    gathered = Gathered(CollectionLedger(), SessionOutputs())  # the run's, part by part
+    compare = around[0]
+    handed: list[Path] = []  # what each part handed back, pickled, read at the run's end
+    blobs = Blobs()  # the run's results file, which every part's spool writes to
+    earlier = Earlier(blobs, functools.partial(_read, blobs, handed))
     statuses: list[int] = []
     failed, maxfail = 0, 0
-    for n, (index, part_paths) in enumerate(runs, 1):
-        part = Part(tuple(run_paths), True, gathered)
-        args = [*pytest_args(options, part_paths, outputs), "--harness-part", f"{index}/{total}"]
-        args += extra
+    for n, (index, part_paths) in enumerate(plan.runs, 1):
+        part = Part(plan.run_paths, True, earlier)
+        args = pytest_args(options, part_paths, outputs)
+        args += ["--harness-part", f"{index}/{plan.total}", *plan.extra]
         if n > 1:
             args.append("--no-header")  # the first part's said it all
             if maxfail:
                 args.append(f"--maxfail={maxfail - failed}")  # the last one given wins
-        outcome = forked(lambda: _part(options, args, around, part))  # noqa: B023 -- at once
+        kept = plan.folder / f"part-{index}.pickle"
+        outcome = forked(lambda: _part(options, args, around, part, kept))  # noqa: B023
         statuses.append(outcome.status)
-        if outcome.handed is None:  # it stopped the run, and ended it
+        if not outcome.handed:  # it stopped the run, and ended it
             ended = Capture(compare)
             ended.ctrl_c = outcome.ctrl_c
             return _joined(statuses), ended
-        gathered.ledger.extend(outcome.handed.ledger)
-        gathered.outputs.extend(outcome.handed.outputs)
+        handed.append(kept)
         failed += outcome.failed
         maxfail = maxfail or outcome.maxfail  # the user's, from the first part
-    capture = Capture(compare, Part(tuple(run_paths), False, gathered, collects_nothing=True))
-    args = [*pytest_args(options, folders, outputs), "--no-header"]
+    end = Part(plan.run_paths, False, earlier, collects_nothing=True)
+    capture = Capture(compare, end)
+    args = [*pytest_args(options, plan.folders, outputs), "--no-header"]
     if options.numprocesses is not None:
         args.append("--numprocesses=0")  # nothing to run: no workers to start
-    statuses.append(call_pytest(args, capture, lean=lean))
+    statuses.append(call_pytest(args, capture, lean=not options.all_pytest_plugins))
     return _joined(statuses), capture
 
 
@@ -206,9 +220,10 @@ def _part(
     args: list[str],
     around: tuple[tuple[Path, Any] | None, Ended],
     part: Part,
+    kept: Path,
 ) -> _Outcome:
-    """A part's session, in its own process (``_parts_run``): what it hands on, or, when
-    it stopped the run and so ended it, the run's status."""
+    """A part's session, in its own process (``_parts_run``): what it gathered, pickled
+    to ``kept``; or, when it stopped the run and so ended it, the run's status."""
     from harness.pytest_plugin.session import Gathered
 
     compare, ended = around
@@ -216,10 +231,30 @@ def _part(
     status = call_pytest(args, capture, lean=not options.all_pytest_plugins)
     state = capture.state()
     if state is None or not state.handed_on:
-        return _Outcome(ended(capture, status), capture.ctrl_c, 0, 0, None)
+        return _Outcome(ended(capture, status), capture.ctrl_c, 0, 0, False)
+    with kept.open("wb") as out:
+        pickle.dump(Gathered(state.ledger, state.outputs), out, pickle.HIGHEST_PROTOCOL)
     maxfail = int(capture.config.option.maxfail or 0)
-    handed = Gathered(state.ledger, state.outputs)
-    return _Outcome(status, False, capture.failed, maxfail, handed)
+    return _Outcome(status, False, capture.failed, maxfail, True)
+
+
+def _read(blobs: Blobs, handed: list[Path]) -> Gathered:
+    """What the parts handed back, one file at a time, as one: results (in the run's
+    file: each part's spool pickles as the Blobs of this process), ledgers, errors."""
+    from harness.pytest_plugin.ledger import CollectionLedger
+    from harness.pytest_plugin.session import Gathered, SessionOutputs
+    from harness.spool import ResultSpool
+
+    run: Gathered | None = None
+    for path in handed:
+        with path.open("rb") as read:
+            part: Gathered = pickle.load(read)
+        if run is None:
+            run = part
+            continue
+        run.ledger.extend(part.ledger)
+        run.outputs.extend(part.outputs)
+    return run or Gathered(CollectionLedger(), SessionOutputs(results=ResultSpool(blobs)))
 
 
 def _joined(statuses: list[int]) -> int:

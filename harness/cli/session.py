@@ -20,7 +20,7 @@ from harness.exitcodes import EXIT
 
 if TYPE_CHECKING:
     from harness.pytest_plugin import SuiteState
-    from harness.pytest_plugin.session import Gathered
+    from harness.pytest_plugin.session import Earlier
 
 __all__ = ["Capture", "Part", "call_pytest", "pytest_args"]
 
@@ -37,7 +37,7 @@ class Part(NamedTuple):
 
     run_paths: tuple[str, ...]
     to_come: bool
-    earlier: Gathered | None
+    earlier: Earlier | None
     ids_seen: list[str] | None = None  # the listing round's (with --shard)
     collects_nothing: bool = False
 
@@ -107,7 +107,7 @@ class Capture:
 
                 state.earlier = part.earlier
                 # The part's results go to the run's file, each process its own index.
-                state.outputs.results = ResultSpool(part.earlier.outputs.results.blobs)
+                state.outputs.results = ResultSpool(part.earlier.blobs)
             if part.collects_nothing:  # the run's end prints the harness summary alone
                 config.pluginmanager.unregister(name="terminalreporter")
 

@@ -22,7 +22,7 @@ import pytest
 from harness.exitcodes import EXIT
 from harness.pytest_plugin.ledger import CollectionLedger
 from harness.pytest_plugin.options import SUFFIXES, SessionOptions, session_options
-from harness.spool import ResultSpool
+from harness.spool import Blobs, ResultSpool
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Baseline",
+    "Earlier",
     "Gathered",
     "SessionOutputs",
     "SuiteState",
@@ -85,11 +86,19 @@ class SessionOutputs:
 
 
 class Gathered(NamedTuple):
-    """What the parts of a run in parts so far collected and made (``harness run
-    --chunk-size``): the next part, or the run's end, goes on from it."""
+    """What parts of a run in parts (``harness run --chunk-size``) collected and made."""
 
     ledger: CollectionLedger
     outputs: SessionOutputs
+
+
+class Earlier(NamedTuple):
+    """What the parts before a session of a run in parts gathered: the run's results
+    file, which every part's spool writes to, and what the parts handed back, read when
+    a session goes on from it (the run's end, or a part that stops the run)."""
+
+    blobs: Blobs
+    read: Callable[[], Gathered]
 
 
 @dataclass(eq=False)  # hashable by identity: pytest keeps plugins in sets
@@ -119,7 +128,7 @@ class SuiteState:
     run_paths: tuple[str, ...] | None = None
     parts_to_come: bool = False
     handed_on: bool = False
-    earlier: Gathered | None = None
+    earlier: Earlier | None = None
     collects_nothing: bool = False  # the run's end
     # With --harness-shard, a run in parts first lists the ids each part selects here.
     ids_seen: list[str] | None = None
@@ -311,9 +320,10 @@ class SuiteState:
             return
         earlier = self.earlier
         if earlier is not None:  # the run's end, or a part that stops it: the whole run's
-            earlier.ledger.extend(self.ledger)
-            earlier.outputs.extend(self.outputs)
-            self.ledger, self.outputs, self.earlier = earlier.ledger, earlier.outputs, None
+            run = earlier.read()
+            run.ledger.extend(self.ledger)
+            run.outputs.extend(self.outputs)
+            self.ledger, self.outputs, self.earlier = run.ledger, run.outputs, None
         outputs = self.outputs
         if status == pytest.ExitCode.NO_TESTS_COLLECTED and earlier is not None and outputs.results:
             # The end of a run in parts collects nothing of its own: the run did run.
