@@ -90,8 +90,9 @@ def _add_own(parser: Parser) -> None:
         "--chunk-size",
         type=int,
         metavar="N",
-        help="run the suite about N scenario files at a time, one pytest session each, "
-        "into one set of results and reports: memory stays that of N files "
+        help="run the suite about N scenario files at a time, one pytest session each in "
+        "a process of its own, into one set of results and reports: memory stays that of N "
+        "files "
         "(docs/running.md#large-suites)",
     )
     parser.add_argument(
