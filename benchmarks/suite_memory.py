@@ -141,12 +141,14 @@ def pss(pid):
             return sum(int(line.split()[1]) for line in rollup if line.startswith("Pss:"))
     except OSError:
         return 0
-def sample():
-    while child.poll() is None:
+ended = threading.Event()
+def sample():  # (never child.poll(): it would reap the child before wait4 does)
+    while not ended.is_set():
         peak[0] = max(peak[0], sum(pss(pid) for pid in tree(child.pid)))
         time.sleep(0.02)
 threading.Thread(target=sample, daemon=True).start()
 _, status, usage = os.wait4(child.pid, 0)
+ended.set()
 with open(sys.argv[1], "w") as out:
     out.write(f"{peak[0]} {usage.ru_maxrss}")
 sys.exit(os.waitstatus_to_exitcode(status))
@@ -173,7 +175,7 @@ def measured(args: list[str], cwd: Path, env: dict[str, str]) -> Run:
         out.seek(0)
         text = out.read()
         pss_kb, rss_kb = (int(kb) for kb in (peak.read() or "0 0").split())
-    if child.returncode not in (0, 1):  # 1: the failing scenarios failed, as they should
+    if child.returncode not in (0, 1) or not rss_kb:  # 1: failing scenarios, as they should
         raise SystemExit(f"{' '.join(args)} exited {child.returncode}:\n{text[-3000:]}")
     # The larger of the two: one process's RSS counts its shared libraries whole (and a
     # process shorter than a sample has no PSS figure); several processes' RSS, not summed.
