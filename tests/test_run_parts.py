@@ -22,6 +22,7 @@ from test_shards import (  # the same suite and fixtures as the shards' tests
     _suite,
     add,
     project,
+    run,
 )
 
 from harness.results import load_results
@@ -29,24 +30,7 @@ from harness.shards import part_of
 
 pytestmark = SESSION_TESTS
 
-__all__ = ["project"]  # a fixture, used by name
-
-
-@pytest.fixture
-def run(project, monkeypatch, capfd):
-    """``harness ARGS`` in this process: (exit status, stdout, stderr). Its parts print
-    from processes of their own: their output is captured where it is written, fd 1."""
-    from harness import cli
-
-    monkeypatch.chdir(project.path)
-
-    def call(*args: str) -> tuple[int, str, str]:
-        status = cli.main(list(args))
-        captured = capfd.readouterr()
-        return status, captured.out, captured.err
-
-    return call
-
+__all__ = ["project", "run"]  # fixtures, used by name
 
 _ITEM = re.compile(r"^(?:PASSED|FAILED|ERROR) (scenarios/\S+::\S+)", re.M)
 

@@ -202,13 +202,14 @@ def add(project, name: str, text: str) -> None:
 
 
 @pytest.fixture
-def run(project, monkeypatch, capsys):
-    """``harness ARGS`` in this process: (exit status, stdout, stderr)."""
+def run(project, monkeypatch, capfd):
+    """``harness ARGS`` in this process: (exit status, stdout, stderr). Captured where it
+    is written, fd 1 and 2: a run in parts prints from processes of its own."""
     monkeypatch.chdir(project.path)
 
     def call(*args: str) -> tuple[int, str, str]:
         status = cli.main(list(args))
-        captured = capsys.readouterr()
+        captured = capfd.readouterr()
         return status, captured.out, captured.err
 
     return call
