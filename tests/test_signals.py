@@ -45,4 +45,4 @@ def test_ctrl_c_tests_pass_when_started_with_sigint_ignored():
         timeout=600,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert "3 passed" in done.stdout
+    assert "4 passed" in done.stdout
