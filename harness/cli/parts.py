@@ -133,6 +133,7 @@ def run_in_parts(
                 stopped.ctrl_c = True
                 return EXIT["interrupted"], stopped
             listed.write_text(json.dumps(ids), encoding="utf-8")
+            del ids  # the parts read them from the file: not held while they run
             extra = ["--harness-shard-ids", str(listed)]
         plan = _Plan(tuple(paths), folders, total, runs, extra, Path(folder))
         return _parts_run(options, plan, outputs, around)

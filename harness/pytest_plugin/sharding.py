@@ -57,4 +57,6 @@ def pytest_collection_modifyitems(
         by="durations" if durations else "count",
         selected=len(set(suite)),
     )
-    state.ledger.planned_ids = set(suite)
+    # What this session planned for: the suite's ids it collected (in a run in parts,
+    # this part's: the parts' sets make the suite's, and no part holds all of them).
+    state.ledger.planned_ids = set(keys)
