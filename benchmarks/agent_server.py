@@ -138,8 +138,8 @@ def _request(text: str, context_id: str) -> dict:
 async def load(url: str, sessions: int, turns: int) -> list[float]:
     """Seconds of each turn of ``sessions`` concurrent sessions of ``turns`` turns."""
     times: list[float] = []
-    # Idle connections are dropped by the client before uvicorn's keep-alive timeout (5 s)
-    # closes them: reusing one the server is closing fails with a ReadError.
+    # Idle connections are dropped by the client well before the server's keep-alive
+    # timeout closes them: reusing one the server is closing fails with a ReadError.
     limits = httpx.Limits(
         max_connections=sessions, max_keepalive_connections=sessions, keepalive_expiry=2.0
     )

@@ -48,7 +48,11 @@ class ServerLimits:
 
     request_timeout: float = 10.0
     max_connections: int = 500
-    keep_alive: int = 5
+    # Longer than the idle time after which clients stop reusing a connection (httpx,
+    # hence the openai, anthropic, google-genai and a2a-sdk clients: 5 s; aiohttp: 15 s).
+    # At uvicorn's 5 s a client could send its next request on a connection in the very
+    # moment the server closed it, and get a connection error (a ReadError) for nothing.
+    keep_alive: int = 20
     max_head: int = 16 * 1024
 
     def connections(self) -> int:

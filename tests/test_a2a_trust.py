@@ -1,11 +1,13 @@
 """The agent server under attack, over real HTTP on 127.0.0.1: a client sees and touches
 only the sessions it started (a2a-sdk's own client as attacker and victim), every bound
 on memory holds (a message, a contextId, a session, the sessions, the running turns),
-slow clients are cut off on both of harness's servers, and bad bodies log one line."""
+slow clients are cut off on both of harness's servers (idle kept-alive connections
+longer than the official clients reuse them), and bad bodies log one line."""
 
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
 import logging
 import os
@@ -432,6 +434,56 @@ def test_slow_header_connections_are_closed_and_counted_not_held(make, caplog):
     assert len(lines.lines) == 1 and "cut off slow or surplus clients" in lines.lines[0]
     others = [r for r in caplog.records if r.name.startswith(("harness", "asyncio"))]
     assert others == []
+
+
+def _pool_expiry(client: httpx.Client | httpx.AsyncClient) -> float:
+    """Seconds an idle connection stays in ``client``'s pool for reuse (httpcore's own
+    setting: no public accessor)."""
+    return float(client._transport._pool._keepalive_expiry)  # type: ignore[attr-defined]
+
+
+def test_the_servers_keep_idle_connections_longer_than_the_official_clients_reuse_them():
+    # A client reuses an idle connection until its own expiry; a server that closes it
+    # first races the client's next request, which fails with a ReadError (seen in CI:
+    # fifty a2a-sdk sessions at uvicorn's 5 s against httpx's 5 s).
+    from anthropic import Anthropic
+    from google import genai
+    from openai import OpenAI
+
+    base = "http://127.0.0.1:9"  # never contacted: the clients are only built
+    clients = {
+        "openai": OpenAI(api_key="k", base_url=base)._client,
+        "anthropic": Anthropic(api_key="k", base_url=base)._client,
+        "google-genai": genai.Client(
+            api_key="k", http_options={"base_url": base}
+        )._api_client._httpx_client,
+        # a2a-sdk's create_client makes a default httpx.AsyncClient when given none.
+        "a2a-sdk": httpx.AsyncClient(),
+    }
+    expiries = {name: _pool_expiry(client) for name, client in clients.items()}
+    assert all(expiry < ServerLimits().keep_alive for expiry in expiries.values()), expiries
+
+
+@pytest.mark.parametrize("make", [_a2a_app, _serve_app], ids=["agent-serve", "serve"])
+def test_a_kept_alive_connection_serves_again_then_is_closed_once_idle(make):
+    app, running, path = make()
+    with running(app, limits=ServerLimits(keep_alive=1)) as url:
+        where = httpx.URL(url.rstrip("/") + path)
+        connection = http.client.HTTPConnection(where.host, where.port, timeout=10)
+        try:
+            statuses = []
+            for _ in range(2):  # the second request on the same connection
+                connection.request("GET", where.path)
+                answer = connection.getresponse()
+                answer.read()
+                statuses.append(answer.status)
+            sock = connection.sock
+            # Idle past keep_alive: the server closes it (recv gives b"" at its close).
+            closed = sock is not None and sock.recv(1) == b""
+        finally:
+            connection.close()
+    assert statuses == [200, 200]
+    assert closed
 
 
 def test_a_malformed_json_rpc_body_logs_one_line_not_a_traceback(caplog):
