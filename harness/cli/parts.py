@@ -22,10 +22,17 @@ if TYPE_CHECKING:
     from harness.pytest_plugin.session import Gathered
     from harness.spool import Blobs
 
-__all__ = ["PER_SESSION", "count_parts", "run_in_parts"]
+__all__ = ["PER_SESSION", "Around", "count_parts", "run_in_parts"]
 
-# What the command does once the session that wrote the run's results ended (its status).
-Ended = Callable[[Capture, int], int]
+
+class Around(NamedTuple):
+    """What the command gives every session of a run in parts: the baseline they compare
+    with (its path and loaded results, as ``Capture`` takes it), and what the command
+    does once the session that wrote the run's results ended (given its status)."""
+
+    compare: tuple[Path, Any] | None
+    ended: Callable[[Capture, int], int]
+
 
 # pytest options whose meaning needs the whole suite in one session: --lf and --ff pick
 # from the last failures of the session's items, --sw stops and resumes within one, and
@@ -87,7 +94,7 @@ def run_in_parts(
     options: argparse.Namespace,
     paths: list[str],
     outputs: tuple[Path, Path],
-    around: tuple[tuple[Path, Any] | None, Ended],
+    around: Around,
     total: int,
 ) -> tuple[int, Capture]:
     """The run as ``total`` pytest sessions, one after another, each collecting the
@@ -95,9 +102,8 @@ def run_in_parts(
     of its own (harness.cli.forked) that hands back what it gathered; then a session of
     this process that collects nothing writes the reports and the summary of the whole
     run, as one session would. A part that stops the run (Ctrl-C, ``-x``, collection
-    errors) ends it there, as the run's end would. ``around``: the loaded baseline the
-    sessions compare with, and what the command does once the run ended. The status and
-    the end's capture."""
+    errors) ends it there, as the run's end would. The status and the end's
+    capture."""
     import tempfile
 
     from harness.results import ScenarioId
@@ -176,14 +182,14 @@ def _parts_run(
     options: argparse.Namespace,
     plan: _Plan,
     outputs: tuple[Path, Path],
-    around: tuple[tuple[Path, Any] | None, Ended],
+    around: Around,
 ) -> tuple[int, Capture]:
     """The parts' sessions, one after another, then the run's end (``run_in_parts``)."""
     from harness.cli.forked import forked
     from harness.pytest_plugin.session import Earlier
     from harness.spool import Blobs
 
-    compare = around[0]
+    compare = around.compare
     handed: list[Path] = []  # what each part handed back, pickled, read at the run's end
     blobs = Blobs()  # the run's results file, which every part's spool writes to
     earlier = Earlier(blobs, functools.partial(_read, blobs, handed))
@@ -219,7 +225,7 @@ def _parts_run(
 def _part(
     options: argparse.Namespace,
     args: list[str],
-    around: tuple[tuple[Path, Any] | None, Ended],
+    around: Around,
     part: Part,
     kept: Path,
 ) -> _Outcome:
@@ -227,12 +233,11 @@ def _part(
     to ``kept``; or, when it stopped the run and so ended it, the run's status."""
     from harness.pytest_plugin.session import Gathered
 
-    compare, ended = around
-    capture = Capture(compare, part)
+    capture = Capture(around.compare, part)
     status = call_pytest(args, capture, lean=not options.all_pytest_plugins)
     state = capture.state()
     if state is None or not state.handed_on:
-        return _Outcome(ended(capture, status), capture.ctrl_c, 0, 0, False)
+        return _Outcome(around.ended(capture, status), capture.ctrl_c, 0, 0, False)
     with kept.open("wb") as out:
         pickle.dump(Gathered(state.ledger, state.outputs), out, pickle.HIGHEST_PROTOCOL)
     maxfail = int(capture.config.option.maxfail or 0)
@@ -246,16 +251,13 @@ def _read(blobs: Blobs, handed: list[Path]) -> Gathered:
     from harness.pytest_plugin.session import Gathered, SessionOutputs
     from harness.spool import ResultSpool
 
-    run: Gathered | None = None
+    run = Gathered(CollectionLedger(), SessionOutputs(results=ResultSpool(blobs)))
     for path in handed:
         with path.open("rb") as read:
             part: Gathered = pickle.load(read)
-        if run is None:
-            run = part
-            continue
         run.ledger.extend(part.ledger)
-        run.outputs.extend(part.outputs)
-    return run or Gathered(CollectionLedger(), SessionOutputs(results=ResultSpool(blobs)))
+        run.outputs.extend(part.outputs)  # the earliest part's start is the run's
+    return run
 
 
 def _joined(statuses: list[int]) -> int:

@@ -15,7 +15,7 @@ import pluggy
 
 from harness.cli.baseline import load_baseline, update_baseline
 from harness.cli.parsing import Parser, UsageError, to_stderr
-from harness.cli.parts import PER_SESSION, count_parts, run_in_parts
+from harness.cli.parts import PER_SESSION, Around, count_parts, run_in_parts
 from harness.cli.plugins import load_plugin_options
 from harness.cli.session import Capture, call_pytest, pytest_args
 from harness.exitcodes import EXIT
@@ -261,7 +261,7 @@ def handle(options: argparse.Namespace) -> int:
         files = (json_path, html_path)
         try:
             ended = functools.partial(_after, options, baseline)
-            status, capture = run_in_parts(options, paths, files, (compare, ended), parts)
+            status, capture = run_in_parts(options, paths, files, Around(compare, ended), parts)
         except PartCrashed as exc:  # killed (out of memory?), or harness's bug (traced)
             to_stderr(f"harness {options.command}: {exc}")
             return EXIT["internal"]
