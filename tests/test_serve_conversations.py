@@ -180,3 +180,76 @@ def test_a_moved_cache_marker_or_a_turn_resent_as_a_block_continues_the_conversa
         second = ask(again)
 
     assert [first, second] == ["sub 1", "sub 2"]
+
+
+def _worker_app():
+    """A worker rule whose script calls a tool, then answers: each of its conversations
+    gets the same two steps."""
+    lookup = {"tool_calls": [{"lookup": {"q": "x"}}]}
+    rule = ConversationRule.model_validate(
+        {
+            "name": "worker",
+            "match": {"system_contains": "research"},
+            "script": [lookup, {"content": "found it"}],
+        }
+    )
+    return create_app([parse_step(0, {"content": "main 1"})], conversations=[rule])
+
+
+def test_two_conversations_of_one_rule_give_their_calls_ids_of_their_own():
+    """A worker called twice (a supervisor's worker, an agent as a tool) starts two
+    conversations of one rule, each at its step 1; when the supervisor keeps both in its
+    history, a repeated call id would pair a result with the wrong call."""
+    import openai
+
+    tools = [
+        {
+            "type": "function",
+            "function": {"name": "lookup", "parameters": {"type": "object", "properties": {}}},
+        }
+    ]
+    with running_app(_worker_app()) as url:
+        client = openai.OpenAI(base_url=url, api_key="k", max_retries=0)
+
+        def ask(messages):
+            reply = client.chat.completions.create(model="m", messages=messages, tools=tools)
+            return reply.choices[0].message
+
+        def worker(task):
+            sent = [{"role": "system", "content": SUB}, {"role": "user", "content": task}]
+            called = ask(sent)
+            call = called.tool_calls[0]
+            result = {"role": "tool", "tool_call_id": call.id, "content": "42"}
+            done = ask([*sent, called.model_dump(exclude_none=True), result])
+            return call.id, done.content
+
+        first, second = worker("task 1"), worker("task 2")
+
+    assert first == ("call_c1_1_0", "found it")
+    assert second == ("call_c1-2_1_0", "found it")
+
+
+def test_a_chain_on_a_rules_second_conversation_continues_it():
+    import openai
+
+    tools = [{"type": "function", "name": "lookup", "parameters": {"type": "object"}}]
+    with running_app(_worker_app()) as url:
+        client = openai.OpenAI(base_url=url, api_key="k", max_retries=0)
+        first = client.responses.create(model="m", instructions=SUB, input="task 1", tools=tools)
+        second = client.responses.create(model="m", instructions=SUB, input="task 2", tools=tools)
+        output = {"type": "function_call_output", "output": "42"}
+        answers = []
+        for reply in (second, first):
+            call = next(item for item in reply.output if item.type == "function_call")
+            chained = client.responses.create(
+                model="m",
+                input=[{**output, "call_id": call.call_id}],
+                previous_response_id=reply.id,
+                tools=tools,
+            )
+            answers.append((reply.id, call.call_id, chained.output_text))
+
+    assert answers == [
+        ("resp_harness_c1-2_1", "call_c1-2_1_0", "found it"),
+        ("resp_harness_c1_1", "call_c1_1_0", "found it"),
+    ]

@@ -34,7 +34,8 @@ class Place:
     """Where a request stands: its conversation (``number``, 1 for the first one the run
     started), the rule that scripts it (``rule``: its index in ``llm.conversations``, None
     for the main script), its position in that script (0-based: the step it would get),
-    whether it repeats an earlier request exactly, and its key (the hash of its messages)."""
+    whether it repeats an earlier request exactly, its key (the hash of its messages),
+    and which of its rule's conversations it is (``ordinal``: 1 for the rule's first)."""
 
     number: int
     rule: int | None
@@ -44,6 +45,7 @@ class Place:
     # The key of its messages but the last, and the last one's role and text.
     stem: str = ""
     last: tuple[str, str] | None = None
+    ordinal: int = 1
 
 
 def _digest(previous: str, value: Any) -> str:
@@ -115,6 +117,7 @@ class _Node:
     number: int
     rule: int | None
     position: int
+    ordinal: int = 1
 
 
 class Conversations:
@@ -132,6 +135,8 @@ class Conversations:
         # after its first item): what the next request of it extends.
         self._recent: dict[str, list[str]] = {}
         self.started = 0
+        # Conversations started, per rule (None: the main script's).
+        self._per_rule: dict[int | None, int] = {}
 
     def reset(self) -> None:
         """Forget every conversation."""
@@ -140,6 +145,7 @@ class Conversations:
         self._responses.clear()
         self._recent.clear()
         self.started = 0
+        self._per_rule.clear()
 
     def place(self, wire: Wire, body: dict[str, Any], replies: int) -> Place:
         """Where the request ``body`` of ``wire`` stands (``replies``: the model replies its
@@ -154,16 +160,19 @@ class Conversations:
         stem = chain[-2] if items else ""
         found = self._nodes.get(key)
         if found is not None:
-            return Place(found.number, found.rule, found.position, True, key, stem, last)
+            return Place(
+                found.number, found.rule, found.position, True, key, stem, last, found.ordinal
+            )
         parent = self._parent(chain, wire, items, bool(start))
         if parent is not None:
             number, rule, position = parent.number, parent.rule, parent.position + 1
-            return Place(number, rule, position, False, key, stem, last)
+            return Place(number, rule, position, False, key, stem, last, parent.ordinal)
         rule = matching_rule(self.rules, wire, body)
         # A rule's conversation starts at its step 1 whatever history its first request
         # carries (a supervisor's worker is sent the supervisor's messages).
         position = replies if rule is None else 0
-        return Place(self.started + 1, rule, position, False, key, stem, last)
+        ordinal = self._per_rule.get(rule, 0) + 1
+        return Place(self.started + 1, rule, position, False, key, stem, last, ordinal)
 
     def _chain(self, head: str, items: list[Any]) -> list[str]:
         """The hash chain over ``items`` after ``head``: the key of each prefix.
@@ -211,8 +220,10 @@ class Conversations:
         the requests extending it continue its conversation."""
         if place.number > self.started:
             self.started = place.number
+            self._per_rule[place.rule] = place.ordinal
         if place.key not in self._nodes:
-            self._nodes[place.key] = _Node(place.number, place.rule, place.position)
+            node = _Node(place.number, place.rule, place.position, place.ordinal)
+            self._nodes[place.key] = node
             if place.last is not None:
                 self._stems.setdefault(place.stem, []).append((*place.last, place.key))
         if response_id is not None:

@@ -63,8 +63,9 @@ class Reply:
         # The script answering (`script`, or a conversation's) and how many replies it holds.
         self.script = script
         self.length = length
-        # What its calls' ids start with: a conversation's own (call_c1_2_0), so that
-        # conversations sharing a history (a supervisor's workers) never repeat an id.
+        # What its calls' ids start with: a conversation's own (call_c1_2_0, call_c1-2_2_0
+        # for the rule's second), so that conversations sharing a history (a supervisor's
+        # workers) never repeat an id.
         self.ids = "call"
         self.tag = ""  # and its response ids (resp_harness_c1_2), for the same reason
         # A judge's verdict (from the judge script), not the agent's reply.
@@ -190,7 +191,10 @@ class ScriptState:
             positions, trailing = self.scripts[place.rule]
             reply = self._pick(place.position, positions, trailing, asked.conversation, wire.api)
             reply.script, reply.length = self.names[place.rule], len(positions)
-            reply.ids, reply.tag = f"call_c{place.rule + 1}", f"c{place.rule + 1}_"
+            # The rule's second conversation on: c1-2 (a worker called twice may be sent
+            # its first call's messages: its calls must not repeat their ids).
+            which = f"c{place.rule + 1}" + (f"-{place.ordinal}" if place.ordinal > 1 else "")
+            reply.ids, reply.tag = f"call_{which}", f"{which}_"
         if reply.error is None and reply.step is not None:
             self.conversations.keep(place, f"resp_harness_{reply.tag}{reply.n}")
         return reply

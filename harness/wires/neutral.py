@@ -169,7 +169,8 @@ class ServedReply:
     chunks: list[LLMChunk]
     reasoning: str | None = None
     # What a response id names besides the reply's number: "" for the main script,
-    # "c1_" for the first llm.conversations entry's (resp_harness_c1_2).
+    # "c1_" for the first llm.conversations entry's (resp_harness_c1_2), "c1-2_" for
+    # that entry's second conversation.
     tag: str = ""
 
 

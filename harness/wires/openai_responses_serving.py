@@ -27,7 +27,7 @@ __all__ = ["response_events", "response_object", "served_request"]
 _REASONING_INCLUDE = "reasoning.encrypted_content"
 # The ids serve gives a reply's items name its round: fc_harness_2_0, call_2_0, msg_harness_2.
 _ROUND_ID = re.compile(r"^(?:(?:fc|msg|rs)_harness_(\d+)(?:_\d+)?|call_(\d+)_\d+)$")
-_RESPONSE_ID = re.compile(r"^resp_harness_(?:c\d+_)?([1-9]\d*)$")
+_RESPONSE_ID = re.compile(r"^resp_harness_(?:c\d+(?:-\d+)?_)?([1-9]\d*)$")
 
 
 def served_request(body: dict[str, Any], known: int) -> ServedRequest:
