@@ -184,6 +184,104 @@ def test_a_steps_reasoning_is_a_thought_part_when_asked_and_signs_the_first_call
     assert [p.thought_signature for p in replies[1]] == [first.thought_signature, None]
 
 
+GEMINI_3 = "gemini-3-pro-preview"
+
+
+def _unsigned(content):
+    """A model turn rebuilt from its calls' names and arguments alone, as a client that
+    keeps only those does: the thought signature is gone."""
+    calls = [types.Part(function_call=p.function_call) for p in content.parts]
+    return types.Content(role="model", parts=calls)
+
+
+def _answered(content):
+    parts = [
+        types.Part(
+            function_response=types.FunctionResponse(
+                id=p.function_call.id, name=p.function_call.name, response={"result": "18C"}
+            )
+        )
+        for p in content.parts
+    ]
+    return types.Content(role="user", parts=parts)
+
+
+def test_gemini_3_signs_every_call_and_refuses_one_sent_back_unsigned_in_the_current_turn():
+    steps = [
+        {"tool_calls": [{"get_weather": {"city": "Paris"}}]},
+        {"tool_calls": [{"get_weather": {"city": "Rome"}}]},
+        {"content": "done"},
+    ]
+    asked = types.Content(role="user", parts=[types.Part(text="weather?")])
+    with running_server(steps) as url:
+        c = client(url)
+
+        def send(model, contents):
+            return c.models.generate_content(model=model, contents=contents, config=config())
+
+        first = send(GEMINI_3, [asked]).candidates[0].content
+        # The step has no reasoning: a Gemini 3 model signs its call all the same.
+        assert first.parts[0].thought_signature
+        kept = [asked, first, _answered(first)]
+        second = send(GEMINI_3, kept).candidates[0].content  # sent back as it came
+        assert second.parts[0].function_call.args == {"city": "Rome"}
+        with pytest.raises(genai.errors.ClientError) as raised:
+            send(GEMINI_3, [asked, _unsigned(first), _answered(first)])
+        # An unsigned call of an earlier turn (a user message since) is not checked, and
+        # a model before Gemini 3 checks nothing and signs nothing without reasoning.
+        later = [asked, _unsigned(first), _answered(first), asked]
+        assert send(GEMINI_3, later).candidates  # answered, not refused
+        earlier = send("gemini-2.5-flash", [asked]).candidates[0].content
+        assert earlier.parts[0].thought_signature is None
+        assert send("gemini-2.5-flash", [asked, _unsigned(first), _answered(first)]).candidates
+
+    error = raised.value
+    assert (error.code, error.status) == (400, "INVALID_ARGUMENT")
+    assert "Function call `get_weather` in contents[1] is missing a `thought_signature`" in (
+        error.message
+    )
+
+
+@pytest.mark.parametrize(
+    "fn", ["gemini_sdk:answer", "pydantic_ai_google:answer", "adk_agent:answer"]
+)
+def test_the_clients_send_gemini_3s_signatures_back(fn, monkeypatch):
+    monkeypatch.setenv("GEMINI_MODEL", GEMINI_3)
+    script = (
+        "    - tool_calls: [{get_weather: {city: Paris}}, {get_time: {city: Paris}}]\n"
+        "    - tool_calls: [{get_weather: {city: Rome}}]\n"
+        "    - content: done\n"
+    )
+    result = run_text(target(fn, script))
+
+    assert (result.termination, result.final.content) == ("completed", "done")
+    assert [(c.name, c.status) for c in result.tool_calls] == [
+        ("get_weather", "ok"),
+        ("get_time", "ok"),
+        ("get_weather", "ok"),
+    ]
+
+
+def test_harnesss_own_loop_sends_gemini_3s_signatures_back(tmp_path, monkeypatch):
+    monkeypatch.setenv("GEMINI_API_KEY", "k")
+    steps = [
+        {"tool_calls": [{"get_weather": {"city": "Paris"}}, {"get_weather": {"city": "Rome"}}]},
+        {"tool_calls": [{"get_weather": {"city": "Oslo"}}]},
+        {"content": "done"},
+    ]
+    with running_server(steps) as url:
+        text = (
+            "name: own\ninput: weather?\n"
+            f"llm: {{provider: gemini, model: {GEMINI_3}, base_url: '{url.removesuffix('/v1')}'}}\n"
+            "tools:\n  get_weather: {parameters: {city: str}, returns: 18C}\n"
+        )
+        scenario = load_scenario_text(text, tmp_path / "own.scenario.yaml")
+        result = run_scenario(scenario, record_mode="once")  # recorded: a live run
+
+    assert (result.termination, result.final.content) == ("completed", "done")
+    assert [c.arguments["city"] for c in result.tool_calls] == ["Paris", "Rome", "Oslo"]
+
+
 # -- targets on the Gemini wire ---------------------------------------------------------------
 
 
@@ -360,7 +458,7 @@ def test_the_wire_is_found_by_path_and_refuses_a_request_without_contents():
     assert wire_for("/v1/models/gemini-2.5-flash:streamGenerateContent") is GEMINI
     assert wire_for("/v1/models/gemini-2.5-flash") is None
     with pytest.raises(WireError) as raised:
-        GEMINI.served_request({}, 1)
+        GEMINI.served_request({}, 1, "/v1beta/models/m:generateContent")
     assert raised.value.status == 400
     assert GEMINI.render_error(WireError(429, "slow down")) == {
         "error": {"code": 429, "message": "slow down", "status": "RESOURCE_EXHAUSTED"}

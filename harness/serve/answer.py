@@ -26,7 +26,7 @@ async def answer(request: Any, wire: Wire) -> Any:
     state: ScriptState = request.app.state.script
     body = await read_json(request)
     try:
-        asked = wire.served_request(body, state.known())
+        asked = wire.served_request(body, state.known(), request.url.path)
     except WireError as error:
         raise ApiError(error.status, error.message, error.code, error.param) from None
     if request_role(request.headers) == JUDGE_ROLE:

@@ -217,7 +217,7 @@ class MessagesWire(StatelessRequests):
 
     # -- serving -----------------------------------------------------------------------
 
-    def served_request(self, body: dict[str, Any], known: int) -> ServedRequest:
+    def served_request(self, body: dict[str, Any], known: int, path: str) -> ServedRequest:
         """The replies a request holds are its assistant messages; a body the API would
         refuse (no messages, no max_tokens, a thinking block changed) is a 400."""
         return anthropic_serving.served_request(body)

@@ -304,9 +304,10 @@ class GeminiWire(StatelessRequests):
 
     # -- serving -----------------------------------------------------------------------
 
-    def served_request(self, body: dict[str, Any], known: int) -> ServedRequest:
-        """The replies a request holds are its model turns (consecutive ones count once)."""
-        return gemini_serving.served_request(body)
+    def served_request(self, body: dict[str, Any], known: int, path: str) -> ServedRequest:
+        """The replies a request holds are its model turns (consecutive ones count once);
+        a Gemini 3 model (named in ``path``) refuses a call sent back unsigned."""
+        return gemini_serving.served_request(body, path)
 
     def streams(self, body: dict[str, Any], path: str) -> bool:
         """``:streamGenerateContent`` in the path."""
@@ -316,13 +317,15 @@ class GeminiWire(StatelessRequests):
         self, reply: ServedReply, body: dict[str, Any], asked: ServedRequest
     ) -> dict[str, Any]:
         """The whole ``GenerateContentResponse``."""
-        return gemini_serving.response(reply, gemini_serving.thoughts_asked(body))
+        return gemini_serving.response(reply, gemini_serving.thoughts_asked(body), asked.reasoning)
 
     def render_stream(
         self, reply: ServedReply, body: dict[str, Any], asked: ServedRequest
     ) -> Iterator[str]:
         """The reply's pieces as ``GenerateContentResponse`` chunks."""
-        return gemini_serving.response_chunks(reply, gemini_serving.thoughts_asked(body))
+        return gemini_serving.response_chunks(
+            reply, gemini_serving.thoughts_asked(body), asked.reasoning
+        )
 
     def render_error(self, error: WireError) -> dict[str, Any]:
         """Google's ``{"error": {code, message, status}}``."""

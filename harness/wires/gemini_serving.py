@@ -9,6 +9,10 @@ A step's ``reasoning`` is what a thinking model gives: a ``thought`` part with t
 when the request asks for thoughts (``thinkingConfig.includeThoughts``, as the API
 returns thought summaries only then), and a ``thoughtSignature`` on the reply's first
 function call either way, which clients must send back with the call.
+
+Gemini 3 and later (the model the URL names) sign every reply's first function call, and
+refuse a request whose current turn (since its last user message) holds a call sent back
+without its signature; earlier models do not check (docs/wires.md#gemini).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,6 +35,7 @@ __all__ = [
     "response",
     "response_chunks",
     "served_request",
+    "signs_every_call",
 ]
 
 # google.rpc.Code names of the HTTP statuses, as the API's error bodies give them.
@@ -51,6 +57,8 @@ STATUSES = {
 _DOMAIN = "harness"
 _SIGNATURE = "harness-thought:"
 _ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
+# The model a request's URL names: gemini-<major>... (gemini-3-pro-preview, gemini-3.1-...).
+_MODEL_MAJOR = re.compile(r"/models/gemini-(\d+)")
 
 
 # camelCase field name -> its snake_case spelling, made once per name (field() is called
@@ -73,9 +81,17 @@ def field(value: Any, camel: str) -> Any:
 _FINISH = {"stop": "STOP", "tool_calls": "STOP", "length": "MAX_TOKENS", "content_filter": "SAFETY"}
 
 
-def served_request(body: dict[str, Any]) -> ServedRequest:
-    """The model turns in ``contents`` (a run of them counts once), and the conversation;
-    WireError 400 for contents the API would refuse."""
+def signs_every_call(path: str) -> bool:
+    """Whether the model the request's ``path`` names is Gemini 3 or later, which signs
+    every reply's first function call and refuses the call sent back without it."""
+    found = _MODEL_MAJOR.search(path)
+    return found is not None and int(found.group(1)) >= 3
+
+
+def served_request(body: dict[str, Any], path: str = "") -> ServedRequest:
+    """The model turns in ``contents`` (a run of them counts once), the conversation, and
+    whether the model signs every call (``signs_every_call``); WireError 400 for
+    contents the API would refuse."""
     contents = body.get("contents")
     if not isinstance(contents, list):
         raise WireError(400, "* GenerateContentRequest.contents: contents is not specified")
@@ -85,7 +101,43 @@ def served_request(body: dict[str, Any]) -> ServedRequest:
         if model and not previous:
             replies += 1
         previous = model
-    return ServedRequest(replies, contents)
+    strict = signs_every_call(path)
+    if strict:
+        unsigned = _unsigned_call(contents)
+        if unsigned is not None:
+            raise WireError(400, unsigned)
+    return ServedRequest(replies, contents, strict)
+
+
+def _unsigned_call(contents: list[Any]) -> str | None:
+    """Gemini 3's refusal of a model step of the current turn (the contents after the
+    last user message that is not function responses) whose first function call part
+    came back without its ``thoughtSignature``. Earlier turns are not checked."""
+    start = 0
+    for i, content in enumerate(contents):
+        parts = _parts_of(content)
+        said = any(not field(part, "functionResponse") for part in parts)
+        if field(content, "role") != "model" and said:
+            start = i + 1
+    for i in range(start, len(contents)):
+        content = contents[i]
+        if field(content, "role") != "model":
+            continue
+        call = next((p for p in _parts_of(content) if field(p, "functionCall")), None)
+        if call is not None and not field(call, "thoughtSignature"):
+            name = field(field(call, "functionCall"), "name")
+            return (
+                f"Function call `{name}` in contents[{i}] is missing a `thought_signature`: "
+                "Gemini 3 models refuse a call of the current turn sent back without the "
+                "signature they gave it. Send the model's parts back as they came "
+                "(https://ai.google.dev/gemini-api/docs/thought-signatures)."
+            )
+    return None
+
+
+def _parts_of(content: Any) -> list[Any]:
+    parts = field(content, "parts")
+    return parts if isinstance(parts, list) else []
 
 
 def _args(arguments: str) -> dict[str, Any] | None:
@@ -121,10 +173,11 @@ def _thought(reply: ServedReply, asked: bool) -> list[dict[str, Any]]:
     return [{"text": reply.reasoning, "thought": True}]
 
 
-def _signed(reply: ServedReply, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The calls' parts, the first carrying the signature of the reply's reasoning."""
-    if reply.reasoning and calls:
-        calls[0] = {**calls[0], "thoughtSignature": _signature(reply.reasoning)}
+def _signed(reply: ServedReply, calls: list[dict[str, Any]], every: bool) -> list[dict[str, Any]]:
+    """The calls' parts, the first carrying the signature of the reply's reasoning (of
+    every reply with calls, ``every``: a Gemini 3 model's)."""
+    if (reply.reasoning or every) and calls:
+        calls[0] = {**calls[0], "thoughtSignature": _signature(reply.reasoning or "")}
     return calls
 
 
@@ -171,9 +224,9 @@ def _malformed_answer(reply: ServedReply, text: str) -> dict[str, Any]:
     return _envelope(reply, candidate, True)
 
 
-def response(reply: ServedReply, thoughts: bool = False) -> dict[str, Any]:
+def response(reply: ServedReply, thoughts: bool = False, signed: bool = False) -> dict[str, Any]:
     """The whole ``GenerateContentResponse``: the thought (when asked), text, then the
-    function calls."""
+    function calls (the first signed when the reply has reasoning, or ``signed``)."""
     malformed = _malformed(reply)
     if malformed is not None:
         return _malformed_answer(reply, malformed)
@@ -181,7 +234,7 @@ def response(reply: ServedReply, thoughts: bool = False) -> dict[str, Any]:
     if reply.content:
         parts.append({"text": reply.content})
     calls = [_call_part(i, name, _args(arguments) or {}) for i, name, arguments in reply.tool_calls]
-    parts += _signed(reply, calls)
+    parts += _signed(reply, calls, signed)
     if not parts:
         parts.append({"text": ""})
     return _envelope(reply, _candidate(parts, _finish(reply)), True)
@@ -191,7 +244,9 @@ def _event(payload: dict[str, Any]) -> str:
     return f"data: {json.dumps(payload, ensure_ascii=False)}\r\n\r\n"
 
 
-def response_chunks(reply: ServedReply, thoughts: bool = False) -> Iterator[str]:
+def response_chunks(
+    reply: ServedReply, thoughts: bool = False, signed: bool = False
+) -> Iterator[str]:
     """The reply as the API streams it: the thought first (when asked), a chunk per text
     piece, every function call whole in the last chunk, which carries the finishReason
     and the usage."""
@@ -209,7 +264,7 @@ def response_chunks(reply: ServedReply, thoughts: bool = False) -> Iterator[str]
         _call_part(call_id, name, _args(arguments or "") or {})
         for call_id, name, arguments in acc.calls()
     ]
-    calls = _signed(reply, calls)
+    calls = _signed(reply, calls, signed)
     for thought in _thought(reply, thoughts):
         yield _event(_envelope(reply, _candidate([thought], None), False))
     finish = _finish(reply)

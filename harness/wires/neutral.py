@@ -147,7 +147,8 @@ class ToolOffer:
 class ServedRequest:
     """A request as ``harness serve`` answers it: how many model replies its conversation
     already holds, the conversation (its attempts are counted per hash of it), and
-    whether the client asked for the model's opaque reasoning to be sent back."""
+    whether the model's opaque reasoning goes out, to be sent back (the client asked for
+    it, or the model gives it always: Gemini 3's signed calls)."""
 
     replies: int
     conversation: Any
@@ -407,9 +408,10 @@ class Wire(Protocol):
 
     # -- serving -----------------------------------------------------------------------
 
-    def served_request(self, body: dict[str, Any], known: int) -> ServedRequest:
-        """Read a request to answer (``known``: the replies the script holds); raises
-        WireError 400 for a body the API would refuse."""
+    def served_request(self, body: dict[str, Any], known: int, path: str) -> ServedRequest:
+        """Read a request to answer (``known``: the replies the script holds; ``path``:
+        the URL's, which names the model on some APIs); raises WireError 400 for a body
+        the API would refuse."""
         ...
 
     def streams(self, body: dict[str, Any], path: str) -> bool:

@@ -158,7 +158,7 @@ class ChatWire(StatelessRequests):
 
     # -- serving -----------------------------------------------------------------------
 
-    def served_request(self, body: dict[str, Any], known: int) -> ServedRequest:
+    def served_request(self, body: dict[str, Any], known: int, path: str) -> ServedRequest:
         """The replies a request holds are its assistant messages."""
         messages = body.get("messages")
         if not isinstance(messages, list):

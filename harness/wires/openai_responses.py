@@ -214,7 +214,7 @@ class ResponsesWire:
 
     # -- serving -----------------------------------------------------------------------
 
-    def served_request(self, body: dict[str, Any], known: int) -> ServedRequest:
+    def served_request(self, body: dict[str, Any], known: int, path: str) -> ServedRequest:
         """Rounds in ``input`` plus the replies of a chain; reasoning items checked."""
         return openai_responses_serving.served_request(body, known)
 

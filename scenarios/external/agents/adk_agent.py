@@ -10,14 +10,14 @@ from google.adk.agents import LlmAgent
 from google.adk.runners import InMemoryRunner
 from google.genai import types
 
-from scenarios.external.agents.tools import get_time, get_weather
+from scenarios.external.agents.tools import gemini_model, get_time, get_weather
 
 
 async def answer(question: str) -> str:
     """Run the agent to its final answer."""
     agent = LlmAgent(
         name="weather",
-        model="gemini-2.5-flash",
+        model=gemini_model(),
         instruction="Answer with the tools.",
         tools=[get_weather, get_time],
     )

@@ -12,9 +12,8 @@ from __future__ import annotations
 from google import genai
 from google.genai import types
 
-from scenarios.external.agents.tools import FUNCTIONS, SCHEMAS
+from scenarios.external.agents.tools import FUNCTIONS, SCHEMAS, gemini_model
 
-MODEL = "gemini-2.5-flash"
 MAX_ROUNDS = 10
 
 TOOLS = [
@@ -56,7 +55,9 @@ def answer(question: str) -> str:
     client = genai.Client()
     contents = [types.Content(role="user", parts=[types.Part(text=question)])]
     for _ in range(MAX_ROUNDS):
-        reply = client.models.generate_content(model=MODEL, contents=contents, config=CONFIG)
+        reply = client.models.generate_content(
+            model=gemini_model(), contents=contents, config=CONFIG
+        )
         turn = reply.candidates[0].content
         contents.append(turn)
         if not reply.function_calls:
@@ -72,7 +73,7 @@ def answer_streaming(question: str) -> str:
     for _ in range(MAX_ROUNDS):
         text, calls = [], []
         stream = client.models.generate_content_stream(
-            model=MODEL, contents=contents, config=CONFIG
+            model=gemini_model(), contents=contents, config=CONFIG
         )
         for chunk in stream:
             text.append(chunk.text or "")
@@ -95,7 +96,9 @@ def answer_with_retries(question: str) -> str:
     client = genai.Client(http_options=types.HttpOptions(retry_options=retries))
     contents = [types.Content(role="user", parts=[types.Part(text=question)])]
     for _ in range(MAX_ROUNDS):
-        reply = client.models.generate_content(model=MODEL, contents=contents, config=CONFIG)
+        reply = client.models.generate_content(
+            model=gemini_model(), contents=contents, config=CONFIG
+        )
         contents.append(reply.candidates[0].content)
         if not reply.function_calls:
             return reply.text or ""

@@ -11,12 +11,12 @@ from pydantic_ai import Agent, UsageLimits
 from pydantic_ai.models.google import GoogleModel
 from pydantic_ai.providers.google import GoogleProvider
 
-from scenarios.external.agents.tools import get_time, get_weather
+from scenarios.external.agents.tools import gemini_model, get_time, get_weather
 
 
 async def answer(question: str) -> str:
     """Run the agent to its answer."""
-    model = GoogleModel("gemini-2.5-flash", provider=GoogleProvider())
+    model = GoogleModel(gemini_model(), provider=GoogleProvider())
     agent = Agent(model, tools=[get_weather, get_time], instructions="Answer with the tools.")
     result = await agent.run(question)
     return result.output
@@ -24,7 +24,7 @@ async def answer(question: str) -> str:
 
 async def answer_within_two_requests(question: str) -> str:
     """The same agent under pydantic-ai's own limit: at most two model requests."""
-    model = GoogleModel("gemini-2.5-flash", provider=GoogleProvider())
+    model = GoogleModel(gemini_model(), provider=GoogleProvider())
     agent = Agent(model, tools=[get_weather, get_time], instructions="Answer with the tools.")
     result = await agent.run(question, usage_limits=UsageLimits(request_limit=2))
     return result.output

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 _WEATHER = {"Paris": "18C, cloudy", "Rome": "24C, sunny", "Oslo": "7C, rain"}
 
@@ -47,3 +48,10 @@ def run_tool(name: str, arguments: str) -> str:
         return fn(**json.loads(arguments or "{}"))
     except (ValueError, TypeError) as exc:
         return f"error: {exc}"
+
+
+def gemini_model() -> str:
+    """The Gemini model the Gemini agents ask for: ``GEMINI_MODEL``, else
+    gemini-2.5-flash (a Gemini 3 model checks that its calls' thought signatures come
+    back)."""
+    return os.environ.get("GEMINI_MODEL", "gemini-2.5-flash")
