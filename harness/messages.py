@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from harness.errors import HarnessError, describe, format_errors
 from harness.files import atomic_write
+from harness.modeljson import dump_json
 
 __all__ = [
     "AssistantMessage",
@@ -202,7 +203,7 @@ class Conversation(BaseModel):
         if format == "openai":
             text = json.dumps(self.to_openai(), indent=2, ensure_ascii=False)
         elif format == "harness":
-            text = self.model_dump_json(indent=2)
+            text = dump_json(self, indent=2)
         else:
             raise HarnessError(
                 f"Conversation.save: format is 'harness' or 'openai', got {format!r}"

@@ -32,6 +32,7 @@ from harness.config import AgentConfig
 from harness.errors import HarnessError
 from harness.files import atomic_write
 from harness.messages import Message
+from harness.modeljson import dump_json
 from harness.repeats import Repeats, count_repeats
 from harness.secrets import Scrubber, scrub_text
 
@@ -383,8 +384,8 @@ class Results(BaseModel):
             )
         else:
             head_model = self.model_construct(**{**dict(self), "scenarios": []})
-        head = head_model.model_dump_json(
-            indent=2, exclude={"baseline"} if head_model.baseline is None else None
+        head = dump_json(
+            head_model, indent=2, exclude={"baseline"} if head_model.baseline is None else None
         )
         head = scrub_text(head) + "\n"
         before, marker, after = head.partition(_NO_SCENARIOS)
@@ -434,7 +435,7 @@ def _entries_json(scenarios: Sequence[ScenarioResult], exclude: set[str] | None)
         yield from scenarios.dumped(indent=2, exclude=exclude)
         return
     for scenario in scenarios:
-        yield scenario.model_dump_json(indent=2, exclude=exclude)
+        yield dump_json(scenario, indent=2, exclude=exclude)
 
 
 # -- reading results.json -------------------------------------------------------------------

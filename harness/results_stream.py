@@ -25,6 +25,7 @@ import ijson
 from pydantic_core import to_json
 
 from harness.actions import Termination
+from harness.modeljson import dump_json
 from harness.repeats import Repeats, count_repeats
 from harness.results import (
     SCHEMA_VERSION,
@@ -99,7 +100,7 @@ def entry_text(entry: Entry, *, indent: int | None) -> str:
     into another form, ``2`` for ``2.0``, stays as it was written); else the model's."""
     if entry.same_writer and tuple(entry.written) == _dumped_keys(entry.scenario):
         return to_json(entry.written, indent=indent).decode("utf-8")
-    return entry.scenario.model_dump_json(indent=indent)
+    return dump_json(entry.scenario, indent=indent)
 
 
 def _dumped_keys(scenario: ScenarioResult) -> tuple[str, ...]:
@@ -124,7 +125,7 @@ def load_streamed(path: str | Path, *, what: str = "results file") -> Results:
     def keep(entry: Entry) -> None:
         key = str(len(order))  # positions: an id repeated in a hand-edited file stays
         scenario = entry.scenario
-        spool[key] = scenario.model_dump_json()
+        spool[key] = dump_json(scenario)
         order.append((scenario.scenario_key, scenario.run or 0, key))
 
     results = read_streamed(path, keep, what=what)

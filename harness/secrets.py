@@ -26,6 +26,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from harness.modeljson import dump_json
+
 M = TypeVar("M", bound=BaseModel)
 
 __all__ = [
@@ -397,7 +399,7 @@ def scrub_model(model: M) -> M:
     before shortening, so no clipped prefix of a secret is left behind. Costs one JSON
     dump (account ids and URL credentials are masked whatever the environment holds).
     """
-    text = model.model_dump_json()
+    text = dump_json(model)
     clean = Scrubber().text(text)
     return model if clean == text else type(model).model_validate_json(clean)
 

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, TypeVar, overload
 from pydantic import BaseModel
 from pydantic_core import from_json, to_json
 
+from harness.modeljson import dump_json
+
 if TYPE_CHECKING:
     from harness.results import ScenarioResult
 
@@ -109,7 +111,7 @@ class ResultSpool(MutableMapping[str, str]):
         """Keep a scenario result under its id (and which run it is, if repeated), as
         results.json writes it (indented by two: ScenarioList.dumped takes it as it is).
         ``text``: that text, when it is at hand (a merged shard's entry, say)."""
-        self[scenario.id] = text or scenario.model_dump_json(indent=_INDENT)
+        self[scenario.id] = text or dump_json(scenario, indent=_INDENT)
         if scenario.run is not None:
             self.runs[scenario.id] = scenario.run
         counted = (scenario.status, scenario.termination.value, scenario.sim_time)
@@ -185,7 +187,7 @@ class ScenarioList(Sequence["ScenarioResult"]):
         for scenario in scenarios:
             read = read or type(scenario).model_validate_json
             key = f"{len(ids)}"  # ids may repeat in the input: positions never do
-            spool[key] = scenario.model_dump_json()
+            spool[key] = dump_json(scenario)
             ids.append(key)
         return cls(spool, ids, read or _nothing_to_read)
 

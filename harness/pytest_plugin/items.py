@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from harness.modeljson import dump_json
 from harness.pytest_plugin.options import SUFFIXES
 from harness.pytest_plugin.session import get_state, state_of
 from harness.spool import Blobs
@@ -449,7 +450,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         # Plain attributes: xdist sends report.__dict__ to the controller (user_properties
         # would work too, but would leak into --junitxml).
         report.harness_id = item.result.id
-        report.harness_result = item.result.model_dump_json()
+        report.harness_result = dump_json(item.result)
         report.harness_status = item.result.status
         if item.result.run is not None:
             report.harness_run = item.result.run  # its place in results.json's order

@@ -1,0 +1,32 @@
+"""A pydantic model as JSON text, with Ctrl-C kept a KeyboardInterrupt.
+
+pydantic-core turns an exception raised inside a Python serializer (harness's results
+have wrap serializers) into a ``PydanticSerializationError`` that names it only in its
+text. A Ctrl-C landing while a result is serialized (the signal handler raises in
+whatever Python code runs) would then be a crash, pytest's INTERNALERROR and exit 3,
+instead of an interrupted run (130, nothing written): ``dump_json`` raises it again.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError
+
+__all__ = ["dump_json"]
+
+# How pydantic-core names an exception a serializer raised: "Error calling function
+# `name`: KeyboardInterrupt: ..." (inside "Error serializing to JSON: ...").
+_INTERRUPTED = re.compile(r"Error calling function `[^`]*`: KeyboardInterrupt\b")
+
+
+def dump_json(model: BaseModel, **options: Any) -> str:
+    """``model.model_dump_json(**options)``; a Ctrl-C during it stays a KeyboardInterrupt."""
+    try:
+        return model.model_dump_json(**options)
+    except PydanticSerializationError as exc:
+        if _INTERRUPTED.search(str(exc)):
+            raise KeyboardInterrupt from exc
+        raise
