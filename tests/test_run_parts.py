@@ -255,7 +255,7 @@ def test_a_suite_within_one_chunk_runs_as_one_session(project, run):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--chunk-size", "0"], "--chunk-size 0: expected at least 1"),
+        (["--chunk-size", "-1"], "--chunk-size -1: expected a number of scenario files"),
         (["--chunk-size", "2", "--", "--lf"], "pytest's --lf works within one"),
         (["--chunk-size", "2", "--", "--junitxml=out.xml"], "pytest's --junitxml works"),
     ],
@@ -265,6 +265,37 @@ def test_what_a_run_in_parts_cannot_do_is_refused_in_one_line(project, run, args
     status, _, err = run("run", *args)
     assert status == 2
     assert message in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def _chunked(project, value: str) -> None:
+    (project.path / "pyproject.toml").write_text(
+        f"[project]\nname = 'demo'\n\n[tool.harness]\nchunk_size = {value}\n"
+    )
+
+
+def test_the_projects_chunk_size_splits_every_run_unless_told_otherwise(project, run):
+    for i in range(5):
+        add(project, f"greet{i}", PASSING)
+    _chunked(project, "2")
+    status, out, _ = run("run")
+    assert status == 0
+    assert out.count("test session starts") == len(_parts_of_suite(project, 3)) + 1
+    # --chunk-size 0 (one session) and pytest's options that work within one session
+    # (which a given --chunk-size refuses) run the suite as one session.
+    for args in (["--chunk-size", "0"], ["--", "--lf"]):
+        status, out, _ = run("run", *args)
+        assert status == 0
+        assert out.count("test session starts") == 1, args
+
+
+@pytest.mark.parametrize("value", ["'big'", "-2", "true"])
+def test_a_chunk_size_in_the_project_that_is_no_count_is_one_line(project, run, value):
+    add(project, "greet", PASSING)
+    _chunked(project, value)
+    status, _, err = run("run")
+    assert status == 2
+    assert "pyproject.toml: [tool.harness] chunk_size must be a number of scenario files" in err
     assert len(err.strip().splitlines()) == 1
 
 

@@ -92,8 +92,8 @@ def _add_own(parser: Parser) -> None:
         metavar="N",
         help="run the suite about N scenario files at a time, one pytest session each in "
         "a process of its own, into one set of results and reports: memory stays that of N "
-        "files "
-        "(docs/running.md#large-suites)",
+        "files; 0: one session (default: the project's [tool.harness] chunk_size, else one "
+        "session; docs/running.md#large-suites)",
     )
     parser.add_argument(
         "--all-pytest-plugins",
@@ -223,7 +223,7 @@ def _check(options: argparse.Namespace) -> None:
         raise UsageError("--live records nothing: use `harness run --live` without --record-mode")
     if options.harness_durations:
         read_durations(options.harness_durations, "--durations")
-    if options.chunk_size is not None:
+    if options.chunk_size:  # given, and not 0 (one session)
         from harness.cli.forked import can_fork
 
         if not can_fork():
@@ -231,14 +231,39 @@ def _check(options: argparse.Namespace) -> None:
                 "--chunk-size runs each part in a process forked from harness's, and this "
                 "platform does not fork (Windows): run without it"
             )
-        if options.chunk_size < 1:
-            raise UsageError(f"--chunk-size {options.chunk_size}: expected at least 1")
+        if options.chunk_size < 0:
+            raise UsageError(
+                f"--chunk-size {options.chunk_size}: expected a number of scenario files "
+                "(0: one session)"
+            )
         unsplit = [a for a in options.passed_on if a.split("=")[0] in PER_SESSION]
         if unsplit:
             raise UsageError(
                 f"--chunk-size runs the suite as several pytest sessions, and pytest's "
                 f"{unsplit[0].split('=')[0]} works within one: run without one of them"
             )
+
+
+def _chunk_size(options: argparse.Namespace, root: Path) -> int | None:
+    """The run's parts' size: ``--chunk-size``, else the project's ``[tool.harness]
+    chunk_size`` where the run can be split (a platform that forks, none of pytest's
+    options that work within one session given); None (or 0): one session."""
+    if options.chunk_size is not None:
+        return options.chunk_size or None
+    from harness.cli.forked import can_fork
+    from harness.project import project_config
+
+    value = project_config(root).get("chunk_size")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise UsageError(
+            f"{root / 'pyproject.toml'}: [tool.harness] chunk_size must be a number of "
+            f"scenario files (0: one session), not {value!r}"
+        )
+    if not can_fork() or any(a.split("=")[0] in PER_SESSION for a in options.passed_on):
+        return None
+    return value or None
 
 
 def handle(options: argparse.Namespace) -> int:
@@ -254,7 +279,7 @@ def handle(options: argparse.Namespace) -> int:
     load_plugin_options(options.harness_plugin)
     compare = _comparison(options, root, baseline, label)
 
-    parts = count_parts(paths, options.chunk_size)
+    parts = count_parts(paths, _chunk_size(options, root))
     if parts > 1:
         from harness.cli.forked import PartCrashed
 
