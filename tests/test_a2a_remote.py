@@ -78,7 +78,10 @@ def echo_agent(executor: Echo) -> Iterator[str]:
     app = Starlette(
         routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, rpc_url="/")]
     )
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    # A held answer (the timeout test's) never ends: stop within a second, not at
+    # thread.join's 15 s with a server thread left behind.
+    config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
+    server = uvicorn.Server(config)
     # Named as harness's own server threads are: uvicorn's ticks while it waits for
     # connections to close are not a run's sleeps (tests' no_real_sleep leaves them out).
     thread = threading.Thread(

@@ -270,7 +270,8 @@ def test_a_hanging_command_is_killed_at_its_timeout(project):
     code = "import os, time; open('pid', 'w').write(str(os.getpid())); time.sleep(60)"
     path = scenario(
         folder,
-        f'target:\n  command: [{sys.executable}, -c, "{code}"]\n  timeout: 1\ninput: hi\n' + SCRIPT,
+        # Long enough for the interpreter to start and write its pid on a loaded machine.
+        f'target:\n  command: [{sys.executable}, -c, "{code}"]\n  timeout: 3\ninput: hi\n' + SCRIPT,
     )
     result = run_scenario(path)
 

@@ -226,15 +226,18 @@ def served(**spec):
 
 
 async def call_each(url: str, *calls: tuple[str, dict], timeout: float = 5.0) -> list:
-    """Each call's result, or the MCPError the mcp SDK's client raised for it."""
+    """Each call's result, or the MCPError the mcp SDK's client raised for it (a call
+    waits ``timeout`` seconds; the session's handshake, slow on a loaded machine, 30)."""
     from mcp import Client
     from mcp.shared.exceptions import MCPError
 
     answers = []
-    async with Client(url, read_timeout_seconds=timeout) as client:
+    async with Client(url, read_timeout_seconds=30) as client:
         for name, arguments in calls:
             try:
-                answers.append(await client.call_tool(name, arguments))
+                answers.append(
+                    await client.call_tool(name, arguments, read_timeout_seconds=timeout)
+                )
             except MCPError as exc:
                 answers.append(exc)
     return answers

@@ -6,6 +6,7 @@ the server gone, and servers that crash, answer garbage or hang ending the run i
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import textwrap
 from pathlib import Path
@@ -156,7 +157,7 @@ app.run()
 # answers the handshake and the listing, then writes a traceback where its answer to the
 # call should be (or, given "hang", never answers it).
 RAW_SERVER = """\
-import json, sys, time
+import json, os, sys, time
 
 TOOL = {"name": "add_note", "inputSchema": {"type": "object"}}
 for line in sys.stdin:
@@ -172,7 +173,9 @@ for line in sys.stdin:
     elif method == "tools/call":
         if sys.argv[1:] == ["garbage"]:
             print("Traceback (most recent call last): oops", flush=True)
-        time.sleep(60)
+        with open("server.pid", "w") as pid:
+            pid.write(str(os.getpid()))
+        time.sleep(3600)  # never answers, never reads its stdin again
         continue
     else:
         answer = {"jsonrpc": "2.0", "id": id_, "error": {"code": -32601, "message": "no"}}
@@ -231,8 +234,13 @@ def test_a_server_that_writes_garbage_during_a_call_ends_the_run_in_tool_error(p
 
 
 def test_a_server_that_hangs_ends_the_run_at_its_timeout(project):
-    message = one_line(failing(project, RAW_SERVER, "hang", timeout="2"))
-    assert "did not answer tools/call within 2 s (its mcp: timeout)" in message
+    message = one_line(failing(project, RAW_SERVER, "hang", timeout="5"))
+    assert "did not answer tools/call within 5 s (its mcp: timeout)" in message
+    # The run ended with its server stopped (SIGTERM once its stdin closed did not end
+    # it), not when the server ended on its own.
+    pid = int((project / "server.pid").read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
 
 
 def test_a_failed_run_records_nothing(project):

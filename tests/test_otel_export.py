@@ -301,11 +301,13 @@ def test_a_collector_that_cannot_be_reached_is_one_line_and_the_reports_are_kept
     # A port nothing listens on; the exporter retries for the time OpenTelemetry's own
     # setting gives it, as any exporter does.
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "1")
-    with socket.socket() as free:
-        free.bind(("127.0.0.1", 0))
-        port = free.getsockname()[1]
-    url = f"http://user:hunter2secret@127.0.0.1:{port}"
-    code = _run("scenarios/greet.scenario.yaml", "--otel-endpoint", url, "--otel", "t.json")
+    with socket.socket() as held:
+        # Bound and not listening for the whole run: refused, and no other process of
+        # the machine can take the port meanwhile.
+        held.bind(("127.0.0.1", 0))
+        port = held.getsockname()[1]
+        url = f"http://user:hunter2secret@127.0.0.1:{port}"
+        code = _run("scenarios/greet.scenario.yaml", "--otel-endpoint", url, "--otel", "t.json")
     assert code == 3
     out = capsys.readouterr()
     text = out.out + out.err

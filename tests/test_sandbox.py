@@ -222,7 +222,9 @@ def test_an_unknown_or_unusable_backend_says_why():
 
 
 def test_code_execution_tool_in_a_run_computes_and_reports_limits_as_error_results():
-    code_tool = CodeExecutionTool(sandbox="process", timeout=1.0)
+    # The budget covers the computation's own start (a fork of this process) too:
+    # long enough for it on a loaded machine, short for the loop.
+    code_tool = CodeExecutionTool(sandbox="process", timeout=3.0)
     agent = Agent(
         llm=[
             {"tool_calls": [{"execute_code": {"code": "print(6 * 7)"}}]},
@@ -243,7 +245,7 @@ def test_code_execution_tool_in_a_run_computes_and_reports_limits_as_error_resul
     }
     assert looped.status == "error" and looped.is_error
     assert looped.result == (
-        "SandboxLimitError: the code ran longer than 1 s and was stopped (its processes "
+        "SandboxLimitError: the code ran longer than 3 s and was stopped (its processes "
         "killed) [sandbox: process]"
     )
 

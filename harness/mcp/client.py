@@ -62,6 +62,12 @@ def _without_userinfo(url: str) -> str:
     return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
 
 
+# The longest the mcp SDK's stdio transport takes to stop a server that does not exit
+# (mcp.client.stdio: 0.5 s to flush, 2 s for the server to exit once its stdin closes,
+# 2 s after SIGTERM before SIGKILL, 2 s to see it die), with a second to spare.
+_SDK_SHUTDOWN = 7.5
+
+
 class _Live:
     """A live connection to one server, in a task of its own."""
 
@@ -74,6 +80,7 @@ class _Live:
         self._closing = asyncio.Event()
         self._stderr: IO[str] | None = None
         self._task: asyncio.Task[None] | None = None
+        self._starting: Any = None  # anyio's CancelScope around the connection
 
     async def start(self) -> None:
         """Start the server and complete MCP's handshake, within the timeout."""
@@ -81,15 +88,21 @@ class _Live:
         await self._wait(self._ready.wait(), "start")
 
     async def _keep(self) -> None:
+        import anyio
+
         try:
             from mcp import Client
 
-            async with Client(
-                self._transport(), message_handler=self._message, cache=None
-            ) as client:
-                self.client = client
-                self._ready.set()
-                await self._closing.wait()
+            # Cancelled by close() while the handshake is still waiting (a server that
+            # answered garbage): anyio's cancellation, which lets the SDK's transport stop
+            # the process its bounded way (a native task cancel cuts that short).
+            with anyio.CancelScope() as self._starting:
+                async with Client(
+                    self._transport(), message_handler=self._message, cache=None
+                ) as client:
+                    self.client = client
+                    self._ready.set()
+                    await self._closing.wait()
         except Exception as exc:  # the transport failed: said once, by _why
             self._fail(self._why(exc))
         if not self._closing.is_set():
@@ -195,11 +208,18 @@ class _Live:
         return reply.model_dump(mode="json", by_alias=True, exclude_none=True)
 
     async def close(self) -> None:
-        """Stop the server (its process ends with the SDK's transport) within the timeout."""
+        """Stop the server: the SDK's transport closes its stdin, then stops its process
+        tree (SIGTERM, SIGKILL), each step bounded; cancelled only past that."""
         self._closing.set()
+        if not self._ready.is_set() and self._starting is not None:
+            self._starting.cancel()  # no session to close: stop waiting for the handshake
         if self._task is not None and not self._task.done():
             try:
-                await asyncio.wait_for(asyncio.shield(self._task), self.config.timeout)
+                # Not within the timeout alone: cancelling the SDK's shutdown part way
+                # (a server that hangs, with a timeout below the SDK's steps) left the
+                # process unkilled, and the run waited for it to end on its own.
+                bound = self.config.timeout + _SDK_SHUTDOWN
+                await asyncio.wait_for(asyncio.shield(self._task), bound)
             except TimeoutError:
                 self._task.cancel()
                 with contextlib.suppress(BaseException):

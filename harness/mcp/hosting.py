@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from harness.asgi import listening_sockets
+from harness.asgi import ServerLimits, listening_sockets
 from harness.errors import HarnessError
 from harness.mcp.server import ToolServer
 
@@ -56,6 +56,9 @@ def _uvicorn(server: ToolServer, host: str, port: int, log_level: str) -> Any:
         lifespan="on",
         access_log=False,
         timeout_graceful_shutdown=2,
+        # Longer than clients keep an idle connection for reuse (harness.asgi.ServerLimits
+        # says why): at uvicorn's 5 s a client's next request could meet the close.
+        timeout_keep_alive=ServerLimits().keep_alive,
     )
     return uvicorn.Server(config)
 
