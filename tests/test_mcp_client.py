@@ -15,7 +15,6 @@ import pytest
 import yaml
 
 from harness.cli import main
-from harness.errors import ScenarioError
 from harness.scenario import load_scenario, run_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -251,28 +250,49 @@ def test_a_failed_run_records_nothing(project):
 # -- the scenario file ------------------------------------------------------------------------
 
 
-def test_a_sub_agents_mcp_entry_is_refused_at_load(project):
+SUB_AGENT = """\
+input: Keep a note to buy milk.
+agents:
+  keeper:
+    description: Keeps notes.
+    tools:
+      notes: {mcp: {command: [python, notes_server.py]}}
+    llm:
+      script:
+        - tool_calls: [{add_note: {text: buy milk}}]
+        - tool_calls: [{list_notes: {}}]
+        - content: "Kept: 1. buy milk"
+tools:
+  keep: {agent: keeper}
+  notes: {mcp: {command: [python, notes_server.py]}}
+llm:
+  script:
+    - tool_calls: [{keep: {task: buy milk}}]
+    - tool_calls: [{list_notes: {}}]
+    - content: Done.
+"""
+
+
+def test_a_sub_agents_tools_come_from_its_own_mcp_server_recorded_and_replayed(project):
+    shutil.copy(NOTES_SERVER, project / "notes_server.py")
     path = project / "scenarios" / "sub.scenario.yaml"
-    path.write_text(
-        textwrap.dedent(
-            """\
-            input: hi
-            agents:
-              helper:
-                tools:
-                  notes: {mcp: {command: [python, server.py]}}
-                llm: {script: [{content: ok}]}
-            tools:
-              ask: {agent: helper}
-            llm: {script: [{content: ok}]}
-            """
-        )
-    )
-    with pytest.raises(ScenarioError) as info:
-        load_scenario(path)
-    assert "agents.helper.tools.notes.mcp: a sub-agent's tools cannot come from an MCP" in str(
-        info.value
-    )
+    path.write_text(SUB_AGENT)
+    recorded = run_scenario(path, "once")
+    assert recorded.termination == "completed", recorded.final
+    (keep, listed) = recorded.tool_calls
+    assert (keep.name, keep.result) == ("keep", "Kept: 1. buy milk")
+    # The scenario's own entry of the same name is a server of its own (a process of its
+    # own, which holds no note): each agent talks to the server its entry names.
+    assert (listed.name, listed.result) == ("list_notes", "no notes")
+    assert [(c.name, c.result) for c in keep.sub_run.tool_calls] == [
+        ("add_note", "note 1 kept"),
+        ("list_notes", "1. buy milk"),
+    ]
+    servers = yaml.safe_load((project / "cassettes" / "sub.mcp.yaml").read_text())
+    assert "keeper/notes" in json.dumps(servers) and '"notes"' in json.dumps(servers)
+
+    (project / "notes_server.py").unlink()  # replayed only: the servers are gone
+    assert entry(run_scenario(path, "none")) == entry(recorded)
 
 
 # -- harness freeze ---------------------------------------------------------------------------

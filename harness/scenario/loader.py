@@ -34,7 +34,6 @@ from harness.scenario.judging import check_judges
 from harness.scenario.matrix import check_matrix, first_llm
 from harness.scenario.mcp_tools import (
     add_mcp_tools,
-    check_mcp_clients,
     tool_names,
     unknown_server_tools,
 )
@@ -170,6 +169,7 @@ def build_tools(
             specs=spec.tools,
             agents=agents,
             serve=serve,
+            mcp=mcp,
         )
         if issues:
             raise ScenarioError(issues)
@@ -324,7 +324,6 @@ def _check(scenario: Scenario, located: Located) -> list[Issue]:
     # stubs count their calls.
     _build_tools(scenario, located, plugins, issues)
     _check_served(scenario, issue)
-    check_mcp_clients(scenario, issue)
 
     if scenario.target is not None:
         check_target(scenario, plugins, issue)

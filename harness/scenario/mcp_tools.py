@@ -5,7 +5,6 @@ the client are ``harness.mcp``'s; this module reads the scenario."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +23,12 @@ from harness.tools import Tool
 __all__ = [
     "ServerDown",
     "add_mcp_tools",
-    "check_mcp_clients",
+    "mcp_entries",
     "mcp_servers",
     "recorded_stub_results",
     "recording_path",
     "served_tools",
+    "server_key",
     "tool_names",
     "unknown_server_tools",
 ]
@@ -48,19 +48,20 @@ def served_tools(scenario: Scenario, tools: dict[str, Tool]) -> ToolServer:
     return ToolServer(served, name=scenario.display_name)
 
 
-def check_mcp_clients(scenario: Scenario, issue: Callable[[tuple, str], None]) -> None:
-    """``mcp:`` tool entries of a sub-agent (``agents:``): the own loop's top-level tools
-    may come from a real MCP server, a sub-agent's not yet. Refused with the reason."""
-    if scenario.target is not None:
-        return  # a target's tools are served, not brought in: harness.scenario.external says
-    for agent, spec in scenario.agents.items():
-        for name, tool in spec.tools.items():
-            if tool.mcp is not None:
-                issue(
-                    ("agents", agent, "tools", name, "mcp"),
-                    "a sub-agent's tools cannot come from an MCP server in this version "
-                    "(docs/mcp.md): move the mcp: entry to the scenario's own tools:",
-                )
+def server_key(at: tuple[str | int, ...], name: str) -> str:
+    """The name an ``mcp:`` entry's server goes by in the run (its recording, messages,
+    ``final.error.server``): the entry's own, or ``AGENT/NAME`` for a sub-agent's
+    (``at``: ``("agents", AGENT)``), so that two agents' entries of one name never mix."""
+    return f"{at[1]}/{name}" if at[:1] == ("agents",) else name
+
+
+def mcp_entries(scenario: Scenario) -> list[tuple[str, Any]]:
+    """Every ``mcp:`` entry of the scenario's tools and its sub-agents': (key, mcp)."""
+    found = [(name, spec.mcp) for name, spec in scenario.tools.items() if spec.mcp]
+    for agent, sub in scenario.agents.items():
+        at = ("agents", agent)
+        found += [(server_key(at, name), spec.mcp) for name, spec in sub.tools.items() if spec.mcp]
+    return found
 
 
 def recording_path(scenario: Scenario) -> Path:
@@ -79,12 +80,10 @@ def recording_path(scenario: Scenario) -> Path:
 def mcp_servers(
     scenario: Scenario, record_mode: str, disable_recording: bool = False
 ) -> MCPServers | None:
-    """The run's MCP servers (its ``tools:`` entries with ``mcp:``), None when it has none."""
+    """The run's MCP servers (the ``tools:`` entries with ``mcp:``, its own and its
+    sub-agents'), None when it has none."""
     configs = []
-    for name, spec in scenario.tools.items():
-        mcp = spec.mcp
-        if mcp is None:
-            continue
+    for name, mcp in mcp_entries(scenario):
         command = list(mcp.command) if mcp.command else None
         if command and command[0] == "python":
             # The interpreter harness runs on, whatever PATH says (docs/mcp.md).
@@ -157,10 +156,12 @@ def add_mcp_tools(
     at: tuple[str | int, ...],
     specs: dict[str, Any],
 ) -> None:
-    """The listed tools of ``tools:`` entry ``name``'s MCP server (none when not running)."""
-    if mcp is None or name not in mcp.servers:
+    """The listed tools of ``tools:`` entry ``name``'s MCP server (none when not running);
+    ``at``: where the entry is (a sub-agent's, or the scenario's own)."""
+    key = server_key(at, name)
+    if mcp is None or key not in mcp.servers:
         return
-    for tool in mcp.tools(name):
+    for tool in mcp.tools(key):
         if tool.name in tools or (tool.name in specs and tool.name != name):
             raise SpecError(
                 ("mcp",),

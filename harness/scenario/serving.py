@@ -26,6 +26,7 @@ from harness.results import ScenarioId, combination_label
 from harness.scenario.agents import KeptOpen, SubAgents
 from harness.scenario.guards import with_prices
 from harness.scenario.loader import build_tools, load_scenario
+from harness.scenario.mcp_tools import mcp_entries
 from harness.scenario.schema import Scenario
 
 if TYPE_CHECKING:
@@ -90,7 +91,7 @@ def scenario_agent(
     its settings (default: the scenario's, with its prices). ``mcp``: the run's MCP
     servers, started (``harness.scenario.mcp_tools.mcp_servers``), for ``mcp:`` tools.
     """
-    if mcp is None and any(spec.mcp is not None for spec in scenario.tools.values()):
+    if mcp is None and mcp_entries(scenario):
         raise HarnessError(
             f"{scenario_id(scenario)}: its tools from an MCP server (mcp:) are brought in for "
             "a run of harness run (or harness.run_scenario), not for a served agent"
