@@ -384,3 +384,20 @@ def test_a_url_servers_password_is_not_in_the_line_that_ends_the_run(project):
     message = one_line(result)
     assert message.startswith(f"MCP server notes (http://127.0.0.1:{port}/mcp) ")
     assert "s3cret" not in result.model_dump_json()
+
+
+@pytest.mark.parametrize("where", ["scenario", "sub-agent"])
+def test_a_served_agent_refuses_mcp_entries_it_would_not_bring_in(project, where):
+    from harness.errors import HarnessError
+    from harness.scenario.serving import scenario_agent
+
+    path = project / "scenarios" / "sub.scenario.yaml"
+    text = SUB_AGENT
+    if where == "sub-agent":  # only the sub-agent's entry is left
+        text = text.replace("  notes: {mcp: {command: [python, notes_server.py]}}\nllm:", "llm:")
+        text = text.replace(
+            "    - tool_calls: [{list_notes: {}}]\n    - content: Done.", "    - content: Done."
+        )
+    path.write_text(text)
+    with pytest.raises(HarnessError, match=r"MCP server \(mcp:\) are brought in for a run"):
+        scenario_agent(load_scenario(path))
