@@ -216,6 +216,9 @@ def test_a_run_in_parts_under_xdist_writes_what_one_session_writes(project, run)
     status, out, _ = run("run", "--chunk-size", "7", "-n", "2", "--json", "parts.json")
     assert status == 1, out
     assert out.count("harness summary") == 1
+    # The controller collects nothing: it names its part once its workers have collected.
+    said = re.findall(r"harness: part (\d) of 2 of the run", out)
+    assert said == [str(k) for k in sorted(_parts_of_suite(project, 2))]
     parts = _outside_meta_and_wall_times(project.path / "parts.json")
     assert parts == _outside_meta_and_wall_times(project.path / "one.json")
 

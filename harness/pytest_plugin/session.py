@@ -132,6 +132,7 @@ class SuiteState:
     collects_nothing: bool = False  # the run's end
     # With --harness-shard, a run in parts first lists the ids each part selects here.
     ids_seen: list[str] | None = None
+    part_said: bool = False  # under -n, the line naming the part was written
 
     @property
     def is_worker(self) -> bool:
@@ -239,6 +240,20 @@ class SuiteState:
         if part is None or self.ids_seen is not None:
             return None
         return f"harness: part {part.index} of {part.total} of the run (--chunk-size)"
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """Under -n, the controller (which collects nothing) says which part this is,
+        once, when its first worker has collected."""
+        part = self.config.getoption("harness_part", None)
+        if part is None or self.part_said:
+            return
+        self.part_said = True
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(
+                f"harness: part {part.index} of {part.total} of the run (--chunk-size)"
+            )
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """A worker sends what it collected to the controller."""
