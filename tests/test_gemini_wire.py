@@ -243,10 +243,26 @@ def test_gemini_3_signs_every_call_and_refuses_one_sent_back_unsigned_in_the_cur
 
 
 @pytest.mark.parametrize(
-    "fn", ["gemini_sdk:answer", "pydantic_ai_google:answer", "adk_agent:answer"]
+    "fn",
+    [
+        "gemini_sdk:answer",
+        "gemini_sdk:answer_streaming",
+        "pydantic_ai_google:answer",
+        "adk_agent:answer",
+    ],
 )
 def test_the_clients_send_gemini_3s_signatures_back(fn, monkeypatch):
-    monkeypatch.setenv("GEMINI_MODEL", GEMINI_3)
+    from harness.wires import gemini_serving
+
+    monkeypatch.setenv("HARNESS_EXAMPLE_GEMINI_MODEL", GEMINI_3)
+    paths: list[str] = []
+    served = gemini_serving.served_request
+
+    def seen(body, path=""):  # the server's own reading, the path it was given kept
+        paths.append(path)
+        return served(body, path)
+
+    monkeypatch.setattr(gemini_serving, "served_request", seen)
     script = (
         "    - tool_calls: [{get_weather: {city: Paris}}, {get_time: {city: Paris}}]\n"
         "    - tool_calls: [{get_weather: {city: Rome}}]\n"
@@ -254,6 +270,7 @@ def test_the_clients_send_gemini_3s_signatures_back(fn, monkeypatch):
     )
     result = run_text(target(fn, script))
 
+    assert len(paths) == 3 and all(f"/models/{GEMINI_3}:" in p for p in paths), paths
     assert (result.termination, result.final.content) == ("completed", "done")
     assert [(c.name, c.status) for c in result.tool_calls] == [
         ("get_weather", "ok"),
@@ -264,6 +281,9 @@ def test_the_clients_send_gemini_3s_signatures_back(fn, monkeypatch):
 
 def test_harnesss_own_loop_sends_gemini_3s_signatures_back(tmp_path, monkeypatch):
     monkeypatch.setenv("GEMINI_API_KEY", "k")
+    # A project of its own: the run's recording goes to its cassettes/, never the repo's
+    # (where a kept one would make this run a replay).
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 't'\n")
     steps = [
         {"tool_calls": [{"get_weather": {"city": "Paris"}}, {"get_weather": {"city": "Rome"}}]},
         {"tool_calls": [{"get_weather": {"city": "Oslo"}}]},
@@ -278,6 +298,7 @@ def test_harnesss_own_loop_sends_gemini_3s_signatures_back(tmp_path, monkeypatch
         scenario = load_scenario_text(text, tmp_path / "own.scenario.yaml")
         result = run_scenario(scenario, record_mode="once")  # recorded: a live run
 
+    assert (tmp_path / "cassettes" / "own.yaml").is_file()  # recorded now, not replayed
     assert (result.termination, result.final.content) == ("completed", "done")
     assert [c.arguments["city"] for c in result.tool_calls] == ["Paris", "Rome", "Oslo"]
 

@@ -71,19 +71,23 @@ def answer_streaming(question: str) -> str:
     client = genai.Client()
     contents = [types.Content(role="user", parts=[types.Part(text=question)])]
     for _ in range(MAX_ROUNDS):
-        text, calls = [], []
+        text: list[str] = []
+        calls: list[types.Part] = []
         stream = client.models.generate_content_stream(
             model=gemini_model(), contents=contents, config=CONFIG
         )
         for chunk in stream:
             text.append(chunk.text or "")
-            calls.extend(chunk.function_calls or [])
+            content = chunk.candidates[0].content if chunk.candidates else None
+            if content is not None:
+                # The call parts as they came: a thinking model's thought_signature is
+                # on them, and Gemini 3 refuses a call sent back without it.
+                calls += [part for part in content.parts or [] if part.function_call]
         parts = [types.Part(text="".join(text))] if "".join(text) else []
-        parts += [types.Part(function_call=call) for call in calls]
-        contents.append(types.Content(role="model", parts=parts))
+        contents.append(types.Content(role="model", parts=parts + calls))
         if not calls:
             return "".join(text)
-        contents.append(_responses(calls))
+        contents.append(_responses([p.function_call for p in calls]))
     raise RuntimeError(f"no answer after {MAX_ROUNDS} rounds")
 
 

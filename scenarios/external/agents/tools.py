@@ -51,7 +51,7 @@ def run_tool(name: str, arguments: str) -> str:
 
 
 def gemini_model() -> str:
-    """The Gemini model the Gemini agents ask for: ``GEMINI_MODEL``, else
+    """The Gemini model the Gemini agents ask for: ``HARNESS_EXAMPLE_GEMINI_MODEL``, else
     gemini-2.5-flash (a Gemini 3 model checks that its calls' thought signatures come
-    back)."""
-    return os.environ.get("GEMINI_MODEL", "gemini-2.5-flash")
+    back). Not ``GEMINI_...``: harness keeps the user's Gemini settings from a target."""
+    return os.environ.get("HARNESS_EXAMPLE_GEMINI_MODEL", "gemini-2.5-flash")
