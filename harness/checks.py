@@ -19,6 +19,7 @@ from pydantic import ConfigDict, Field
 from harness.actions import RunResult
 from harness.events import MCPListChangedEvent
 from harness.hookspecs import hookimpl
+from harness.modeljson import dump
 
 __all__ = ["BUILTIN", "Check", "CheckContext", "partial_match"]
 
@@ -174,13 +175,13 @@ def check_equals(result: CheckContext, expected: str) -> tuple[bool, Any]:
 
 def check_final_data(result: CheckContext, expected: dict[str, Any]) -> tuple[bool, Any]:
     """``final.data``: the final data matches partially."""
-    data = result.final.data.model_dump()
+    data = dump(result.final.data)
     return partial_match(expected, data), data
 
 
 def check_final_error(result: CheckContext, expected: dict[str, Any]) -> tuple[bool, Any]:
     """``final.error``: the final error matches partially."""
-    error = result.final.error.model_dump() if result.final.error is not None else None
+    error = dump(result.final.error) if result.final.error is not None else None
     return partial_match(expected, error or {}), error
 
 

@@ -1,10 +1,11 @@
-"""A pydantic model as JSON text, with Ctrl-C kept a KeyboardInterrupt.
+"""A pydantic model as JSON text (or data), with Ctrl-C kept a KeyboardInterrupt.
 
 pydantic-core turns an exception raised inside a Python serializer (harness's results
 have wrap serializers) into a ``PydanticSerializationError`` that names it only in its
-text. A Ctrl-C landing while a result is serialized (the signal handler raises in
-whatever Python code runs) would then be a crash, pytest's INTERNALERROR and exit 3,
-instead of an interrupted run (130, nothing written): ``dump_json`` raises it again.
+text (``model_dump_json``) or as its cause (``model_dump``). A Ctrl-C landing while a
+result is serialized (the signal handler raises in whatever Python code runs) would then
+be a crash, pytest's INTERNALERROR and exit 3, instead of an interrupted run (130,
+nothing written): ``dump_json`` and ``dump`` raise it again.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticSerializationError
 
-__all__ = ["dump_json"]
+__all__ = ["dump", "dump_json"]
 
 # How pydantic-core names an exception a serializer raised: "Error calling function
 # `name`: KeyboardInterrupt: ..." (inside "Error serializing to JSON: ...").
@@ -28,5 +29,15 @@ def dump_json(model: BaseModel, **options: Any) -> str:
         return model.model_dump_json(**options)
     except PydanticSerializationError as exc:
         if _INTERRUPTED.search(str(exc)):
+            raise KeyboardInterrupt from exc
+        raise
+
+
+def dump(model: BaseModel, **options: Any) -> Any:
+    """``model.model_dump(**options)``; a Ctrl-C during it stays a KeyboardInterrupt."""
+    try:
+        return model.model_dump(**options)
+    except PydanticSerializationError as exc:
+        if isinstance(exc.__cause__, KeyboardInterrupt) or _INTERRUPTED.search(str(exc)):
             raise KeyboardInterrupt from exc
         raise

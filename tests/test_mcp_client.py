@@ -398,6 +398,9 @@ def test_a_served_agent_refuses_mcp_entries_it_would_not_bring_in(project, where
         text = text.replace(
             "    - tool_calls: [{list_notes: {}}]\n    - content: Done.", "    - content: Done."
         )
+    assert text.count("mcp:") == (1 if where == "sub-agent" else 2)
     path.write_text(text)
-    with pytest.raises(HarnessError, match=r"MCP server \(mcp:\) are brought in for a run"):
+    with pytest.raises(HarnessError, match=r"MCP server \(mcp:\) are brought in for a run") as e:
         scenario_agent(load_scenario(path))
+    named = "agents.keeper.tools.notes" if where == "sub-agent" else "tools.notes"
+    assert f"({named})" in str(e.value)

@@ -13,7 +13,7 @@ import pytest
 from pydantic import BaseModel, field_serializer
 from pydantic_core import PydanticSerializationError
 
-from harness.modeljson import dump_json
+from harness.modeljson import dump, dump_json
 from harness.results import ScenarioResult
 from harness.spool import ResultSpool
 
@@ -53,6 +53,8 @@ def test_ctrl_c_while_a_result_is_spooled_is_a_keyboard_interrupt(ctrl_c_raises)
         spool.add(_result(Interrupted))
     with pytest.raises(KeyboardInterrupt):
         dump_json(_result(Interrupted), indent=2)
+    with pytest.raises(KeyboardInterrupt):
+        dump(_result(Interrupted), mode="json")
     spool.add(_result(ScenarioResult))  # the spool still works
     assert list(spool) == ["a.yaml::a"]
 
@@ -60,6 +62,8 @@ def test_ctrl_c_while_a_result_is_spooled_is_a_keyboard_interrupt(ctrl_c_raises)
 def test_other_serialization_errors_are_left_as_they_are():
     with pytest.raises(PydanticSerializationError, match="only this message"):
         dump_json(Broken())
+    with pytest.raises(PydanticSerializationError, match="only this message"):
+        dump(Broken())
     assert dump_json(_result(ScenarioResult)) == _result(ScenarioResult).model_dump_json()
 
 

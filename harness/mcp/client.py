@@ -62,10 +62,26 @@ def _without_userinfo(url: str) -> str:
     return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
 
 
-# The longest the mcp SDK's stdio transport takes to stop a server that does not exit
-# (mcp.client.stdio: 0.5 s to flush, 2 s for the server to exit once its stdin closes,
-# 2 s after SIGTERM before SIGKILL, 2 s to see it die), with a second to spare.
-_SDK_SHUTDOWN = 7.5
+# The mcp SDK's stdio transport stops a server that does not exit in bounded steps
+# (mcp.client.stdio): a flush, the server's grace once its stdin closes, SIGTERM to
+# SIGKILL, seeing it die. Their values in mcp 2.3, for a release that renames them.
+_SDK_STEPS = {
+    "_WRITER_FLUSH_TIMEOUT": 0.5,
+    "PROCESS_TERMINATION_TIMEOUT": 2.0,
+    "FORCE_KILL_TIMEOUT": 2.0,
+    "_KILL_REAP_TIMEOUT": 2.0,
+}
+
+
+def _sdk_shutdown() -> float:
+    """The longest the SDK takes to stop a server (its steps), with a second to spare."""
+    from mcp.client import stdio
+
+    total = 1.0
+    for name, known in _SDK_STEPS.items():
+        value = getattr(stdio, name, known)
+        total += value if isinstance(value, int | float) else known
+    return total
 
 
 class _Live:
@@ -80,7 +96,11 @@ class _Live:
         self._closing = asyncio.Event()
         self._stderr: IO[str] | None = None
         self._task: asyncio.Task[None] | None = None
-        self._starting: Any = None  # anyio's CancelScope around the connection
+        import anyio
+
+        # Around the connection: cancelled by close() while the handshake still waits.
+        # Made here, so that a close() before _keep has entered it cancels it all the same.
+        self._starting = anyio.CancelScope()
 
     async def start(self) -> None:
         """Start the server and complete MCP's handshake, within the timeout."""
@@ -88,15 +108,13 @@ class _Live:
         await self._wait(self._ready.wait(), "start")
 
     async def _keep(self) -> None:
-        import anyio
-
         try:
             from mcp import Client
 
             # Cancelled by close() while the handshake is still waiting (a server that
             # answered garbage): anyio's cancellation, which lets the SDK's transport stop
             # the process its bounded way (a native task cancel cuts that short).
-            with anyio.CancelScope() as self._starting:
+            with self._starting:
                 async with Client(
                     self._transport(), message_handler=self._message, cache=None
                 ) as client:
@@ -211,14 +229,14 @@ class _Live:
         """Stop the server: the SDK's transport closes its stdin, then stops its process
         tree (SIGTERM, SIGKILL), each step bounded; cancelled only past that."""
         self._closing.set()
-        if not self._ready.is_set() and self._starting is not None:
+        if not self._ready.is_set():
             self._starting.cancel()  # no session to close: stop waiting for the handshake
         if self._task is not None and not self._task.done():
             try:
                 # Not within the timeout alone: cancelling the SDK's shutdown part way
                 # (a server that hangs, with a timeout below the SDK's steps) left the
                 # process unkilled, and the run waited for it to end on its own.
-                bound = self.config.timeout + _SDK_SHUTDOWN
+                bound = self.config.timeout + _sdk_shutdown()
                 await asyncio.wait_for(asyncio.shield(self._task), bound)
             except TimeoutError:
                 self._task.cancel()
@@ -399,8 +417,8 @@ class MCPServers:
         return self.servers[name].tools()
 
     async def aclose(self) -> None:
-        """Stop the live servers and write what was recorded."""
-        for server in self.servers.values():
-            await server.close()
+        """Stop the live servers, all at once (each within its own bound), and write what
+        was recorded."""
+        await asyncio.gather(*(server.close() for server in self.servers.values()))
         if self.write:
             self.recording.save()

@@ -23,6 +23,7 @@ from harness.baseline import (
     TrajectoryOp,
 )
 from harness.canonical import canonical_json
+from harness.modeljson import dump
 from harness.report.passrates import compare_pass_rates, live_groups
 from harness.report.plans import plans
 from harness.results import Results, ScenarioResult
@@ -66,7 +67,7 @@ def _trajectory_change(old: ScenarioResult, new: ScenarioResult) -> TrajectoryCh
 
 
 def _final_dict(final: FinalResponse) -> dict[str, Any]:
-    return final.model_dump(mode="json")
+    return dump(final, mode="json")
 
 
 def _count_change(old: int, new: int) -> FieldChange | None:

@@ -23,6 +23,7 @@ from harness.tools import Tool
 __all__ = [
     "ServerDown",
     "add_mcp_tools",
+    "entry_path",
     "mcp_entries",
     "mcp_servers",
     "recorded_stub_results",
@@ -53,6 +54,13 @@ def server_key(at: tuple[str | int, ...], name: str) -> str:
     ``final.error.server``): the entry's own, or ``AGENT/NAME`` for a sub-agent's
     (``at``: ``("agents", AGENT)``), so that two agents' entries of one name never mix."""
     return f"{at[1]}/{name}" if at[:1] == ("agents",) else name
+
+
+def entry_path(key: str) -> str:
+    """Where the entry a server goes by ``key`` is in the scenario file (the inverse of
+    ``server_key``): ``tools.NAME`` or ``agents.AGENT.tools.NAME``."""
+    agent, _, name = key.rpartition("/")
+    return f"agents.{agent}.tools.{name}" if agent else f"tools.{name}"
 
 
 def mcp_entries(scenario: Scenario) -> list[tuple[str, Any]]:

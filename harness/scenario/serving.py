@@ -26,7 +26,7 @@ from harness.results import ScenarioId, combination_label
 from harness.scenario.agents import KeptOpen, SubAgents
 from harness.scenario.guards import with_prices
 from harness.scenario.loader import build_tools, load_scenario
-from harness.scenario.mcp_tools import mcp_entries
+from harness.scenario.mcp_tools import entry_path, mcp_entries
 from harness.scenario.schema import Scenario
 
 if TYPE_CHECKING:
@@ -91,10 +91,12 @@ def scenario_agent(
     its settings (default: the scenario's, with its prices). ``mcp``: the run's MCP
     servers, started (``harness.scenario.mcp_tools.mcp_servers``), for ``mcp:`` tools.
     """
-    if mcp is None and mcp_entries(scenario):
+    entries = mcp_entries(scenario) if mcp is None else []
+    if entries:
         raise HarnessError(
             f"{scenario_id(scenario)}: its tools from an MCP server (mcp:) are brought in for "
-            "a run of harness run (or harness.run_scenario), not for a served agent"
+            "a run of harness run (or harness.run_scenario), not for a served agent "
+            f"({entry_path(entries[0][0])})"
         )
     project = discover(scenario.root)
     if llm is None:
