@@ -206,9 +206,11 @@ def test_attempts_are_counted_per_conversation():
 def test_timeout_step_holds_the_response_past_the_client_timeout():
     steps = [{"error": "timeout"}, {"content": "late"}]
     with running_server(steps, max_delay=5) as url:
-        with client(url, max_retries=0, timeout=0.3) as sdk:
-            with pytest.raises(openai.APITimeoutError):
-                sdk.chat.completions.create(model="m", messages=[USER])
+        with (
+            client(url, max_retries=0, timeout=0.3) as sdk,
+            pytest.raises(openai.APITimeoutError),
+        ):
+            sdk.chat.completions.create(model="m", messages=[USER])
         # The retry, by a client with time to wait (a loaded machine may take 0.3 s).
         with client(url, max_retries=0) as sdk:
             reply = sdk.chat.completions.create(model="m", messages=[USER])
