@@ -23,12 +23,17 @@ __all__ = ["dump", "dump_json"]
 _INTERRUPTED = re.compile(r"Error calling function `[^`]*`: KeyboardInterrupt\b")
 
 
+def _interrupted(exc: PydanticSerializationError) -> bool:
+    """Whether a serializer raised KeyboardInterrupt (the cause, or named in the text)."""
+    return isinstance(exc.__cause__, KeyboardInterrupt) or bool(_INTERRUPTED.search(str(exc)))
+
+
 def dump_json(model: BaseModel, **options: Any) -> str:
     """``model.model_dump_json(**options)``; a Ctrl-C during it stays a KeyboardInterrupt."""
     try:
         return model.model_dump_json(**options)
     except PydanticSerializationError as exc:
-        if _INTERRUPTED.search(str(exc)):
+        if _interrupted(exc):
             raise KeyboardInterrupt from exc
         raise
 
@@ -38,6 +43,6 @@ def dump(model: BaseModel, **options: Any) -> Any:
     try:
         return model.model_dump(**options)
     except PydanticSerializationError as exc:
-        if isinstance(exc.__cause__, KeyboardInterrupt) or _INTERRUPTED.search(str(exc)):
+        if _interrupted(exc):
             raise KeyboardInterrupt from exc
         raise

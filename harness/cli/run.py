@@ -236,12 +236,17 @@ def _check(options: argparse.Namespace) -> None:
                 f"--chunk-size {options.chunk_size}: expected a number of scenario files "
                 "(0: one session)"
             )
-        unsplit = [a for a in options.passed_on if a.split("=")[0] in PER_SESSION]
+        unsplit = _within_one_session(options)
         if unsplit:
             raise UsageError(
                 f"--chunk-size runs the suite as several pytest sessions, and pytest's "
                 f"{unsplit[0].split('=')[0]} works within one: run without one of them"
             )
+
+
+def _within_one_session(options: argparse.Namespace) -> list[str]:
+    """pytest's options given that work within one session (PER_SESSION), as given."""
+    return [a for a in options.passed_on if a.split("=")[0] in PER_SESSION]
 
 
 def _chunk_size(options: argparse.Namespace, root: Path) -> int | None:
@@ -261,7 +266,7 @@ def _chunk_size(options: argparse.Namespace, root: Path) -> int | None:
             f"{root / 'pyproject.toml'}: [tool.harness] chunk_size must be a number of "
             f"scenario files (0: one session), not {value!r}"
         )
-    if not can_fork() or any(a.split("=")[0] in PER_SESSION for a in options.passed_on):
+    if not can_fork() or _within_one_session(options):
         return None
     return value or None
 

@@ -101,6 +101,11 @@ class Earlier(NamedTuple):
     read: Callable[[], Gathered]
 
 
+def _part_line(part: Any) -> str:
+    """The line that names a part of a run in parts (``--harness-part K/N``)."""
+    return f"harness: part {part.index} of {part.total} of the run (--chunk-size)"
+
+
 @dataclass(eq=False)  # hashable by identity: pytest keeps plugins in sets
 class SuiteState:
     """What one pytest session knows about its scenarios (one per process): its
@@ -239,7 +244,7 @@ class SuiteState:
         part = config.getoption("harness_part", None)
         if part is None or self.ids_seen is not None:
             return None
-        return f"harness: part {part.index} of {part.total} of the run (--chunk-size)"
+        return _part_line(part)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
@@ -251,9 +256,7 @@ class SuiteState:
         self.part_said = True
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
-            reporter.write_line(
-                f"harness: part {part.index} of {part.total} of the run (--chunk-size)"
-            )
+            reporter.write_line(_part_line(part))
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """A worker sends what it collected to the controller."""

@@ -37,7 +37,7 @@ from harness.messages import (
 )
 from harness.wires import gemini_serving
 from harness.wires.gemini_client import GeminiClient
-from harness.wires.gemini_serving import field
+from harness.wires.gemini_serving import field, parts_of
 from harness.wires.neutral import (
     Item,
     ServedReply,
@@ -81,11 +81,6 @@ def result_text(response: Any) -> str:
     if isinstance(response, str):
         return response
     return json.dumps(response, ensure_ascii=False, sort_keys=True)
-
-
-def _parts(content: Any) -> list[dict[str, Any]]:
-    parts = field(content, "parts")
-    return [p for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
 
 
 def _is_thought(part: dict[str, Any]) -> bool:
@@ -159,7 +154,7 @@ def _turns(items: list[Any]) -> Iterator[tuple[int, Any, list[dict[str, Any]], A
     for index, content in enumerate(items):
         if not isinstance(content, dict):
             continue
-        parts = _parts(content)
+        parts = parts_of(content)
         role = content.get("role") or "user"
         yield index, role, parts, last
         if role == "model":
@@ -339,7 +334,7 @@ def _system_text(body: dict[str, Any]) -> str | None:
     system = field(body, "systemInstruction")
     if isinstance(system, str):
         return system
-    return _text(_parts(system))
+    return _text(parts_of(system))
 
 
 def _declared_names(tools: Any) -> list[str]:
@@ -445,7 +440,7 @@ def _candidate(body: dict[str, Any]) -> dict[str, Any]:
 
 def _whole(body: dict[str, Any]) -> WireReply:
     candidate = _candidate(body)
-    parts = _parts(field(candidate, "content"))
+    parts = parts_of(field(candidate, "content"))
     calls: list[tuple[str | None, str, str | None]] = list(_calls(parts))
     finish = finish_reason(field(candidate, "finishReason"), bool(calls))
     reply = WireReply(_text(parts), calls, finish, usage_of(field(body, "usageMetadata")))
@@ -474,7 +469,7 @@ class GeminiStream:
             return None
         self._seen = True
         candidate = _candidate(event)
-        parts = _parts(field(candidate, "content"))
+        parts = parts_of(field(candidate, "content"))
         text = _text(parts)
         if text is not None:
             self._text.append(text)

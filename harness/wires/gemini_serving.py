@@ -31,6 +31,7 @@ __all__ = [
     "STATUSES",
     "error_body",
     "field",
+    "parts_of",
     "read_error",
     "response",
     "response_chunks",
@@ -115,7 +116,7 @@ def _unsigned_call(contents: list[Any]) -> str | None:
     came back without its ``thoughtSignature``. Earlier turns are not checked."""
     start = 0
     for i, content in enumerate(contents):
-        parts = _parts_of(content)
+        parts = parts_of(content)
         said = any(not field(part, "functionResponse") for part in parts)
         if field(content, "role") != "model" and said:
             start = i + 1
@@ -123,7 +124,7 @@ def _unsigned_call(contents: list[Any]) -> str | None:
         content = contents[i]
         if field(content, "role") != "model":
             continue
-        call = next((p for p in _parts_of(content) if field(p, "functionCall")), None)
+        call = next((p for p in parts_of(content) if field(p, "functionCall")), None)
         if call is not None and not field(call, "thoughtSignature"):
             name = field(field(call, "functionCall"), "name")
             return (
@@ -135,9 +136,10 @@ def _unsigned_call(contents: list[Any]) -> str | None:
     return None
 
 
-def _parts_of(content: Any) -> list[Any]:
+def parts_of(content: Any) -> list[dict[str, Any]]:
+    """A content's parts (those that are objects; none when it has no list of them)."""
     parts = field(content, "parts")
-    return parts if isinstance(parts, list) else []
+    return [p for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
 
 
 def _args(arguments: str) -> dict[str, Any] | None:
