@@ -32,6 +32,7 @@ COMMANDS = {
     "serve": ("harness.cli.serve", "an OpenAI-compatible server for a scenario"),
     "mcp-serve": ("harness.cli.mcp_serve", "a scenario's tools served as an MCP server"),
     "freeze": ("harness.cli.freeze", "a scenario file from a recorded cassette"),
+    "shrink": ("harness.cli.shrink", "the smallest scenario that fails the same way"),
     "merge": ("harness.cli.merge", "join the results of `harness run --shard` jobs"),
     "agent-serve": (
         "harness.cli.agent_serve",
