@@ -78,6 +78,12 @@ class Draft:
     def remove(self, paths: Iterable[Path_]) -> Draft:
         """This draft without the values at ``paths``; containers emptied by it go too
         (``CLEANED``), and so does what named what was removed (``failing:`` entries)."""
+        draft = self._without(paths)
+        while untidy := _untidy(draft.scenario):
+            draft = draft._without(untidy)
+        return draft
+
+    def _without(self, paths: Iterable[Path_]) -> Draft:
         data = self.data
         edits = list(self.edits)
         turns = list(self.turns) if self.turns is not None else None
@@ -85,29 +91,25 @@ class Draft:
             if turns is not None and len(path) == 3 and path[:2] == ("scenario", "turns"):
                 del turns[int(path[2])]
             data = _delete(data, path, edits)
-        draft = Draft(data, tuple(turns) if turns is not None else None, tuple(edits))
-        return draft._tidied()
+        return Draft(data, tuple(turns) if turns is not None else None, tuple(edits))
 
-    def _tidied(self) -> Draft:
-        """Remove ``failing:`` entries naming expectations that are gone, and a
-        ``tool_calls.exact`` whose ``sequence`` is gone (both would not load)."""
-        draft = self
-        for at in expect_paths(self.scenario):
-            expect = draft.get(at)
-            if not isinstance(expect, dict):
-                continue
-            section = expect.get("tool_calls")
-            if isinstance(section, dict) and "exact" in section and "sequence" not in section:
-                draft = draft.remove([(*at, "tool_calls", "exact")])
-            if "tool_calls.exact" in expect and "tool_calls.sequence" not in expect:
-                draft = draft.remove([(*at, "tool_calls.exact")])
-            failing = draft.get(at).get("failing") if isinstance(draft.get(at), dict) else None
-            if isinstance(failing, list):
-                given = given_paths(draft.get(at))
-                gone = [(*at, "failing", k) for k, p in enumerate(failing) if p not in given]
-                if gone:
-                    draft = draft.remove(gone)
-        return draft
+
+def _untidy(scenario: dict[str, Any]) -> list[Path_]:
+    """What would not load once an expectation is gone: a ``failing:`` entry naming it,
+    a ``tool_calls.exact`` without its ``sequence``."""
+    found: list[Path_] = []
+    for at in expect_paths(scenario):
+        expect = get({"scenario": scenario}, at)
+        section = expect.get("tool_calls")
+        if isinstance(section, dict) and "exact" in section and "sequence" not in section:
+            found.append((*at, "tool_calls", "exact"))
+        if "tool_calls.exact" in expect and "tool_calls.sequence" not in expect:
+            found.append((*at, "tool_calls.exact"))
+        failing = expect.get("failing")
+        if isinstance(failing, list):
+            given = given_paths(expect)
+            found += [(*at, "failing", k) for k, p in enumerate(failing) if p not in given]
+    return found
 
 
 def expect_paths(scenario: dict[str, Any]) -> list[Path_]:

@@ -15,7 +15,7 @@ from harness.results import ScenarioResult
 from harness.shrink.ddmin import ddmin
 from harness.shrink.draft import Draft
 from harness.shrink.elements import Size, size
-from harness.shrink.failure import Verdict
+from harness.shrink.failure import Failure, Verdict
 from harness.shrink.passes import PASSES, REMOVE, Removal, Rewrite, Site, Text
 
 __all__ = ["Oracle", "Progress", "Shrinker", "tokens"]
@@ -48,8 +48,10 @@ class Oracle:
         self.reruns = 0
         self._answers: dict[str, bool] = {}
         # The smallest draft seen to fail the same way: every draft asked about is
-        # smaller than the last one that did, so the last one is the smallest.
+        # smaller than the last one that did, so the last one is the smallest. And the
+        # failure of the last rerun that did (as the draft's own paths name it).
         self.best: Draft | None = None
+        self.seen: Failure | None = None
 
     def holds(self, draft: Draft) -> bool:
         """Whether ``draft`` fails the same way."""
@@ -64,6 +66,7 @@ class Oracle:
             self.reruns += 1
             if answer:
                 self.best = draft
+                self.seen = Failure.of(result) if result is not None else None
             if self.on_rerun is not None:
                 self.on_rerun(draft)
         elif answer:

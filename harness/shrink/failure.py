@@ -105,7 +105,8 @@ def _renumbered(paths: Iterable[str], turns: Sequence[int] | None) -> list[str]:
     out = []
     for path in paths:
         match = _TURN.match(path)
-        if match and int(match.group(1)) < len(turns):
-            path = f"turns.{turns[int(match.group(1))]}.{path[match.end() :]}"
+        # Turn numbers are 1-based in results; ``turns`` holds 0-based positions.
+        if match and 0 < int(match.group(1)) <= len(turns):
+            path = f"turns.{turns[int(match.group(1)) - 1] + 1}.{path[match.end() :]}"
         out.append(path)
     return out

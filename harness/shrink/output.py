@@ -8,9 +8,11 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
+import yaml
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import CommentMark
+from ruamel.yaml.scalarstring import PlainScalarString, SingleQuotedScalarString
 from ruamel.yaml.tokens import CommentToken
 from ruamel.yaml.util import load_yaml_guess_indent
 
@@ -63,12 +65,31 @@ def _edited(original: str, edits: Sequence[Edit]) -> str:
         if edit.op == "delete":
             _delete(parent, path[-1], grandparent, path[-2] if len(path) > 1 else None)
         elif path == ("name",) and "name" not in data:
-            data.insert(0, "name", edit.value)  # a name goes first, as files have it
+            data.insert(0, "name", _node(edit.value))  # a name goes first, as files have it
         else:
-            parent[path[-1]] = edit.value
+            parent[path[-1]] = _node(edit.value)
     out = io.StringIO()
     yaml.dump(data, out)
     return out.getvalue()
+
+
+def _node(value: Any) -> Any:
+    """``value`` as ruamel.yaml should write it for PyYAML (YAML 1.1, which the loader
+    reads) to read it back the same: text that would read as something else is quoted."""
+    if isinstance(value, dict):
+        return CommentedMap((k, _node(v)) for k, v in value.items())
+    if isinstance(value, list):
+        return CommentedSeq(_node(v) for v in value)
+    if not isinstance(value, str):
+        return value
+    if "\n" in value:
+        return value
+    try:
+        same = value != "" and yaml.safe_load(value) == value
+    except yaml.YAMLError:
+        same = False
+    # Typed, so the style of the value replaced is not carried over (a folded `>` stays).
+    return PlainScalarString(value) if same else SingleQuotedScalarString(value)
 
 
 def _delete(container: Any, key: Any, parent: Any, parent_key: Any) -> None:

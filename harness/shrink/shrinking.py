@@ -43,8 +43,10 @@ class ShrinkResult:
     rounds: int
     minimal: bool
     seconds: float
-    # The original number of each turn left (None without turns:), and the mapping.
+    # The original number of each turn left (None without turns:).
     turns: tuple[int, ...] | None = None
+    # The failure as the shrunk scenario's own run shows it (its turns numbered anew).
+    shown: Failure | None = None
     data: dict[str, Any] = field(repr=False, default_factory=dict)
 
     @property
@@ -90,23 +92,12 @@ def shrink(
     """
     started = time.perf_counter()
     original = _original(scenario, at)
-    failure = Failure.of(original.result)
-    if failure.status == "passed":
-        raise ShrinkError(
-            f"{display_path(original.path)} passes: there is no failure to shrink "
-            "(harness shrink takes a scenario that fails)"
-        )
-    kept = failure.kept(keep)
+    failure, kept = _failures(original, keep)
     target = Path(output).resolve() if output is not None else original.path.resolve()
     with tempfile.TemporaryDirectory(prefix="harness-shrink-") as work:
         oracle = Oracle(Verdict(failure, kept), Rerunner(target, Path(work)))
         first = first_draft(original, target)
-        if first.data["cassettes"] and output is None:
-            raise ShrinkError(
-                f"{display_path(original.path)} replays a cassette: its shrunk copy is written "
-                "beside the output, so give an output file (-o FILE)"
-            )
-        _check_first(oracle, first, original, target)
+        _check_first(oracle, first, original, target, output is not None)
         shrinker = Shrinker(oracle, on_progress)
         oracle.on_rerun = shrinker.progress
         try:
@@ -129,6 +120,7 @@ def shrink(
         minimal=minimal,
         seconds=0.0,
         turns=final.turns,
+        shown=oracle.seen,
         data=final.scenario,
     )
     result.text = render(original.text, final.edits, final.scenario, header(original, result))
@@ -146,9 +138,27 @@ def _original(scenario: str | Path | Mapping[str, Any], at: str | Path | None) -
     return read_original(Path(scenario).resolve())
 
 
-def _check_first(oracle: Oracle, first: Draft, original: Original, target: Path) -> None:
+def _failures(original: Original, keep: Sequence[str]) -> tuple[Failure, Failure]:
+    """The original's failure, and the part of it to keep; ShrinkError when it passes."""
+    failure = Failure.of(original.result)
+    if failure.status == "passed":
+        raise ShrinkError(
+            f"{display_path(original.path)} passes: there is no failure to shrink "
+            "(harness shrink takes a scenario that fails)"
+        )
+    return failure, failure.kept(keep)
+
+
+def _check_first(
+    oracle: Oracle, first: Draft, original: Original, target: Path, written: bool
+) -> None:
     """The draft written at the output's place fails as the original does (the output's
     folder may lie in another project, where its target or plugins do not load)."""
+    if first.data["cassettes"] and not written:
+        raise ShrinkError(
+            f"{display_path(original.path)} replays a cassette: its shrunk copy is written "
+            "beside the output, so give an output file (-o FILE)"
+        )
     if oracle.holds(first):
         return
     rerun = oracle.rerun(first)
@@ -178,7 +188,7 @@ def header(original: Original, result: ShrinkResult) -> list[str]:
     lines = [
         f"Shrunk by `harness shrink` from {original.scenario.id_path or original.path.name} "
         "(docs/shrink.md).",
-        f"It fails the same way: {result.failure.describe()}.",
+        f"It fails the same way: {(result.shown or result.failure).describe()}.",
         f"Size {result.after.shown()}, was {result.before.shown()}.",
     ]
     lines += _changes(result.changes)
