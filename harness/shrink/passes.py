@@ -239,6 +239,14 @@ def _tool_rewrites(at: Path_, spec: dict[str, Any]) -> Iterator[Site]:
         )
 
 
+def _fewer(repeat: int) -> tuple[Any, ...]:
+    """Fewer repeats to try, fewest first: one (no repeat:), then up to eight, then half
+    and all but one (the next round goes on from the one that held)."""
+    counts = [n for n in range(2, 9) if n < repeat]
+    counts += [n for n in (repeat // 2, repeat - 1) if n > 8 and n not in counts]
+    return (REMOVE, *counts)
+
+
 def _rewrites(draft: Draft) -> list[Site]:
     sites: list[Site] = []
     for at, step in steps(draft.scenario):
@@ -246,8 +254,7 @@ def _rewrites(draft: Draft) -> list[Site]:
             sites.append(Rewrite("faults weakened", (*at, "error"), ({"status": 500},)))
         repeat = step.get("repeat")
         if isinstance(repeat, int) and not isinstance(repeat, bool) and repeat > 1:
-            fewer = (REMOVE, *([repeat // 2] if repeat // 2 > 1 else []))
-            sites.append(Rewrite("repeats reduced", (*at, "repeat"), fewer))
+            sites.append(Rewrite("repeats reduced", (*at, "repeat"), _fewer(repeat)))
     for at, spec in tools(draft.scenario):
         sites += _tool_rewrites(at, spec)
     return sites
