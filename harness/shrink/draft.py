@@ -37,6 +37,7 @@ CLEANED = frozenset(
         "failing",
         "agent",
         "prices",
+        "history",
     }
 )
 

@@ -70,7 +70,9 @@ def _edited(original: str, edits: Sequence[Edit]) -> str:
             parent[path[-1]] = _node(edit.value)
     out = io.StringIO()
     yaml.dump(data, out)
-    return out.getvalue()
+    text = out.getvalue()
+    # The last line's break may go with a removed last entry's comment.
+    return text if text.endswith("\n") else text + "\n"
 
 
 def _node(value: Any) -> Any:
