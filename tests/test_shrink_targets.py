@@ -133,7 +133,9 @@ def test_a_recorded_scenario_keeps_only_the_interactions_it_replays(project):
     (project / "cases" / "weather.yaml").write_text(yaml.safe_dump(cassette), encoding="utf-8")
     scenario = (ROOT / "scenarios" / "recorded" / "weather-chat.scenario.yaml").read_text()
     scenario = scenario.replace("final: {contains: Paris}", "final: {contains: Tokyo}")
-    scenario = scenario.replace("  model: gpt-4o-mini\n", "  model: gpt-4o-mini\n  cassette: weather.yaml\n")
+    scenario = scenario.replace(
+        "  model: gpt-4o-mini\n", "  model: gpt-4o-mini\n  cassette: weather.yaml\n"
+    )
     source = project / "cases" / "weather.scenario.yaml"
     source.write_text(scenario, encoding="utf-8")
 

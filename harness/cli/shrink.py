@@ -123,7 +123,9 @@ def _finish(result: Any) -> int:
             "written: a bug in harness shrink, please report it"
         )
         return EXIT["internal"]
-    where = ", ".join(str(p) for p in written)
+    from harness.project import display_path
+
+    where = ", ".join(display_path(p) for p in written)
     to_stderr(
         f"harness shrink: {'wrote ' + where + ': ' if written else ''}size "
         f"{result.after.total}, was {result.before.total} ({result.reduction:.0%} smaller); "

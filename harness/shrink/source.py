@@ -13,6 +13,7 @@ import yaml
 
 from harness.errors import HarnessError, ScenarioError
 from harness.llm.config import RECORDED_PROVIDERS
+from harness.project import display_path
 from harness.results import ScenarioResult
 from harness.scenario.loader import load_scenario_text
 from harness.scenario.schema import Scenario, scenario_name
@@ -52,18 +53,20 @@ def read_original(path: Path, text: str | None = None) -> Original:
         if text is None:
             text = path.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ShrinkError(f"{path}: cannot read the scenario: {exc}") from None
+        raise ShrinkError(f"{display_path(path)}: cannot read the scenario: {exc}") from None
     try:
         scenario = load_scenario_text(text, path)
     except HarnessError as exc:
         raise ShrinkError(_one_line(exc)) from None
     if scenario.matrix:
         raise ShrinkError(
-            f"{path}: a scenario with a matrix is several scenarios: shrink one combination "
-            "(copy the file with the matrix's values written in)"
+            f"{display_path(path)}: a scenario with a matrix is several scenarios: shrink one "
+            "combination (copy the file with the matrix's values written in)"
         )
     if scenario.skip_reason is not None:
-        raise ShrinkError(f"{path}: the scenario is skipped here: {scenario.skip_reason}")
+        raise ShrinkError(
+            f"{display_path(path)}: the scenario is skipped here: {scenario.skip_reason}"
+        )
     try:
         with quiet():
             result = run_scenario(scenario)
@@ -129,9 +132,12 @@ def _with_cassettes(draft: Draft, original: Original) -> Draft:
         try:
             loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
         except (OSError, yaml.YAMLError) as exc:
-            raise ShrinkError(f"{original.path}: cannot read the cassette {path}: {exc}") from None
+            raise ShrinkError(
+                f"{display_path(original.path)}: cannot read the cassette "
+                f"{display_path(path)}: {exc.__class__.__name__}: {exc}"
+            ) from None
         if not isinstance(loaded, dict) or not isinstance(loaded.get("interactions"), list):
-            raise ShrinkError(f"{path}: not a cassette (no interactions)")
+            raise ShrinkError(f"{display_path(path)}: not a cassette (no interactions)")
         cassettes[key] = loaded
     if not cassettes:
         return draft
