@@ -389,10 +389,12 @@ class _Ledger:
             )
         self._unanswered(plan, "the run was aborted")
 
-    def result_arrived(self, record: ToolCallRecord, result: str) -> None:
-        """An external target sent the result of a recorded call: it ran."""
+    def result_arrived(self, record: ToolCallRecord, result: str, *, failed: bool = False) -> None:
+        """An external target sent the result of a recorded call: it ran (``failed``: its
+        result says the tool failed, and the call is ``error`` as the own loop records it)."""
         record.result = result
-        record.status = "ok"
+        record.status = "error" if failed else "ok"
+        record.is_error = failed
 
     def tool_answered(
         self,

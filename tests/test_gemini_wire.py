@@ -413,7 +413,7 @@ def test_function_responses_answer_the_calls_of_the_model_turn_before_them():
             ],
         },
     ]
-    results = GEMINI.tool_results(contents)
+    results = {key: found.text for key, found in GEMINI.tool_results(contents).items()}
     assert results["call_2_get_time"] == "14:00"
     assert results["call_0_get_weather"] == "18C"
     assert results["call_1_get_weather"] == "24C"

@@ -51,7 +51,7 @@ from harness.run import Run
 from harness.secrets import Scrubber
 from harness.serve.conversations import Conversations, Place
 from harness.wires import Wire
-from harness.wires.neutral import ToolSpec, WireReply, answer_body
+from harness.wires.neutral import ToolResult, ToolSpec, WireReply, answer_body
 
 __all__ = ["SERVED", "Observation", "ObservedTool", "Refusal"]
 
@@ -362,13 +362,15 @@ class Observation:
         for record, result in _answered(wire, items[start:], pending, found):
             if record.id in self._mcp_answered:
                 continue  # its MCP call already recorded the true status and result
-            run._ledger.result_arrived(record, clean_text(result))
+            # The wire's own failure signal (docs/wires.md#tool-failures): the same
+            # status a call of the same tool answered over MCP gets.
+            run._ledger.result_arrived(record, clean_text(result.text), failed=result.failed)
             run.emit(
                 ActionExecutedEvent(
                     iteration=run.iteration,
                     tool=record.name,
                     call_id=record.id,
-                    status="ok",
+                    status=record.status,
                     group=record.group,
                 )
             )
@@ -533,8 +535,8 @@ class Observation:
 
 
 def _answered(
-    wire: Wire, new: list[Any], pending: list[ToolCallRecord], found: dict[str, str]
-) -> list[tuple[ToolCallRecord, str]]:
+    wire: Wire, new: list[Any], pending: list[ToolCallRecord], found: dict[str, ToolResult]
+) -> list[tuple[ToolCallRecord, ToolResult]]:
     """Each pending call with the result a request sent for it.
 
     A call the reply sent without an id (or that the client gave an id of its own) comes

@@ -39,6 +39,7 @@ from harness.wires.neutral import (
     SSEBody,
     StatelessRequests,
     ToolOffer,
+    ToolResult,
     ToolSpec,
     WireError,
     WireReply,
@@ -116,16 +117,19 @@ class MessagesWire(StatelessRequests):
         text = system_text(body.get("system"))
         return [SystemMessage(content=text)] if text else []
 
-    def tool_results(self, items: list[Any], start: int = 0) -> dict[str, str]:
-        """call id -> the text of each ``tool_result`` block from ``start`` on."""
-        found: dict[str, str] = {}
+    def tool_results(self, items: list[Any], start: int = 0) -> dict[str, ToolResult]:
+        """call id -> each ``tool_result`` block from ``start`` on: its text, failed when
+        the block says ``is_error: true``."""
+        found: dict[str, ToolResult] = {}
         for index in range(start, len(items)):
             item = items[index]
             if not isinstance(item, dict) or item.get("role") != "user":
                 continue
             for block in _blocks(item.get("content")):
                 if block.get("type") == "tool_result" and block.get("tool_use_id") is not None:
-                    found[str(block["tool_use_id"])] = _result_text(block.get("content"))
+                    text = _result_text(block.get("content"))
+                    failed = block.get("is_error") is True
+                    found[str(block["tool_use_id"])] = ToolResult(text, failed)
         return found
 
     def tools(self, tools: Any) -> list[ToolSpec]:

@@ -45,6 +45,7 @@ from harness.wires.neutral import (
     SSEBody,
     StatelessRequests,
     ToolOffer,
+    ToolResult,
     ToolSpec,
     WireError,
     WireReply,
@@ -83,6 +84,13 @@ def result_text(response: Any) -> str:
     return json.dumps(response, ensure_ascii=False, sort_keys=True)
 
 
+def response_failed(response: Any) -> bool:
+    """Whether a ``functionResponse``'s ``response`` reports a failure: the API's schema
+    puts a result under ``output`` and a failure under ``error`` (google-genai's automatic
+    calling and pydantic-ai send ``{"error": ...}`` for a tool that raised)."""
+    return isinstance(response, dict) and response.get("error") not in (None, "", {}, [])
+
+
 def _is_thought(part: dict[str, Any]) -> bool:
     return bool(part.get("thought"))
 
@@ -115,8 +123,8 @@ def _reasoning(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _answered(
     responses: list[dict[str, Any]], calls: list[tuple[str, str, str]], own: list[Any]
-) -> list[tuple[list[str], str, str]]:
-    """``(ids, name, text)`` of each response: the ids of the call it answers (its own
+) -> list[tuple[list[str], str, ToolResult]]:
+    """``(ids, name, result)`` of each response: the ids of the call it answers (its own
     and the made one), by id when the response has one the turn's calls hold, else the
     next unanswered call of its name, else its own id or one made from its place."""
     taken: set[int] = set()
@@ -127,7 +135,8 @@ def _answered(
         index = next((i for i, c in enumerate(own) if given and c == given), None)
         if index is None:
             index = next((i for i, c in enumerate(calls) if i not in taken and c[1] == name), None)
-        text = result_text(response.get("response"))
+        answer = response.get("response")
+        text = ToolResult(result_text(answer), response_failed(answer))
         if index is None:
             out.append(([str(given or made_id(position, name))], name, text))
             continue
@@ -193,8 +202,12 @@ class GeminiWire(StatelessRequests):
                 )
                 messages.append(reply)
                 continue
-            for ids, name, text in _answered(_function_responses(parts), calls, own):
-                messages.append(ToolMessage(tool_call_id=ids[0], name=name, content=text))
+            for ids, name, result in _answered(_function_responses(parts), calls, own):
+                messages.append(
+                    ToolMessage(
+                        tool_call_id=ids[0], name=name, content=result.text, is_error=result.failed
+                    )
+                )
             said = _text(parts)
             if said is not None:
                 messages.append(UserMessage(content=said))
@@ -205,10 +218,10 @@ class GeminiWire(StatelessRequests):
         text = _system_text(body)
         return [] if text is None else [SystemMessage(content=text)]
 
-    def tool_results(self, items: list[Any], start: int = 0) -> dict[str, str]:
-        """call id -> the text of each function response from ``start`` on, under the
-        answered call's own id and its made one."""
-        found: dict[str, str] = {}
+    def tool_results(self, items: list[Any], start: int = 0) -> dict[str, ToolResult]:
+        """call id -> each function response from ``start`` on (failed when it reports
+        an ``error``), under the answered call's own id and its made one."""
+        found: dict[str, ToolResult] = {}
         for index, role, parts, (calls, own) in _turns(items):
             if index < start or role == "model":
                 continue

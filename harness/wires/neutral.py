@@ -30,6 +30,7 @@ __all__ = [
     "StatelessRequests",
     "StreamReader",
     "ToolOffer",
+    "ToolResult",
     "ToolSpec",
     "Wire",
     "WireError",
@@ -120,6 +121,16 @@ class WireError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """A tool's result as a request sends it back: its text, and whether the wire's own
+    failure signal marks it failed (Anthropic ``is_error``, a Gemini response's ``error``
+    key, a Responses API output ``incomplete``; docs/wires.md#tool-failures)."""
+
+    text: str
+    failed: bool = False
 
 
 @dataclass(frozen=True)
@@ -368,8 +379,8 @@ class Wire(Protocol):
         """System text a request gives beside its items, as messages."""
         ...
 
-    def tool_results(self, items: list[Any], start: int = 0) -> dict[str, str]:
-        """call id -> the tool result text that ``items[start:]`` carry."""
+    def tool_results(self, items: list[Any], start: int = 0) -> dict[str, ToolResult]:
+        """call id -> the tool result that ``items[start:]`` carry."""
         ...
 
     def tools(self, tools: Any) -> list[ToolSpec]:

@@ -26,6 +26,7 @@ from harness.wires.neutral import (
     SSEBody,
     StatelessRequests,
     ToolOffer,
+    ToolResult,
     ToolSpec,
     WireError,
     WireReply,
@@ -80,15 +81,16 @@ class ChatWire(StatelessRequests):
         """None: the system text is a message."""
         return []
 
-    def tool_results(self, items: list[Any], start: int = 0) -> dict[str, str]:
-        """call id -> the text of each ``role: tool`` message from ``start`` on."""
-        found: dict[str, str] = {}
+    def tool_results(self, items: list[Any], start: int = 0) -> dict[str, ToolResult]:
+        """call id -> the text of each ``role: tool`` message from ``start`` on. The API
+        has no failure signal: a failed tool's message is its text, read as a result."""
+        found: dict[str, ToolResult] = {}
         for index in range(start, len(items)):
             item = items[index]
             if not isinstance(item, dict):
                 continue
             if item.get("role") == "tool" and item.get("tool_call_id") is not None:
-                found[str(item["tool_call_id"])] = text_of(item.get("content")) or ""
+                found[str(item["tool_call_id"])] = ToolResult(text_of(item.get("content")) or "")
         return found
 
     def tools(self, tools: Any) -> list[ToolSpec]:

@@ -35,6 +35,7 @@ from harness.wires.neutral import (
     ServedRequest,
     SSEBody,
     ToolOffer,
+    ToolResult,
     ToolSpec,
     WireError,
     WireReply,
@@ -96,18 +97,19 @@ class ResponsesWire:
             return [SystemMessage(content=text_of(body["instructions"]) or "")]
         return []
 
-    def tool_results(self, items: list[Any], start: int = 0) -> dict[str, str]:
-        """call id -> the output of each ``function_call_output`` from ``start`` on."""
-        found: dict[str, str] = {}
+    def tool_results(self, items: list[Any], start: int = 0) -> dict[str, ToolResult]:
+        """call id -> the output of each ``function_call_output`` from ``start`` on; the
+        item's own ``status`` is the API's one signal of a call that did not complete
+        (``incomplete``: failed)."""
+        found: dict[str, ToolResult] = {}
         for index in range(start, len(items)):
             item = items[index]
             if not isinstance(item, dict):
                 continue
             if item.get("type") == "function_call_output" and item.get("call_id") is not None:
                 output = item.get("output")
-                found[str(item["call_id"])] = (
-                    output if isinstance(output, str) else text_of(output) or ""
-                )
+                text = output if isinstance(output, str) else text_of(output) or ""
+                found[str(item["call_id"])] = ToolResult(text, item.get("status") == "incomplete")
         return found
 
     def tools(self, tools: Any) -> list[ToolSpec]:
@@ -290,8 +292,10 @@ def _messages(items: list[Any], names: dict[str, str]) -> list[Message]:
             call_id = str(item.get("call_id") or "")
             output = item.get("output")
             content = output if isinstance(output, str) else text_of(output) or ""
+            failed = item.get("status") == "incomplete"
+            name = names.get(call_id, "")
             messages.append(
-                ToolMessage(tool_call_id=call_id, name=names.get(call_id, ""), content=content)
+                ToolMessage(tool_call_id=call_id, name=name, content=content, is_error=failed)
             )
             previous_output = False
         elif kind == "reasoning":
