@@ -15,6 +15,7 @@ except for a conversation the target rewrote.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from typing import Any
@@ -50,8 +51,9 @@ from harness.messages import Conversation, ToolCall, clean_reply, clean_text
 from harness.run import Run
 from harness.secrets import Scrubber
 from harness.serve.conversations import Conversations, Place
+from harness.serve.threads import Threads
 from harness.wires import Wire
-from harness.wires.neutral import ToolResult, ToolSpec, WireReply, answer_body
+from harness.wires.neutral import ToolResult, ToolSpec, WireError, WireReply, answer_body
 
 __all__ = ["SERVED", "Observation", "ObservedTool", "Refusal"]
 
@@ -160,6 +162,10 @@ class Observation:
         # the items of a request waiting for its answer.
         self._chains: dict[str, list[Any]] = {}
         self._asked: dict[int, list[Any]] = {}
+        # Anthropic message threads: the conversations held, and call -> (the request as
+        # sent, the whole request it stands for) until its answer.
+        self._holding = Threads()
+        self._held: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
         self._last_reply: Any = None
         self._following: int | None = None  # the thread run.conversation follows
         self._tools_raw: Any = None
@@ -205,6 +211,9 @@ class Observation:
         """A request arrived; its call number. Raises Refusal when harness stopped the run."""
         with self.lock:
             run = self.run
+            sent = body
+            with contextlib.suppress(WireError):  # the server answers a bad thread itself
+                body = self._holding.resume(wire, body)
             items = [*self._chains.get(str(wire.previous(body)), []), *wire.items(body)]
             place = self._places.place(wire, body, 0)
             self._places.keep(place)
@@ -223,6 +232,8 @@ class Observation:
             run.emit(LLMRequestEvent(iteration=iteration, call=call, sim=run.sim_time))
             self._last = (wire, body, items)
             self._asked[call] = items
+            if wire.held(sent) is not None:
+                self._held[call] = (sent, body)
             if run._observed.llm_request:
                 self._follow(thread, wire, body, items)
                 kept = (wire.items_field, "tools")
@@ -243,6 +254,7 @@ class Observation:
         """The client closed the connection of request ``call`` before any answer."""
         with self.lock:
             self._asked.pop(call, None)
+            self._held.pop(call, None)
             self._ended(call)
             message = "the client gave up before the answer came (its own timeout)"
             self.last_error = RunError(type="timeout", message=message, status=None)
@@ -264,6 +276,7 @@ class Observation:
         """The answer to request ``call`` was sent (``raw``: its whole body)."""
         with self.lock:
             asked = self._asked.pop(call, None)
+            held = self._held.pop(call, None)
             self._ended(call)
             thread, place = self._of_call[call]
             answer = answer_body(raw)  # read once: the reply and the chain both need it
@@ -280,6 +293,8 @@ class Observation:
             self.last_error = thread.error = None
             run = self.run
             reply = (wire.read_reply(*answer) if answer is not None else None) or WireReply()
+            if held is not None:
+                self._holding.keep(wire, *held, answer)
             if asked is not None:
                 response_id, output = wire.answer_items(answer)
                 if response_id is not None:

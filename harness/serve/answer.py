@@ -24,8 +24,10 @@ __all__ = ["answer", "count_endpoint", "endpoint"]
 async def answer(request: Any, wire: Wire) -> Any:
     """The answer to a POST of ``wire``'s API."""
     state: ScriptState = request.app.state.script
-    body = await read_json(request)
+    sent = await read_json(request)
     try:
+        # A thread's continue stands for the whole request (harness.serve.threads).
+        body = state.threads.resume(wire, sent)
         asked = wire.served_request(body, state.known(), request.url.path)
     except WireError as error:
         raise ApiError(error.status, error.message, error.code, error.param) from None
@@ -38,8 +40,12 @@ async def answer(request: Any, wire: Wire) -> Any:
     await state.hold(reply.step.latency if reply.step else 0)
     streamed = wire.streams(body, request.url.path)
     served = reply.served(streamed)
-    if not streamed:
-        return json_response(wire.render_reply(served, body, asked))
+    held = wire.held(sent) is not None
+    whole = wire.render_reply(served, body, asked) if held or not streamed else None
+    if held:
+        state.threads.keep(wire, sent, body, (whole, False))
+    if whole is not None and not streamed:
+        return json_response(whole)
     return sse(wire.render_stream(served, body, asked))
 
 

@@ -14,6 +14,7 @@ from harness.llm.chunks import LLMChunk, reply_chunks
 from harness.llm.config import ConversationRule
 from harness.llm.script import ScriptStep, wire_calls
 from harness.serve.conversations import Conversations
+from harness.serve.threads import Threads
 from harness.wires.neutral import ServedReply, ServedRequest, Wire
 
 __all__ = ["DEFAULT_MAX_DELAY", "Reply", "ScriptState"]
@@ -68,6 +69,7 @@ class Reply:
         # workers) never repeat an id.
         self.ids = "call"
         self.tag = ""  # and its response ids (resp_harness_c1_2), for the same reason
+        self.key = ""  # the key of its conversation (its messages' hash), for message ids
         # A judge's verdict (from the judge script), not the agent's reply.
         self.judge = judge
 
@@ -91,7 +93,15 @@ class Reply:
         calls = self.tool_calls()
         reasoning = self.step.reasoning if self.step else None
         return ServedReply(
-            self.n, content, calls, self.finish_reason(), self.usage(), chunks, reasoning, self.tag
+            self.n,
+            content,
+            calls,
+            self.finish_reason(),
+            self.usage(),
+            chunks,
+            reasoning,
+            self.tag,
+            self.key,
         )
 
     def usage(self) -> dict[str, int]:
@@ -125,6 +135,8 @@ class ScriptState:
             for n, rule in enumerate(conversations)
         ]
         self.conversations = Conversations(conversations)
+        # The conversations held for requests that continue them (Anthropic threads).
+        self.threads = Threads()
         # A judge's replies (requests marked x-harness-role: judge), in turn.
         self.judge_steps = [s for s in judge_steps for _ in range(s.repeat)]
         self.judged = 0
@@ -162,6 +174,7 @@ class ScriptState:
         again."""
         self.attempts.clear()
         self.conversations.reset()
+        self.threads.reset()
         self.judged = 0
 
     def pick_judge(self) -> Reply:
@@ -195,6 +208,7 @@ class ScriptState:
             # its first call's messages: its calls must not repeat their ids).
             which = f"c{place.rule + 1}" + (f"-{place.ordinal}" if place.ordinal > 1 else "")
             reply.ids, reply.tag = f"call_{which}", f"{which}_"
+        reply.key = place.key
         if reply.error is None and reply.step is not None:
             self.conversations.keep(place, f"resp_harness_{reply.tag}{reply.n}")
         return reply

@@ -33,6 +33,7 @@ from harness.messages import (
 from harness.wires import anthropic_serving
 from harness.wires.anthropic_client import MessagesClient
 from harness.wires.neutral import (
+    HeldTurn,
     Item,
     ServedReply,
     ServedRequest,
@@ -78,6 +79,23 @@ class MessagesWire(StatelessRequests):
         return path.endswith("/v1/messages")
 
     # -- requests ----------------------------------------------------------------------
+
+    def held(self, body: dict[str, Any]) -> HeldTurn | None:
+        """The message thread a request asks for (``thread: {type: create}``, or
+        ``{type: continue, previous_message_id}`` with only the new messages)."""
+        return anthropic_serving.held_turn(body)
+
+    def resumed(self, body: dict[str, Any], earlier: dict[str, Any]) -> dict[str, Any]:
+        """The whole request a thread continue stands for."""
+        return anthropic_serving.resumed(body, earlier)
+
+    def held_answer(self, answer: tuple[Any, bool] | None) -> tuple[str | None, list[Any]]:
+        """The message's id and its reply as the assistant message the thread holds."""
+        reply = self.read_reply(*answer) if answer is not None else None
+        message_id, message = anthropic_serving.reply_message(answer, reply)
+        if not isinstance(message_id, str) or message is None:
+            return None, []
+        return message_id, [message]
 
     def messages(self, items: list[Any], names: dict[str, str] | None = None) -> list[Message]:
         """Messages as harness messages: a user turn's ``tool_result`` blocks as tool

@@ -15,9 +15,27 @@ from collections.abc import Iterator
 from typing import Any
 
 from harness.llm.chunks import LLMChunk, pieces
-from harness.wires.neutral import MODEL_ID, ServedReply, ServedRequest, WireError
+from harness.wires.neutral import (
+    MODEL_ID,
+    HeldTurn,
+    ServedReply,
+    ServedRequest,
+    SSEBody,
+    WireError,
+    WireReply,
+)
 
-__all__ = ["error_body", "message_events", "message_object", "served_request", "stop_reason"]
+__all__ = [
+    "THREAD_ERRORS",
+    "error_body",
+    "held_turn",
+    "message_events",
+    "message_object",
+    "reply_message",
+    "resumed",
+    "served_request",
+    "stop_reason",
+]
 
 # The error type of each status (the API's table; other statuses by their class).
 _ERROR_TYPES = {
@@ -38,6 +56,14 @@ _STOP_REASONS = {
     "content_filter": "refusal",
 }
 _SIGNATURE = "harness-thinking:"
+# The error codes of message threads the SDK recovers from (it reads them from the error's
+# `details.error_code`): a continue of a reply the server does not hold is replayed whole
+# under a new thread, an unsupported request is sent again without a thread.
+THREAD_ERRORS = ("thread_not_found", "thread_unsupported_request")
+# Request fields message threads do not support (the SDK's ThreadUnsupportedFeatureName).
+_UNTHREADED = ("thinking", "context_management", "fallbacks", "inference_hooks", "cache_control")
+# What the thread keeps from the request that created it: a continue may not repeat it.
+_CREATE_ONLY = ("system", "tools")
 
 
 def error_body(error: WireError) -> dict[str, Any]:
@@ -48,6 +74,8 @@ def error_body(error: WireError) -> dict[str, Any]:
     details: dict[str, Any] = {"type": kind, "message": error.message}
     if error.code is not None:
         details["code"] = error.code
+    if error.code in THREAD_ERRORS:
+        details["details"] = {"error_code": error.code}
     return {"type": "error", "error": details}
 
 
@@ -84,6 +112,71 @@ def served_request(body: dict[str, Any]) -> ServedRequest:
         if problem is not None:
             raise WireError(400, problem)
     return ServedRequest(len(assistant), messages)
+
+
+def held_turn(body: dict[str, Any]) -> HeldTurn | None:
+    """The ``thread`` a request asks for (``{type: create}``, ``{type: continue,
+    previous_message_id}``), None without one; the API's 400 for one it refuses."""
+    thread = body.get("thread")
+    if thread is None:
+        return None
+    kind = thread.get("type") if isinstance(thread, dict) else None
+    if kind not in ("create", "continue"):
+        raise WireError(400, "thread.type: Input should be 'create' or 'continue'")
+    previous = None
+    if kind == "continue":
+        previous = thread.get("previous_message_id")
+        if not isinstance(previous, str) or not previous:
+            raise WireError(400, "thread.previous_message_id: Field required")
+        repeated = [name for name in _CREATE_ONLY if name in body]
+        if repeated:
+            raise WireError(
+                400,
+                f"{', '.join(repeated)}: the thread holds what its create request sent; a "
+                "continue may not send it again",
+            )
+    unsupported = [name for name in _UNTHREADED if _given(body.get(name))]
+    if unsupported:
+        raise WireError(
+            400,
+            f"message threads do not support {', '.join(unsupported)}: send the whole "
+            "conversation without `thread`",
+            "thread_unsupported_request",
+        )
+    return HeldTurn(previous)
+
+
+def _given(value: Any) -> bool:
+    disabled = isinstance(value, dict) and value.get("type") == "disabled"
+    return value is not None and not disabled
+
+
+def resumed(body: dict[str, Any], earlier: dict[str, Any]) -> dict[str, Any]:
+    """The whole request a ``continue`` stands for: the held request's fields (its system
+    and tools), this request's own options, and the held messages then the new ones."""
+    whole = {k: v for k, v in earlier.items() if k != "thread"}
+    whole.update({k: v for k, v in body.items() if k not in ("thread", "messages")})
+    new = body.get("messages")
+    whole["messages"] = [*earlier.get("messages", []), *(new if isinstance(new, list) else [])]
+    return whole
+
+
+def reply_message(answer: tuple[Any, bool] | None, reply: WireReply | None) -> tuple[Any, Any]:
+    """The id of an answer and its reply as the assistant message a client sends back."""
+    if answer is None or reply is None:
+        return None, None
+    value, streamed = answer
+    if streamed and isinstance(value, SSEBody):
+        start = next((e for e in value.events if e.get("type") == "message_start"), {})
+        value = start.get("message")
+    message_id = value.get("id") if isinstance(value, dict) else None
+    content: list[dict[str, Any]] = [dict(block) for block in reply.reasoning]
+    if reply.content:
+        content.append({"type": "text", "text": reply.content})
+    for call_id, name, arguments in reply.tool_calls:
+        block = {"type": "tool_use", "id": call_id, "name": name}
+        content.append({**block, "input": _input(arguments or "")})
+    return message_id, {"role": "assistant", "content": content}
 
 
 def _signature(thinking: str) -> str:
@@ -163,7 +256,10 @@ def message_object(reply: ServedReply, body: dict[str, Any]) -> dict[str, Any]:
 
 def _head(reply: ServedReply, body: dict[str, Any]) -> dict[str, Any]:
     model = body.get("model") or MODEL_ID
-    return {"id": f"msg_harness_{reply.n}", "type": "message", "role": "assistant", "model": model}
+    # A thread continues a reply by its id: each conversation's replies have their own
+    # (the key names the conversation), the same on every run.
+    message_id = f"msg_harness_{reply.tag}{reply.n}" + (f"_{reply.key[:12]}" if reply.key else "")
+    return {"id": message_id, "type": "message", "role": "assistant", "model": model}
 
 
 def _event(kind: str, **data: Any) -> str:

@@ -23,6 +23,7 @@ from harness.messages import AssistantMessage, Message, ToolCall, parse_argument
 __all__ = [
     "MODEL_ID",
     "ClientSide",
+    "HeldTurn",
     "Item",
     "SSEBody",
     "ServedReply",
@@ -124,6 +125,15 @@ class WireError(Exception):
 
 
 @dataclass(frozen=True)
+class HeldTurn:
+    """A request asking the server to hold its conversation (Anthropic's message threads):
+    ``previous`` None starts one (the request carries the whole history); else it is the
+    answer the request continues, sending only its new messages."""
+
+    previous: str | None = None
+
+
+@dataclass(frozen=True)
 class ToolResult:
     """A tool's result as a request sends it back: its text, and whether the wire's own
     failure signal marks it failed (Anthropic ``is_error``, a Gemini response's ``error``
@@ -184,6 +194,9 @@ class ServedReply:
     # "c1_" for the first llm.conversations entry's (resp_harness_c1_2), "c1-2_" for
     # that entry's second conversation.
     tag: str = ""
+    # The key of the conversation it answers (a hash of its messages), for ids that must
+    # differ between conversations (an Anthropic thread continues a reply by its id).
+    key: str = ""
 
 
 def arguments_text(value: Any) -> str | None:
@@ -339,6 +352,18 @@ class StatelessRequests:
         """Nothing: no server-side chain continues an answer."""
         return None, []
 
+    def held(self, body: dict[str, Any]) -> HeldTurn | None:
+        """None: the server holds no conversation for a request."""
+        return None
+
+    def resumed(self, body: dict[str, Any], earlier: dict[str, Any]) -> dict[str, Any]:
+        """``body``: no request continues a held conversation."""
+        return body
+
+    def held_answer(self, answer: tuple[Any, bool] | None) -> tuple[str | None, list[Any]]:
+        """Nothing: no conversation is held."""
+        return None, []
+
 
 class Wire(Protocol):
     """One model API's JSON and streams, read into and written from the neutral forms.
@@ -369,6 +394,16 @@ class Wire(Protocol):
 
     def thread(self, body: dict[str, Any]) -> str | None:
         """The server-side conversation a request belongs to (its id), if any."""
+        ...
+
+    def held(self, body: dict[str, Any]) -> HeldTurn | None:
+        """Whether the request asks the server to hold its conversation (and which held
+        answer it continues); WireError 400 for a request the API would not thread."""
+        ...
+
+    def resumed(self, body: dict[str, Any], earlier: dict[str, Any]) -> dict[str, Any]:
+        """The whole request a continuing ``body`` stands for: ``earlier`` (the held
+        request, its reply appended) with the new messages and this request's options."""
         ...
 
     def messages(self, items: list[Any], names: dict[str, str] | None = None) -> list[Message]:
@@ -403,6 +438,10 @@ class Wire(Protocol):
 
     def answer_items(self, answer: tuple[Any, bool] | None) -> tuple[str | None, list[Any]]:
         """An answer's id and its output as conversation items, for a server-side chain."""
+        ...
+
+    def held_answer(self, answer: tuple[Any, bool] | None) -> tuple[str | None, list[Any]]:
+        """An answer's id and its reply as the items a held conversation gets."""
         ...
 
     def stream_reader(self) -> StreamReader:

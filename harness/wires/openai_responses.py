@@ -30,6 +30,7 @@ from harness.messages import (
 )
 from harness.wires import openai_responses_serving, openai_shared
 from harness.wires.neutral import (
+    HeldTurn,
     Item,
     ServedReply,
     ServedRequest,
@@ -84,6 +85,18 @@ class ResponsesWire:
         if isinstance(conversation, dict):
             conversation = conversation.get("id")
         return str(conversation) if conversation else None
+
+    def held(self, body: dict[str, Any]) -> HeldTurn | None:
+        """None: a chain names its response (``previous``), not a held thread."""
+        return None
+
+    def resumed(self, body: dict[str, Any], earlier: dict[str, Any]) -> dict[str, Any]:
+        """``body``: no request continues a held thread."""
+        return body
+
+    def held_answer(self, answer: tuple[Any, bool] | None) -> tuple[str | None, list[Any]]:
+        """Nothing: no thread is held."""
+        return None, []
 
     def messages(self, items: list[Any], names: dict[str, str] | None = None) -> list[Message]:
         """Input items as harness messages: a reply's function calls in one assistant
