@@ -46,6 +46,9 @@ class Place:
     stem: str = ""
     last: tuple[str, str] | None = None
     ordinal: int = 1
+    # The key of its dialogue: its messages without the system text (an agent handing
+    # off to another changes only that).
+    dialogue: str = ""
 
 
 def _digest(previous: str, value: Any) -> str:
@@ -103,6 +106,17 @@ def matching_rule(
     return None
 
 
+def _system_items(items: list[Any]) -> int:
+    """How many of ``items`` are leading system messages (Chat Completions sends the
+    system text as its first messages; the other wires beside them)."""
+    count = 0
+    for item in items:
+        if not isinstance(item, dict) or item.get("role") not in ("system", "developer"):
+            break
+        count += 1
+    return count
+
+
 def _last(wire: Wire, items: list[Any]) -> tuple[str, str] | None:
     """The role and text of the one message in ``items`` (None without text)."""
     messages = wire.messages(items)
@@ -137,6 +151,9 @@ class Conversations:
         self.started = 0
         # Conversations started, per rule (None: the main script's).
         self._per_rule: dict[int | None, int] = {}
+        # The dialogue key of every request kept -> its place: a request whose system
+        # text changed (a handoff) continues the request whose dialogue it extends.
+        self._dialogues: dict[str, _Node] = {}
 
     def reset(self) -> None:
         """Forget every conversation."""
@@ -146,6 +163,7 @@ class Conversations:
         self._recent.clear()
         self.started = 0
         self._per_rule.clear()
+        self._dialogues.clear()
 
     def place(self, wire: Wire, body: dict[str, Any], replies: int) -> Place:
         """Where the request ``body`` of ``wire`` stands (``replies``: the model replies its
@@ -158,21 +176,60 @@ class Conversations:
         key = chain[-1]
         last = _last(wire, items[-1:])
         stem = chain[-2] if items else ""
+        system = 0 if start else _system_items(items)
+        dialogue = self._chain(start or "", items[system:])
         found = self._nodes.get(key)
         if found is not None:
             return Place(
-                found.number, found.rule, found.position, True, key, stem, last, found.ordinal
+                found.number,
+                found.rule,
+                found.position,
+                True,
+                key,
+                stem,
+                last,
+                found.ordinal,
+                dialogue[-1],
             )
-        parent = self._parent(chain, wire, items, bool(start))
-        if parent is not None:
-            number, rule, position = parent.number, parent.rule, parent.position + 1
-            return Place(number, rule, position, False, key, stem, last, parent.ordinal)
         rule = matching_rule(self.rules, wire, body)
+        parent = self._parent(chain, wire, items, bool(start))
+        handed = self._handed_over(dialogue, parent, system, rule)
+        if handed is not None:
+            parent = handed
+        if parent is not None:
+            number, rule, position = parent[0].number, parent[0].rule, parent[0].position + 1
+            ordinal = parent[0].ordinal
+            return Place(number, rule, position, False, key, stem, last, ordinal, dialogue[-1])
         # A rule's conversation starts at its step 1 whatever history its first request
         # carries (a supervisor's worker is sent the supervisor's messages).
         position = replies if rule is None else 0
         ordinal = self._per_rule.get(rule, 0) + 1
-        return Place(self.started + 1, rule, position, False, key, stem, last, ordinal)
+        number = self.started + 1
+        return Place(number, rule, position, False, key, stem, last, ordinal, dialogue[-1])
+
+    def _handed_over(
+        self,
+        dialogue: list[str],
+        parent: tuple[_Node, int] | None,
+        system: int,
+        rule: int | None,
+    ) -> tuple[_Node, int] | None:
+        """The request kept whose dialogue this one extends beyond ``parent`` (the one
+        with the same system text, extended by ``parent[1]`` items): an agent that took
+        over the conversation (an Agents SDK handoff) sends it under its own system text.
+        A request that starts a conversation a rule of its own matches (a supervisor's
+        worker, sent the supervisor's messages) is no handoff: None."""
+        shortest = 1 if parent is None else max(1, parent[1] - system + 1)
+        for length in range(len(dialogue) - 2, shortest - 1, -1):
+            node = self._dialogues.get(dialogue[length])
+            if node is None:
+                continue
+            if parent is None and rule is not None and rule != node.rule:
+                return None
+            if parent is not None and node.number != parent[0].number:
+                return None
+            return node, length + system
+        return None
 
     def _chain(self, head: str, items: list[Any]) -> list[str]:
         """The hash chain over ``items`` after ``head``: the key of each prefix.
@@ -196,10 +253,10 @@ class Conversations:
 
     def _parent(
         self, chain: list[str], wire: Wire, items: list[Any], chained: bool
-    ) -> _Node | None:
-        """The latest request kept that this one extends: its messages, then more; or
-        its messages with more text added to the last (smolagents sends a tool's result
-        merged into the user message before it)."""
+    ) -> tuple[_Node, int] | None:
+        """The latest request kept that this one extends, and how many of this one's
+        items it holds: its messages, then more; or its messages with more text added to
+        the last (smolagents sends a tool's result merged into the user message before it)."""
         for i in range(len(items) - 1, -1, -1):
             stems = self._stems.get(chain[i], ())
             message = _last(wire, items[i : i + 1]) if stems else None
@@ -210,10 +267,11 @@ class Conversations:
                 # merely starts with another one's text is a conversation of its own.
                 text = message[1]
                 if text[len(earlier) : len(earlier) + 1].isspace() and text.startswith(earlier):
-                    return self._nodes[parent]
+                    return self._nodes[parent], i + 1
             if (i or chained) and chain[i] in self._nodes:
-                return self._nodes[chain[i]]
-        return self._nodes.get(chain[0]) if chained else None
+                return self._nodes[chain[i]], i
+        first = self._nodes.get(chain[0]) if chained else None
+        return (first, 0) if first is not None else None
 
     def keep(self, place: Place, response_id: str | None = None) -> None:
         """Keep a request that was answered (and the id of its response, if any), so that
@@ -226,6 +284,8 @@ class Conversations:
             self._nodes[place.key] = node
             if place.last is not None:
                 self._stems.setdefault(place.stem, []).append((*place.last, place.key))
+            if place.dialogue:
+                self._dialogues[place.dialogue] = node
         if response_id is not None:
             # Two conversations' responses may share an id (serve names a response by its
             # reply's number): a chain on such an id is then read statelessly.
