@@ -10,6 +10,7 @@ conversation with the handoff left ``not_run``. A supervisor's worker matched by
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -107,3 +108,108 @@ def test_a_handoff_goes_on_in_the_same_conversation(project, agent):
         "tool",
         "assistant",
     ]
+
+
+SUPERVISOR = '''
+from langchain_openai import ChatOpenAI
+from langgraph.prebuilt import create_react_agent
+from langgraph_supervisor import create_supervisor
+
+
+def web_search(query: str) -> str:
+    """Search the web for information."""
+    return "Meta 67,317; Apple 164,000; Amazon 1,551,000; Netflix 14,000; Google 181,269."
+
+
+def add(a: float, b: float) -> float:
+    """Add two numbers."""
+    return a + b
+
+
+def answer(question):
+    """langgraph-supervisor's README example: a supervisor and two experts."""
+    model = ChatOpenAI(model="gpt-4o", max_retries=0)
+    research = create_react_agent(
+        model=model,
+        tools=[web_search],
+        name="research_expert",
+        prompt="You are a world class researcher with access to web search. Do not do any math.",
+    )
+    math = create_react_agent(
+        model=model,
+        tools=[add],
+        name="math_expert",
+        prompt="You are a math expert. Always use one tool at a time.",
+    )
+    workflow = create_supervisor(
+        [research, math],
+        model=model,
+        prompt="You are a team supervisor managing a research expert and a math expert.",
+    )
+    result = workflow.compile().invoke({"messages": [{"role": "user", "content": question}]})
+    return result["messages"][-1].content
+'''
+
+RECORDED = """\
+target: {python: "supervisor_agent:answer", timeout: 60}
+input: What was the combined headcount of the FAANG companies in 2024?
+llm: {provider: openai, model: gpt-4o, cassette: supervisor.yaml}
+expect: {termination: completed, script_consumed: true, final: {contains: "1,977,586"}}
+"""
+
+
+def test_a_langgraph_supervisor_recording_replays_under_another_hash_seed(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("langgraph_supervisor")
+    import harness
+    from harness.llm.config import ConversationRule
+    from harness.llm.script import parse_step
+    from harness.serve import create_app, running_app
+
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "t"\n')
+    (tmp_path / "supervisor_agent.py").write_text(SUPERVISOR)
+    (tmp_path / "supervisor.scenario.yaml").write_text(RECORDED)
+    steps = [
+        {"tool_calls": [{"transfer_to_research_expert": {}}]},
+        {"content": "The combined headcount was 1,977,586."},
+    ]
+    research = ConversationRule.model_validate(
+        {
+            "name": "research",
+            "match": {"system_contains": "world class researcher"},
+            "script": [
+                {"tool_calls": [{"web_search": {"query": "FAANG headcount 2024"}}]},
+                {"content": "Meta 67,317; Apple 164,000; Amazon 1,551,000; ..."},
+            ],
+        }
+    )
+    app = create_app([parse_step(i, s) for i, s in enumerate(steps)], conversations=[research])
+
+    def harness_run(seed: str, **env: str) -> subprocess.CompletedProcess:
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+        environ.update(
+            env, PYTHONHASHSEED=seed, PYTHONPATH=str(Path(harness.__file__).resolve().parents[1])
+        )
+        command = [sys.executable, "-m", "harness.cli", "run", "supervisor.scenario.yaml"]
+        return subprocess.run(
+            command + (["--record-mode", "once"] if env else []),
+            cwd=tmp_path,
+            env=environ,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    # Seeds 0 and 3 order the supervisor's two handoff tools (built from a set) apart.
+    with running_app(app) as upstream:
+        recorded = harness_run("0", OPENAI_BASE_URL=upstream, OPENAI_API_KEY="sk-upstream")
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    cassette = (tmp_path / "supervisor.yaml").read_text()
+    assert "transfer_back_to_supervisor" in cassette
+
+    replayed = harness_run("3")
+
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr

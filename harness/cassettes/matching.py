@@ -111,8 +111,12 @@ class BodyKeyer:
 
     # -- pieces ----------------------------------------------------------------------
 
-    def item_digest(self, field: str, index: int, item: Any) -> bytes | None:
-        """The digest of one conversation item (None when the item is ignored)."""
+    def item_digest(
+        self, field: str, index: int, item: Any, ids: dict[str, str] | None = None
+    ) -> bytes | None:
+        """The digest of one conversation item (None when the item is ignored); ``ids``
+        numbers the tool call ids met so far in the conversation (see ``_numbered``)."""
+        item = _numbered(field, item, {} if ids is None else ids)
         for rule_field, where in self._item_drops:
             if rule_field == field and where in (_WILDCARD, str(index)):
                 return None
@@ -137,6 +141,8 @@ class BodyKeyer:
     def rest_digest(self, body: dict[str, Any], field: str | None) -> bytes:
         """The digest of everything but the conversation and the ignored fields."""
         rest = {k: v for k, v in body.items() if k != field and k not in self._top}
+        if isinstance(rest.get("tools"), list):
+            rest["tools"] = _unordered(rest["tools"])
         if self._nested:
             rest = copy.deepcopy(rest)
             for path in self._nested:
@@ -197,6 +203,7 @@ class ItemChain:
         self.field = field
         self._items: list[Any] = []  # the items digested, kept alive for identity checks
         self._chain: list[bytes] = []  # chain digest after each item
+        self._ids: dict[str, str] = {}  # tool call id -> its number in the conversation
         self.digest = b""
 
     def update(self, items: Sequence[Any]) -> bytes:
@@ -206,17 +213,56 @@ class ItemChain:
         if n and not (len(items) >= n and items[0] is known[0] and items[n - 1] is known[n - 1]):
             known.clear()
             self._chain.clear()
+            self._ids.clear()
             n = 0
         chain = self._chain[-1] if self._chain else b""
         for index in range(n, len(items)):
             item = items[index]
-            item_digest = self.keyer.item_digest(self.field, index, item)
+            item_digest = self.keyer.item_digest(self.field, index, item, self._ids)
             if item_digest is not None:
                 chain = hashlib.sha1(chain + item_digest, usedforsecurity=False).digest()
             known.append(item)
             self._chain.append(chain)
         self.digest = chain
         return chain
+
+
+# The wires whose conversations each field holds (``messages``: Chat Completions and
+# Anthropic Messages, whose call ids sit in different places).
+_WIRES_OF = {field: [w for w in WIRES if w.items_field == field] for field in _ITEM_FIELDS}
+
+
+def _numbered(field: str, item: Any, ids: dict[str, str]) -> Any:
+    """``item`` with each tool call id replaced by its number in the conversation (the
+    order ids first appear in): a client may make ids up on every run (langgraph-supervisor
+    gives its handoff-back messages uuid4 ids), and what a request asks is which result
+    answers which call, not the ids' text."""
+
+    def number(call_id: str) -> str:
+        return ids.setdefault(call_id, f"<call {len(ids) + 1}>")
+
+    for wire in _WIRES_OF.get(field, ()):
+        item = wire.with_call_ids(item, number)
+    return item
+
+
+def _unordered(tools: list[Any]) -> list[Any]:
+    """A request's tools in a canonical order (and a tool's list of named declarations,
+    Gemini's ``functionDeclarations``): a client may build them from a set, whose order
+    follows PYTHONHASHSEED (langgraph-supervisor's handoff tools); the model is offered
+    the same tools."""
+    canonical = []
+    for tool in tools:
+        if isinstance(tool, dict):
+            tool = {
+                k: sorted(v, key=canonical_json) if _named_list(v) else v for k, v in tool.items()
+            }
+        canonical.append(tool)
+    return sorted(canonical, key=canonical_json)
+
+
+def _named_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, dict) and "name" in v for v in value)
 
 
 def _pretty(body: Any) -> list[str]:

@@ -17,7 +17,7 @@ How ``harness serve`` answers it is ``harness.wires.anthropic_serving``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from harness.canonical import canonical_json
@@ -46,6 +46,7 @@ from harness.wires.neutral import (
     WireReply,
     arguments_item,
     arguments_text,
+    renamed,
     without_none,
 )
 
@@ -149,6 +150,20 @@ class MessagesWire(StatelessRequests):
                     failed = block.get("is_error") is True
                     found[str(block["tool_use_id"])] = ToolResult(text, failed)
         return found
+
+    def with_call_ids(self, item: Any, rename: Callable[[str], str]) -> Any:
+        """A ``tool_use`` block's ``id``, a ``tool_result`` block's ``tool_use_id``."""
+        if not isinstance(item, dict) or not isinstance(item.get("content"), list):
+            return item
+        blocks = []
+        for block in item["content"]:
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind == "tool_use":
+                block = renamed(block, "id", rename)
+            elif kind == "tool_result":
+                block = renamed(block, "tool_use_id", rename)
+            blocks.append(block)
+        return {**item, "content": blocks}
 
     def tools(self, tools: Any) -> list[ToolSpec]:
         """Every named tool: the client's own (``input_schema``) and Anthropic's typed ones

@@ -22,7 +22,7 @@ client did with the id. How ``harness serve`` writes answers is
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from harness.canonical import canonical_json
@@ -50,6 +50,7 @@ from harness.wires.neutral import (
     WireError,
     WireReply,
     arguments_item,
+    renamed,
 )
 
 __all__ = [
@@ -62,6 +63,8 @@ __all__ = [
 ]
 
 _METHODS = (":generateContent", ":streamGenerateContent")
+# The parts naming a call by id, in either spelling the API reads.
+_CALL_KEYS = (("functionCall", "function_call"), ("functionResponse", "function_response"))
 # Keys a function's result is commonly wrapped in (google-genai's automatic calling and
 # ADK: result; pydantic-ai: return_value): a lone one of them is the result's text.
 _WRAPPERS = ("result", "return_value", "output", "content", "error")
@@ -229,6 +232,22 @@ class GeminiWire(StatelessRequests):
                 for call_id in ids:
                     found[call_id] = text
         return found
+
+    def with_call_ids(self, item: Any, rename: Callable[[str], str]) -> Any:
+        """A ``functionCall``'s and a ``functionResponse``'s ``id`` (either spelling)."""
+        parts = field(item, "parts")
+        if not isinstance(parts, list):
+            return item
+        renamed_parts = []
+        for part in parts:
+            if isinstance(part, dict):
+                part = dict(part)
+                for camel, snake in _CALL_KEYS:
+                    for key in (camel, snake):
+                        if isinstance(part.get(key), dict):
+                            part[key] = renamed(part[key], "id", rename)
+            renamed_parts.append(part)
+        return {**item, "parts": renamed_parts}
 
     def tools(self, tools: Any) -> list[ToolSpec]:
         """Each function declaration of ``tools``; other tools (search, code execution)

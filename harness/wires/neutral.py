@@ -11,7 +11,7 @@ Completions' names), an error a ``WireError``, a streamed reply ``LLMChunk``s. T
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -41,6 +41,7 @@ __all__ = [
     "arguments_text",
     "read_sse",
     "reasoning_text",
+    "renamed",
     "without_none",
 ]
 
@@ -225,6 +226,13 @@ def reasoning_text(items: list[dict[str, Any]]) -> str | None:
         elif item.get("type") == "reasoning":
             texts += [s.get("text") for s in item.get("summary") or [] if isinstance(s, dict)]
     return "".join(t for t in texts if isinstance(t, str)) or None
+
+
+def renamed(value: Any, key: str, rename: Callable[[str], str]) -> Any:
+    """``value`` with its string ``key`` given by ``rename`` (as it is without one)."""
+    if not isinstance(value, dict) or not isinstance(value.get(key), str):
+        return value
+    return {**value, key: rename(value[key])}
 
 
 def without_none(value: Any) -> Any:
@@ -416,6 +424,11 @@ class Wire(Protocol):
 
     def tool_results(self, items: list[Any], start: int = 0) -> dict[str, ToolResult]:
         """call id -> the tool result that ``items[start:]`` carry."""
+        ...
+
+    def with_call_ids(self, item: Any, rename: Callable[[str], str]) -> Any:
+        """A conversation item with each tool call id in it (a call's, and a result's
+        naming its call) given by ``rename``: a new object, or ``item`` when it has none."""
         ...
 
     def tools(self, tools: Any) -> list[ToolSpec]:

@@ -10,7 +10,7 @@ doubled).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from harness.canonical import canonical_json
@@ -32,6 +32,7 @@ from harness.wires.neutral import (
     WireReply,
     arguments_item,
     arguments_text,
+    renamed,
 )
 
 __all__ = ["WIRE", "ChatClient", "ChatStream", "ChatWire", "normalized_role"]
@@ -92,6 +93,15 @@ class ChatWire(StatelessRequests):
             if item.get("role") == "tool" and item.get("tool_call_id") is not None:
                 found[str(item["tool_call_id"])] = ToolResult(text_of(item.get("content")) or "")
         return found
+
+    def with_call_ids(self, item: Any, rename: Callable[[str], str]) -> Any:
+        """An assistant message's ``tool_calls[*].id``, a tool message's ``tool_call_id``."""
+        if not isinstance(item, dict):
+            return item
+        calls = item.get("tool_calls")
+        if isinstance(calls, list):
+            item = {**item, "tool_calls": [renamed(call, "id", rename) for call in calls]}
+        return renamed(item, "tool_call_id", rename)
 
     def tools(self, tools: Any) -> list[ToolSpec]:
         """The ``tools`` of a request."""

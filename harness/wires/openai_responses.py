@@ -12,7 +12,7 @@ How ``harness serve`` answers it is ``harness.wires.openai_responses_serving``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from harness.canonical import canonical_json
@@ -42,6 +42,7 @@ from harness.wires.neutral import (
     WireReply,
     arguments_item,
     arguments_text,
+    renamed,
     without_none,
 )
 from harness.wires.openai_chat import normalized_role
@@ -124,6 +125,10 @@ class ResponsesWire:
                 text = output if isinstance(output, str) else text_of(output) or ""
                 found[str(item["call_id"])] = ToolResult(text, item.get("status") == "incomplete")
         return found
+
+    def with_call_ids(self, item: Any, rename: Callable[[str], str]) -> Any:
+        """A ``function_call``'s or ``function_call_output``'s ``call_id``."""
+        return renamed(item, "call_id", rename)
 
     def tools(self, tools: Any) -> list[ToolSpec]:
         """The ``tools`` of a request."""
