@@ -298,3 +298,15 @@ def test_each_wire_reads_its_own_failure_signal():
     assert not OPENAI_RESPONSES.tool_results(responses)["a"].failed
     # The messages a run keeps say so too.
     assert [m.is_error for m in GEMINI.messages(gemini) if m.role == "tool"] == [False]
+
+
+def test_a_google_genai_target_is_given_one_gemini_key(project, monkeypatch, caplog):
+    pytest.importorskip("google.genai")
+    monkeypatch.setenv("GEMINI_API_KEY", "the-users-own-key")  # removed for the target
+
+    with caplog.at_level("WARNING"):
+        result = run_scenario(scenario(project, "gemini_manual_loop"))
+
+    assert result.status == "passed", result.final
+    # google-genai warns on every client when both keys are set.
+    assert "Both GOOGLE_API_KEY and GEMINI_API_KEY are set" not in caplog.text

@@ -35,7 +35,7 @@ TELEMETRY = {
 
 def served_variables(url: str) -> dict[str, str]:
     """Each SDK's base-URL variable pointing at the server and a dummy key for each
-    (docs/external.md#what-the-target-gets): ``url`` is its OpenAI base, ``.../v1``;
+    (docs/external.md#the-targets-environment): ``url`` is its OpenAI base, ``.../v1``;
     Anthropic's SDK wants the root, and so does google-genai (it adds ``/v1beta`` or
     ``/v1`` itself)."""
     root = url.removesuffix("/v1")
@@ -45,7 +45,10 @@ def served_variables(url: str) -> dict[str, str]:
         "ANTHROPIC_BASE_URL": root,
         "ANTHROPIC_API_KEY": DUMMY_API_KEY,
         "GOOGLE_GEMINI_BASE_URL": root,
-        "GEMINI_API_KEY": DUMMY_API_KEY,
+        # One Gemini key: google-genai warns on every client when both are set ("Both
+        # GOOGLE_API_KEY and GEMINI_API_KEY are set"). GOOGLE_API_KEY is the one every
+        # Python client reads (google-genai and pydantic-ai prefer it, llama-index and
+        # langchain-google read only it); the user's GEMINI_API_KEY is removed all the same.
         "GOOGLE_API_KEY": DUMMY_API_KEY,
     }
 
