@@ -213,3 +213,52 @@ def test_serve_answers_the_sdks_errors_and_count_tokens_in_the_apis_form():
             client.post("/v1/messages", body={"model": "m", "messages": []}, cast_to=object)
         assert refused.value.body["error"]["type"] == "invalid_request_error"
         assert client.messages.create(**asked).content[0].text == "Fine."
+
+
+def test_only_the_last_replys_thinking_is_checked_as_the_api_checks_it():
+    import anthropic
+
+    steps = [
+        {"reasoning": "Paris first.", "tool_calls": [{"get_weather": {"city": "Paris"}}]},
+        {"reasoning": "Now Rome.", "tool_calls": [{"get_weather": {"city": "Rome"}}]},
+        {"content": "Both sunny."},
+    ]
+    tools = [{"name": "get_weather", "input_schema": {"type": "object"}}]
+    with running_server(steps) as url:
+        client = anthropic.Anthropic(base_url=root(url), api_key="unused", max_retries=0)
+        asked = {"model": "m", "max_tokens": 64, "tools": tools}
+        turns: list = [{"role": "user", "content": "Weather?"}]
+        for _ in range(2):
+            reply = client.messages.create(messages=turns, **asked)
+            result = {"type": "tool_result", "tool_use_id": reply.content[-1].id, "content": "ok"}
+            turns += [
+                {"role": "assistant", "content": [b.model_dump() for b in reply.content]},
+                {"role": "user", "content": [result]},
+            ]
+        first, last = turns[1]["content"][0], turns[3]["content"][0]
+        assert (first["thinking"], last["thinking"]) == ("Paris first.", "Now Rome.")
+        # An earlier reply's thinking is stripped by the API, not checked: a change passes.
+        first["thinking"] = "Edited."
+        assert client.messages.create(messages=turns, **asked).content[0].text == "Both sunny."
+        # The last reply's must come back as it was signed.
+        first["thinking"], last["thinking"] = "Paris first.", "Edited."
+        with pytest.raises(anthropic.BadRequestError, match=r"messages\.3\.content\.0"):
+            client.messages.create(messages=turns, **asked)
+
+
+def test_a_streamed_message_says_its_output_tokens_at_the_end():
+    import anthropic
+
+    with running_server(WEATHER) as url:
+        client = anthropic.Anthropic(base_url=root(url), api_key="unused", max_retries=0)
+        tools = [{"name": "get_weather", "input_schema": {"type": "object"}}]
+        asked = {"model": "m", "max_tokens": 64, "tools": tools}
+        with client.messages.stream(
+            messages=[{"role": "user", "content": "Weather?"}], **asked
+        ) as stream:
+            events = list(stream)
+            final = stream.get_final_message()
+    started = next(e for e in events if e.type == "message_start")
+    # message_start counts none yet; message_delta gives the reply's output tokens.
+    assert started.message.usage.output_tokens == 0
+    assert (final.usage.input_tokens, final.usage.output_tokens) == (40, 12)

@@ -484,3 +484,27 @@ def test_the_wire_is_found_by_path_and_refuses_a_request_without_contents():
     assert GEMINI.render_error(WireError(429, "slow down")) == {
         "error": {"code": 429, "message": "slow down", "status": "RESOURCE_EXHAUSTED"}
     }
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_reply_cut_at_its_length_is_served_as_max_tokens(streamed):
+    with running_server([{"content": "It is 18C in", "finish_reason": "length"}]) as url:
+        c = client(url)
+        if streamed:
+            contents = [types.Content(role="user", parts=[types.Part(text="weather?")])]
+            chunks = list(
+                c.models.generate_content_stream(
+                    model="gemini-2.5-flash", contents=contents, config=config()
+                )
+            )
+            finish = chunks[-1].candidates[0].finish_reason
+        else:
+            finish = ask(c).candidates[0].finish_reason
+    assert finish == types.FinishReason.MAX_TOKENS
+
+
+def test_a_streamed_requests_error_array_is_read_as_its_one_error():
+    # The API answers a failed :streamGenerateContent with a one-item JSON array.
+    error = {"code": 429, "message": "Quota exceeded", "status": "RESOURCE_EXHAUSTED"}
+    read = GEMINI.read_error(429, [{"error": error}])
+    assert (read.status, read.message, read.code) == (429, "Quota exceeded", "RESOURCE_EXHAUSTED")
