@@ -198,3 +198,19 @@ def test_a_tool_runner_target_is_observed_as_one_whole_conversation(
     assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]
     # Every request offered the tool, though each continue sent none: the thread holds it.
     assert offered == [["get_weather"]] * 3
+
+
+def test_a_held_reply_is_continued_once():
+    with running_server([{"content": "One."}, {"content": "Two."}]) as url:
+        client = anthropic.Anthropic(base_url=url.removesuffix("/v1"), api_key="unused")
+        asked = {"model": "claude-sonnet-4-6", "max_tokens": 64}
+        first = client.beta.messages.create(
+            messages=[{"role": "user", "content": "Count."}], thread={"type": "create"}, **asked
+        )
+        go_on = {"type": "continue", "previous_message_id": first.id}
+        more = [{"role": "user", "content": "Go on."}]
+        second = client.beta.messages.create(messages=more, thread=go_on, **asked)
+        assert second.content[0].text == "Two."
+        # As the API: the reply was continued; the thread is now at the next one.
+        with pytest.raises(anthropic.NotFoundError):
+            client.beta.messages.create(messages=more, thread=go_on, **asked)
