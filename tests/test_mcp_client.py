@@ -100,12 +100,28 @@ def test_a_replayed_call_the_recording_does_not_hold_is_explained(project):
     assert result.final.error.server == "notes"
 
 
-def test_replaying_without_a_recording_says_how_to_record(project):
+def test_a_scripted_model_runs_its_servers_live_until_they_are_recorded(project):
     shutil.copy(NOTES_SERVER, project / "notes_server.py")
-    result = run_scenario(scenario(project, "notes_server.py"), "none")
+    path = scenario(project, "notes_server.py")
+
+    result = run_scenario(path, "none")  # nothing recorded yet, the model scripted
+
+    assert result.termination == "completed", result.final
+    assert [c.result for c in result.tool_calls][0] == "note 1 kept"
+    assert not (project / "cassettes").exists()  # replay-only: nothing written
+    run_scenario(path, "once")  # recorded, then replayed only, the server gone
+    (project / "notes_server.py").unlink()
+    assert run_scenario(path, "none").termination == "completed"
+
+
+def test_replaying_a_recording_without_the_servers_calls_says_how_to_record(project):
+    shutil.copy(NOTES_SERVER, project / "notes_server.py")
+    path = scenario(project, "notes_server.py")
+    (project / "cassettes").mkdir()
+    (project / "cassettes" / "notes.mcp.yaml").write_text("version: 1\nservers: {}\n")
+    result = run_scenario(path, "none")
     assert result.termination == "tool_error"
-    assert "record it with --record-mode once" in result.final.error.message
-    assert not (project / "cassettes").exists()
+    assert "The recording has no call of this server" in result.final.error.message
 
 
 def test_the_example_replays_offline_under_harness_run(tmp_path):

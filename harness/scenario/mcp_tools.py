@@ -112,7 +112,11 @@ def mcp_servers(
     path = recording_path(scenario)
     fresh = record_mode in ("all", "rewrite") and not disable_recording
     recording = MCPRecording(path, project_relative(path, scenario.root), fresh=fresh)
-    return MCPServers(configs, recording, record_mode, live=disable_recording)
+    # A scripted model records nothing: with no recording of its servers either, a
+    # replay-only run talks to them, as it runs its use: tools, and writes nothing.
+    unrecorded = scenario.llm.provider == "scripted" and not recording.found
+    live = disable_recording or (record_mode == "none" and unrecorded)
+    return MCPServers(configs, recording, record_mode, live=live)
 
 
 def recorded_stub_results(scenario: Scenario) -> dict[str, list[dict[str, Any]]]:
