@@ -179,14 +179,22 @@ class LLMRequestEvent(_Event):
     sim: float | None = None
     # Only when the request set one ("none": the forced final answer at the limit).
     tool_choice: Any = Field(default=None, exclude_if=_absent)
+    # The model the request named, when it named one (an observed target's request).
+    model: str | None = Field(default=None, exclude_if=_absent)
 
     @classmethod
     def of(
-        cls, iteration: int, call: int, sim: float | None, tool_choice: Any = None
+        cls,
+        iteration: int,
+        call: int,
+        sim: float | None,
+        tool_choice: Any = None,
+        model: str | None = None,
     ) -> LLMRequestEvent:
         """``LLMRequestEvent(...)``, not validated again (``_made``)."""
         values = {"event": "llm_request", "iteration": iteration, "call": call, "sim": sim}
         values["tool_choice"] = tool_choice
+        values["model"] = model
         return _made(cls, values)
 
 

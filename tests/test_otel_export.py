@@ -127,7 +127,8 @@ def test_runs_reach_a_collector_as_genai_spans_over_otlp_http(project, collector
     root = next(s for s in spans if not s.parent_span_id)
     children = sorted((s for s in spans if s.parent_span_id), key=lambda s: s.start_time_unix_nano)
     assert root.name == "invoke_agent greet" and root.kind == root.SPAN_KIND_INTERNAL
-    assert [s.name for s in children] == ["chat", "execute_tool get_weather", "chat"]
+    chat = "chat harness-script"  # a script answered: its model is serve's name for it
+    assert [s.name for s in children] == [chat, "execute_tool get_weather", chat]
     assert all(s.parent_span_id == root.span_id for s in children)
     assert [s.kind for s in children] == [
         root.SPAN_KIND_CLIENT,
@@ -142,6 +143,7 @@ def test_runs_reach_a_collector_as_genai_spans_over_otlp_http(project, collector
     assert _value(top, "harness.termination") == "completed"
     first, tool, second = (_attributes(s) for s in children)
     assert _value(first, "gen_ai.operation.name") == "chat"
+    assert _value(first, "gen_ai.request.model") == "harness-script"
     assert first["gen_ai.response.finish_reasons"] == {
         "arrayValue": {"values": [{"stringValue": "tool_calls"}]}
     }
@@ -232,7 +234,8 @@ def test_sub_agents_and_remote_agents_are_nested_under_their_calls(project, coll
     assert fetcher.status.code == fetcher.status.STATUS_CODE_ERROR
     researcher = next(s for s in sub_agents if s.name == "invoke_agent researcher")
     inner_names = [s.name for s in spans if s.parent_span_id == researcher.span_id]
-    assert inner_names.count("chat") == 2 and "execute_tool search_notes" in inner_names
+    assert inner_names.count("chat harness-script") == 2
+    assert "execute_tool search_notes" in inner_names
 
     spans = runs["scenarios/remote/coordinator.scenario.yaml::remote-coordinator"]
     by_id = {s.span_id: s for s in spans}
@@ -328,3 +331,37 @@ def test_options_given_wrong_are_one_line_and_exit_2(project, capsys):
     (line,) = [x for x in (out.out + out.err).splitlines() if "--harness-otel-content" in x]
     assert "give --harness-otel FILE or --harness-otel-endpoint URL too" in line
     assert not Path("reports/results.json").exists()
+
+
+def _chat_models(path: str) -> list:
+    data = json.loads(Path(path).read_text().splitlines()[0])
+    spans = [s for r in data["resourceSpans"] for ss in r["scopeSpans"] for s in ss["spans"]]
+    models = []
+    for span in spans:
+        attributes = {a["key"]: a["value"] for a in span["attributes"]}
+        if attributes["gen_ai.operation.name"] == {"stringValue": "chat"}:
+            models.append((span["name"], attributes.get("gen_ai.request.model")))
+    return models
+
+
+@pytest.mark.parametrize(
+    ("example", "model"),
+    [("anthropic-sync", "claude-sonnet-4-6"), ("gemini-sync", "gemini-2.5-flash")],
+)
+def test_a_targets_chat_spans_name_the_model_its_requests_named(project, example, model):
+    pytest.importorskip("anthropic")
+    pytest.importorskip("google.genai")
+    shutil.copytree(REPO / "scenarios" / "external", project / "scenarios" / "external")
+    (project / "scenarios" / "__init__.py").write_text("")
+
+    assert _run(f"scenarios/external/{example}.scenario.yaml", "--otel", "trace.json") == 0
+
+    assert _chat_models("trace.json") == [(f"chat {model}", {"stringValue": model})] * 3
+
+
+def test_a_scripted_runs_chat_spans_name_the_scripts_model(project):
+    assert _run("scenarios/greet.scenario.yaml", "--otel", "trace.json") == 0
+    models = _chat_models("trace.json")
+    assert models and all(
+        m == ("chat harness-script", {"stringValue": "harness-script"}) for m in models
+    )

@@ -80,7 +80,9 @@ class ObservingApp:
             # Parsed once: the server reads it from the scope (see PARSED_BODY).
             scope = {**scope, PARSED_BODY: body}
         try:
-            call = self.observation.request(wire, body if isinstance(body, dict) else {})
+            asked = body if isinstance(body, dict) else {}
+            model = wire.model(asked, scope.get("path", ""))
+            call = self.observation.request(wire, asked, model)
         except Refusal as refusal:
             error = _error_body(wire, refusal.status, refusal.message)
             await _answer(send, refusal.status, error)

@@ -162,8 +162,7 @@ class Observation:
         # the items of a request waiting for its answer.
         self._chains: dict[str, list[Any]] = {}
         self._asked: dict[int, list[Any]] = {}
-        # Anthropic message threads: the conversations held, and call -> (the request as
-        # sent, the whole request it stands for) until its answer.
+        # Anthropic threads held; call -> (the request as sent, the whole one it stands for).
         self._holding = Threads()
         self._held: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
         self._last_reply: Any = None
@@ -175,13 +174,11 @@ class Observation:
         self._names: dict[str, str] = {}
         self._head: list[Any] = []
         self._tools: list[ObservedTool] = []
-        # final.error of the last answer when it was an error ({type, message, status}).
+        # final.error of the last answer when it was an error; the first stagnating plan.
         self.last_error: RunError | None = None
-        # The first stagnating plan.
         self.stagnation: ObservedStagnation | None = None
         self._stop = False
-        # Where the model is served (its port changes from run to run), once known.
-        self.served: str | None = None
+        self.served: str | None = None  # the model's URL (its port changes), once known
         # Calls answered on harness's MCP server (docs/mcp.md): record ids whose true
         # status is known, the simulated time their plan started, and the first call
         # whose stub failed as a scenario bug (the run then ends in error).
@@ -207,8 +204,9 @@ class Observation:
         self.run.emit(AgentStartEvent(iteration=0))
         self.run._hook.harness_agent_start(run=self.run)
 
-    def request(self, wire: Wire, body: dict[str, Any]) -> int:
-        """A request arrived; its call number. Raises Refusal when harness stopped the run."""
+    def request(self, wire: Wire, body: dict[str, Any], model: str | None = None) -> int:
+        """A request arrived (naming ``model``); its call number. Raises Refusal when
+        harness stopped the run."""
         with self.lock:
             run = self.run
             sent = body
@@ -229,7 +227,7 @@ class Observation:
             run.emit(IterationStartEvent(iteration=iteration))
             if run._observed.iteration_start:
                 run._hook.harness_iteration_start(run=run, iteration=iteration)
-            run.emit(LLMRequestEvent(iteration=iteration, call=call, sim=run.sim_time))
+            run.emit(LLMRequestEvent.of(iteration, call, run.sim_time, model=model))
             self._last = (wire, body, items)
             self._asked[call] = items
             if wire.held(sent) is not None:

@@ -24,6 +24,7 @@ from harness.events import ActionExecutedEvent, LLMFailedEvent, LLMRequestEvent,
 from harness.messages import AssistantMessage, Message
 from harness.otel.content import InputMessages, output_messages, tool_arguments
 from harness.otel.traced import Clock, RunFacts, TracedRun
+from harness.wires.neutral import MODEL_ID
 
 __all__ = ["PlannedEvent", "PlannedSpan", "PlannedTrace", "plan_trace"]
 
@@ -200,7 +201,11 @@ class _Planner:
             self.tool(record, parent)
 
     def chat(self, event: LLMRequestEvent, parent: PlannedSpan, replies: _Replies) -> PlannedSpan:
-        model = self.facts.model
+        # The model the request named (a target's), else the scenario's, else a script's
+        # (what harness serve answers as its model).
+        model = event.model or self.facts.model
+        if model is None and self.facts.provider == "harness":
+            model = MODEL_ID
         span = self.add(
             f"chat {model}" if model else "chat", parent, "client", (event.sim, event.sim)
         )

@@ -191,6 +191,11 @@ class GeminiWire(StatelessRequests):
         """``.../models/MODEL:generateContent`` or ``:streamGenerateContent``."""
         return path.endswith(_METHODS) and "/models/" in path
 
+    def model(self, body: dict[str, Any], path: str) -> str | None:
+        """The model the path names (``.../models/MODEL:generateContent``)."""
+        name = path.rpartition("/models/")[2].partition(":")[0]
+        return name or None
+
     # -- requests ----------------------------------------------------------------------
 
     def messages(self, items: list[Any], names: dict[str, str] | None = None) -> list[Message]:

@@ -352,6 +352,11 @@ class StatelessRequests:
         """None: a request carries its whole conversation."""
         return None
 
+    def model(self, body: dict[str, Any], path: str) -> str | None:
+        """The request's ``model`` field."""
+        model = body.get("model")
+        return model if isinstance(model, str) and model else None
+
     def thread(self, body: dict[str, Any]) -> str | None:
         """None: a request carries its whole conversation."""
         return None
@@ -402,6 +407,10 @@ class Wire(Protocol):
 
     def thread(self, body: dict[str, Any]) -> str | None:
         """The server-side conversation a request belongs to (its id), if any."""
+        ...
+
+    def model(self, body: dict[str, Any], path: str) -> str | None:
+        """The model a request names (in its body, or in its ``path`` on some APIs)."""
         ...
 
     def held(self, body: dict[str, Any]) -> HeldTurn | None:

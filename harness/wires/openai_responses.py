@@ -87,6 +87,11 @@ class ResponsesWire:
             conversation = conversation.get("id")
         return str(conversation) if conversation else None
 
+    def model(self, body: dict[str, Any], path: str) -> str | None:
+        """The request's ``model`` field."""
+        model = body.get("model")
+        return model if isinstance(model, str) and model else None
+
     def held(self, body: dict[str, Any]) -> HeldTurn | None:
         """None: a chain names its response (``previous``), not a held thread."""
         return None
