@@ -379,3 +379,47 @@ def test_a_command_target_gets_the_url_in_place_of_mcp_url(tmp_path):
     assert result.termination == "completed", result.final.error
     url = result.final.content.strip()
     assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp"), url
+
+
+SLOW_TOOLS = '''
+import time
+
+
+def get_weather(city: str) -> str:
+    """Current weather for a city."""
+    if city == "Paris":
+        time.sleep(0.5)  # the first call of the plan finishes last
+    return f"18C in {city}"
+'''
+
+CONCURRENT = """\
+target:
+  python: scenarios.mcp.agents.pydantic_ai_mcp:answer
+  timeout: 60
+  requires: [pydantic_ai, mcp]
+input: Weather in Paris and Rome?
+tools:
+  get_weather: {use: "slow_tools:get_weather"}
+llm:
+  script:
+    - tool_calls: [{get_weather: {city: Paris}}, {get_weather: {city: Rome}}]
+    - content: Both 18C.
+"""
+
+
+def test_concurrent_mcp_calls_are_recorded_in_the_plans_order(tmp_path):
+    pytest.importorskip("pydantic_ai")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "t"\n')
+    (tmp_path / "slow_tools.py").write_text(SLOW_TOOLS)
+    path = tmp_path / "concurrent.scenario.yaml"
+    path.write_text(CONCURRENT)
+
+    result = run_scenario(path)
+
+    assert result.termination == "completed", result.final
+    # pydantic-ai runs both calls at once; Rome's answer came first, yet the events follow
+    # the model's plan, so that every run writes the same results.json.
+    mcp = [(e.event, e.arguments["city"]) for e in result.events if e.event == "mcp_call"]
+    assert mcp == [("mcp_call", "Paris"), ("mcp_call", "Rome")]
+    executed = [e.call_id for e in result.events if e.event == "action_executed"]
+    assert executed == [c.id for c in result.tool_calls]

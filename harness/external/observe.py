@@ -186,6 +186,7 @@ class Observation:
         self._plan_start = 0.0
         self._mcp_calls = 0
         self.mcp_abort: str | None = None
+        self._mcp_done: list[tuple[tuple[int, int], Any, ToolCallRecord, float]] = []
         # Each call's wall-clock start and end (seconds since ``started``), for the report's
         # timeline of a run that has no simulated time (docs/results.md#wall-clock).
         self._wall: dict[int, list[float]] = {}
@@ -209,6 +210,7 @@ class Observation:
         harness stopped the run."""
         with self.lock:
             run = self.run
+            self._emit_mcp_calls()
             sent = body
             with contextlib.suppress(WireError):  # the server answers a bad thread itself
                 body = self._holding.resume(wire, body)
@@ -421,10 +423,11 @@ class Observation:
         """A call harness's MCP server answered (a ``harness.mcp.ServedCall``): joined to the
         model's pending call of the same name and arguments (else of the same name), it
         gets its true status, result and simulated time; a call no reply asked for is
-        recorded on its own."""
+        recorded on its own. Its events wait for the next request (or the run's end), to
+        come in the plan's order: a target's concurrent calls finish in any order."""
         with self.lock:
             run = self.run
-            record = self._joined(call.tool, call.arguments)
+            record, place = self._joined(call.tool, call.arguments)
             if record is None:
                 self._mcp_calls += 1
                 asked = ToolCall(
@@ -440,6 +443,14 @@ class Observation:
             self._mcp_answered.add(record.id)
             if call.abort is not None and self.mcp_abort is None:
                 self.mcp_abort = call.abort
+            self._mcp_done.append(((record.group, place), call, record, start))
+
+    def _emit_mcp_calls(self) -> None:
+        """The events (and hooks) of the MCP calls answered since the last request, in the
+        order of the plans that asked for them."""
+        run = self.run
+        done, self._mcp_done = sorted(self._mcp_done, key=lambda d: d[0]), []
+        for _, call, record, start in done:
             run.emit(
                 MCPCallEvent(
                     iteration=run.iteration,
@@ -472,20 +483,27 @@ class Observation:
         """harness's MCP server changed its tool list and told the target."""
         with self.lock:
             run = self.run
+            self._emit_mcp_calls()
             run.emit(MCPListChangedEvent(iteration=run.iteration, server="harness", tools=tools))
 
-    def _joined(self, name: str, arguments: dict[str, Any]) -> ToolCallRecord | None:
-        """The pending call an MCP call answers: same name and arguments, else same name."""
-        pending = [r for thread in self._threads.values() for r in thread.pending]
-        waiting = [r for r in pending if r.name == name and r.id not in self._mcp_answered]
-        exact = next((r for r in waiting if r.arguments == arguments), None)
-        return exact or (waiting[0] if waiting else None)
+    def _joined(self, name: str, arguments: dict[str, Any]) -> tuple[ToolCallRecord | None, int]:
+        """The pending call an MCP call answers (same name and arguments, else same name)
+        and its place in its plan."""
+        waiting = [
+            (r, i)
+            for thread in self._threads.values()
+            for i, r in enumerate(thread.pending)
+            if r.name == name and r.id not in self._mcp_answered
+        ]
+        exact = next((w for w in waiting if w[0].arguments == arguments), None)
+        return exact or (waiting[0] if waiting else (None, 0))
 
     # -- the end ----------------------------------------------------------------------------
 
     def finish(self, termination: Termination, final: FinalResponse) -> RunResult:
         """End the run: ``agent_end`` fires and the RunResult is built."""
         with self.lock:
+            self._emit_mcp_calls()
             run = self.run
             ledger = run._ledger
             ledger.replace_conversation(self._conversation())
