@@ -191,6 +191,11 @@ class Run:
 
     # -- helpers for planners and plugins ---------------------------------------------
 
+    def tools_changed(self, tools: dict[str, Any]) -> None:
+        """The run's tools from the next request on (an MCP server changed its list)."""
+        self.tools = tools
+        self._tool_list = list(tools.values())
+
     def emit(self, event: Event | str, /, **data: Any) -> None:
         """Record an event (no wall-clock values: results must be reproducible).
 

@@ -420,3 +420,62 @@ def test_a_served_agent_refuses_mcp_entries_it_would_not_bring_in(project, where
         scenario_agent(load_scenario(path))
     named = "agents.keeper.tools.notes" if where == "sub-agent" else "tools.notes"
     assert f"({named})" in str(e.value)
+
+
+CHANGING_SERVER = '''
+from mcp import types
+from mcp.server.mcpserver import Context, MCPServer
+
+app = MCPServer("vault")
+
+
+def secret() -> str:
+    """The vault's secret."""
+    return "42"
+
+
+@app.tool()
+async def unlock(ctx: Context) -> str:
+    """Unlock the vault: a new tool appears."""
+    app.add_tool(secret)
+    await ctx.session.send_notification(
+        types.ToolListChangedNotification(), related_request_id=ctx.request_id
+    )
+    return "unlocked"
+
+
+if __name__ == "__main__":
+    app.run()
+'''
+
+CHANGING = """\
+llm:
+  script:
+    - tool_calls: [{unlock: {}}]
+    - tool_calls: [{secret: {}}]
+    - content: The secret is 42.
+expect:
+  termination: completed
+  mcp: {list_changed_seen: true}
+  tool_calls: {sequence: [unlock, secret], exact: true}
+"""
+
+
+def test_a_servers_tool_list_change_is_seen_and_replayed(project):
+    (project / "vault_server.py").write_text(CHANGING_SERVER)
+    path = scenario(project, "vault_server.py", CHANGING)
+
+    recorded = run_scenario(path, "once")
+
+    assert recorded.status == "passed", (recorded.final, recorded.failed_expectations)
+    assert [(c.name, c.result, c.status) for c in recorded.tool_calls] == [
+        ("unlock", "unlocked", "ok"),
+        ("secret", "42", "ok"),
+    ]
+    (changed,) = [e for e in recorded.events if e.event == "mcp_list_changed"]
+    assert (changed.server, changed.tools) == ("notes", ["secret", "unlock"])
+    recording = (project / "cassettes" / "notes.mcp.yaml").read_text()
+    assert "notifications/tools/list_changed" in recording
+    (project / "vault_server.py").unlink()  # replayed with the server gone
+    replayed = run_scenario(path, "none")
+    assert entry(replayed) == entry(recorded)

@@ -31,6 +31,9 @@ from harness.tools import Tool, ToolResult
 
 __all__ = ["MCPServerConfig", "MCPServers", "MCPTools"]
 
+# The notification a server sends when its tools changed, kept in the recording where it
+# came (after the call it came with), to be met again on replay.
+LIST_CHANGED = "notifications/tools/list_changed"
 # Each recorded source of calls: replay only, replay then live for misses, live only.
 _REPLAY, _NEW_EPISODES, _LIVE = "replay", "new_episodes", "live"
 
@@ -91,6 +94,7 @@ class _Live:
         self.config = config
         self.client: Any = None
         self.broken: str | None = None
+        self.changed = False  # the server said notifications/tools/list_changed
         self._broken = asyncio.Event()
         self._ready = asyncio.Event()
         self._closing = asyncio.Event()
@@ -145,6 +149,11 @@ class _Live:
         return stdio_client(params, errlog=self._stderr)
 
     async def _message(self, message: Any) -> None:
+        from mcp import types
+
+        if isinstance(message, types.ToolListChangedNotification):
+            self.changed = True  # read by the call it came with (MCPTools.call)
+            return
         if isinstance(message, Exception):
             # The SDK hands the transport's faults here: a line on stdout that is not
             # JSON-RPC, say. The request waiting for an answer would wait until its timeout.
@@ -260,6 +269,9 @@ class MCPTools:
 
     async def start(self) -> None:
         """List the server's tools (ToolServerError if that fails)."""
+        await self._list()
+
+    async def _list(self) -> None:
         listed: list[dict[str, Any]] = []
         cursor: str | None = None
         while True:
@@ -294,7 +306,38 @@ class MCPTools:
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """One tools/call: its result's text, an error result if ``isError``."""
         answer = await self._request("tools/call", {"name": name, "arguments": arguments})
+        await self._follow_changes()
         return ToolResult(result_text(answer), is_error=bool(answer.get("isError")))
+
+    async def _follow_changes(self) -> None:
+        """When the server said its tool list changed during the call (live, or where the
+        recording holds its notification): list the tools again and offer the run the
+        new list from its next request, with an ``mcp_list_changed`` event."""
+        if self.live is not None and self.live.changed:
+            self.live.changed = False
+            self.recorded.add(RecordedCall(LIST_CHANGED, {}, result={}))
+            self.file.dirty = True
+        elif self.mode == _LIVE or not self.recorded.play_next(LIST_CHANGED):
+            return
+        await self._list()
+        from harness.events import MCPListChangedEvent
+        from harness.run import current_run
+
+        run = current_run()
+        if run is None:
+            return
+        theirs = {t.name: t for t in self.tools()}
+        kept = {
+            name: tool
+            for name, tool in run.tools.items()
+            if not (isinstance(tool.fn, _Caller) and tool.fn.server is self)
+        }
+        run.tools_changed({**kept, **{n: t for n, t in theirs.items() if n not in kept}})
+        run.emit(
+            MCPListChangedEvent(
+                iteration=run.iteration, server=self.config.name, tools=sorted(theirs)
+            )
+        )
 
     async def _request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         call = self.recorded.play(method, params) if self.mode != _LIVE else None

@@ -68,6 +68,15 @@ class ServerRecording:
                 return call
         return None
 
+    def play_next(self, method: str) -> bool:
+        """Whether the first unplayed call is a ``method`` one (now played): a notification
+        the server sent at that point of the recording."""
+        call = next((c for c in self.calls if not c.played), None)
+        if call is None or call.method != method:
+            return False
+        call.played = True
+        return True
+
     def add(self, call: RecordedCall) -> None:
         """A call just made live, kept in the recording."""
         call.played = True
