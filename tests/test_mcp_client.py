@@ -107,7 +107,7 @@ def test_a_scripted_model_runs_its_servers_live_until_they_are_recorded(project)
     result = run_scenario(path, "none")  # nothing recorded yet, the model scripted
 
     assert result.termination == "completed", result.final
-    assert [c.result for c in result.tool_calls][0] == "note 1 kept"
+    assert result.tool_calls[0].result == "note 1 kept"
     assert not (project / "cassettes").exists()  # replay-only: nothing written
     run_scenario(path, "once")  # recorded, then replayed only, the server gone
     (project / "notes_server.py").unlink()
