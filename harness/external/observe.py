@@ -157,9 +157,8 @@ class Observation:
         self._threads: dict[int, _Thread] = {}
         self._of_call: dict[int, tuple[_Thread, Place]] = {}
         self._last: tuple[Wire, dict[str, Any], list[Any]] | None = None
-        # A Responses API chain (previous_response_id) sends only its new items: response
-        # id -> the whole conversation it ended (its items and its output), and call ->
-        # the items of a request waiting for its answer.
+        # A Responses chain (previous_response_id) sends only its new items: response id ->
+        # the conversation it ended, and call -> the items of a request awaiting its answer.
         self._chains: dict[str, list[Any]] = {}
         self._asked: dict[int, list[Any]] = {}
         # Anthropic threads held; call -> (the request as sent, the whole one it stands for).
@@ -179,9 +178,9 @@ class Observation:
         self.stagnation: ObservedStagnation | None = None
         self._stop = False
         self.served: str | None = None  # the model's URL (its port changes), once known
-        # Calls answered on harness's MCP server (docs/mcp.md): record ids whose true
-        # status is known, the simulated time their plan started, and the first call
-        # whose stub failed as a scenario bug (the run then ends in error).
+        # Calls answered on harness's MCP server (docs/mcp.md): record ids whose true status
+        # is known, their plan's simulated start, a stub failed as a scenario bug, and the
+        # calls whose events wait for the next request.
         self._mcp_answered: set[str] = set()
         self._plan_start = 0.0
         self._mcp_calls = 0
