@@ -8,11 +8,13 @@ cannot run on this machine is skipped with the reason.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -86,6 +88,14 @@ def test_a_fork_bomb_is_contained_and_nothing_is_left_running(sandbox):
     while _named(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _named(marker) == []
+    # Nor is its pids cgroup (under root) left behind.
+    assert _cgroups_of(os.getpid()) == []
+
+
+def _cgroups_of(pid: int) -> list[Path]:
+    """The pids cgroups harness process ``pid`` made that are still there (v1 and v2)."""
+    bases = [Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup")]
+    return [path for base in bases for path in base.glob(f"harness-sandbox-{pid}-*")]
 
 
 def _named(comm: str) -> list[str]:
@@ -268,3 +278,174 @@ def test_only_the_standard_library_unless_site_packages_are_asked_for():
     probe = "import json, sys\nimport pluggy\nprint(json.dumps(sys.flags.no_site))"
     assert "ModuleNotFoundError: No module named 'pluggy'" in run(sandbox, probe).stderr
     assert run(sandbox, probe, Limits(site_packages=True)).stdout == "0\n"
+
+
+# -- room for files, and guards checked one at a time ------------------------------------------
+
+
+def test_shared_memory_works_in_its_own_bounded_dev_shm(sandbox):
+    # multiprocessing's shared memory lives in /dev/shm: the code has one it may write
+    # (a tmpfs of disk_mb where the backend makes one; the host's under other users).
+    code = (
+        "from multiprocessing import shared_memory\n"
+        "block = shared_memory.SharedMemory(create=True, size=1 << 20)\n"
+        "block.buf[:5] = b'hello'\nprint(bytes(block.buf[:5]).decode())\n"
+        "block.close()\nblock.unlink()"
+    )
+    result = run(sandbox, code, Limits(timeout=10.0))
+    assert (result.stdout, result.exit_status) == ("hello\n", 0), result.stderr
+
+
+def test_the_room_for_files_is_the_tools_disk_mb():
+    # process has a room of its own only under root (its namespaces)
+    backends = ["process"] if os.geteuid() == 0 else []
+    backends += [name for name in ("bubblewrap",) if get_sandbox_or_none(name)]
+    if not backends:
+        pytest.skip("neither bubblewrap nor root here: no room of the code's own to size")
+    code = (
+        "import os\nwritten = 0\ntry:\n"
+        "    for part in range(6):\n"
+        "        with open(f'part{part}', 'wb') as out:\n"
+        "            for _ in range(4):\n"
+        "                out.write(b'x' * (1 << 20)); out.flush(); written += 1 << 20\n"
+        "except OSError as exc:\n    print(exc.errno == 28)\nprint(written >> 20)"
+    )
+    for name in backends:
+        tool = CodeExecutionTool(sandbox=name, timeout=20.0, disk_mb=8)
+        result = asyncio.run(tool._execute(code))
+        if "warning" in result:  # process could not make namespaces here: no room to size
+            continue
+        lines = result["stdout"].split()
+        assert lines[0] == "True" and int(lines[1]) <= 8, (name, result)
+
+
+def test_bubblewrap_keeps_kernel_settings_read_only_even_if_the_code_were_root(monkeypatch):
+    # The second guard alone: bwrap started as harness's own user, root here, maps the
+    # code to host root (seen from the host, while it waits); /proc/sys must still be
+    # read-only.
+    if os.geteuid() != 0:
+        pytest.skip("the code is root on the host only when harness is")
+    bwrap = backend("bubblewrap")
+    from harness.sandbox import bubblewrap
+    from harness.sandbox.base import Confinement
+
+    monkeypatch.setattr(bubblewrap, "_confinement", lambda: Confinement())
+    comm = f"asroot{uuid.uuid4().hex[:8]}"
+    code = (
+        f"import time\nopen('/proc/self/comm', 'w').write({comm!r})\ntime.sleep(2)\n"
+        "value = open('/proc/sys/vm/swappiness').read()\n"
+        "try:\n    open('/proc/sys/vm/swappiness', 'w').write(value)\n    print('written')\n"
+        "except OSError as exc:\n    print(exc.errno)"
+    )
+    seen: set[int] = set()
+    watching = threading.Event()
+    watcher = threading.Thread(target=_watch_uids, args=(comm, seen, watching))
+    watching.set()
+    watcher.start()
+    try:
+        result = run(bwrap, code, Limits(timeout=10.0))
+    finally:
+        watching.clear()
+        watcher.join()
+    assert seen == {0}, "the code was not root on the host: this guard was not tested alone"
+    assert result.stdout == "30\n", result  # EROFS
+
+
+def _watch_uids(comm: str, seen: set[int], watching: threading.Event) -> None:
+    """Add the host's user ids (real, effective) of processes named ``comm`` to ``seen``."""
+    while watching.is_set():
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue
+            fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+            if fields.get("Name", "").strip() == comm:
+                seen.update(int(uid) for uid in fields["Uid"].split()[:2])
+        time.sleep(0.05)
+
+
+def test_process_under_root_without_namespaces_says_so_in_every_result(monkeypatch):
+    from harness.sandbox.process import ProcessSandbox
+
+    sandbox = ProcessSandbox()
+    sandbox._checked, sandbox._no_namespaces = True, "unshare: Operation not permitted"
+    result = run(sandbox, "print(1)")
+    assert result.stdout == "1\n"
+    if os.geteuid() != 0:
+        assert result.warning is None
+        return
+    assert result.warning == (
+        "sandbox 'process' could not make namespaces here, so the code (root without "
+        "capabilities) can signal harness and write root's files: unshare: Operation not "
+        "permitted"
+    )
+    tool = CodeExecutionTool(sandbox="process")
+    monkeypatch.setattr(tool, "sandbox", sandbox)
+    assert asyncio.run(tool._execute("print(1)"))["warning"] == result.warning
+
+
+def test_a_folder_left_by_a_killed_harness_goes_with_the_next_run(tmp_path):
+    # A harness killed mid-run (SIGKILL) cannot remove its work folder on the host; the
+    # next run removes it, and leaves a live run's alone: one whose harness runs, or (in
+    # another pid namespace, unseen) holds its lock. (Not 1,500 deep as the attacks make
+    # it: pytest's own cleanup of tmp_path recurses, should a mutant leave it there.)
+    from harness.sandbox import folder
+
+    holder = (
+        "import os, sys, time\nfrom harness.sandbox.folder import HostFolder\n"
+        "folder = HostFolder('print(1)')\nos.chdir(folder.path)\n"
+        "for _ in range(40):\n    os.mkdir('d'); os.chdir('d')\n"
+        "print(folder.path, flush=True)\ntime.sleep(3600)"
+    )
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+
+    def start() -> tuple[subprocess.Popen, Path]:
+        held = subprocess.Popen(
+            [sys.executable, "-c", holder], stdout=subprocess.PIPE, text=True, env=env
+        )
+        return held, Path(held.stdout.readline().strip())
+
+    unseen = tmp_path / "harness-sandbox-999999999-1-elsewhere"
+    unseen.mkdir()
+    lock = os.open(unseen, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(lock, fcntl.LOCK_SH)
+    killed, left = start()
+    alive, kept = start()
+    try:
+        killed.kill()
+        killed.wait()
+        assert left.is_dir()
+        subprocess.run(
+            [sys.executable, "-c", "from harness.sandbox.folder import HostFolder as F\n"
+             "F('print(2)').remove()"],
+            check=True, env=env, timeout=300,
+        )  # fmt: skip
+        assert not left.exists() and kept.is_dir() and unseen.is_dir()
+    finally:
+        os.close(lock)
+        for held in (killed, alive):
+            held.kill()
+            held.wait()
+            held.stdout.close()
+        folder._tidy(str(tmp_path))  # the live one's too, now that it is gone
+
+
+def test_a_cgroup_busy_when_its_run_ended_goes_with_a_later_run():
+    # Killed processes stay in their cgroup until they are reaped: a cgroup that could not
+    # be removed when its run ended is removed by a later run of the same harness.
+    from harness.sandbox.cgroup import PidsCgroup
+
+    first = PidsCgroup(4)
+    if first.path is None:
+        pytest.skip("harness cannot make a pids cgroup here (root, with cgroups, can)")
+    procs = first.opened
+    child = subprocess.Popen(["sleep", "60"], preexec_fn=lambda: first.join(procs()))
+    try:
+        assert first.close() is False  # killed, not reaped: still in the cgroup
+        left = Path(str(first.path))
+    finally:
+        child.wait()
+    assert left.exists()
+    PidsCgroup(4).close()
+    assert not left.exists() and _cgroups_of(os.getpid()) == []

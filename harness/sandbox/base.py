@@ -4,28 +4,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import os
-import resource
 import secrets
-import shutil
 import signal
-import tempfile
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
 from harness.errors import HarnessError
+from harness.sandbox.cgroup import PidsCgroup
+from harness.sandbox.child import Confinement, preexec
+from harness.sandbox.folder import HostFolder
 
 __all__ = [
+    "Confinement",
     "Execution",
     "Limits",
     "Sandbox",
     "SandboxError",
     "child_environment",
     "python_flags",
-    "run_in_new_folder",
+    "run_in_host_folder",
     "run_limited",
 ]
 
@@ -46,6 +46,9 @@ class Limits:
     output_bytes: int = 64_000  # per stream, kept; the rest is read and dropped
     file_bytes: int = 16_000_000  # largest file the code may write
     processes: int = 32  # processes and threads the code may have at once
+    # Room for files, where the backend gives the code file systems of its own (its
+    # folder with /tmp, and /dev/shm: each a tmpfs of this size, in memory).
+    disk_mb: int = 64
     # The standard library only, by default: the installed packages (and their .pth
     # start-up work, ~40 ms here) are not the code's to use unless asked for.
     site_packages: bool = False
@@ -65,6 +68,8 @@ class Execution:
     stderr_cut: bool = False
     # Processes the code started that could not be stopped (pids): reported, never hidden.
     survivors: list[int] = field(default_factory=list)
+    # What the backend could not hold here (said in the tool's result), or None.
+    warning: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
 
 
@@ -94,113 +99,6 @@ def child_environment(home: str) -> dict[str, str]:
         "PYTHONIOENCODING": "utf-8",
         "PYTHONDONTWRITEBYTECODE": "1",
     }
-
-
-class _Pids:
-    """A pids cgroup (v1 or v2) capping the processes of one execution.
-
-    RLIMIT_NPROC counts per user and is not enforced for root: under root (CI
-    containers) a fork bomb is stopped by a cgroup instead, when one can be made.
-    """
-
-    def __init__(self, limit: int) -> None:
-        self.path: Path | None = None
-        for base in (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup")):
-            if not (base / "cgroup.procs").exists() or not os.access(base, os.W_OK):
-                continue
-            path = base / f"harness-sandbox-{os.getpid()}-{id(self)}"
-            try:
-                path.mkdir()
-                (path / "pids.max").write_text(str(limit))
-            except OSError:
-                with contextlib.suppress(OSError):
-                    path.rmdir()
-                continue
-            self.path = path
-            break
-
-    def enter(self) -> None:
-        """Move the calling process (a child, before exec) into the cgroup."""
-        if self.path is not None:
-            with contextlib.suppress(OSError):
-                (self.path / "cgroup.procs").write_text(str(os.getpid()))
-
-    def close(self) -> None:
-        """Kill what is left in the cgroup and remove it."""
-        if self.path is None:
-            return
-        for _ in range(50):
-            try:
-                pids = (self.path / "cgroup.procs").read_text().split()
-            except OSError:
-                break
-            if not pids:
-                break
-            for pid in pids:
-                with contextlib.suppress(OSError, ValueError):
-                    os.kill(int(pid), signal.SIGKILL)
-        with contextlib.suppress(OSError):
-            self.path.rmdir()
-
-
-# prctl(2) and capset(2) numbers (linux/prctl.h, linux/capability.h).
-_PR_CAPBSET_DROP = 24
-_PR_SET_NO_NEW_PRIVS = 38
-_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
-_CAPABILITY_VERSION_3 = 0x20080522
-
-
-def _privilege_dropper() -> Callable[[], None]:
-    """A function for the child, before exec: no capability in any set, and none to gain.
-
-    Made in the parent (libc loaded, the kernel's last capability read) so that the child
-    only calls. Root keeps its uid, but without capabilities it can neither trace nor read
-    a process that holds them (harness), nor mount, nor load modules; ``no_new_privs``
-    keeps a set-uid program from giving any back.
-    """
-    libc = ctypes.CDLL(None, use_errno=True)
-    prctl = libc.prctl
-    prctl.argtypes = [ctypes.c_int, *[ctypes.c_ulong] * 4]
-    capset = libc.capset
-    try:
-        last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
-    except (OSError, ValueError):
-        last = 63
-    header = (ctypes.c_uint32 * 2)(_CAPABILITY_VERSION_3, 0)
-    empty = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: twice 32 bits
-
-    def drop() -> None:
-        for capability in range(last + 1):
-            prctl(_PR_CAPBSET_DROP, capability, 0, 0, 0)  # EPERM when not root: none held
-        prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
-        prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-        capset(header, empty)
-
-    return drop
-
-
-def _preexec(limits: Limits, pids: _Pids, confine: bool) -> Any:
-    drop = _privilege_dropper() if confine else None
-
-    def limit() -> None:
-        os.setsid()  # a process group of its own: killed as a whole at the timeout
-        pids.enter()
-        memory = limits.memory_mb * 1024 * 1024
-        cpu = int(limits.timeout) + 1
-        for which, value in (
-            (resource.RLIMIT_AS, memory),
-            (resource.RLIMIT_CPU, cpu),  # soft: SIGXCPU; the hard limit one second later
-            (resource.RLIMIT_FSIZE, limits.file_bytes),
-            (resource.RLIMIT_NPROC, limits.processes),
-            (resource.RLIMIT_CORE, 0),
-        ):
-            hard = value + 1 if which == resource.RLIMIT_CPU else value
-            with contextlib.suppress(ValueError, OSError):
-                resource.setrlimit(which, (value, hard))
-        if drop is not None:
-            drop()  # last: joining the cgroup and setting limits need the privileges
-
-    return limit
 
 
 @dataclass
@@ -300,12 +198,13 @@ async def run_limited(
     env: dict[str, str],
     limits: Limits,
     sandbox: str,
-    confine: bool = False,
+    confinement: Confinement | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> Execution:
     """Run ``argv`` with resource limits, a wall timeout and bounded output capture.
 
-    ``confine``: drop every capability and privilege in the child (a backend with no
-    namespaces of its own). Every process the code started is killed when it ends or
+    ``confinement``: what the child gives up besides its limits, session, keyring and
+    cgroup (child.Confinement). Every process the code started is killed when it ends or
     times out; output is read until then (plus a moment), never longer, and processes
     that could not be stopped are reported in ``Execution.survivors``.
     """
@@ -314,18 +213,13 @@ async def run_limited(
     strays = _Strays((out_r, err_r))
     outputs = (_Output(limits.output_bytes), _Output(limits.output_bytes))
     readers = None
-    pids = _Pids(limits.processes)
+    pids = PidsCgroup(limits.processes)
     try:
         deadline = asyncio.get_running_loop().time() + limits.timeout
-        process = await asyncio.create_subprocess_exec(
-            *argv,
-            cwd=cwd,
-            env={**env, _Strays.VARIABLE: strays.marker},
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=out_w,
-            stderr=err_w,
-            preexec_fn=_preexec(limits, pids, confine),
-        )
+        process = await _start(
+            argv, cwd, {**env, _Strays.VARIABLE: strays.marker}, (out_w, err_w), pass_fds,
+            preexec(limits, pids, confinement or Confinement()),
+        )  # fmt: skip
         os.close(out_w)
         os.close(err_w)
         out_w = err_w = -1
@@ -347,6 +241,33 @@ async def run_limited(
             with contextlib.suppress(asyncio.CancelledError):
                 await readers
     return _execution(outputs, process.returncode, timed_out, sandbox, survivors)
+
+
+async def _start(
+    argv: list[str],
+    cwd: str,
+    env: dict[str, str],
+    output: tuple[int, int],
+    pass_fds: tuple[int, ...],
+    setup: Callable[[], None],
+) -> asyncio.subprocess.Process:
+    """Start the child; SandboxError when its own set-up failed before the code ran."""
+    try:
+        return await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=cwd,
+            env=env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=output[0],
+            stderr=output[1],
+            pass_fds=pass_fds,
+            preexec_fn=setup,
+        )
+    except subprocess.SubprocessError as exc:  # raised in preexec_fn: said, not hidden
+        raise SandboxError(
+            f"the sandbox could not be set up for this run ({exc}): a namespace, keyring "
+            "or privilege step failed in the child before the code started"
+        ) from exc
 
 
 def _execution(
@@ -372,7 +293,7 @@ def _execution(
 
 async def _stop(
     process: asyncio.subprocess.Process,
-    pids: _Pids,
+    pids: PidsCgroup,
     strays: _Strays,
     readers: asyncio.Future[Any],
     deadline: float,
@@ -428,29 +349,24 @@ def _limit_hit(execution: Execution, timed_out: bool, status: int | None) -> str
     return None
 
 
-async def run_in_new_folder(
+async def run_in_host_folder(
     code: str,
     limits: Limits,
     sandbox: str,
-    interpreter: Callable[[str], list[str]],
-    *,
-    confine: bool = False,
+    interpreter: list[str],
+    confinement: Confinement | None = None,
 ) -> Execution:
-    """Write ``code`` to main.py in a new temporary folder, run it there, remove the folder.
-
-    ``interpreter(folder)`` is the command before Python's flags and ``main.py``: the
-    interpreter itself, or a sandbox around it that needs to know the folder.
-    """
-    work = tempfile.mkdtemp(prefix="harness-sandbox-")
+    """Write ``code`` to main.py in a new folder on the host, run ``interpreter`` (and
+    Python's flags) on it there, and remove the folder (folder.HostFolder)."""
+    folder = HostFolder(code)
     try:
-        Path(work, "main.py").write_text(code, encoding="utf-8")
         return await run_limited(
-            [*interpreter(work), *python_flags(limits), "main.py"],
-            cwd=work,
-            env=child_environment(work),
+            [*interpreter, *python_flags(limits), "main.py"],
+            cwd=folder.path,
+            env=child_environment(folder.path),
             limits=limits,
             sandbox=sandbox,
-            confine=confine,
+            confinement=confinement,
         )
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        folder.remove()

@@ -46,6 +46,7 @@ class CodeExecutionTool(Tool):
         output_bytes: int = 64_000,
         processes: int = 32,
         site_packages: bool = False,
+        disk_mb: int = 64,
     ) -> None:
         # Resolved now: an unknown or unusable backend fails where the tool is made.
         # A fallback of `auto` to the backend that isolates nothing is said, in the log
@@ -61,6 +62,7 @@ class CodeExecutionTool(Tool):
             output_bytes=output_bytes,
             processes=processes,
             site_packages=site_packages,
+            disk_mb=disk_mb,
         )
         model = arguments_model(name, {"code": (str, ...)})
         super().__init__(self._execute, name=name, description=description, model=model)
@@ -77,6 +79,8 @@ class CodeExecutionTool(Tool):
             "sandbox": execution.sandbox,
         }
         warnings = [self.fallback] if self.fallback else []
+        if execution.warning:  # logged once by the backend; said in every result
+            warnings.append(execution.warning)
         if execution.survivors:
             pids = ", ".join(map(str, execution.survivors))
             warnings.append(f"processes the code started could not be stopped: {pids}")
