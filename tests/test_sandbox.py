@@ -449,3 +449,32 @@ def test_a_cgroup_busy_when_its_run_ended_goes_with_a_later_run():
     assert left.exists()
     PidsCgroup(4).close()
     assert not left.exists() and _cgroups_of(os.getpid()) == []
+
+
+def test_a_limit_below_one_is_refused_where_the_tool_is_made():
+    # disk_mb=0 would make an unbounded tmpfs (a size of 0 means none to the kernel).
+    with pytest.raises(SandboxError, match="sandbox limit disk_mb must be at least 1, not 0"):
+        CodeExecutionTool(sandbox="process", disk_mb=0)
+
+
+def test_process_under_root_keeps_the_host_read_only_without_mount_setattr(monkeypatch):
+    # Kernels before 5.12 have no mount_setattr: the host's mounts are made read-only one
+    # by one instead. (ENOSYS here from a system call number no kernel has.)
+    if os.geteuid() != 0:
+        pytest.skip("process makes namespaces under root only")
+    from harness.sandbox import namespaces
+    from harness.sandbox.process import ProcessSandbox
+
+    monkeypatch.setattr(namespaces, "_MOUNT_SETATTR", 99_999)
+    probe = f"/var/tmp/harness-readonly-{uuid.uuid4().hex[:8]}"
+    code = (
+        f"import os\nfor path in [{probe!r}, '/sys/fs/cgroup/pids/cgroup.procs']:\n"
+        "    try:\n        open(path, 'w').write('x')\n        print('written', path)\n"
+        "    except OSError as exc:\n        print(exc.errno)"
+    )
+    try:
+        result = run(ProcessSandbox(), code)
+        assert result.warning is None, result.warning
+        assert result.stdout == "30\n30\n", result  # EROFS, both
+    finally:
+        Path(probe).unlink(missing_ok=True)

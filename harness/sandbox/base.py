@@ -39,7 +39,7 @@ class SandboxError(HarnessError):
 
 @dataclass(frozen=True)
 class Limits:
-    """What one execution may use. Sizes in bytes except ``memory_mb``."""
+    """What one execution may use. Sizes in bytes except ``memory_mb`` and ``disk_mb``."""
 
     timeout: float = 10.0  # wall seconds; the whole process group is killed then
     memory_mb: int = 512  # address space of the child
@@ -52,6 +52,14 @@ class Limits:
     # The standard library only, by default: the installed packages (and their .pth
     # start-up work, ~40 ms here) are not the code's to use unless asked for.
     site_packages: bool = False
+
+    def __post_init__(self) -> None:
+        # A tmpfs of size 0 is unbounded, and an rlimit of 0 forbids everything.
+        for name in ("memory_mb", "file_bytes", "processes", "disk_mb"):
+            if getattr(self, name) < 1:
+                raise SandboxError(
+                    f"sandbox limit {name} must be at least 1, not {getattr(self, name)}"
+                )
 
 
 @dataclass
@@ -307,6 +315,7 @@ async def _stop(
     pids.close()
     killed = strays.kill(pipes=False)
     await process.wait()
+    await pids.aclose()
     loop = asyncio.get_running_loop()
     # The output ends when the last process holding it is gone; one still holding it
     # after the kills is looked for by the pipes it holds.

@@ -8,6 +8,7 @@ so each new one first removes those whose harness is gone.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import os
@@ -108,3 +109,10 @@ class PidsCgroup:
         deadline = time.monotonic() + _REAPED
         while not self.close() and time.monotonic() < deadline:
             time.sleep(0.02)
+
+    async def aclose(self) -> None:
+        """``close``, waiting a moment for killed processes to be reaped: a sandbox's
+        namespace is torn down after its first process is (a fork bomb's, for a while)."""
+        deadline = time.monotonic() + _REAPED
+        while not self.close() and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)

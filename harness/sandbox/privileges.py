@@ -22,6 +22,7 @@ __all__ = [
     "libc_call",
     "no_new_privileges",
     "set_death_signal",
+    "syscall",
 ]
 
 # The host user bubblewrap is run as when harness is root ("nobody" on Linux systems).
@@ -58,6 +59,15 @@ def libc_call(name: str, *args: object) -> int:
     if result == -1:
         code = ctypes.get_errno()
         raise OSError(code, f"{name}: {os.strerror(code)}")
+    return result
+
+
+def syscall(number: int, *args: object) -> int:
+    """A system call glibc has no wrapper for; OSError (with the errno) when it fails."""
+    result = int(_libc.syscall(ctypes.c_long(number), *args))
+    if result < 0:
+        code = ctypes.get_errno()
+        raise OSError(code, f"system call {number}: {os.strerror(code)}")
     return result
 
 
