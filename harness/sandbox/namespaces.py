@@ -103,7 +103,8 @@ class Isolation:
         _private_namespace(_CLONE_NEWPID | _CLONE_NEWIPC)
         _all_read_only()
         for room in ("/tmp", "/dev/shm"):
-            _mount(b"harness-sandbox", room, b"tmpfs", _TMPFS, self._tmpfs)
+            if room == "/tmp" or os.path.isdir(room):  # a minimal container may lack it
+                _mount(b"harness-sandbox", room, b"tmpfs", _TMPFS, self._tmpfs)
         os.mkdir(WORK, 0o700)
         main = os.open(f"{WORK}/main.py", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         os.write(main, self._code)
