@@ -131,11 +131,11 @@ def _cover_proc() -> None:
 
 
 def _wait_and_end_as(child: int) -> None:
-    """The process between harness and the code's namespace: hold nothing, wait for the
-    code, and end the way it ended (its exit status, or the signal that killed it)."""
+    """The process between harness and the code's namespace (killed with harness: its
+    death signal was set before): hold nothing, wait for the code, and end the way it
+    ended (its exit status, or the signal that killed it)."""
     try:
         os.closerange(0, os.sysconf("SC_OPEN_MAX"))  # harness's pipes are the code's
-        set_death_signal()
         _, status = os.waitpid(child, 0)
         if os.WIFSIGNALED(status):
             number = os.WTERMSIG(status)
