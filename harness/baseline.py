@@ -13,6 +13,9 @@ the reports show it. Categories:
 - ``not_run``: baseline ids the caller says this run did not run although they still
   exist (a run narrowed by -k, -m or paths, a skipped scenario): neither compared nor
   removed;
+- ``no_longer_covered``: behaviours the baseline covered that this run does not, when
+  both recorded coverage (docs/coverage.md): never those only scenarios this run left out
+  had covered;
 - ``pass_rates``: live repeated scenarios (``--live --repeat N``) compared by their pass
   rates rather than run by run: a drop is a regression only when a one-sided Fisher exact
   test finds it significant at SIGNIFICANCE, else it is within noise.
@@ -29,6 +32,7 @@ __all__ = [
     "SIGNIFICANCE",
     "BaselineDiff",
     "FieldChange",
+    "LostBehaviour",
     "PassRate",
     "PassRateChange",
     "ScenarioChange",
@@ -157,6 +161,16 @@ class PassRateChange(BaseModel):
     verdict: Literal["regression", "within_noise", "rose"]
 
 
+class LostBehaviour(BaseModel):
+    """A behaviour the baseline covered and this run does not (docs/coverage.md), with
+    the baseline's scenarios that covered it."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: str
+    key: str
+    scenarios: list[str] = Field(default_factory=list)
+
+
 class BaselineDiff(BaseModel):
     """The diff between a baseline results file and the current one (results.json ``baseline``)."""
 
@@ -176,13 +190,19 @@ class BaselineDiff(BaseModel):
     not_run: list[ScenarioRef] = Field(default_factory=list)
     # Live repeated scenarios whose pass rate moved (absent from the JSON when none).
     pass_rates: list[PassRateChange] = Field(default_factory=list)
+    # Behaviours covered in the baseline and no longer (absent from the JSON when none).
+    no_longer_covered: list[LostBehaviour] = Field(default_factory=list)
 
     @model_serializer(mode="wrap")
     def _omit_no_pass_rates(self, handler: Any) -> Any:
-        """No ``pass_rates`` key when no live pass rate moved (diffs read as before)."""
+        """No ``pass_rates`` key when no live pass rate moved, no ``no_longer_covered``
+        when no behaviour was lost (diffs read as before)."""
         data = handler(self)
-        if isinstance(data, dict) and not self.pass_rates:
-            data.pop("pass_rates", None)
+        if isinstance(data, dict):
+            if not self.pass_rates:
+                data.pop("pass_rates", None)
+            if not self.no_longer_covered:
+                data.pop("no_longer_covered", None)
         return data
 
     @property
@@ -210,6 +230,7 @@ class BaselineDiff(BaseModel):
             or self.added
             or self.removed
             or self.pass_rates
+            or self.no_longer_covered
         )
 
     def counts(self) -> dict[str, int]:

@@ -29,6 +29,7 @@ from pydantic import (
 from harness.actions import FinalResponse, RunData, RunResult, Termination
 from harness.baseline import BaselineDiff
 from harness.config import AgentConfig
+from harness.coverage import Coverage
 from harness.errors import HarnessError
 from harness.files import atomic_write
 from harness.messages import Message
@@ -322,6 +323,8 @@ class Results(BaseModel):
     schema_version: int = Field(SCHEMA_VERSION, ge=1, le=SCHEMA_VERSION, strict=True)
     meta: dict[str, Any] = Field(default_factory=dict)
     summary: Summary = Field(default_factory=Summary)
+    # The behaviours covered (`harness run --coverage`, docs/coverage.md); absent without.
+    coverage: Coverage | None = None
     # A list, or a ScenarioList read from disk one entry at a time (a session's or a
     # merge's results: harness.spool); readers go through it once where they can.
     scenarios: Sequence[ScenarioResult] = Field(default_factory=list)
@@ -331,10 +334,14 @@ class Results(BaseModel):
 
     @model_serializer(mode="wrap")
     def _omit_no_skipped(self, handler: Any) -> Any:
-        """No ``skipped`` key when nothing was skipped (files read as before)."""
+        """No ``skipped`` key when nothing was skipped, no ``coverage`` without coverage
+        (files read as before)."""
         data = handler(self)
-        if isinstance(data, dict) and not self.skipped:
-            data.pop("skipped", None)
+        if isinstance(data, dict):
+            if not self.skipped:
+                data.pop("skipped", None)
+            if self.coverage is None:
+                data.pop("coverage", None)
         return data
 
     def counted(self) -> Iterator[CountedEntry | ScenarioResult]:

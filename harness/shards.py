@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from harness.coverage import Coverage
+from harness.coverage import merged as merged_coverage
 from harness.errors import HarnessError
 from harness.results import Results, ScenarioResult, written_by
 from harness.spool import ResultSpool
@@ -210,6 +212,7 @@ class _Joined:
         from harness.results_stream import build_spooled_results
 
         merged = build_spooled_results(self.spool)
+        merged.coverage = _coverage(files)
         started = sorted(str(r.meta.get("started")) for _, r in files if r.meta.get("started"))
         meta: dict[str, Any] = {"versions": files[0][1].meta.get("versions", {})}
         if started:
@@ -220,3 +223,18 @@ class _Joined:
             meta["not_run"] = not_run
         merged.meta = meta
         return merged
+
+
+def _coverage(files: Sequence[tuple[str, Results]]) -> Coverage | None:
+    """The shards' coverage joined (docs/coverage.md): the union of their tables, which is
+    the serial run's; None when no shard recorded coverage. A shard without it beside
+    shards with it is refused: the merged table would lack its scenarios."""
+    without = [name for name, results in files if results.coverage is None]
+    if len(without) == len(files):
+        return None
+    if without:
+        raise MergeError(
+            f"{without[0]} has no coverage and other shards have: run every shard with "
+            "--coverage (or none)"
+        )
+    return merged_coverage(results.coverage for _, results in files if results.coverage is not None)

@@ -34,6 +34,10 @@ COMMANDS = {
     "freeze": ("harness.cli.freeze", "a scenario file from a recorded cassette"),
     "shrink": ("harness.cli.shrink", "the smallest scenario that fails the same way"),
     "merge": ("harness.cli.merge", "join the results of `harness run --shard` jobs"),
+    "coverage": (
+        "harness.cli.coverage",
+        "a run's behaviour coverage, and scenarios for what it missed",
+    ),
     "agent-serve": (
         "harness.cli.agent_serve",
         "an agent served over A2A, one session per contextId",

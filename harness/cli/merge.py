@@ -43,6 +43,19 @@ def add_arguments(parser: Parser) -> None:
     parser.add_argument(
         "--update-baseline", action="store_true", help="write the merged results as baseline"
     )
+    parser.add_argument(
+        "--coverage-fail-under",
+        type=_percent,
+        metavar="P",
+        help="exit 1 when the shards together covered less than P%% of the behaviours "
+        "(shards run with --coverage)",
+    )
+
+
+def _percent(value: str) -> float:
+    from harness.pytest_plugin.options import percent
+
+    return percent(value)
 
 
 def _error(message: str) -> int:
@@ -76,8 +89,16 @@ def handle(args: argparse.Namespace) -> int:
             print(f"{PROG}: baseline not written: {baseline_path}: {exc.strerror or exc}")
             return EXIT["internal"]
         written.append(baseline_path)
-    _summary(merged, baseline_path, written)
-    return EXIT["passed"] if merged.summary.by_status.keys() <= {"passed"} else EXIT["failed"]
+    required = args.coverage_fail_under
+    if required is not None and merged.coverage is None:
+        return _error(
+            "--coverage-fail-under: the shards have no coverage (run them with --coverage)"
+        )
+    _summary(merged, baseline_path, written, required)
+    if not merged.summary.by_status.keys() <= {"passed"}:
+        return EXIT["failed"]
+    below = required is not None and merged.coverage is not None and merged.coverage.below(required)
+    return EXIT["failed"] if below else EXIT["passed"]
 
 
 def _baseline(args: argparse.Namespace, root: Path) -> tuple[Path, Results | None]:
@@ -117,13 +138,20 @@ def _write(merged: Results, json_path: Path, html_path: Path) -> list[Path] | No
     return [json_path, html_path]
 
 
-def _summary(merged: Results, baseline_path: Path, written: list[Path]) -> None:
+def _summary(
+    merged: Results, baseline_path: Path, written: list[Path], required: float | None
+) -> None:
     from harness.project import display_path
     from harness.report.text import baseline_lines, results_lines
 
     print(f"merged {merged.meta['merged']['shards']} shard(s)")
     for line in results_lines(merged):
         print(line)
+    if merged.coverage is not None:
+        from harness.report.coverage import coverage_lines
+
+        for line in coverage_lines(merged.coverage, required):
+            print(line)
     if merged.baseline is not None:
         for line in baseline_lines(merged.baseline, display_path(baseline_path)):
             print(line)

@@ -271,6 +271,20 @@ def _chunk_size(options: argparse.Namespace, root: Path) -> int | None:
     return value or None
 
 
+def _project_coverage(root: Path) -> bool:
+    """The project's ``[tool.harness] coverage`` (false when absent): the run's project
+    decides, wherever the command starts (the plugin reads the current directory's)."""
+    from harness.project import project_config
+
+    value = project_config(root).get("coverage", False)
+    if not isinstance(value, bool):
+        raise UsageError(
+            f"{root / 'pyproject.toml'}: [tool.harness] coverage must be true or false, "
+            f"not {value!r}"
+        )
+    return value
+
+
 def handle(options: argparse.Namespace) -> int:
     """``harness run`` / ``harness record``; ``options.passed_on``: pytest's, after ``--``."""
     _check(options)
@@ -281,6 +295,7 @@ def handle(options: argparse.Namespace) -> int:
     json_path = Path(given_json) if given_json else root / REPORTS / "results.json"
     html_path = Path(given_html) if given_html else root / REPORTS / "report.html"
     baseline, label = _baseline_file(options, root)
+    options.harness_coverage = options.harness_coverage or _project_coverage(root)
     load_plugin_options(options.harness_plugin)
     compare = _comparison(options, root, baseline, label)
 

@@ -238,7 +238,7 @@ class Observation:
                 kept = (wire.items_field, "tools")
                 options = {k: v for k, v in body.items() if k not in kept}
                 tools: list[Any] = list(self._tools_of(wire, body))  # duck-typed Tools
-                request = LLMRequest(run.conversation, tools, options, call)
+                request = LLMRequest(run.conversation, tools, options, call, wire.name)
                 run._hook.harness_llm_request(run=run, request=request)
             if self._stop:
                 repeats = self.detector.window + 1

@@ -61,6 +61,10 @@ class LLMRequest:
     options: dict[str, Any] = field(default_factory=dict)
     # 1-based number of this LLM call in the run.
     call: int = 1
+    # The model API an external target's request came on, by its wire's name
+    # (``openai-chat``, ``anthropic``, ...): set by the observer, which reads requests off
+    # the HTTP boundary; None for harness's own loop, whose requests are on no wire.
+    wire: str | None = None
 
     @property
     def messages(self) -> list[dict[str, Any]]:

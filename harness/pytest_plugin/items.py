@@ -191,6 +191,9 @@ class ScenarioItem(pytest.Item):
         self.internal_error: str | None = None
         # A file the run could not write (NotWritten), for the session's exit status.
         self.not_written: str | None = None
+        # With --harness-coverage, the run's observer of what its requests offered (a
+        # target's, or a scenario's with MCP tools: harness.scenario.coverage).
+        self.offered: Any = None
         # An exception that escaped the run, and whose code raised it (None: harness's).
         self.escaped: BaseException | None = None
         self.culprit: str | None = None
@@ -215,6 +218,7 @@ class ScenarioItem(pytest.Item):
         """Drop what the run made and the scenario's model (its packed copy stays): the
         item lives until the session ends."""
         self.result = None
+        self.offered = None
         if self._packed is not None:
             self._scenario = None
 
@@ -223,11 +227,30 @@ class ScenarioItem(pytest.Item):
         from harness.scenario import arun_scenario
 
         state = state_of(self.config)
+        observers = []
+        if state.options.coverage:
+            from harness.scenario.coverage import OfferedTools, needs_observer
+
+            if needs_observer(self.scenario):
+                self.offered = OfferedTools()
+                observers.append(self.offered)
         return arun_scenario(
             self.scenario,
             state.options.record_mode,
             disable_recording=state.options.disable_recording,
+            plugins=observers,
         )
+
+    def behaviours(self) -> str | None:
+        """With --harness-coverage, the behaviours of the run as JSON (for its report)."""
+        if self.result is None or not state_of(self.config).options.coverage:
+            return None
+        import json
+
+        from harness.scenario.coverage import behaviours
+
+        found = behaviours(self.scenario, self.result, self.offered)
+        return json.dumps(found.to_json(), separators=(",", ":"))
 
     def _outcome(self) -> ScenarioResult:
         """Run the scenario here, or take the run started ahead (--harness-concurrency)."""
@@ -452,6 +475,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.harness_id = item.result.id
         report.harness_result = dump_json(item.result)
         report.harness_status = item.result.status
+        behaviours = item.behaviours()
+        if behaviours is not None:
+            report.harness_coverage = behaviours
         if item.result.run is not None:
             report.harness_run = item.result.run  # its place in results.json's order
         if item.internal_error:

@@ -38,6 +38,7 @@ __all__ = [
     "SUFFIXES",
     "Option",
     "SessionOptions",
+    "percent",
     "pytest_addoption",
     "pytest_args",
     "read_durations",
@@ -72,6 +73,17 @@ def _rate(value: str) -> float:
             f"expected a share of runs from 0 to 1 (0.8, or 80%), got {value!r}"
         )
     return rate
+
+
+def percent(value: str) -> float:
+    """A percentage from 0 to 100 (``80`` or ``80%``), for a required share."""
+    try:
+        share = float(value.removesuffix("%"))
+    except ValueError:
+        share = -1.0
+    if not 0 <= share <= 100:  # NaN too
+        raise argparse.ArgumentTypeError(f"expected a percentage from 0 to 100, got {value!r}")
+    return share
 
 
 def _shard(value: str) -> Shard:
@@ -291,6 +303,20 @@ OPTIONS: tuple[Option, ...] = (
         metavar="F",
     ),
     Option(
+        "--harness-coverage",
+        "--coverage",
+        "record which behaviours the suite exercised (results.json coverage; "
+        "docs/coverage.md); [tool.harness] coverage = true does it for every run",
+        action="store_true",
+    ),
+    Option(
+        "--harness-coverage-fail-under",
+        "--coverage-fail-under",
+        "with coverage: exit 1 when less than P%% of the behaviours were covered",
+        type=percent,
+        metavar="P",
+    ),
+    Option(
         "--harness-fail-on-skip",
         "--fail-on-skip",
         "exit 1 when a scenario was skipped (a missing framework, a skip mark)",
@@ -422,6 +448,10 @@ class SessionOptions:
     otel_endpoint: str | None = None
     otel_content: bool = False
     fail_on_skip: bool = False
+    # --harness-coverage (or [tool.harness] coverage = true) and the share of behaviours
+    # the run must cover (docs/coverage.md).
+    coverage: bool = False
+    coverage_fail_under: float | None = None
 
 
 def session_options(config: pytest.Config) -> SessionOptions:
@@ -452,7 +482,32 @@ def session_options(config: pytest.Config) -> SessionOptions:
         otel_path=_out_path(config, config.getoption("harness_otel", None)),
         otel_endpoint=config.getoption("harness_otel_endpoint", None),
         otel_content=bool(config.getoption("harness_otel_content", False)),
+        coverage=_coverage(config),
+        coverage_fail_under=config.getoption("harness_coverage_fail_under", None),
     )
+
+
+def _coverage(config: pytest.Config) -> bool:
+    """Whether the session records coverage: --harness-coverage, a required share of it,
+    or the project's ``[tool.harness] coverage = true``."""
+    if config.getoption("harness_coverage", False):
+        return True
+    if config.getoption("harness_coverage_fail_under", None) is not None:
+        return True
+    from harness.errors import HarnessError
+    from harness.project import project_config, project_root
+
+    root = project_root(Path(config.invocation_params.dir))
+    try:
+        value = project_config(root).get("coverage", False)
+    except HarnessError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if not isinstance(value, bool):
+        raise pytest.UsageError(
+            f"{root / 'pyproject.toml'}: [tool.harness] coverage must be true or false, "
+            f"not {value!r}"
+        )
+    return value
 
 
 def _ids(path: str | None) -> tuple[str, ...] | None:

@@ -101,6 +101,10 @@ def summary_lines(state: SuiteState, *, cwd: Path, slowest: int = 5) -> list[str
     lines: list[str] = []
     if results is not None and results.scenarios:
         lines.extend(results_lines(results, slowest=slowest))
+    if results is not None and results.coverage is not None:
+        from harness.report.coverage import coverage_lines
+
+        lines.extend(coverage_lines(results.coverage, state.options.coverage_fail_under))
     lines.extend(skipped_lines(ledger.skipped))
     if outputs.diff is not None:
         shown = shown_path(state.baseline.path, cwd) if state.baseline else "baseline"

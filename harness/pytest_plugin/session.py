@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pytest
 
+from harness.coverage import Behaviours, CoverageTable
 from harness.exitcodes import EXIT
 from harness.pytest_plugin.ledger import CollectionLedger
 from harness.pytest_plugin.options import SUFFIXES, SessionOptions, session_options
@@ -74,12 +75,16 @@ class SessionOutputs:
     # With --harness-otel: scenario id -> what its trace needs that its result does not
     # keep (harness.pytest_plugin.tracing's RunFacts as JSON, from the test reports).
     trace_facts: dict[str, str] = field(default_factory=dict)
+    # With --harness-coverage: the behaviours the scenarios that ran covered, gathered
+    # from the test reports (docs/coverage.md): the table, never a scenario's record.
+    coverage: CoverageTable = field(default_factory=CoverageTable)
 
     def extend(self, later: SessionOutputs) -> None:
         """Take in what a later session made (a later part of a run in parts): its
-        results (sharing this spool's file), errors and traces' facts."""
+        results (sharing this spool's file), coverage, errors and traces' facts."""
         self.started = min(self.started, later.started)
         self.results.extend(later.results)
+        self.coverage.update(later.coverage)
         self.internal_errors.extend(later.internal_errors)
         self.report_errors.extend(later.report_errors)
         self.trace_facts.update(later.trace_facts)
@@ -162,6 +167,8 @@ class SuiteState:
         results = build_spooled_results(
             outputs.results, started=outputs.started, skipped=self.ledger.skipped
         )
+        if self.options.coverage:
+            results.coverage = outputs.coverage.coverage()
         if self.ledger.shard is not None:
             not_run = self.ledger.shard_not_run()
             results.meta["shard"] = {**self.ledger.shard, "not_run": not_run}
@@ -295,8 +302,15 @@ class SuiteState:
         # Keyed by id: a rerun of the same scenario replaces its earlier result. Kept on
         # disk, and not on the report, which pytest's statistics keep to the end.
         sid = report.harness_id
-        self.outputs.results.add(self._checked(sid, text))  # with its run, what is counted
+        result = self._checked(sid, text)
+        self.outputs.results.add(result)  # with its run, what is counted
         del report.harness_result
+        behaviours = getattr(report, "harness_coverage", None)
+        if behaviours is not None:
+            # Under its scenario's id: a repeated scenario's runs cover as one.
+            self.outputs.coverage.add(
+                result.scenario_key, Behaviours.from_json(json.loads(behaviours))
+            )
         internal = getattr(report, "harness_internal", None)
         if internal:
             self.outputs.internal_errors.append(internal)
@@ -361,6 +375,8 @@ class SuiteState:
             status = EXIT["failed"]  # a scenario's runs fell short of its min_pass_rate
         if status == 0 and self.options.fail_on_skip and self.ledger.skipped:
             status = EXIT["failed"]
+        if status == 0 and _below_required(self.options, final):
+            status = EXIT["failed"]
         if self.ledger.collection_errors and status in (0, 1, 5):
             status = EXIT["bad_input"]
         if outputs.report_errors or outputs.internal_errors:
@@ -412,6 +428,13 @@ class SuiteState:
         crash = getattr(memo, "reprcrash", None)
         if crash is not None:
             crash.message = stopped_by
+
+
+def _below_required(options: SessionOptions, final: Results | None) -> bool:
+    """Whether the run covered less than --harness-coverage-fail-under asks."""
+    required = options.coverage_fail_under
+    coverage = final.coverage if final is not None else None
+    return required is not None and coverage is not None and coverage.below(required)
 
 
 class _Deselected:

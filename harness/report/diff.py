@@ -16,6 +16,7 @@ from harness.actions import FinalResponse
 from harness.baseline import (
     BaselineDiff,
     FieldChange,
+    LostBehaviour,
     ScenarioChange,
     ScenarioRef,
     StatusChange,
@@ -23,6 +24,7 @@ from harness.baseline import (
     TrajectoryOp,
 )
 from harness.canonical import canonical_json
+from harness.coverage import no_longer_covered
 from harness.modeljson import dump
 from harness.report.passrates import compare_pass_rates, live_groups
 from harness.report.plans import plans
@@ -187,6 +189,12 @@ def diff_results(
     for found in (diff.added, diff.removed, diff.not_run, diff.regressions, diff.fixed):
         found.sort(key=_by_id)
     diff.changed.sort(key=_by_id)
+    if old.coverage is not None and new.coverage is not None:
+        left_out = [ref.id for ref in diff.not_run]
+        diff.no_longer_covered = [
+            LostBehaviour(kind=cell.kind, key=cell.key, scenarios=cell.scenarios)
+            for cell in no_longer_covered(old.coverage, new.coverage, left_out)
+        ]
     return diff
 
 

@@ -29,6 +29,7 @@ from harness.files import atomic_write
 from harness.report.cards import PACK_AFTER, Surveyed, cards, index_view
 from harness.report.changes import divergence_lines, rate_sentence, repeats_text
 from harness.report.charts import TERMINATIONS, bars_svg, scenario_charts
+from harness.report.coverage import coverage_view
 from harness.report.markup import (
     clip,
     compact,
@@ -189,6 +190,7 @@ def _render(
         anchors=anchors,
         repeats=repeats_view(digests, anchors, sides),
         matrix=matrix_view(digests, anchors),
+        coverage=coverage_view(results.coverage, anchors),
         limits=limits,
         messages=messages,
         **_assets(),

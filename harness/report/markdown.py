@@ -23,6 +23,7 @@ from harness.report.changes import (
     repeats_text,
     shorten,
 )
+from harness.report.coverage import markdown_lines
 from harness.report.text import ending_sentence
 from harness.results import Results, ScenarioResult
 
@@ -158,6 +159,10 @@ def _diff(diff: BaselineDiff) -> list[str]:
             lines.append(f"- {code(change.id)}")
             lines.extend(f"  - {code(line)}" for line in change_details(change))
         lines.extend(_listed([], len(diff.changed)))
+    if diff.no_longer_covered:
+        lines += ["", "**No longer covered**", ""]
+        entries = (f"- {code(f'{c.kind} {c.key}')}" for c in diff.no_longer_covered[:_LISTED])
+        lines.extend(_listed(entries, len(diff.no_longer_covered)))
     for title, refs in (("Added", diff.added), ("Removed", diff.removed)):
         if refs:
             lines += ["", f"**{title}**", ""]
@@ -170,6 +175,8 @@ def render_markdown(results: Results, *, report: str | None = None) -> str:
     """The summary and the baseline diff (when ``results`` holds one) as Markdown;
     ``report``: the HTML report's path, named at the end."""
     lines = _head(results)
+    if results.coverage is not None:
+        lines += markdown_lines(results.coverage, code)
     lines += _not_passed(results)
     lines += _repeats(results)
     lines += _skipped(results)

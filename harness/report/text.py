@@ -419,6 +419,14 @@ def baseline_lines(diff: BaselineDiff, shown: str, *, report: str | None = None)
         lines.extend(f"    {line}" for line in change_details(change))
     if len(diff.changed) > _NAMED:
         lines.append(f"  ... and {len(diff.changed) - _NAMED} more changed")
+    lost = diff.no_longer_covered
+    if lost:
+        lines.append(f"  no longer covered: {len(lost)} behaviour(s)")
+        for cell in lost[:_NAMED]:
+            was = ", ".join(cell.scenarios[:3]) + (" ..." if len(cell.scenarios) > 3 else "")
+            lines.append(f"    {cell.kind} {cell.key}" + (f" (was: {was})" if was else ""))
+        if len(lost) > _NAMED:
+            lines.append(f"    ... and {len(lost) - _NAMED} more")
     if report is not None and not diff.is_empty:
         lines.append(f"  details: {report}")
     return lines

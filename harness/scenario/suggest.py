@@ -1,0 +1,207 @@
+"""``harness coverage --suggest``: a scenario for each behaviour a suite did not cover
+that one of its scenarios can reach (docs/coverage.md#suggestions).
+
+For each uncovered cell (in the coverage's order), the suite's scripted scenarios that
+reach it are tried in id order: the scenario's data is edited by ``derive`` (what
+produces the behaviour), written to the output folder, and run once; the first whose run
+exercises the cell, without ending in ``error``, is kept, its ``expect:`` the termination
+that run reached. A suite rerun with the kept files covers those cells.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.coverage import Cell, Coverage, exercised
+from harness.errors import HarnessError
+from harness.files import atomic_write
+from harness.scenario.coverage import reachable
+from harness.scenario.derive import Context, derive, describe
+from harness.scenario.loader import build_tools, load_scenario
+from harness.scenario.runner import run_scenario
+from harness.scenario.schema import Scenario
+from harness.scenario.serving import scenario_id
+
+__all__ = ["Suggestion", "suggest"]
+
+# The kinds a derivation exists for.
+SUGGESTED = ("tool", "tool_outcome", "model_fault")
+# How many scenarios are tried for one cell before it is given up.
+_TRIES = 3
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """What became of one uncovered cell: the file written (and the scenario it was
+    derived from), or why none was."""
+
+    cell: Cell
+    path: Path | None = None
+    source: str | None = None
+    why: str | None = None
+
+
+@dataclass
+class _Source:
+    """A scenario a suggestion may start from, what it reaches, what its run did."""
+
+    scenario: Scenario
+    id: str
+    reach: set[Cell]
+    context: Context
+
+
+def suggest(coverage: Coverage, files: Iterable[Path], out: Path) -> list[Suggestion]:
+    """A suggestion for each uncovered cell of the kinds derivations exist for, derived
+    from the scenarios of ``files`` and written to ``out``."""
+    sources = _sources(files)
+    by_id = {source.id: source for source in sources}
+    for cell in coverage.cells:
+        for source in filter(None, map(by_id.get, cell.scenarios)):
+            if cell.kind == "tool":
+                source.context.called.add(cell.key)
+            tool, _, status = cell.key.rpartition(":")
+            if cell.kind == "tool_outcome" and status in ("ok", "error"):
+                source.context.ran.add(tool)
+    found = []
+    for cell in coverage.uncovered():
+        wanted = (cell.kind, cell.key)
+        if cell.kind in SUGGESTED:
+            found.append(_one(wanted, [s for s in sources if wanted in s.reach], out))
+    return found
+
+
+def _sources(files: Iterable[Path]) -> list[_Source]:
+    """The scenarios a suggestion may start from: scripted, one combination, loadable."""
+    sources = []
+    for path in sorted(set(files)):
+        try:
+            scenario = load_scenario(path)
+        except (HarnessError, OSError):
+            continue  # moved or broken since the run: nothing to derive from
+        if scenario.matrix or scenario.llm.provider != "scripted":
+            continue
+        target = scenario.target is not None
+        context = Context(schemas=_schemas(scenario), target=target)
+        sources.append(_Source(scenario, str(scenario_id(scenario)), reachable(scenario), context))
+    return sorted(sources, key=lambda s: s.id)
+
+
+def _one(cell: Cell, sources: Sequence[_Source], out: Path) -> Suggestion:
+    """The first source whose derived scenario covers ``cell``, written; or why none."""
+    if not sources:
+        return Suggestion(cell, why="no scripted scenario of the suite reaches it")
+    tried = 0
+    for source in sources:
+        data = _data(source.scenario)
+        if data is None or not derive(data, cell, source.context):
+            continue
+        tried += 1
+        path = _written(source.scenario, data, cell, out)
+        termination = _covering_run(path, cell)
+        if termination is not None:
+            data["expect"] = {"termination": termination}
+            _write(path, data, source.scenario, cell)
+            return Suggestion(cell, path=path, source=source.id)
+        path.unlink(missing_ok=True)
+        if tried >= _TRIES:
+            break
+    if not tried:
+        return Suggestion(cell, why="none of the scenarios that reach it can be made to")
+    return Suggestion(cell, why=f"the derived scenarios ({tried} tried) did not cover it")
+
+
+def _data(scenario: Scenario) -> dict[str, Any] | None:
+    """A copy of the scenario file's data (its model's, for a file built from others)."""
+    source = scenario.source
+    data = getattr(source, "data", None)
+    if isinstance(data, dict) and not {"extends", "cases"} & data.keys():
+        return copy.deepcopy(data)
+    return scenario.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+def _schemas(scenario: Scenario) -> dict[str, dict[str, Any]]:
+    """Each tool's JSON Schema (a sub-agent's tools too), for the calls a derivation adds."""
+    holders = [scenario] + [
+        scenario.model_copy(update={"tools": agent.tools}) for agent in scenario.agents.values()
+    ]
+    schemas: dict[str, dict[str, Any]] = {}
+    for holder in holders:
+        try:
+            tools = build_tools(holder)
+        except HarnessError:
+            continue
+        for name, tool in tools.items():
+            schemas.setdefault(name, tool.parameters or {"type": "object"})
+    return schemas
+
+
+def _slug(cell: Cell) -> str:
+    kind, key = cell
+    text = f"call-{key}" if kind == "tool" else key
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-")
+
+
+def _written(scenario: Scenario, data: dict[str, Any], cell: Cell, out: Path) -> Path:
+    """The derived scenario written to ``out`` (named after its source and the cell)."""
+    assert scenario.path is not None  # loaded from a file
+    stem = scenario.path.name
+    for suffix in (".scenario.yaml", ".scenario.yml"):
+        stem = stem.removesuffix(suffix)
+    slug = _slug(cell)
+    path = out / f"{stem}--{slug}.scenario.yaml"
+    data["name"] = f"{scenario.display_name}--{slug}"
+    data["description"] = f"{describe(cell)} (derived from {scenario_id(scenario)})"
+    for key in ("expect", "repeat", "matrix"):
+        data.pop(key, None)
+    _relocate(data, scenario, out)
+    _write(path, data, scenario, cell)
+    return path
+
+
+def _write(path: Path, data: dict[str, Any], scenario: Scenario, cell: Cell) -> None:
+    head = (
+        f"# Written by `harness coverage --suggest` from {scenario_id(scenario)}:\n"
+        f"# it covers {cell[0]} {cell[1]}. docs/coverage.md#suggestions\n"
+    )
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, [head, text])
+
+
+def _relocate(data: dict[str, Any], scenario: Scenario, out: Path) -> None:
+    """Paths the file gives relative to itself, made relative to ``out``."""
+
+    def moved(value: Any) -> Any:
+        if not isinstance(value, str) or Path(value).is_absolute():
+            return value
+        return os.path.relpath(scenario.resolve(value), out.resolve())
+
+    if isinstance(data.get("history"), str):
+        data["history"] = moved(data["history"])
+    holders = [data, *(a for a in (data.get("agents") or {}).values() if isinstance(a, dict))]
+    for holder in holders:
+        for spec in (holder.get("tools") or {}).values():
+            remote = spec.get("remote") if isinstance(spec, dict) else None
+            if isinstance(remote, dict) and isinstance(remote.get("scenario"), str):
+                remote["scenario"] = moved(remote["scenario"])
+
+
+def _covering_run(path: Path, cell: Cell) -> str | None:
+    """The termination of a run of the file when it exercises ``cell`` without ending
+    in error, else None."""
+    try:
+        result = run_scenario(load_scenario(path))
+    except (HarnessError, OSError):
+        return None
+    if result.termination.value == "error" or cell not in exercised(result, result.turns):
+        return None
+    return result.termination.value
