@@ -19,7 +19,6 @@ from scenario_texts import SESSION_TESTS
 from harness import cli
 from harness.actions import RunFields, ToolCallRecord
 from harness.coverage import Behaviours, CoverageTable, exercised
-from harness.results import load_results
 
 pytestmark = SESSION_TESTS
 
@@ -120,9 +119,7 @@ def test_an_offered_tool_never_called_is_uncovered_and_its_outcomes_too(project,
     assert found["tool", "search"]["scenarios"] == ["scenarios/search.scenario.yaml::search"]
 
 
-def test_a_tools_error_and_invalid_arguments_are_covered_by_the_scenarios_that_did_it(
-    project, run
-):
+def test_a_tools_error_and_invalid_arguments_are_covered_by_the_scenarios_that_did_it(project, run):
     assert run("run", "--coverage", "--json", "r.json")[0] == 0
     found = cells(project.path / "r.json")
     assert found["tool_outcome", "charge:error"]["scenarios"] == [
