@@ -186,6 +186,62 @@ def test_the_project_setting_turns_coverage_on(project, run):
     assert "coverage" in json.loads((project.path / "r.json").read_text())
 
 
+AGENT = """\
+from openai import OpenAI
+
+TOOLS = [
+    {"type": "function", "function": {"name": name, "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+    for name in ("get_weather", "get_time")
+]
+
+
+def answer(question):
+    client = OpenAI()
+    messages = [{"role": "user", "content": question}]
+    while True:
+        reply = client.chat.completions.create(model="m", messages=messages, tools=TOOLS)
+        message = reply.choices[0].message
+        if not message.tool_calls:
+            return message.content
+        messages.append(message.model_dump(exclude_none=True))
+        for call in message.tool_calls:
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": "18C"})
+"""
+
+TARGET = """\
+name: target
+target: {python: "agent:answer", timeout: 60, requires: [openai]}
+input: Weather in Paris?
+llm:
+  script:
+    - tool_calls: [{get_weather: {city: Paris}}]
+    - content: 18C in Paris.
+"""
+
+
+def test_a_targets_tools_are_those_its_requests_offered_on_its_wire(project, run):
+    (project.path / "agent.py").write_text(AGENT)
+    (project.path / "targets").mkdir()
+    (project.path / "targets/target.scenario.yaml").write_text(TARGET)
+    status, out, _ = run("run", "--coverage", "targets", "--json", "r.json")
+    assert status == 0, out
+    found = cells(project.path / "r.json")
+    sid = ["targets/target.scenario.yaml::target"]
+    assert found["tool", "get_weather"]["scenarios"] == sid
+    assert found["tool_outcome", "get_weather:ok"]["scenarios"] == sid
+    # Offered in the target's requests only (the file never names it): never called.
+    assert not found["tool", "get_time"]["covered"]
+    # A target's own tool can end ok or error; its arguments are the target's to check.
+    assert {k for kind, k in found if kind == "tool_outcome" and k.startswith("get_time")} == {
+        "get_time:ok",
+        "get_time:error",
+    }
+    assert found["wire", "openai-chat"]["scenarios"] == sid
+    assert ("model_fault", "unknown_tool") not in found  # never served to a target
+    assert not found["model_fault", "http_503"]["covered"]
+
+
 # -- the same table however the suite is run -----------------------------------------------
 
 
