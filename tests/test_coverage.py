@@ -232,14 +232,19 @@ def test_a_targets_tools_are_those_its_requests_offered_on_its_wire(project, run
     assert found["tool_outcome", "get_weather:ok"]["scenarios"] == sid
     # Offered in the target's requests only (the file never names it): never called.
     assert not found["tool", "get_time"]["covered"]
-    # A target's own tool can end ok or error; its arguments are the target's to check.
+    # A target's own tool: a scenario can make it be called (ok); whether it fails, or
+    # checks its arguments, is the target's code's to decide.
     assert {k for kind, k in found if kind == "tool_outcome" and k.startswith("get_time")} == {
-        "get_time:ok",
-        "get_time:error",
+        "get_time:ok"
     }
     assert found["wire", "openai-chat"]["scenarios"] == sid
     assert ("model_fault", "unknown_tool") not in found  # never served to a target
     assert not found["model_fault", "http_503"]["covered"]
+    # A suggestion calls it: the target's scenario, run once to learn what it offers.
+    status, out, _ = run("coverage", "r.json", "--suggest", "-o", "suggested")
+    assert "suggested: suggested/target--call-get_time.scenario.yaml: tool get_time" in out
+    assert run("run", "--coverage", "targets", "suggested", "--json", "after.json")[0] == 0
+    assert cells(project.path / "after.json")["tool_outcome", "get_time:ok"]["covered"]
 
 
 # -- the same table however the suite is run -----------------------------------------------

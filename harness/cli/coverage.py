@@ -123,6 +123,8 @@ def _suggestion_lines(found: list[Suggestion], out: str) -> list[str]:
         kind, key = s.cell
         if s.path is not None:
             lines.append(f"suggested: {display_path(s.path)}: {kind} {key} (from {s.source})")
+            if s.recording is not None:
+                lines.append(f"  its MCP recording, copied: {display_path(s.recording)}")
         else:
             lines.append(f"not suggested: {kind} {key}: {s.why}")
     lines.append(

@@ -23,13 +23,17 @@ from harness.scenario.tool_schema import ToolSpec
 
 __all__ = ["OfferedTools", "behaviours", "needs_observer", "reachable", "tool_homes"]
 
-# Where a tool runs decides which outcomes it can have. harness runs the own loop's
-# tools (and serves a target the scenario's over MCP, checking their arguments); a
-# target's own tools run in the target, which harness sees through its requests only.
+# Where a tool runs decides which of its outcomes a scenario can produce: harness runs the
+# own loop's tools (a stub raises when its `errors` say), checks their arguments, stops
+# their plans; an own loop's MCP server checks its own tools' arguments and decides their
+# failures (and replays only the calls it recorded); harness serves a target the
+# scenario's tools over MCP (checking arguments), and sees a target's own tools through
+# its requests only. An outcome outside these that a run met is a cell too (covered).
 _OUTCOMES = {
     "own": STATUSES,
+    "mcp": ("ok",),
     "served": ("ok", "error", "invalid"),
-    "target": ("ok", "error"),
+    "target": ("ok",),
 }
 # The model faults a scripted model can serve a target (harness refuses a step that calls
 # a tool the request does not offer, so an unknown tool never reaches a target).
@@ -41,17 +45,21 @@ _PROVIDER_WIRES = {"anthropic": "anthropic", "gemini": "gemini"}
 
 
 class OfferedTools:
-    """A per-run observer: the tool names the run's requests offered, and the wires
-    (``openai-chat``, ...) a target's requests came on."""
+    """A per-run observer: the tool names the run's requests offered (and their JSON
+    Schemas), and the wires (``openai-chat``, ...) a target's requests came on."""
 
     def __init__(self) -> None:
         self.tools: set[str] = set()
         self.wires: set[str] = set()
+        self.schemas: dict[str, Any] = {}
 
     @hookimpl
     def harness_llm_request(self, run: Any, request: Any) -> None:
         """Note the request's tools and wire."""
-        self.tools.update(tool.name for tool in request.tools if tool.name)
+        for tool in request.tools:
+            if tool.name and tool.name not in self.tools:
+                self.tools.add(tool.name)
+                self.schemas[tool.name] = getattr(tool, "parameters", None)
         if request.wire is not None:
             self.wires.add(request.wire)
 
@@ -102,7 +110,7 @@ def reachable(scenario: Scenario, offered: Collection[str] = ()) -> set[Cell]:
     an MCP server's)."""
     homes = tool_homes(scenario)
     named = {name for name, _ in homes}
-    extra = "target" if scenario.target is not None else "own"
+    extra = "target" if scenario.target is not None else "mcp"
     homes += [(name, extra) for name in sorted(set(offered) - named)]
     cells: set[Cell] = set()
     for name, home in homes:
@@ -183,15 +191,16 @@ def _tool_cells(name: str, home: str) -> set[Cell]:
 
 def tool_homes(scenario: Scenario) -> list[tuple[str, str]]:
     """(tool name, where it runs) for each tool the scenario's file names: ``own`` (the
-    own loop's, a sub-agent's included), ``served`` (a target's, served over MCP),
-    ``target`` (one a target's script calls that the file does not define)."""
+    own loop's, a sub-agent's included), ``mcp`` (an own loop's MCP server's, by
+    ``only:``), ``served`` (a target's, served over MCP), ``target`` (one a target's
+    script calls that the file does not define)."""
     if scenario.target is None:
         found: list[tuple[str, str]] = []
         for name, spec in _all_tools(scenario):
             if spec.mcp is None:
                 found.append((name, "own"))
             else:
-                found.extend((tool, "own") for tool in spec.mcp.only or ())
+                found.extend((tool, "mcp") for tool in spec.mcp.only or ())
         return found
     served = [(name, "served") for name in scenario.tools]
     called = {

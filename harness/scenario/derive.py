@@ -53,14 +53,23 @@ def derive(data: dict[str, Any], cell: Cell, context: Context) -> bool:
         if status == "ok":
             return _call_tool(data, tool, context)
         if status == "error":
-            return tool in context.ran and _raise(data, tool)
-        if tool not in context.called:
+            ran = tool in context.ran or _call_tool(data, tool, context)
+            return ran and _raise(data, tool)
+        if status == "not_run":
+            return not context.target and _stopped_beside(data, tool, context)
+        if not _scripted_call(data, tool, context):
             return False
         if status == "invalid":
             return _break_call(data, tool, json=False)
-        if status == "not_run" and not context.target:
-            return _stopped_beside(data, tool)
     return False
+
+
+def _scripted_call(data: dict[str, Any], tool: str, context: Context) -> bool:
+    """Whether a script calls ``tool`` (in a step given whole), after adding such a first
+    reply when none does."""
+    if any("chunks" not in step for step, _ in _calls_of(data, tool)):
+        return True
+    return _call_tool(data, tool, context)
 
 
 def describe(cell: Cell) -> str:
@@ -74,7 +83,7 @@ def describe(cell: Cell) -> str:
             "ok": f"A first reply calls {tool} with arguments its schema accepts",
             "error": f"The first call of {tool} raises",
             "invalid": f"A call of {tool} is sent with an argument its schema refuses",
-            "not_run": f"A plan calling {tool} stops on another call's invalid arguments",
+            "not_run": f"A plan calling {tool} stops on its other call's invalid arguments",
         }.get(status, f"{tool} ends {status}")
     return {
         "timeout": "The first request to the model times out",
@@ -162,19 +171,20 @@ def _break_call(data: dict[str, Any], tool: str, *, json: bool) -> bool:
     return False
 
 
-def _stopped_beside(data: dict[str, Any], tool: str) -> bool:
-    """The first plan calling ``tool`` gets another call with arguments the schema
-    refuses: the plan stops (``on_validation_error: stop``) and ``tool``'s call never runs."""
-    for step, index in _calls_of(data, tool):
-        if "chunks" in step:
-            continue
-        arguments = dict(_arguments(step["tool_calls"][index], tool) or {})
-        step["tool_calls"].append({tool: {**arguments, EXTRA_ARGUMENT: True}})
-        agent = data.setdefault("agent", {})
-        if isinstance(agent, dict):
-            agent["on_validation_error"] = "stop"
-        return True
-    return False
+def _stopped_beside(data: dict[str, Any], tool: str, context: Context) -> bool:
+    """A first reply of two calls of ``tool``, the second with an argument its schema
+    refuses: under ``on_validation_error: stop`` the plan stops and the first never runs."""
+    script = _script_for(data, tool)
+    schema = context.schemas.get(tool)
+    arguments = example_arguments(schema) if schema is not None else None
+    if script is None or arguments is None:
+        return False
+    broken = {**arguments, EXTRA_ARGUMENT: True}
+    script.insert(0, {"tool_calls": [{tool: arguments}, {tool: broken}]})
+    agent = data.setdefault("agent", {})
+    if isinstance(agent, dict):
+        agent["on_validation_error"] = "stop"
+    return True
 
 
 # -- finding things in the data -----------------------------------------------------------
@@ -190,13 +200,13 @@ def _script(data: dict[str, Any]) -> list[Any] | None:
 
 
 def _script_for(data: dict[str, Any], tool: str) -> list[Any] | None:
-    """The script of the agent that has ``tool``: the scenario's, or a sub-agent's."""
-    if tool in (data.get("tools") or {}) or data.get("target") is not None:
-        return _script(data)
-    for agent in (data.get("agents") or {}).values():
-        if isinstance(agent, dict) and tool in (agent.get("tools") or {}):
-            return _script(agent)
-    return None
+    """The script of the agent that has ``tool``: a sub-agent's when its ``tools:`` name
+    it, else the scenario's (a target's tools, an MCP server's are offered there)."""
+    if tool not in (data.get("tools") or {}) and data.get("target") is None:
+        for agent in (data.get("agents") or {}).values():
+            if isinstance(agent, dict) and tool in (agent.get("tools") or {}):
+                return _script(agent)
+    return _script(data)
 
 
 def _tool_spec(data: dict[str, Any], tool: str) -> dict[str, Any] | None:

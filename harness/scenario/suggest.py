@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import os
 import re
+import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,9 +24,10 @@ import yaml
 from harness.coverage import Cell, Coverage, exercised
 from harness.errors import HarnessError
 from harness.files import atomic_write
-from harness.scenario.coverage import reachable
+from harness.scenario.coverage import OfferedTools, needs_observer, reachable
 from harness.scenario.derive import Context, derive, describe
 from harness.scenario.loader import build_tools, load_scenario
+from harness.scenario.mcp_tools import mcp_entries, recording_path
 from harness.scenario.runner import run_scenario
 from harness.scenario.schema import Scenario
 from harness.scenario.serving import scenario_id
@@ -47,6 +49,8 @@ class Suggestion:
     path: Path | None = None
     source: str | None = None
     why: str | None = None
+    # The source's MCP recording, copied for the file to replay (the folder of cassettes).
+    recording: Path | None = None
 
 
 @dataclass
@@ -57,6 +61,7 @@ class _Source:
     id: str
     reach: set[Cell]
     context: Context
+    learned: bool = False  # whether a run told what its requests offered
 
 
 def suggest(coverage: Coverage, files: Iterable[Path], out: Path) -> list[Suggestion]:
@@ -75,8 +80,35 @@ def suggest(coverage: Coverage, files: Iterable[Path], out: Path) -> list[Sugges
     for cell in coverage.uncovered():
         wanted = (cell.kind, cell.key)
         if cell.kind in SUGGESTED:
-            found.append(_one(wanted, [s for s in sources if wanted in s.reach], out))
+            found.append(_one(wanted, _candidates(wanted, sources), out))
     return found
+
+
+def _candidates(cell: Cell, sources: list[_Source]) -> list[_Source]:
+    """The sources that reach ``cell``: by their files, else (a tool only requests
+    offered: a target's own, an MCP server's) by what their requests offered, learned
+    from one run of each source that watches its requests."""
+    found = [s for s in sources if cell in s.reach]
+    if found or cell[0] == "model_fault":
+        return found
+    for source in sources:
+        if not source.learned and needs_observer(source.scenario):
+            _learn(source)
+    return [s for s in sources if cell in s.reach]
+
+
+def _learn(source: _Source) -> None:
+    """Run a source once to learn the tools its requests offer (and their schemas)."""
+    source.learned = True
+    offered = OfferedTools()
+    try:
+        run_scenario(source.scenario, plugins=[offered])
+    except HarnessError:
+        return
+    source.reach |= reachable(source.scenario, offered.tools)
+    for name, schema in offered.schemas.items():
+        if isinstance(schema, dict):
+            source.context.schemas.setdefault(name, schema)
 
 
 def _sources(files: Iterable[Path]) -> list[_Source]:
@@ -98,7 +130,9 @@ def _sources(files: Iterable[Path]) -> list[_Source]:
 def _one(cell: Cell, sources: Sequence[_Source], out: Path) -> Suggestion:
     """The first source whose derived scenario covers ``cell``, written; or why none."""
     if not sources:
-        return Suggestion(cell, why="no scripted scenario of the suite reaches it")
+        return Suggestion(
+            cell, why="no scenario of the suite with a scripted model names it in its file"
+        )
     tried = 0
     for source in sources:
         data = _data(source.scenario)
@@ -106,11 +140,11 @@ def _one(cell: Cell, sources: Sequence[_Source], out: Path) -> Suggestion:
             continue
         tried += 1
         path = _written(source.scenario, data, cell, out)
-        termination = _covering_run(path, cell)
+        termination, recording = _covering_run(path, cell, source.scenario)
         if termination is not None:
             data["expect"] = {"termination": termination}
             _write(path, data, source.scenario, cell)
-            return Suggestion(cell, path=path, source=source.id)
+            return Suggestion(cell, path=path, source=source.id, recording=recording)
         path.unlink(missing_ok=True)
         if tried >= _TRIES:
             break
@@ -195,13 +229,41 @@ def _relocate(data: dict[str, Any], scenario: Scenario, out: Path) -> None:
                 remote["scenario"] = moved(remote["scenario"])
 
 
-def _covering_run(path: Path, cell: Cell) -> str | None:
-    """The termination of a run of the file when it exercises ``cell`` without ending
-    in error, else None."""
+# A derived scenario that ends so is no suggestion: an error, or a tool's server failing (a
+# replayed MCP server that does not hold the new call).
+_REFUSED = ("error", "tool_error")
+
+
+def _covering_run(path: Path, cell: Cell, source: Scenario) -> tuple[str | None, Path | None]:
+    """The termination of a run of the file when it exercises ``cell`` (and does not end
+    in error), else None; and the MCP recording copied from the source for it (removed
+    again when the run did not cover the cell)."""
     try:
-        result = run_scenario(load_scenario(path))
-    except (HarnessError, OSError):
+        derived = load_scenario(path)
+    except HarnessError:
+        return None, None
+    copied = _mcp_recording(source, derived)
+    try:
+        result = run_scenario(derived)
+    except HarnessError:
+        result = None
+    ended = result.termination.value if result is not None else "error"
+    if result is not None and ended not in _REFUSED and cell in exercised(result, result.turns):
+        return ended, copied
+    if copied is not None:
+        copied.unlink(missing_ok=True)
+    return None, None
+
+
+def _mcp_recording(source: Scenario, derived: Scenario) -> Path | None:
+    """The source's recorded MCP traffic copied to where the derived scenario replays it
+    from (a scripted scenario's recording is found by its file's path); None when the
+    source has none."""
+    if not mcp_entries(source):
         return None
-    if result.termination.value == "error" or cell not in exercised(result, result.turns):
+    found, target = recording_path(source), recording_path(derived)
+    if not found.is_file() or target.exists():
         return None
-    return result.termination.value
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(found, target)
+    return target
