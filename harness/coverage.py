@@ -38,6 +38,7 @@ __all__ = [
     "Coverage",
     "CoverageCell",
     "CoverageTable",
+    "carried",
     "exercised",
     "fault_of_status",
     "merged",
@@ -321,6 +322,23 @@ def merged(parts: Iterable[Coverage]) -> Coverage:
     table = CoverageTable()
     for part in parts:
         table.update(part)
+    return table.coverage()
+
+
+def carried(new: Coverage | None, old: Coverage | None, kept: Iterable[str]) -> Coverage | None:
+    """The coverage of a baseline updated by a narrowed run: the run's (``new``), joined
+    with what the baseline's scenarios it kept (``kept``: their ids, the run did not run
+    them) covered in the old one (``old``), and the old cells. None when the run had none."""
+    if new is None or old is None:
+        return new
+    keys = {_RUN.sub("", i) for i in kept}
+    if not keys:
+        return new
+    table = CoverageTable()
+    table.update(new)
+    for cell in old.cells:
+        scenarios = [s for s in cell.scenarios if s in keys]
+        table.update(Coverage(cells=[cell.model_copy(update={"scenarios": scenarios})]))
     return table.coverage()
 
 

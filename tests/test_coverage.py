@@ -166,6 +166,18 @@ def test_fail_under_fails_below_and_passes_at_or_above(project, run):
     assert run("coverage", "r.json", "--fail-under", "0")[0] == 0
 
 
+def test_plain_pytest_records_coverage_and_fails_under_the_share(project):
+    result = project.runpytest(
+        "scenarios", "--harness-coverage-fail-under", "100", "--harness-json", "r.json"
+    )
+    assert result.ret == 1  # every scenario passed: the share alone fails the session
+    result.stdout.fnmatch_lines(
+        ["coverage: * of * behaviours (*%)", "coverage *% is below the required 100%: exit*"]
+    )
+    assert cells(project.path / "r.json")["tool", "delete_order"]["covered"] is False
+    assert project.runpytest("scenarios", "--harness-coverage-fail-under", "10").ret == 0
+
+
 def test_a_bad_fail_under_or_project_setting_is_one_line(project, run):
     status, _, err = run("run", "--coverage-fail-under", "120")
     assert status == 2 and "expected a percentage from 0 to 100, got '120'" in err
@@ -314,6 +326,17 @@ def test_the_baseline_diff_lists_behaviours_no_longer_covered(project, run):
         "run", "--coverage", "--baseline", "base.json", "-k", "not charge", "--json", "k.json"
     )
     assert "no_longer_covered" not in json.loads((project.path / "k.json").read_text())["baseline"]
+
+
+def test_an_updated_baseline_keeps_coverage_and_what_its_kept_entries_covered(project, run):
+    assert run("run", "--coverage", "--update-baseline")[0] == 0
+    baseline = project.path / "reports/baseline.json"
+    before = cells(baseline)
+    assert before["tool_outcome", "charge:error"]["covered"]
+    # A narrowed run keeps the baseline's entry of charge, and what it covered.
+    assert run("run", "--coverage", "-k", "not charge", "--update-baseline")[0] == 0
+    assert cells(baseline) == before
+    assert run("run", "--coverage", "--fail-on-change")[0] == 0
 
 
 def test_the_reports_show_the_grid_and_the_line(project, run):

@@ -54,6 +54,7 @@ def update_baseline(path: Path, results: Results) -> None:
     """
     from filelock import FileLock, Timeout
 
+    from harness.coverage import carried
     from harness.results_stream import build_spooled_results
     from harness.spool import ResultSpool
 
@@ -70,12 +71,17 @@ def update_baseline(path: Path, results: Results) -> None:
                 if scenario.repeats and scenario.repeats.live:
                     live.add(scenario.scenario_key)
             removed = {r.id for r in results.baseline.removed} if results.baseline else set()
+            kept: list[str] = []
             for scenario in current.scenarios if current else []:
                 gone = scenario.id in removed or scenario.scenario_key in live
                 if scenario.id not in spool and not gone:
                     spool.add(scenario)
+                    kept.append(scenario.id)
             merged = build_spooled_results(spool)
             merged.meta = results.meta
+            # docs/coverage.md: what the kept entries covered stays covered.
+            old = current.coverage if current is not None else None
+            merged.coverage = carried(results.coverage, old, kept)
             merged.write_baseline(path)
     except Timeout:
         raise OSError(

@@ -123,14 +123,19 @@ def reachable(scenario: Scenario, offered: Collection[str] = ()) -> set[Cell]:
     cells.add(("termination", "completed"))
     cells.add(("turns", "single"))
     cells.add(("turns", "multi"))
+    # Arguments harness checks itself: those of the tools it runs (an MCP server checks
+    # its own tools', and a replayed one answers only the calls it recorded).
+    checked = any(home == "own" for _, home in homes)
     if scripted:
         cells.add(("termination", "llm_error"))
         cells.update(("model_fault", f) for f in FAULTS if f not in _TOOL_FAULTS)
         cells.add(("model_fault", "unknown_tool"))
-        if tools:
+        if checked:
             cells.update(("model_fault", f) for f in _TOOL_FAULTS)
+    if checked:
+        cells.add(("termination", "validation_error"))
     if tools:
-        cells.update(("termination", t) for t in ("max_iterations", "validation_error"))
+        cells.add(("termination", "max_iterations"))
         cells.update(("plan", p) for p in ("single", "parallel"))
     if any(spec.mcp is not None for _, spec in _all_tools(scenario)):
         cells.add(("termination", "tool_error"))
