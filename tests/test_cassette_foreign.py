@@ -91,9 +91,10 @@ CASES = {
 
 
 def test_every_foreign_cassette_of_simonw_llm_has_a_case():
-    # The others are frozen instead (tests/test_freeze_corpus.py): their agents are
-    # other frameworks' (handoffs, output tools), not harness's loop.
-    assert sorted(p.name for p in FOREIGN.glob("llm-*.yaml")) == sorted(CASES)
+    # simonw/llm's own (llm-test_*; llm-anthropic's plugin is another project). The
+    # others are frozen instead (tests/test_freeze_corpus.py): their agents are other
+    # frameworks' (handoffs, output tools), not harness's loop.
+    assert sorted(p.name for p in FOREIGN.glob("llm-test*.yaml")) == sorted(CASES)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -405,7 +405,10 @@ def test_a_cassette_holding_several_runs_freezes_the_last_one_and_says_so(tmp_pa
     _, result = frozen(tmp_path, cassette)
     err = capsys.readouterr().err
     assert "holds 2 runs (run 1: interactions 1-2; run 2: interactions 1, 3)" in err
-    assert "froze run 2, the last recorded; --run N picks another" in err
+    assert (
+        "froze run 2, the last recorded; the other runs' requests are left out; --run N picks "
+        "another" in err
+    )
     assert result.status == "passed", [e for e in result.expectations if not e.ok]
     assert result.tool_calls[0].result == '{"city": "Oslo", "population": 710}'
 
@@ -488,3 +491,20 @@ def test_a_malformed_cassette_is_one_line_naming_file_line_interaction_and_field
     assert freeze_main(["bad.yaml", "-o", "x.scenario.yaml"]) == 2
     assert one_line_error(capsys).startswith(f"harness freeze: {message}")
     assert not Path("x.scenario.yaml").exists()
+
+
+def test_a_reply_whose_text_is_blank_freezes_and_replays_as_recorded(tmp_path, capsys):
+    # A model that says " " before its calls: the blank text is in the recording's next
+    # request as the model wrote it, and in the frozen run's; neither is compared, both are
+    # sent (blank texts a client adds, as llm-anthropic does, are set aside the same way).
+    steps = [
+        {"content": " ", "tool_calls": [{"lookup": {"city": "Oslo"}}]},
+        {"content": "Oslo: 4000."},
+    ]
+    cassette = tmp_path / "run.yaml"
+    assert record(cassette, steps, [lookup]).termination == "completed"
+    scenario, result = frozen(tmp_path, cassette)
+    assert scenario["llm"]["script"][0]["content"] == " "
+    # The model wrote it: no note blames the client.
+    assert "blank text" not in capsys.readouterr().err
+    assert result.status == "passed", [e for e in result.expectations if not e.ok]

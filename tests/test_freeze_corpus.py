@@ -138,6 +138,21 @@ PASSES = {
         "cultural center of Mexico.",
         ["get_user_country"],
     ),
+    # simonw/llm's llm-anthropic: two parallel tool_use blocks, sent back with a " " text
+    # block in front of them (set aside: the frozen run sends none).
+    "llm-anthropic-test_tools.yaml": (
+        "Here are two great names for your pet pelican:\n\n1. **Charles** - A sophisticated "
+        "and dignified name, perfect for a pelican with personality!\n2. **Sammy** - A "
+        "friendly and playful name that gives off warm, approachable vibes.\n\nEither of these "
+        "would make an excellent name for your feathered friend! \U0001f985",
+        ["pelican_name_generator", "pelican_name_generator"],
+    ),
+    # One agent run on each vendor: Gemini, then Chat Completions with the Gemini run as
+    # its history (the last run is frozen, the other run's requests listed as left out).
+    "pydantic-ai-test_openai_multiple_agent_tool_calls.yaml": (
+        "The capital of England is London.",
+        ["get_capital"],
+    ),
     # The Responses API streamed, two parallel calls, the client's own call ids sent back.
     "chatlas-test_chat_callbacks.yaml": (
         "Joe's favorite color is red, and Hadley's favorite color is red.",
@@ -156,6 +171,16 @@ REFUSED = {
 }
 
 NOTES = {
+    "llm-anthropic-test_tools.yaml": [
+        "the recording's client sent model turns back with a blank text the frozen run does "
+        'not send (interaction 2; llm-anthropic puts a " " text block in front of tool_use '
+        "blocks): set aside, not compared"
+    ],
+    "pydantic-ai-test_openai_multiple_agent_tool_calls.yaml": [
+        "holds 2 runs (run 1: interactions 1-2, Gemini API; run 2: interactions 3-4, Chat "
+        "Completions): froze run 2, the last recorded; the other runs' requests are left out; "
+        "--run N picks another"
+    ],
     "pydantic-ai-test_google_model_retry.yaml": [
         "the recording's client sent back call ids of its own "
         "(pyd_ai_2b1b70a1b6c14e179d3cbf64d2370617 for call_0_get_capital;"
@@ -286,6 +311,28 @@ def test_a_foreign_cassette_freezes_into_a_scenario_that_passes(tmp_path, capsys
     assert [c.name for c in result.tool_calls] == calls
     scenario = yaml.safe_load(out.read_text())
     assert scenario["expect"]["final"]["equals"] == answer
+
+
+def test_each_run_of_a_two_vendor_recording_freezes_and_passes(tmp_path, capsys):
+    # pydantic-ai ran one agent on Gemini, then on Chat Completions with the first run as
+    # its message history: --run 1 is the Gemini run (its `tools` one object, not a list).
+    name = "pydantic-ai-test_openai_multiple_agent_tool_calls.yaml"
+    out = tmp_path / "gemini.scenario.yaml"
+    assert freeze_main([str(FOREIGN / name), "--run", "1", "-o", str(out)]) == 0
+    assert "froze run 1, as asked; the other runs' requests are left out" in capsys.readouterr().err
+    scenario = yaml.safe_load(out.read_text())
+    assert scenario["input"] == "What is the capital of France?"
+    assert scenario["tools"]["get_capital"]["results"] == [{"on_call": 1, "returns": "Paris"}]
+    result = run_scenario(out)
+    assert result.status == "passed", [e for e in result.expectations if not e.ok]
+    assert result.final.content == "The capital of France is Paris.\n"
+    # Run 2 carries run 1 as its history, under the ids pydantic-ai made up for Gemini's
+    # calls: the Gemini run is not taken for the start of run 2.
+    out = tmp_path / "openai.scenario.yaml"
+    assert freeze_main([str(FOREIGN / name), "-o", str(out)]) == 0
+    history = yaml.safe_load(out.read_text())["history"]
+    assert [m["role"] for m in history] == ["user", "assistant", "tool", "assistant"]
+    assert history[1]["tool_calls"][0]["id"] == "pyd_ai_504f8147f83f44f3a5f14d87bfd01bda"
 
 
 def test_thinking_blocks_freeze_into_the_steps_reasoning(tmp_path):

@@ -41,6 +41,7 @@ from harness.freeze.recorded import (
     RecordedRun,
     fill_client_ids,
     read_calls,
+    set_aside_blank_texts,
     split_runs,
 )
 from harness.llm.config import RECORDED_PROVIDERS
@@ -166,11 +167,16 @@ def _recorded_runs(path: Path, shown: str) -> tuple[list[RecordedRun], list[str]
             f"{shown} records no request to a model API harness reads (Chat Completions, "
             "the Responses API, Gemini)"
         )
-    if len({call.api for call in calls}) > 1:
-        apis = " and ".join(sorted({wire_named(call.api).label for call in calls}))
-        raise FreezeError(f"{shown} mixes requests of {apis}")
     rebuild_chains(calls, shown)
     notes = []
+    blank = set_aside_blank_texts(calls)
+    if blank:
+        notes.append(
+            f"the recording's client sent model turns back with a blank text the frozen run "
+            f"does not send (interaction{'s' if len(blank) > 1 else ''} "
+            f'{", ".join(map(str, blank))}; llm-anthropic puts a " " text block in front of '
+            "tool_use blocks): set aside, not compared"
+        )
     skipped = skipped_interactions(interactions)
     if skipped:
         notes.append(
@@ -229,6 +235,13 @@ def _source(cassette: str | Path | None, scenario: str | Path | None, run: int |
     source = _Source(path, shown, runs, chosen, scenario, original, notes)
     if source.target:
         source.conversations = _held_beside(runs, chosen)
+    apis = dict.fromkeys(wire_named(call.api).label for call in chosen.calls)
+    if source.target and len(apis) > 1:
+        notes.append(
+            f"the run's requests went to {len(apis)} APIs ({', '.join(apis)}): harness serve "
+            "holds a conversation per API, so the frozen scenario scripts the first one's in "
+            "llm.script and each other one's in llm.conversations, matched by its wire"
+        )
     if source.conversations:
         listing = "; ".join(run.describe() for run in source.conversations)
         notes.append(
@@ -289,11 +302,14 @@ def _notes(source: _Source, run: int | None) -> list[str]:
     runs = source.runs
     if len(runs) <= 1:
         return list(source.notes)
-    listing = "; ".join(r.describe() for r in runs)
+    # Runs on different APIs (an agent run on each vendor) are named with theirs.
+    apis = len({call.api for r in runs for call in r.calls}) > 1
+    listing = "; ".join(r.describe(apis) for r in runs)
     which = "the last recorded" if run is None else "as asked"
     return [
         f"{source.shown} holds {len(runs)} runs ({listing}): froze run {source.chosen.number}, "
-        f"{which}" + ("; --run N picks another" if run is None else ""),
+        f"{which}; the other runs' requests are left out"
+        + ("; --run N picks another" if run is None else ""),
         *source.notes,
     ]
 

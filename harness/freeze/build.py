@@ -11,14 +11,14 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.freeze.chains import history_of
-from harness.freeze.recorded import FreezeError, RecordedCall, RecordedRun
+from harness.freeze.recorded import FreezeError, RecordedCall, RecordedRun, shape
 from harness.messages import ToolCall, parse_arguments, text_of
 from harness.scenario.schema import Scenario
 from harness.scenario.templates import TEMPLATE_MARKERS
 from harness.wires import wire_named
 from harness.wires.neutral import reasoning_text
 
-__all__ = ["build_scenario", "build_target_scenario", "replayed_calls"]
+__all__ = ["build_scenario", "build_target_scenario", "per_api", "replayed_calls"]
 
 # agentbuilder spends two iterations per reply (request, then tools or completion).
 _DEFAULT_MAX_ITERATIONS = 80
@@ -40,7 +40,7 @@ def replayed_calls(run: RecordedRun) -> list[RecordedCall]:
         if not (
             call.error is not None
             and i + 1 < len(calls)
-            and calls[i + 1].conversation == call.conversation
+            and shape(calls[i + 1].conversation) == shape(call.conversation)
         )
     ]
 
@@ -56,8 +56,7 @@ def _recorded_tools(call: RecordedCall) -> dict[str, dict[str, Any]]:
     """The function tools a recorded request offers, as stub definitions (read by the
     request's wire)."""
     specs: dict[str, dict[str, Any]] = {}
-    tools = call.body.get("tools") or []
-    for tool in wire_named(call.api).tools([t for t in tools if isinstance(t, dict)]):
+    for tool in wire_named(call.api).tools(call.body.get("tools") or []):
         if not tool.name:
             continue
         spec: dict[str, Any] = {}
@@ -341,25 +340,51 @@ def _first_text(call: RecordedCall, role: str) -> str | None:
     return next((str(i[2]) for i in call.conversation if i[:2] == ("message", role)), None)
 
 
+def per_api(runs: list[RecordedRun]) -> list[RecordedRun]:
+    """Each run's requests to each API as a run of its own, in order (a run that itself
+    used two vendors, a fallback from one to the other, is two conversations for
+    ``harness serve``: a request on one wire never continues another wire's)."""
+    parts = []
+    for run in runs:
+        apis = dict.fromkeys(call.api for call in run.calls)
+        for api in apis:
+            parts.append(RecordedRun(run.number, [c for c in run.calls if c.api == api]))
+    return parts
+
+
 def conversation_rules(
     main: RecordedRun, others: list[RecordedRun], offered: dict[str, dict[str, Any]]
 ) -> list[dict[str, Any]]:
     """``llm.conversations`` for the conversations a target held beside ``main``: each
     matched by its first request's system text, with its first user text too when
-    another conversation starts with the same system text."""
-    firsts = [run.calls[0] for run in [main, *others]]
-    systems = [_first_text(call, "system") for call in firsts]
+    another conversation starts with the same system text. When they came on several
+    APIs, each is matched by its wire too, and by its texts only when another one came
+    on the same wire."""
+    every = [main, *others]
+    several = len({run.calls[0].api for run in every}) > 1
     rules = []
     for n, run in enumerate(others, 1):
-        system, user = systems[n], _first_text(run.calls[0], "user")
-        match: dict[str, Any] = {}
-        if system:
-            match["system_contains"] = system
-        if not system or systems.count(system) > 1:
-            match["user_contains"] = user or ""
+        api = run.calls[0].api
+        alike = [r.calls[0] for r in every if r.calls[0].api == api] if several else []
+        match: dict[str, Any] = {"wire": api} if several else {}
+        if not several or len(alike) > 1:
+            match.update(_text_match(run.calls[0], alike or [r.calls[0] for r in every]))
         script = [_step(call, offered) for call in run.calls]
         rules.append({"name": f"conversation {n}", "match": match, "script": script})
     return rules
+
+
+def _text_match(first: RecordedCall, firsts: list[RecordedCall]) -> dict[str, Any]:
+    """What tells ``first`` from the other first requests ``firsts`` by its texts: its
+    system text, and its user text when another one has the same system text."""
+    systems = [_first_text(call, "system") for call in firsts]
+    system, user = _first_text(first, "system"), _first_text(first, "user")
+    match: dict[str, Any] = {}
+    if system:
+        match["system_contains"] = system
+    if not system or systems.count(system) > 1:
+        match["user_contains"] = user or ""
+    return match
 
 
 def build_target_scenario(
@@ -378,6 +403,7 @@ def build_target_scenario(
     ``llm.conversations``.
     """
     every = [call for r in [run, *(conversations or [])] for call in r.calls]
+    main, *others = per_api([run, *(conversations or [])])
     offered: dict[str, dict[str, Any]] = {name: {} for name in _tool_specs(every, None)}
     scenario: dict[str, Any] = {"description": description}
     if original.tags:
@@ -390,7 +416,7 @@ def build_target_scenario(
         scenario["agent"] = agent
     if original.input is not None:
         scenario["input"] = original.input
-    scenario["llm"] = {"script": [_step(call, offered) for call in run.calls]}
-    if conversations:
-        scenario["llm"]["conversations"] = conversation_rules(run, conversations, offered)
+    scenario["llm"] = {"script": [_step(call, offered) for call in main.calls]}
+    if others:
+        scenario["llm"]["conversations"] = conversation_rules(main, others, offered)
     return scenario

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.freeze.recorded import Item, RecordedCall, dialogue, tool_items
+from harness.freeze.recorded import Item, RecordedCall, blank_free, dialogue, tool_items
 from harness.hookspecs import hookimpl
 from harness.results import ScenarioResult
 from harness.secrets import masked_repr
@@ -57,7 +57,7 @@ class _Requests:
         """Keep this request."""
         self.seen.append(
             Sent(
-                OPENAI_CHAT.normalized({"messages": request.messages}),
+                blank_free(OPENAI_CHAT.normalized({"messages": request.messages})),
                 tool_items(request.tool_schemas),
                 _choice(request.options.get("tool_choice")),
             )

@@ -29,8 +29,11 @@ __all__ = [
     "FreezeError",
     "RecordedCall",
     "RecordedRun",
+    "blank_free",
     "dialogue",
     "read_calls",
+    "set_aside_blank_texts",
+    "shape",
     "split_runs",
     "tool_items",
 ]
@@ -61,8 +64,9 @@ class RecordedRun:
     number: int
     calls: list[RecordedCall]
 
-    def describe(self) -> str:
-        """``run 2: interactions 1, 3-4``."""
+    def describe(self, apis: bool = False) -> str:
+        """``run 2: interactions 1, 3-4`` (``, Gemini API`` after it with ``apis``: the
+        APIs its requests went to)."""
         numbers = [call.number for call in self.calls]
         spans: list[str] = []
         start = previous = numbers[0]
@@ -73,7 +77,11 @@ class RecordedRun:
             spans.append(str(start) if start == previous else f"{start}-{previous}")
             if n is not None:
                 start = previous = n
-        return f"run {self.number}: interaction{'s' if len(numbers) > 1 else ''} {', '.join(spans)}"
+        text = f"run {self.number}: interaction{'s' if len(numbers) > 1 else ''} {', '.join(spans)}"
+        if apis:
+            labels = dict.fromkeys(wire_named(call.api).label for call in self.calls)
+            text += f", {' and '.join(labels)}"
+        return text
 
 
 # -- normalized conversations --------------------------------------------------------------
@@ -224,10 +232,28 @@ def dialogue(items: tuple[Item, ...]) -> tuple[Item, ...]:
     return tuple(item for item in items if item[:2] != ("message", "system"))
 
 
+def shape(items: tuple[Item, ...]) -> tuple[Item, ...]:
+    """``items`` with each call id replaced by its order of first appearance.
+
+    The same conversation may carry other ids on another request: a client continuing a
+    Gemini run on another vendor sends the ids it made up for the calls, where the Gemini
+    wire names the same calls from the reply (``call_0_NAME``). Compared in this shape,
+    a request extends the earlier one whatever ids either side gave the same calls.
+    """
+    ids: dict[Any, str] = {}
+    shaped: list[Item] = []
+    for item in items:
+        if item[0] in ("call", "result") and len(item) > 1:
+            item = (item[0], ids.setdefault(item[1], f"#{len(ids)}"), *item[2:])
+        shaped.append(item)
+    return tuple(shaped)
+
+
 def _relation(before: RecordedCall, call: RecordedCall) -> str | None:
     """``next`` when ``call`` goes on in ``before``'s run, ``turn`` when it starts a new
-    run after it (a new user turn after an answer), None when it does not extend it."""
-    a, b = dialogue(before.conversation), dialogue(call.conversation)
+    run after it (a new user turn after an answer), None when it does not extend it.
+    Requests of different APIs compare alike: runs split whatever API they were sent on."""
+    a, b = shape(dialogue(before.conversation)), shape(dialogue(call.conversation))
     if len(a) > len(b) or b[: len(a)] != a:
         return None
     if len(a) == len(b):
@@ -237,6 +263,39 @@ def _relation(before: RecordedCall, call: RecordedCall) -> str | None:
     if before.reply is not None and not before.reply.tool_calls:
         return "turn"
     return "next"
+
+
+def _blank_turn(item: Item) -> bool:
+    return item[:2] == ("message", "assistant") and not str(item[2]).strip()
+
+
+def set_aside_blank_texts(calls: list[RecordedCall]) -> list[int]:
+    """Leave out of each recorded conversation the assistant texts that say nothing (in
+    place); the interactions where the client added one (none when a recorded reply is
+    a blank text: the model wrote them).
+
+    Some clients send a model turn back with a text block the model did not write:
+    simonw/llm's llm-anthropic puts a ``" "`` text block in front of a turn of
+    ``tool_use`` blocks (the API refuses an empty one). A blank text says nothing the
+    frozen run could replay, and harness's loop never sends one: it is not compared
+    (``blank_free`` does the same to what the frozen run sends).
+    """
+    changed = []
+    for call in calls:
+        kept = blank_free(call.conversation)
+        if kept != call.conversation:
+            call.conversation = kept
+            changed.append(call.number)
+    # A model that wrote a blank text itself has it sent back by every client: no note.
+    said = (call.reply.content for call in calls if call.reply is not None)
+    if any(text is not None and not text.strip() for text in said):
+        return []
+    return changed
+
+
+def blank_free(items: tuple[Item, ...]) -> tuple[Item, ...]:
+    """``items`` without assistant texts that are blank (see ``set_aside_blank_texts``)."""
+    return tuple(item for item in items if not _blank_turn(item))
 
 
 def fill_client_ids(run: RecordedRun) -> list[str]:

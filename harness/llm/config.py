@@ -54,6 +54,12 @@ class ConversationMatch(BaseModel):
     tools_include: list[str] = Field(
         default_factory=list, description="tool names the request offers (all of them)"
     )
+    # The short names of harness.wires (the engine imports no wire: listed here).
+    wire: Literal["chat", "responses", "messages", "gemini"] | None = Field(
+        default=None,
+        description="the model API the request came on: chat (Chat Completions), responses "
+        "(the Responses API), messages (Anthropic Messages), gemini (the Gemini API)",
+    )
 
     @field_validator("tools_include", mode="before")
     @classmethod
@@ -65,7 +71,7 @@ class ConversationMatch(BaseModel):
         if not self.model_dump(exclude_defaults=True):
             raise ValueError(
                 "match needs at least one of system_contains, user_contains, model, "
-                "tools_include (an empty match would take every conversation)"
+                "tools_include, wire (an empty match would take every conversation)"
             )
         return self
 

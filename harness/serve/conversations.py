@@ -79,6 +79,8 @@ def _texts(messages: Sequence[Any], role: str) -> list[str]:
 
 def _matches(match: ConversationMatch, wire: Wire, body: dict[str, Any]) -> bool:
     """Whether a conversation's first request ``body`` holds everything ``match`` asks."""
+    if match.wire is not None and wire.api != match.wire:
+        return False
     if match.model is not None and body.get("model") != match.model:
         return False
     if match.tools_include:

@@ -258,7 +258,7 @@ class GeminiWire(StatelessRequests):
         """Each function declaration of ``tools``; other tools (search, code execution)
         kept as they are, unnamed."""
         specs: list[ToolSpec] = []
-        for tool in tools or []:
+        for tool in _tool_list(tools):
             declarations = field(tool, "functionDeclarations")
             if not isinstance(declarations, list):
                 specs.append(ToolSpec(None, raw=tool))
@@ -374,11 +374,20 @@ def _system_text(body: dict[str, Any]) -> str | None:
     return _text(parts_of(system))
 
 
+def _tool_list(tools: Any) -> list[Any]:
+    """A request's ``tools``: a list of Tool objects, or one Tool object alone, which the
+    API takes too (pydantic-ai's early GoogleModel sent ``tools: {function_declarations:
+    [...]}``)."""
+    if isinstance(tools, dict):
+        return [tools]
+    return tools if isinstance(tools, list) else []
+
+
 def _declared_names(tools: Any) -> list[str]:
     """The names of the function declarations in ``tools``: all a fit check needs, read on
     every request without converting any declaration's schema (``tools`` does that)."""
     names: list[str] = []
-    for tool in tools if isinstance(tools, list) else []:
+    for tool in _tool_list(tools):
         declarations = field(tool, "functionDeclarations")
         if isinstance(declarations, list):
             found = (field(declaration, "name") for declaration in declarations)
