@@ -508,3 +508,25 @@ def test_a_reply_whose_text_is_blank_freezes_and_replays_as_recorded(tmp_path, c
     # The model wrote it: no note blames the client.
     assert "blank text" not in capsys.readouterr().err
     assert result.status == "passed", [e for e in result.expectations if not e.ok]
+
+
+def test_a_run_continuing_a_conversation_keeps_its_system_text_in_front(tmp_path):
+    # A second turn recorded with the first as its history: the frozen scenario starts from
+    # that history, system message first (the loop sends a history as given, without
+    # agent.system in front of it).
+    cassette = tmp_path / "run.yaml"
+    config = LLMConfig(provider="openai", model="gpt-4o-mini", cassette=str(cassette))
+    earlier = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Population of Oslo?"},
+        {"role": "assistant", "content": "About 700,000."},
+    ]
+    with running_server([{"content": "About 660,000."}]) as url:
+        bound = config.model_copy(update={"base_url": url})
+        llm = OpenAILLM(bound.with_context(LLMContext(record_mode="once")))
+        Agent(llm=llm).run("And Bergen?", earlier)
+
+    scenario, result = frozen(tmp_path, cassette)
+    assert scenario["history"] == earlier
+    assert "agent" not in scenario
+    assert result.status == "passed", [e for e in result.expectations if not e.ok]

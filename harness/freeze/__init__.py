@@ -165,7 +165,7 @@ def _recorded_runs(path: Path, shown: str) -> tuple[list[RecordedRun], list[str]
     if not calls:
         raise FreezeError(
             f"{shown} records no request to a model API harness reads (Chat Completions, "
-            "the Responses API, Gemini)"
+            "the Responses API, Anthropic Messages, the Gemini API)"
         )
     rebuild_chains(calls, shown)
     notes = []

@@ -15,6 +15,7 @@ from harness.freeze.recorded import FreezeError, RecordedCall, RecordedRun, shap
 from harness.messages import ToolCall, parse_arguments, text_of
 from harness.scenario.schema import Scenario
 from harness.scenario.templates import TEMPLATE_MARKERS
+from harness.secrets import masked_repr
 from harness.wires import wire_named
 from harness.wires.neutral import reasoning_text
 
@@ -99,15 +100,31 @@ def _items_start(first: RecordedCall) -> tuple[str | None, str, list[Any]]:
     if items and items[0][:2] == ("message", "system"):
         system, items = items[0][2], items[1:]
     if not items or items[-1][:2] != ("message", "user"):
-        raise FreezeError(
-            f"interaction {first.number}: the run's first request does not end with a user "
-            "message: cannot freeze it"
-        )
+        raise _no_input(first)
     try:
         history = history_of(items[:-1])
     except FreezeError as exc:
         raise FreezeError(f"interaction {first.number}: {exc}") from None
     return system, items[-1][2], history
+
+
+def _no_input(first: RecordedCall) -> FreezeError:
+    """Why the run's first request gives no ``input``: what it ends with instead."""
+    last = first.conversation[-1] if first.conversation else None
+    if last is not None and last[:2] == ("message", "assistant"):
+        why = "ends with an assistant message (a prefill the model goes on from)"
+    elif last is not None and last[0] != "message":
+        shown = masked_repr(last[-1], 80)
+        why = (
+            f"ends with content a scenario cannot send as its input ({shown}: an image, a "
+            "document, ...)"
+        )
+    else:
+        why = "does not end with a user message"
+    return FreezeError(
+        f"interaction {first.number}: the run's first request {why}, and a scenario's input "
+        "is a user's text: cannot freeze it"
+    )
 
 
 def _conversation_start(first: RecordedCall) -> tuple[str | None, str, list[Any]]:
@@ -127,11 +144,14 @@ def _conversation_start(first: RecordedCall) -> tuple[str | None, str, list[Any]
             system = text_of(message.get("content"))
         else:
             rest.append(message)
-    if not rest or rest[-1].get("role") != "user":
-        raise FreezeError(
-            f"interaction {first.number}: the run's first request does not end with a user "
-            "message: cannot freeze it"
-        )
+    last = first.conversation[-1] if first.conversation else None
+    if (
+        not rest
+        or rest[-1].get("role") != "user"
+        or last is None
+        or last[:2] != ("message", "user")
+    ):
+        raise _no_input(first)
     return system, text_of(rest[-1].get("content")) or "", rest[:-1]
 
 
@@ -314,7 +334,11 @@ def build_scenario(
     agent: dict[str, Any] = {}
     if original is not None:
         agent = original.agent.model_dump(exclude_unset=True, exclude={"system"})
-    if system is not None:
+    if system is not None and history:
+        # A run that continues a conversation starts from it as it stands: the loop sends
+        # `history` as given, without agent.system in front.
+        history = [{"role": "system", "content": system}, *history]
+    elif system is not None:
         agent["system"] = system
     replies = sum(1 for call in calls if call.reply is not None)
     last = calls[-1].reply

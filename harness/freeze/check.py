@@ -161,6 +161,12 @@ def set_aside(recorded: list[RecordedCall]) -> list[str]:
             f"({_short(systems[0])} -> {_short(systems[changed - 1])}): a scenario "
             "sends one, so the frozen run keeps the first and the system text is not compared"
         )
+    builtin = _api_tools(recorded)
+    if builtin:
+        notes.append(
+            f"the recording offers tools the API runs itself ({', '.join(builtin)}), which a "
+            "scenario cannot offer: set aside, not compared"
+        )
     offered = [tuple(t[0] for t in _recorded_tools(call)) for call in recorded]
     if len(set(offered)) > 1:
         listing = "; ".join(
@@ -255,5 +261,21 @@ def expectations(result: ScenarioResult) -> dict[str, Any]:
 
 
 def _recorded_tools(call: RecordedCall) -> tuple[Item, ...]:
-    """The normalized tool definitions of a recorded request."""
-    return tool_items(call.body.get("tools"), wire_named(call.api))
+    """The normalized definitions of the function tools a recorded request offers (the
+    tools the API runs itself are set aside: ``_api_tools``)."""
+    return tuple(
+        t for t in tool_items(call.body.get("tools"), wire_named(call.api)) if t[0] != "other"
+    )
+
+
+def _api_tools(recorded: list[RecordedCall]) -> list[str]:
+    """The kinds of tool the recording offers that are no function: the API's own (web
+    search, code execution, file search), which it runs itself and a scenario cannot offer."""
+    kinds: dict[str, None] = {}
+    for call in recorded:
+        for spec in wire_named(call.api).tools(call.body.get("tools") or []):
+            if spec.name is None:
+                raw = spec.raw
+                kind = raw.get("type") or next(iter(raw), None) if isinstance(raw, dict) else None
+                kinds.setdefault(str(kind or _short(raw)))
+    return list(kinds)
