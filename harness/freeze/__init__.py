@@ -34,7 +34,14 @@ from harness.freeze.build import (
     stopped_by_limit,
 )
 from harness.freeze.chains import rebuild_chains, skipped_interactions
-from harness.freeze.check import Sent, expectations, first_difference, run_offline, set_aside
+from harness.freeze.check import (
+    Sent,
+    expectations,
+    first_difference,
+    run_error,
+    run_offline,
+    set_aside,
+)
 from harness.freeze.recorded import (
     FreezeError,
     RecordedCall,
@@ -44,6 +51,7 @@ from harness.freeze.recorded import (
     set_aside_blank_texts,
     split_runs,
 )
+from harness.freeze.served import served_stubs
 from harness.llm.config import RECORDED_PROVIDERS
 from harness.results import ScenarioResult
 from harness.secrets import Scrubber
@@ -234,21 +242,7 @@ def _source(cassette: str | Path | None, scenario: str | Path | None, run: int |
     notes.extend(set_aside(replayed_calls(chosen)))
     source = _Source(path, shown, runs, chosen, scenario, original, notes)
     if source.target:
-        source.conversations = _held_beside(runs, chosen)
-    apis = dict.fromkeys(wire_named(call.api).label for call in chosen.calls)
-    if source.target and len(apis) > 1:
-        notes.append(
-            f"the run's requests went to {len(apis)} APIs ({', '.join(apis)}): harness serve "
-            "holds a conversation per API, so the frozen scenario scripts the first one's in "
-            "llm.script and each other one's in llm.conversations, matched by its wire"
-        )
-    if source.conversations:
-        listing = "; ".join(run.describe() for run in source.conversations)
-        notes.append(
-            f"the target held {len(source.conversations)} more conversation(s) during the "
-            f"run ({listing}): frozen into llm.conversations, each matched by its first "
-            "request"
-        )
+        _add_conversations(source)
     ended_by = output_tools(chosen)
     if ended_by and original is None:
         notes.append(
@@ -276,6 +270,27 @@ def _source(cassette: str | Path | None, scenario: str | Path | None, run: int |
             "scenario that made it"
         )
     return source
+
+
+def _add_conversations(source: _Source) -> None:
+    """A target's other conversations during the chosen run, and notes on them and on the
+    APIs its requests went to."""
+    chosen = source.chosen
+    source.conversations = _held_beside(source.runs, chosen)
+    apis = dict.fromkeys(wire_named(call.api).label for call in chosen.calls)
+    if len(apis) > 1:
+        source.notes.append(
+            f"the run's requests went to {len(apis)} APIs ({', '.join(apis)}): harness serve "
+            "holds a conversation per API, so the frozen scenario scripts the first one's in "
+            "llm.script and each other one's in llm.conversations, matched by its wire"
+        )
+    if source.conversations:
+        listing = "; ".join(run.describe() for run in source.conversations)
+        source.notes.append(
+            f"the target held {len(source.conversations)} more conversation(s) during the "
+            f"run ({listing}): frozen into llm.conversations, each matched by its first "
+            "request"
+        )
 
 
 def _trace_source(trace: str | Path, scenario: str | Path | None, run: int | None) -> _Source:
@@ -315,11 +330,15 @@ def _notes(source: _Source, run: int | None) -> list[str]:
 
 
 def _header(source: _Source) -> str:
-    edit = (
-        "# Edit the replies to make edge cases: the target's own tools run.\n"
-        if source.target
-        else "# Edit replies and tool results to make edge cases.\n"
-    )
+    if source.target and source.original.tools:
+        edit = (
+            "# Edit the replies and the served tools' results to make edge cases: the\n"
+            "# target's own code runs, its tools: are served to it over MCP as stubs.\n"
+        )
+    elif source.target:
+        edit = "# Edit the replies to make edge cases: the target's own tools run.\n"
+    else:
+        edit = "# Edit replies and tool results to make edge cases.\n"
     return (
         f"# Frozen from {source.path.name}{source.of_run()} by `harness freeze`:\n"
         "# a scripted scenario that replays the recorded run with no cassette.\n" + edit
@@ -420,24 +439,42 @@ def _check_replay(source: _Source, result: ScenarioResult, sent: list[Sent]) -> 
         )
     if result.status == "error":
         # A run ending in `error` (a scenario or harness bug) fails whatever it expects.
-        error = result.final.error
-        message = (error.message if error is not None else "") or "no message"
+        what = run_error(result) or "no message"
+        if source.target:
+            raise FreezeError(
+                f"{source.shown}: the target's run ends in error ({what}), and a scenario whose "
+                "run ends in error cannot pass as written: fix the target and record again"
+            )
         raise FreezeError(
-            f"{source.shown}: the recorded run ends in error ({message}), and a scenario whose "
+            f"{source.shown}: the recorded run ends in error ({what}), and a scenario whose "
             "run ends in error cannot pass as written: fix the cause (the scenario, a plugin) "
             "and record again"
         )
 
 
-def _check_passes(source: _Source, text: str, target: Path) -> None:
-    """The scenario with its expectations passes (they were taken from the same run)."""
+def _check_passes(source: _Source, text: str, target: Path, first: ScenarioResult) -> None:
+    """The scenario with its expectations passes (they were taken from the same run,
+    ``first``)."""
     check, _ = run_offline(text, target)
-    if check.status != "passed":
-        unmet = ", ".join(e.path for e in check.expectations if not e.ok) or check.status
+    if check.status == "passed":
+        return
+    unmet = ", ".join(e.path for e in check.expectations if not e.ok) or check.status
+    what = run_error(check)
+    if source.target:
+        # The target ran again on the same replies and did otherwise: its doing.
+        ended = f"ended {check.termination.value}" + (f": {what}" if what else "")
         raise FreezeError(
-            f"{source.shown}: the frozen scenario does not pass as written ({unmet}): "
-            "a bug in harness freeze, please report it"
+            f"{source.shown}: the target ran differently when the frozen scenario was run "
+            f"again ({unmet} not met; the first run ended {first.termination.value}, this one "
+            f"{ended}): the agent depends on more than the model's replies (a time, a random "
+            "id, a file it left, a timeout on a loaded machine); make it repeatable and "
+            "freeze again"
         )
+    raise FreezeError(
+        f"{source.shown}: the frozen scenario does not pass as written ({unmet}"
+        + (f"; its run ended {check.termination.value}: {what}" if what else "")
+        + "): a bug in harness freeze, please report it"
+    )
 
 
 def _written(header: str, data: dict[str, Any]) -> str:
@@ -474,9 +511,14 @@ def freeze(
     target = target.resolve()
     result, sent = run_offline(_written(header, data), target)
     _check_replay(source, result, sent)
+    if source.target and data.get("tools"):
+        # The tools harness served the target, answering as they did in that run.
+        data["tools"] = served_stubs(source.original, result)
+        result, sent = run_offline(_written(header, data), target)
+        _check_replay(source, result, sent)
     data["expect"] = expectations(result)
     text = _written(header, data)
-    _check_passes(source, text, target)
+    _check_passes(source, text, target, result)
     return Frozen(
         text=text, run=source.chosen.number, runs=len(source.runs), notes=_notes(source, run)
     )

@@ -12,6 +12,7 @@ from typing import Any
 from harness.errors import HarnessError
 from harness.freeze.chains import history_of
 from harness.freeze.recorded import FreezeError, RecordedCall, RecordedRun, shape
+from harness.freeze.served import served_tools
 from harness.messages import ToolCall, parse_arguments, text_of
 from harness.scenario.schema import Scenario
 from harness.scenario.templates import TEMPLATE_MARKERS
@@ -440,6 +441,10 @@ def build_target_scenario(
         scenario["agent"] = agent
     if original.input is not None:
         scenario["input"] = original.input
+    if original.tools:
+        # Served over MCP: as the original defines them for a first run, whose answers
+        # then make them stubs (harness.freeze.served).
+        scenario["tools"] = served_tools(original)
     scenario["llm"] = {"script": [_step(call, offered) for call in main.calls]}
     if others:
         scenario["llm"]["conversations"] = conversation_rules(main, others, offered)

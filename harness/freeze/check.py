@@ -16,10 +16,17 @@ from typing import Any
 from harness.freeze.recorded import Item, RecordedCall, blank_free, dialogue, tool_items
 from harness.hookspecs import hookimpl
 from harness.results import ScenarioResult
-from harness.secrets import masked_repr
+from harness.secrets import masked_repr, scrub_text
 from harness.wires import OPENAI_CHAT, wire_named
 
-__all__ = ["Sent", "expectations", "first_difference", "run_offline", "set_aside"]
+__all__ = [
+    "Sent",
+    "expectations",
+    "first_difference",
+    "run_error",
+    "run_offline",
+    "set_aside",
+]
 
 
 def _short(value: Any) -> str:
@@ -219,17 +226,35 @@ def first_difference(
                 f"{where}: tool_choice is {my_choice!r} in the frozen run, {their_choice!r} in "
                 "the recording"
             )
+    ended = result.termination.value
+    what = run_error(result)
+    if what and result.status == "error":
+        ended += f": {what}"
     if len(sent) > len(recorded):
         return "count", (
             f"the recording ends after {len(recorded)} request(s) but the frozen run goes on "
-            f"and sends request {len(recorded) + 1} (it ends {result.termination.value})"
+            f"and sends request {len(recorded) + 1} (it ends {ended})"
         )
     if len(sent) < len(recorded):
         return "count", (
-            f"the frozen run ends ({result.termination.value}) after {len(sent)} request(s), "
-            f"the recording has {len(recorded)}"
+            f"the frozen run ends ({ended}) after {len(sent)} request(s), the recording has "
+            f"{len(recorded)}"
         )
     return None
+
+
+def run_error(result: ScenarioResult) -> str:
+    """A run's error in a line: the exception, its message and where a target raised it
+    (``ValueError: boom (agent.py:5 in answer)``), or empty."""
+    error = result.final.error
+    if error is None:
+        return ""
+    text = f"{error.exception}: {error.message}" if error.exception else error.message
+    if error.where:
+        text += f" ({error.where})"
+    # Masked before it is cut short (a cut key is a prefix no masking finds), on one line.
+    text = " ".join(scrub_text(text).split())
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def expectations(result: ScenarioResult) -> dict[str, Any]:
