@@ -40,7 +40,18 @@ def _record(kind: str, where: Path) -> Path:
     return out
 
 
-@pytest.mark.parametrize("kind", ["openai-v2", "openinference", "pydantic-ai"])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "openai-v2",
+        "openinference",
+        "pydantic-ai",
+        # OpenInference's spans of the other vendors' SDKs: Anthropic's tools as
+        # input_schema, google-genai's model turns as role model and its calls without ids.
+        "openinference-anthropic",
+        "openinference-google-genai",
+    ],
+)
 def test_a_real_instrumentations_trace_freezes_into_a_scenario_that_replays_it(
     kind, tmp_path, monkeypatch, capsys
 ):
@@ -295,3 +306,138 @@ def test_a_file_of_several_runs_freezes_the_last_or_the_one_asked_for(tmp_path, 
     assert yaml.safe_load(first.text)["expect"]["final"] == {"equals": "It is 72F in SF."}
     with pytest.raises(FreezeError, match=r"--run 3: t\.json holds 2 run"):
         freeze(trace="t.json", run=3)
+
+
+# -- what each reader must get right (each test fails when its reader is broken) ----------
+
+
+def _genai_span(n: int, trace_id: str, start: int, said: list, answer: dict, **extra) -> dict:
+    """A span of the current GenAI conventions: ``said`` the input messages, ``answer``
+    the output message."""
+    attributes = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "gpt-4o",
+        "gen_ai.input.messages": json.dumps(said),
+        "gen_ai.output.messages": json.dumps([answer]),
+        **extra,
+    }
+    return {
+        "traceId": trace_id,
+        "spanId": f"{n + 1:016x}",
+        "name": "chat gpt-4o",
+        "startTimeUnixNano": str(start),
+        "attributes": [_attribute(k, v) for k, v in attributes.items()],
+    }
+
+
+USER = {"role": "user", "parts": [{"type": "text", "content": "What is a harness?"}]}
+CALL = {
+    "role": "assistant",
+    "parts": [{"type": "tool_call", "id": "c1", "name": "lookup", "arguments": {"word": "x"}}],
+}
+RESULT = {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "s"}]}
+STRAPS = {"role": "assistant", "parts": [{"type": "text", "content": "Straps."}]}
+T0 = 1_700_000_000_000_000_000
+
+
+def _write(tmp_path: Path, spans: list[dict], name: str = "t.json") -> Path:
+    trace = tmp_path / name
+    request = {"resourceSpans": [{"scopeSpans": [{"scope": {"name": "x"}, "spans": spans}]}]}
+    trace.write_text(json.dumps(request), encoding="utf-8")
+    return trace
+
+
+def test_calls_are_taken_in_the_order_they_started_not_the_files(tmp_path):
+    # An exporter writes a span when it ends: the answer's span can come first in the file.
+    first = _genai_span(0, "a" * 32, T0, [USER], CALL)
+    second = _genai_span(1, "a" * 32, T0 + 10, [USER, CALL, RESULT], STRAPS)
+    frozen = freeze(trace=_write(tmp_path, [second, first]), output=tmp_path / "o.scenario.yaml")
+    script = yaml.safe_load(frozen.text)["llm"]["script"]
+    assert [sorted(step) for step in script] == [["tool_calls"], ["content"]]
+
+
+def test_calls_each_a_trace_of_their_own_are_one_run(tmp_path):
+    # A client instrumented with no agent span around it: a trace per model call.
+    first = _genai_span(0, "a" * 32, T0, [USER], CALL)
+    second = _genai_span(1, "b" * 32, T0 + 10, [USER, CALL, RESULT], STRAPS)
+    frozen = freeze(trace=_write(tmp_path, [first, second]), output=tmp_path / "o.scenario.yaml")
+    assert (frozen.runs, len(yaml.safe_load(frozen.text)["llm"]["script"])) == (1, 2)
+    assert "each model call is a trace of its own" in frozen.notes[0]
+    # Two traces of two calls each are two runs.
+    second = _genai_span(1, "a" * 32, T0 + 10, [USER, CALL, RESULT], STRAPS)
+    third = _genai_span(2, "b" * 32, T0 + 20, [USER], CALL)
+    fourth = _genai_span(3, "b" * 32, T0 + 30, [USER, CALL, RESULT], STRAPS)
+    spans = [first, second, third, fourth]
+    assert freeze(trace=_write(tmp_path, spans), output=tmp_path / "o.scenario.yaml").runs == 2
+
+
+@pytest.mark.parametrize(
+    ("prompt", "completion"),
+    [
+        ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"),
+        ("llm.token_count.prompt", "llm.token_count.completion"),
+    ],
+)
+def test_usage_is_read_as_the_prompts_and_the_completions(tmp_path, prompt, completion):
+    span = _genai_span(0, "a" * 32, T0, [USER], STRAPS, **{prompt: 120, completion: 7})
+    frozen = freeze(trace=_write(tmp_path, [span]), output=tmp_path / "o.scenario.yaml")
+    (step,) = yaml.safe_load(frozen.text)["llm"]["script"]
+    assert step["usage"] == {"prompt_tokens": 120, "completion_tokens": 7}
+
+
+def test_the_older_tool_message_event_answers_the_call_its_id_names(tmp_path):
+    # gen_ai.tool.message events name the call they answer by `id`.
+    chat = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o"}
+    calls = json.dumps(
+        [
+            {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}},
+            {"id": "c2", "type": "function", "function": {"name": "lookup", "arguments": "{}"}},
+        ]
+    )
+    user = ("gen_ai.user.message", {"content": "Look two up."})
+    first = _span(
+        0, chat, [user, ("gen_ai.choice", {"message": json.dumps({"tool_calls": calls})})]
+    )
+    # Each result names the call it answers by `id`.
+    second = _span(
+        1,
+        chat,
+        [
+            user,
+            ("gen_ai.assistant.message", {"tool_calls": calls}),
+            ("gen_ai.tool.message", {"id": "c1", "content": "first"}),
+            ("gen_ai.tool.message", {"id": "c2", "content": "second"}),
+            ("gen_ai.choice", {"message": json.dumps({"content": "Done."})}),
+        ],
+    )
+    frozen = freeze(trace=_write(tmp_path, [first, second]), output=tmp_path / "o.scenario.yaml")
+    tools = yaml.safe_load(frozen.text)["tools"]
+    assert tools["lookup"]["results"] == [
+        {"on_call": 1, "returns": "first"},
+        {"on_call": 2, "returns": "second"},
+    ]
+
+
+def test_a_trace_whose_calls_do_not_fit_its_own_schemas_names_no_scenario(tmp_path):
+    # The hint of a cassette (re-record, --scenario) is no use for a trace.
+    tools = json.dumps(
+        [
+            {
+                "name": "lookup",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"word": {"type": "integer"}},
+                    "required": ["word"],
+                },
+            }
+        ]
+    )
+    extra = {"gen_ai.tool.definitions": tools}
+    first = _genai_span(0, "a" * 32, T0, [USER], CALL, **extra)
+    second = _genai_span(1, "a" * 32, T0 + 10, [USER, CALL, RESULT], STRAPS, **extra)
+    with pytest.raises(FreezeError) as refused:
+        freeze(trace=_write(tmp_path, [first, second]))
+    said = str(refused.value)
+    assert "ends (validation_error" in said
+    assert "does not fit the tool's schema as the trace gives it" in said
+    assert "--scenario" not in said and "re-record" not in said and "--record-mode" not in said

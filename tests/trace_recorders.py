@@ -6,7 +6,10 @@ answers from STEPS) and writes what the instrumentation traced to OUT as OTLP JS
 writes it. KIND: ``openai-v2`` (opentelemetry-instrumentation-openai-v2 around a plain
 OpenAI SDK tool loop), ``openai-v2-no-content`` (the same, contents not captured: its
 default), ``openinference`` (openinference-instrumentation-openai around the same loop),
-``pydantic-ai`` (a pydantic-ai agent with its own OpenTelemetry instrumentation).
+``pydantic-ai`` (a pydantic-ai agent with its own OpenTelemetry instrumentation),
+``openinference-anthropic`` (openinference-instrumentation-anthropic around the Anthropic
+SDK's tool loop), ``openinference-google-genai`` (openinference-instrumentation-google-genai
+around google-genai's manual function calling).
 
 A process of its own per recording: instrumentations patch the SDK for the process, and
 the GenAI semantic-convention opt-in is read once per process.
@@ -118,6 +121,89 @@ def _openai_loop(url: str) -> str:
             messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
 
 
+def _anthropic_loop(url: str) -> str:
+    """The Anthropic SDK's tool loop, as its docs show it (``tool_use`` blocks answered by
+    ``tool_result`` blocks until the model answers in text)."""
+    import anthropic
+
+    client = anthropic.Anthropic(base_url=url.removesuffix("/v1"), api_key="sk-ant-test")
+    tools = [
+        {
+            "name": t["function"]["name"],
+            "description": t["function"]["description"],
+            "input_schema": t["function"]["parameters"],
+        }
+        for t in TOOLS
+    ]
+    functions = {"get_weather": get_weather, "get_time": get_time}
+    messages: list[Any] = [{"role": "user", "content": QUESTION}]
+    while True:
+        reply = client.messages.create(
+            model="claude-sonnet-4-5",
+            max_tokens=1024,
+            system=SYSTEM,
+            messages=messages,
+            tools=tools,  # type: ignore[arg-type]
+        )
+        messages.append({"role": "assistant", "content": reply.content})
+        if reply.stop_reason != "tool_use":
+            return "".join(b.text for b in reply.content if b.type == "text")
+        results = [
+            {
+                "type": "tool_result",
+                "tool_use_id": block.id,
+                "content": functions[block.name](**block.input),
+            }
+            for block in reply.content
+            if block.type == "tool_use"
+        ]
+        messages.append({"role": "user", "content": results})
+
+
+def _genai_loop(url: str) -> str:
+    """google-genai's manual function calling, as its docs show it (the model turn sent
+    back, a ``function_response`` part per call)."""
+    from google import genai
+    from google.genai import types
+
+    client = genai.Client(
+        api_key="AIza-test", http_options=types.HttpOptions(base_url=url.removesuffix("/v1"))
+    )
+    declarations = [
+        types.FunctionDeclaration(
+            name=t["function"]["name"],
+            description=t["function"]["description"],
+            parameters_json_schema=t["function"]["parameters"],
+        )
+        for t in TOOLS
+    ]
+    config = types.GenerateContentConfig(
+        system_instruction=SYSTEM,
+        tools=[types.Tool(function_declarations=declarations)],
+        automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+    )
+    functions = {"get_weather": get_weather, "get_time": get_time}
+    contents: list[Any] = [types.Content(role="user", parts=[types.Part(text=QUESTION)])]
+    while True:
+        reply = client.models.generate_content(
+            model="gemini-2.5-flash", contents=contents, config=config
+        )
+        contents.append(reply.candidates[0].content)  # type: ignore[index]
+        if not reply.function_calls:
+            return reply.text or ""
+        parts = [
+            types.Part(
+                function_response=types.FunctionResponse(
+                    id=call.id,
+                    name=call.name,
+                    response={"result": functions[call.name or ""](**(call.args or {}))},
+                )
+            )
+            for call in reply.function_calls
+        ]
+        contents.append(types.Content(role="user", parts=parts))
+
+
 def _pydantic_ai(url: str, provider: Any) -> str:
     from pydantic_ai import Agent
     from pydantic_ai.models.instrumented import InstrumentationSettings
@@ -153,10 +239,23 @@ def record(kind: str, out: str) -> str:
         from openinference.instrumentation.openai import OpenAIInstrumentor as Inference
 
         instrumentor = Inference()
+    elif kind == "openinference-anthropic":
+        from openinference.instrumentation.anthropic import AnthropicInstrumentor
+
+        instrumentor = AnthropicInstrumentor()
+    elif kind == "openinference-google-genai":
+        from openinference.instrumentation.google_genai import GoogleGenAIInstrumentor
+
+        instrumentor = GoogleGenAIInstrumentor()
     if instrumentor is not None:
         instrumentor.instrument(tracer_provider=provider)
+    agents = {
+        "pydantic-ai": lambda url: _pydantic_ai(url, provider),
+        "openinference-anthropic": _anthropic_loop,
+        "openinference-google-genai": _genai_loop,
+    }
     with running_server(STEPS) as url:
-        answer = _pydantic_ai(url, provider) if kind == "pydantic-ai" else _openai_loop(url)
+        answer = agents.get(kind, _openai_loop)(url)
     provider.shutdown()
     return answer
 

@@ -228,7 +228,7 @@ def first_difference(
             )
     ended = result.termination.value
     what = run_error(result)
-    if what and result.status == "error":
+    if what and result.termination.value not in ("completed", "max_iterations"):
         ended += f": {what}"
     if len(sent) > len(recorded):
         return "count", (

@@ -98,8 +98,11 @@ def _tool_item(spec: ToolSpec) -> Item:
         return ("other", canonical_json(spec.raw))
     parameters = spec.parameters or {"type": "object", "properties": {}}
     if isinstance(parameters, dict):
-        # Stubs forbid extra arguments whatever the recorded schema said.
+        # Stubs forbid extra arguments whatever the recorded schema said, and an object
+        # without properties is one with none.
         parameters = {k: v for k, v in parameters.items() if k != "additionalProperties"}
+        if parameters.get("type") == "object":
+            parameters.setdefault("properties", {})
     return (spec.name, spec.description or None, canonical_json(parameters))
 
 
