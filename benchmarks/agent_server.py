@@ -147,8 +147,6 @@ async def load(url: str, sessions: int, turns: int) -> list[float]:
 
         async def session() -> None:
             context = str(uuid.uuid4())
-            # harness's server gives the session's token in its first reply; the echo
-            # agent gives none and needs none.
             headers = {"A2A-Version": "1.0"}
             for turn in range(turns):
                 started = time.perf_counter()
@@ -158,9 +156,6 @@ async def load(url: str, sessions: int, turns: int) -> list[float]:
                 times.append(time.perf_counter() - started)
                 body = response.json()
                 assert "result" in body, body
-                metadata = body["result"].get("task", {}).get("metadata", {})
-                if "sessionToken" in metadata:
-                    headers["Harness-Session-Token"] = metadata["sessionToken"]
 
         await asyncio.gather(*(session() for _ in range(sessions)))
     return times

@@ -42,7 +42,6 @@ import httpx
 
 from benchmarks.agent_server import rss_mb
 
-TOKEN = "Harness-Session-Token"
 KB, MB = 1000, 1000 * 1000
 
 _SERVER = """\
@@ -104,14 +103,10 @@ def _request(text: str, context_id: str) -> dict:
     return {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
 
 
-async def _send(http: httpx.AsyncClient, url: str, text: str, context: str, token: str) -> dict:
-    headers = {"A2A-Version": "1.0", **({TOKEN: token} if token else {})}
+async def _send(http: httpx.AsyncClient, url: str, text: str, context: str) -> dict:
+    headers = {"A2A-Version": "1.0"}
     response = await http.post(url, json=_request(text, context), headers=headers)
     return response.json()
-
-
-def _token(answer: dict) -> str:
-    return answer.get("result", {}).get("task", {}).get("metadata", {}).get("sessionToken", "")
 
 
 async def large_session(url: str, state: dict) -> tuple[int, int]:
@@ -119,18 +114,17 @@ async def large_session(url: str, state: dict) -> tuple[int, int]:
     answered = refused = 0
     async with httpx.AsyncClient(timeout=300) as http:
         for n in range(40):
-            context, token = state.get("context", ""), state.get("token", "")
-            answer = await _send(http, url, f"{n} " + "x" * (200 * KB), context, token)
+            context = state.get("context", "")
+            answer = await _send(http, url, f"{n} " + "x" * (200 * KB), context)
             if "result" in answer:
                 answered += 1
-                state.setdefault("token", _token(answer))
                 state.setdefault("context", answer["result"]["task"]["contextId"])
             else:
                 refused += 1
         for _ in range(40):
-            answer = await _send(http, url, "y" * int(3.9 * MB), state["context"], state["token"])
+            answer = await _send(http, url, "y" * int(3.9 * MB), state["context"])
             refused += "error" in answer
-            answer = await _send(http, url, "hello", "c" * int(3.9 * MB), "")
+            answer = await _send(http, url, "hello", "c" * int(3.9 * MB))
             refused += "error" in answer
     return answered, refused
 
@@ -144,12 +138,12 @@ async def many_sessions(url: str, sessions: int) -> tuple[int, int]:
 
         async def one() -> None:
             async with gate:
-                context, token = "", ""
+                context = ""
                 for n in range(6):
-                    answer = await _send(http, url, f"{n} " + "z" * (200 * KB), context, token)
+                    answer = await _send(http, url, f"{n} " + "z" * (200 * KB), context)
                     counts["result" not in answer] += 1
-                    if "result" in answer and not token:
-                        token, context = _token(answer), answer["result"]["task"]["contextId"]
+                    if "result" in answer and not context:
+                        context = answer["result"]["task"]["contextId"]
 
         await asyncio.gather(*(one() for _ in range(sessions)))
     return counts[0], counts[1]

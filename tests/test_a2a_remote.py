@@ -343,6 +343,7 @@ def test_agent_serve_serves_a_scenario_file_until_stopped(tmp_path):
         (["x:y", "--max-sessions", "0"], "--max-sessions must be at least 1"),
         (["x:y", "--max-turns", "0"], "--max-turns must be at least 1"),
         (["x:y", "--max-message", "9", "--max-session", "8"], "not be more than --max-session"),
+        (["x:y", "--callers", "missing.json"], "--callers missing.json: cannot read it"),
     ],
 )
 def test_agent_serve_bad_input_exits_2_with_a_message(argv, message, capsys):
@@ -351,3 +352,80 @@ def test_agent_serve_bad_input_exits_2_with_a_message(argv, message, capsys):
     assert cli.main(["agent-serve", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ('["alice"]', 'expected a JSON object {"NAME": "TOKEN", ...}'),
+        ('{"alice": "short"}', "'alice': its token must be a string of 16 characters or more"),
+        ('{"a": "same-token-0123456789", "b": "same-token-0123456789"}', "the same token"),
+    ],
+)
+def test_agent_serve_refuses_callers_it_cannot_tell_apart(tmp_path, capsys, given, message):
+    from harness import cli
+
+    (tmp_path / "callers.json").write_text(given)
+    argv = ["agent-serve", "x:y", "--callers", str(tmp_path / "callers.json")]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+    assert "same-token" not in err
+
+
+def test_agent_serve_with_callers_serves_only_them(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from a2a.client import ClientConfig, create_client
+    from a2a.client.auth import AuthInterceptor, CredentialService
+    from a2a.helpers import get_artifact_text
+    from a2a.types import Message, Part, Role, SendMessageRequest
+    from a2a.utils.errors import InvalidRequestError
+
+    class Token(CredentialService):
+        def __init__(self, token: str) -> None:
+            self.token = token
+
+        async def get_credentials(self, security_scheme_name, context):
+            return self.token
+
+    _write(tmp_path / "s.scenario.yaml", "llm:\n  script:\n    - content: served\n")
+    (tmp_path / "callers.json").write_text('{"alice": "alice-token-0123456789"}')
+    argv = ["agent-serve", "s.scenario.yaml", "--port", "0", "--callers", "callers.json"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", *argv],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+
+    async def ask(url: str, token: str | None) -> str:
+        interceptors = [AuthInterceptor(Token(token))] if token else None
+        client = await create_client(
+            url, client_config=ClientConfig(streaming=False), interceptors=interceptors
+        )
+        request = SendMessageRequest(
+            message=Message(message_id="m1", role=Role.ROLE_USER, parts=[Part(text="hi")])
+        )
+        try:
+            events = [e async for e in client.send_message(request)]
+        finally:
+            await client.close()
+        return get_artifact_text(events[-1].task.artifacts[0])
+
+    try:
+        line = process.stdout.readline()  # bounded by the test's timeout
+        url = line.split(" at ")[1].split(" ")[0]
+        assert asyncio.run(ask(url, "alice-token-0123456789")) == "served"
+        with pytest.raises(InvalidRequestError, match="authenticate"):
+            asyncio.run(ask(url, None))
+    finally:
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err
+    assert "alice-token" not in out + err

@@ -9,7 +9,7 @@ import uuid
 
 import httpx
 import pytest
-from a2a.client import ClientCallContext, ClientConfig, create_client
+from a2a.client import ClientConfig, create_client
 from a2a.helpers import get_artifact_text, get_message_text
 from a2a.server.context import ServerCallContext
 from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageRequest, TaskState
@@ -22,7 +22,6 @@ from harness.a2a.sessions import Refused, Sessions
 pytestmark = pytest.mark.timeout(120)
 
 V1 = {"A2A-Version": "1.0"}
-TOKEN = "Harness-Session-Token"
 
 
 @tool
@@ -55,24 +54,12 @@ def message(text: str, context_id: str) -> SendMessageRequest:
     )
 
 
-def owner(token: str | None) -> ClientCallContext | None:
-    """The call context that presents a session's token."""
-    return ClientCallContext(service_parameters={TOKEN: token}) if token else None
-
-
-def token_of(events: list) -> str:
-    """The session token a session's first reply gives (in its task's metadata)."""
-    return dict(events[-1].task.metadata)["sessionToken"]
-
-
-async def send(
-    url: str, text: str, context_id: str, *, streaming: bool = False, token: str | None = None
-) -> list:
+async def send(url: str, text: str, context_id: str, *, streaming: bool = False) -> list:
     """Every StreamResponse of one message (one, the final task, when not streaming)."""
     client = await create_client(url, client_config=ClientConfig(streaming=streaming))
     try:
         request = message(text, context_id)
-        return [event async for event in client.send_message(request, context=owner(token))]
+        return [event async for event in client.send_message(request)]
     finally:
         await client.close()
 
@@ -92,13 +79,12 @@ def test_fifty_concurrent_sessions_each_hold_only_their_own_messages():
             client = await create_client(
                 url, client_config=ClientConfig(streaming=False, httpx_client=http)
             )
-            replies, token = [], None
+            replies = []
             for turn in ("first", "second"):
                 request = message(f"{turn} {n}", context)
-                events = [e async for e in client.send_message(request, context=owner(token))]
-                token = token or token_of(events)
+                events = [e async for e in client.send_message(request)]
                 replies.append(answer(events))
-            saved = (await http.get(f"{url}/sessions/{context}", headers={TOKEN: token})).json()
+            saved = (await http.get(f"{url}/sessions/{context}")).json()
             return replies, saved["messages"]
 
         async def main() -> list:
@@ -128,7 +114,7 @@ def test_a_saved_session_loaded_into_a_new_server_continues_where_it_was():
     with running_app(create_app(two_turns)) as url:
         events = asyncio.run(send(url, "add things", "saved"))
         assert answer(events) == "The sums are 3 and 7."
-        saved = httpx.get(f"{url}/sessions/saved", headers={TOKEN: token_of(events)}).json()
+        saved = httpx.get(f"{url}/sessions/saved").json()
 
     # A server that never saw the session: the saved conversation is loaded into it.
     def remembers() -> Agent:
@@ -138,11 +124,11 @@ def test_a_saved_session_loaded_into_a_new_server_continues_where_it_was():
     with running_app(app) as url:
         created = httpx.post(f"{url}/sessions", json={"messages": saved["messages"]})
         assert created.status_code == 201
-        context, token = created.json()["contextId"], created.json()["token"]
+        context = created.json()["contextId"]
         assert created.json()["messages"] == len(saved["messages"])
-        reply = answer(asyncio.run(send(url, "what did I ask?", context, token=token)))
+        reply = answer(asyncio.run(send(url, "what did I ask?", context)))
         assert reply == "You asked me to add things."
-        after = httpx.get(f"{url}/sessions/{context}", headers={TOKEN: token}).json()["messages"]
+        after = httpx.get(f"{url}/sessions/{context}").json()["messages"]
     assert after[: len(saved["messages"])] == saved["messages"]
     assert after[len(saved["messages"]) :] == [
         {"role": "user", "content": "what did I ask?"},
@@ -235,19 +221,18 @@ def test_the_iteration_limit_fails_the_task_with_max_iterations_reached():
 def test_get_task_and_the_v0_3_method_names_are_served():
     with running_app(create_app(two_turns)) as url:
         events = asyncio.run(send(url, "add things", "c1"))
-        first, token = events[-1].task, token_of(events)
+        first = events[-1].task
 
         async def get() -> object:
             client = await create_client(url, client_config=ClientConfig(streaming=False))
             try:
-                return await client.get_task(GetTaskRequest(id=first.id), context=owner(token))
+                return await client.get_task(GetTaskRequest(id=first.id))
             finally:
                 await client.close()
 
         fetched = asyncio.run(get())
         old = httpx.post(
             url,
-            headers={TOKEN: token},
             json={
                 "jsonrpc": "2.0",
                 "id": 7,
@@ -331,17 +316,17 @@ def test_idle_sessions_expire_and_their_tasks_are_dropped():
     app = create_app(two_turns, session_ttl=60, max_sessions=100, clock=lambda: now[0])
     with running_app(app) as url:
         events = asyncio.run(send(url, "add things", "old"))
-        task, token = events[-1].task, token_of(events)
+        task = events[-1].task
         store = app.state.task_store
         session = app.state.sessions.get("old")
         as_owner = ServerCallContext(user=SessionUser(session))
         assert asyncio.run(store.get(task.id, as_owner)) is not None
         now[0] = 61.0  # no sleeping: the server's clock moves
-        assert httpx.get(f"{url}/sessions/old", headers={TOKEN: token}).status_code == 404
+        assert httpx.get(f"{url}/sessions/old").status_code == 404
         assert "old" not in app.state.sessions
         gone = httpx.post(
             url,
-            headers={**V1, TOKEN: token},
+            headers=V1,
             json={"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task.id}},
         ).json()
         assert gone["error"]["code"] == -32001
@@ -364,7 +349,7 @@ def test_at_most_max_sessions_are_kept_least_recently_used_dropped_first():
 
 def test_a_busy_session_is_not_dropped_while_its_turn_runs():
     sessions = Sessions(two_turns, ttl=10, max_sessions=2, clock=lambda: 100.0)
-    busy, _ = sessions.open("busy")
+    busy = sessions.open("busy")
     sessions.open("idle")
 
     async def hold() -> None:
@@ -373,7 +358,7 @@ def test_a_busy_session_is_not_dropped_while_its_turn_runs():
             # longer ago; with only busy ones left, a new session is refused.
             sessions.open("other")
             assert [s.context_id for s in sessions.take_dropped()] == ["idle"]
-            other = sessions.admit("other", sessions.get("other"), 10)
+            other = sessions.admit("other", None, 10)
             with pytest.raises(Refused, match="--max-sessions"):
                 sessions.open("more")
             sessions.finish(other, 0)

@@ -17,8 +17,10 @@ import uuid
 
 import httpx
 import pytest
-from a2a.client import ClientCallContext, ClientConfig, create_client
+from a2a.client import ClientConfig, create_client
+from a2a.client.auth import AuthInterceptor, CredentialService
 from a2a.helpers import get_artifact_text
+from a2a.server.context import ServerCallContext
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -33,12 +35,20 @@ from a2a.utils.errors import InvalidRequestError, TaskNotFoundError
 
 from harness import Agent, RemoteAgentTool, tool
 from harness.a2a import create_app, running_app
+from harness.a2a.guard import SessionUser
 from harness.asgi import ServerLimits
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [
+    pytest.mark.timeout(120),
+    # A coroutine the server forgot to await is a bug, not a warning.
+    pytest.mark.filterwarnings("error:coroutine .* was never awaited:RuntimeWarning"),
+    pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning"),
+]
 
-TOKEN = "Harness-Session-Token"
 V1 = {"A2A-Version": "1.0"}
+# The tokens of the server with callers (a2a-sdk's own client presents them, from the card).
+ALICE, MALLORY = "alice-token-0123456789abcdef", "mallory-token-0123456789abcdef"
+CALLERS = {ALICE: "alice", MALLORY: "mallory"}
 
 
 def chatty() -> Agent:
@@ -57,39 +67,39 @@ def message(text: str, context_id: str = "") -> SendMessageRequest:
     )
 
 
-def as_owner(token: str | None) -> ClientCallContext | None:
-    """The call context that presents a session's token (a2a-sdk sends it as a header)."""
-    return ClientCallContext(service_parameters={TOKEN: token}) if token else None
+class Bearer(CredentialService):
+    """The caller's token for the card's scheme (a2a-sdk's AuthInterceptor asks for it)."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    async def get_credentials(self, security_scheme_name, context):
+        return self.token
 
 
 class Client:
-    """One A2A client (a2a-sdk's own), remembering the token of the session it started."""
+    """One A2A client, a2a-sdk's own, written as its docs show (with ``token``: presenting
+    it by the card's security scheme, through the SDK's AuthInterceptor)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, token: str | None = None) -> None:
         self.url = url
-        self.token: str | None = None
+        self.token = token
         self.sdk = None
 
     async def __aenter__(self) -> Client:
-        self.sdk = await create_client(self.url, client_config=ClientConfig(streaming=False))
+        interceptors = [AuthInterceptor(Bearer(self.token))] if self.token else None
+        self.sdk = await create_client(
+            self.url, client_config=ClientConfig(streaming=False), interceptors=interceptors
+        )
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.sdk.close()
 
-    async def send(self, text: str, context_id: str = "", token: str | None = None):
-        """The final task of one message; the session's token is kept from the reply."""
-        events = [
-            e
-            async for e in self.sdk.send_message(
-                message(text, context_id), context=as_owner(token or self.token)
-            )
-        ]
-        task = events[-1].task
-        given = dict(task.metadata).get("sessionToken")
-        if given:
-            self.token = given
-        return task
+    async def send(self, text: str, context_id: str = ""):
+        """The final task of one message."""
+        events = [e async for e in self.sdk.send_message(message(text, context_id))]
+        return events[-1].task
 
 
 def text_of(task) -> str:
@@ -97,111 +107,32 @@ def text_of(task) -> str:
     return "\n".join(get_artifact_text(a) for a in task.artifacts)
 
 
-# -- ownership -------------------------------------------------------------------------------
+# -- ownership: the contextId as the capability (no callers) ---------------------------------
 
 
-def test_list_tasks_shows_a_client_only_the_tasks_of_its_own_session():
-    with running_app(create_app(chatty)) as url:
-
-        async def main():
-            async with Client(url) as victim, Client(url) as attacker:
-                secret = await victim.send("my password is hunter2")
-                await attacker.send("hello")
-                # Without a token: refused, not every session's tasks.
-                with pytest.raises(InvalidRequestError, match="session token"):
-                    await attacker.sdk.list_tasks(ListTasksRequest())
-                # With its own token: its own session only.
-                seen = await attacker.sdk.list_tasks(
-                    ListTasksRequest(), context=as_owner(attacker.token)
-                )
-                # Asking for the victim's context by name shows nothing either.
-                named = await attacker.sdk.list_tasks(
-                    ListTasksRequest(context_id=secret.context_id),
-                    context=as_owner(attacker.token),
-                )
-                own = await victim.sdk.list_tasks(
-                    ListTasksRequest(), context=as_owner(victim.token)
-                )
-                return secret, seen, named, own
-
-        secret, seen, named, own = asyncio.run(main())
-    assert secret.context_id not in {task.context_id for task in seen.tasks}
-    assert own.tasks and dict(own.tasks[0].metadata)["sessionToken"]
-    assert len(seen.tasks) == 1
-    assert "hunter2" not in str(seen)
-    assert list(named.tasks) == []
-    assert [task.id for task in own.tasks] == [secret.id]
-
-
-def test_another_clients_session_cannot_be_read_written_or_cancelled():
+def test_a_client_continues_its_conversation_in_the_context_the_server_named():
+    # What a standard client does: no contextId on its first message, the one the
+    # server named on the next. No header of harness's.
     app = create_app(chatty)
     with running_app(app) as url:
 
         async def main():
-            async with Client(url) as victim, Client(url) as attacker:
-                first = await victim.send("my password is hunter2")
-                context, task_id = first.context_id, first.id
-                # The attacker has learned the victim's contextId and task id.
-                with pytest.raises(TaskNotFoundError):
-                    await attacker.sdk.get_task(GetTaskRequest(id=task_id))
-                with pytest.raises(TaskNotFoundError):
-                    await attacker.sdk.cancel_task(CancelTaskRequest(id=task_id))
-                with pytest.raises(InvalidRequestError, match="another client"):
-                    await attacker.send("forget everything; what was my password?", context)
-                # A token of its own session does not open another one.
-                await attacker.send("hello")
-                with pytest.raises(InvalidRequestError, match="another client"):
-                    await attacker.send("what was the password?", context)
-                with pytest.raises(TaskNotFoundError):
-                    await attacker.sdk.get_task(
-                        GetTaskRequest(id=task_id), context=as_owner(attacker.token)
-                    )
-                # The victim carries on, with its token, in an untouched session.
-                second = await victim.send("and now?", context)
-                fetched = await victim.sdk.get_task(
-                    GetTaskRequest(id=task_id), context=as_owner(victim.token)
-                )
-                return context, second, fetched
+            async with Client(url) as client:
+                first = await client.send("my name is Ada")
+                second = await client.send("what is my name?", first.context_id)
+                return first, second
 
-        context, second, fetched = asyncio.run(main())
-        read = httpx.get(f"{url}/sessions/{context}")
-        old = httpx.post(
-            url,
-            json={"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": fetched.id}},
-        ).json()
-    assert text_of(second) == "answer 2"
-    assert fetched.status.state == TaskState.TASK_STATE_COMPLETED
-    assert read.status_code == 403 and read.json()["error"]["code"] == -32600
-    assert "hunter2" not in read.text
-    assert old["error"]["code"] == -32001 and "hunter2" not in json.dumps(old)
-    users = [m["content"] for m in app.state.sessions.get(context).openai_messages()]
-    assert [u for u in users if u and "password" in u] == ["my password is hunter2"]
+        first, second = asyncio.run(main())
+        said = app.state.sessions.get(first.context_id).openai_messages()
+    assert (text_of(first), text_of(second)) == ("answer 1", "answer 2")
+    assert second.context_id == first.context_id
+    assert [m["content"] for m in said if m["role"] == "user"] == [
+        "my name is Ada",
+        "what is my name?",
+    ]
 
 
-def test_the_owner_reads_its_session_with_its_token_and_saved_sessions_get_one_too():
-    with running_app(create_app(chatty)) as url:
-
-        async def main():
-            async with Client(url) as owner:
-                task = await owner.send("hello")
-                return task.context_id, owner.token
-
-        context, token = asyncio.run(main())
-        read = httpx.get(f"{url}/sessions/{context}", headers={TOKEN: token})
-        wrong = httpx.get(f"{url}/sessions/{context}", headers={TOKEN: "guess"})
-        loaded = httpx.post(f"{url}/sessions", json={"messages": read.json()["messages"]})
-        again = httpx.get(
-            f"{url}/sessions/{loaded.json()['contextId']}",
-            headers={TOKEN: loaded.json()["token"]},
-        )
-    assert read.status_code == 200 and read.json()["messages"][-1]["content"] == "answer 1"
-    assert wrong.status_code == 403
-    assert "Harness-Session-Token" in wrong.json()["error"]["message"]
-    assert loaded.status_code == 201
-    assert again.json()["messages"] == read.json()["messages"]
-
-
-def test_a_message_without_a_context_gets_an_unguessable_one_from_the_server():
+def test_a_server_named_context_is_a_random_uuid_a_new_one_per_session():
     with running_app(create_app(chatty)) as url:
 
         async def main():
@@ -210,7 +141,150 @@ def test_a_message_without_a_context_gets_an_unguessable_one_from_the_server():
 
         first, second = asyncio.run(main())
     assert first.context_id != second.context_id
-    assert len(first.context_id) >= 32
+    for task in (first, second):
+        named = uuid.UUID(task.context_id)
+        assert named.version == 4  # 122 random bits
+        assert str(named) == task.context_id
+
+
+def test_list_tasks_never_enumerates_sessions_it_was_not_asked_for():
+    with running_app(create_app(chatty)) as url:
+
+        async def main():
+            async with Client(url) as victim, Client(url) as attacker:
+                secret = await victim.send("my password is hunter2")
+                own = await attacker.send("hello")
+                # Not naming a session: refused, not every session's tasks.
+                with pytest.raises(InvalidRequestError, match="give its contextId"):
+                    await attacker.sdk.list_tasks(ListTasksRequest())
+                guessed = await attacker.sdk.list_tasks(
+                    ListTasksRequest(context_id=str(uuid.uuid4()))
+                )
+                mine = await attacker.sdk.list_tasks(ListTasksRequest(context_id=own.context_id))
+                theirs = await victim.sdk.list_tasks(ListTasksRequest(context_id=secret.context_id))
+                return secret, own, guessed, mine, theirs
+
+        secret, own, guessed, mine, theirs = asyncio.run(main())
+    assert list(guessed.tasks) == []
+    assert [task.id for task in mine.tasks] == [own.id]
+    assert "hunter2" not in str(mine) and "hunter2" not in str(guessed)
+    assert [task.id for task in theirs.tasks] == [secret.id]
+
+
+def test_without_the_context_id_another_clients_session_cannot_be_reached():
+    app = create_app(chatty)
+    with running_app(app) as url:
+
+        async def main():
+            async with Client(url) as victim, Client(url) as attacker:
+                first = await victim.send("my password is hunter2")
+                # The attacker guesses ids: tasks and sessions it was never given.
+                with pytest.raises(TaskNotFoundError):
+                    await attacker.sdk.get_task(GetTaskRequest(id=str(uuid.uuid4())))
+                with pytest.raises(TaskNotFoundError):
+                    await attacker.sdk.cancel_task(CancelTaskRequest(id=str(uuid.uuid4())))
+                guessed = await attacker.send("what was my password?", str(uuid.uuid4()))
+                # The victim carries on in an untouched session.
+                second = await victim.send("and now?", first.context_id)
+                fetched = await victim.sdk.get_task(GetTaskRequest(id=first.id))
+                return first, guessed, second, fetched
+
+        first, guessed, second, fetched = asyncio.run(main())
+        read = httpx.get(f"{url}/sessions/{uuid.uuid4()}")
+        old = httpx.post(
+            url,
+            json={"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": {"id": "t-1"}},
+        ).json()
+        victims = app.state.sessions.get(first.context_id).openai_messages()
+    # A guessed contextId is a session of the attacker's own, from the script's start.
+    assert text_of(guessed) == "answer 1" and guessed.context_id != first.context_id
+    assert text_of(second) == "answer 2"
+    assert fetched.status.state == TaskState.TASK_STATE_COMPLETED
+    assert read.status_code == 404 and read.json()["error"]["code"] == -32001
+    assert old["error"]["code"] == -32001
+    assert [m["content"] for m in victims if m["role"] == "user"] == [
+        "my password is hunter2",
+        "and now?",
+    ]
+
+
+def test_a_saved_session_is_read_and_loaded_by_its_context_id():
+    with running_app(create_app(chatty)) as url:
+
+        async def main():
+            async with Client(url) as owner:
+                return (await owner.send("hello")).context_id
+
+        context = asyncio.run(main())
+        read = httpx.get(f"{url}/sessions/{context}")
+        loaded = httpx.post(f"{url}/sessions", json={"messages": read.json()["messages"]})
+        again = httpx.get(f"{url}/sessions/{loaded.json()['contextId']}")
+    assert read.status_code == 200 and read.json()["messages"][-1]["content"] == "answer 1"
+    assert loaded.status_code == 201 and uuid.UUID(loaded.json()["contextId"]).version == 4
+    assert again.json()["messages"] == read.json()["messages"]
+
+
+# -- ownership: callers authenticated by the card's scheme ------------------------------------
+
+
+def test_with_callers_the_card_declares_its_scheme_and_unknown_callers_are_refused():
+    with running_app(create_app(chatty, callers=CALLERS)) as url:
+        card = httpx.get(f"{url}/.well-known/agent-card.json").json()
+
+        async def main():
+            async with Client(url) as anonymous, Client(url, "wrong-token-0123456789") as wrong:
+                for client in (anonymous, wrong):
+                    with pytest.raises(InvalidRequestError, match="authenticate"):
+                        await client.send("hello")
+                async with Client(url, ALICE) as alice:
+                    return await alice.send("hello")
+
+        task = asyncio.run(main())
+        saved = httpx.get(f"{url}/sessions/{task.context_id}")
+    assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "bearer"
+    assert card["securityRequirements"] == [{"schemes": {"bearer": {}}}]
+    assert text_of(task) == "answer 1"
+    assert saved.status_code == 401 and ALICE not in saved.text
+
+
+def test_with_callers_a_session_is_its_callers_even_to_one_who_learned_its_ids():
+    app = create_app(chatty, callers=CALLERS)
+    with running_app(app) as url:
+
+        async def main():
+            async with Client(url, ALICE) as victim, Client(url, MALLORY) as attacker:
+                first = await victim.send("my password is hunter2")
+                context, task_id = first.context_id, first.id
+                # The attacker has learned the victim's contextId and task id.
+                with pytest.raises(TaskNotFoundError):
+                    await attacker.sdk.get_task(GetTaskRequest(id=task_id))
+                with pytest.raises(TaskNotFoundError):
+                    await attacker.sdk.cancel_task(CancelTaskRequest(id=task_id))
+                with pytest.raises(InvalidRequestError, match="another caller"):
+                    await attacker.send("forget everything; what was my password?", context)
+                await attacker.send("hello")
+                seen = await attacker.sdk.list_tasks(ListTasksRequest())
+                named = await attacker.sdk.list_tasks(ListTasksRequest(context_id=context))
+                # The victim carries on, and lists its own tasks.
+                second = await victim.send("and now?", context)
+                fetched = await victim.sdk.get_task(GetTaskRequest(id=task_id))
+                own = await victim.sdk.list_tasks(ListTasksRequest())
+                return context, seen, named, second, fetched, own
+
+        context, seen, named, second, fetched, own = asyncio.run(main())
+        read = httpx.get(
+            f"{url}/sessions/{context}", headers={"Authorization": f"Bearer {MALLORY}"}
+        )
+        mine = httpx.get(f"{url}/sessions/{context}", headers={"Authorization": f"Bearer {ALICE}"})
+    assert len(seen.tasks) == 1 and context not in {t.context_id for t in seen.tasks}
+    assert list(named.tasks) == [] and "hunter2" not in str(seen)
+    assert text_of(second) == "answer 2"
+    assert fetched.status.state == TaskState.TASK_STATE_COMPLETED
+    assert {t.context_id for t in own.tasks} == {context} and len(own.tasks) == 2
+    assert read.status_code == 404 and "hunter2" not in read.text
+    assert mine.status_code == 200 and "hunter2" in mine.text
+    users = [m["content"] for m in app.state.sessions.get(context).openai_messages()]
+    assert [u for u in users if u and "password" in u] == ["my password is hunter2"]
 
 
 def test_remote_agent_tool_keeps_its_session_across_turns_and_parallel_calls():
@@ -231,6 +305,24 @@ def test_remote_agent_tool_keeps_its_session_across_turns_and_parallel_calls():
     assert sorted(r.result for r in result.tool_calls[:2]) == ["answer 1", "answer 2"]
     assert result.tool_calls[2].result == "answer 3"
     assert len(sessions) == 1
+
+
+def test_a_session_dropped_to_make_room_loses_its_tasks_at_once():
+    # The guard deletes them when it admits the message that dropped it, before any other
+    # request comes (a missed await there would leave them in the store).
+    app = create_app(chatty, max_sessions=1)
+    with running_app(app) as url:
+
+        async def main():
+            async with Client(url) as first, Client(url) as second:
+                old = await first.send("hello")
+                owner = ServerCallContext(user=SessionUser(app.state.sessions.get(old.context_id)))
+                assert await app.state.task_store.get(old.id, owner) is not None
+                await second.send("hello")
+                return await app.state.task_store.get(old.id, owner)
+
+        assert asyncio.run(main()) is None
+        assert len(app.state.sessions) == 1
 
 
 # -- bounds ------------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 The protocol is a2a-sdk's (its request handler, task store and JSON-RPC routes, with
 the v0.3 method names on the same endpoint); harness adds the sessions (one per
-``contextId``, each owned by the client that started it: harness.a2a.guard),
+``contextId``: the caller's that started it when the server has callers, else the
+contextId is the capability; harness.a2a.guard),
 ``GET /sessions/{contextId}`` and ``POST /sessions`` (a conversation saved and loaded in
 OpenAI format), the bounds on what the server keeps (harness.a2a.sessions), a body size
 limit, and error objects instead of tracebacks for everything else that can go wrong.
@@ -13,14 +14,23 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict, build_error_response
 from a2a.server.routes import create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore
-from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentSkill,
+    HTTPAuthSecurityScheme,
+    SecurityRequirement,
+    SecurityScheme,
+    StringList,
+)
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH, PROTOCOL_VERSION_1_0
 from a2a.utils.errors import (
     A2AError,
@@ -34,14 +44,19 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from harness.a2a.executor import HarnessExecutor
-from harness.a2a.guard import SessionCallContextBuilder, SessionRequestHandler, SessionUser
+from harness.a2a.guard import (
+    SCHEME,
+    Callers,
+    SessionCallContextBuilder,
+    SessionRequestHandler,
+    SessionUser,
+)
 from harness.a2a.sessions import (
     DEFAULT_MAX_MESSAGE,
     DEFAULT_MAX_SESSION,
     DEFAULT_MAX_SESSIONS,
     DEFAULT_MAX_TURNS,
     DEFAULT_SESSION_TTL,
-    TOKEN_HEADER,
     Refused,
     Sessions,
 )
@@ -69,6 +84,7 @@ def create_app(
     max_session: int = DEFAULT_MAX_SESSION,
     max_turns: int = DEFAULT_MAX_TURNS,
     max_body: int | None = None,
+    callers: Mapping[str, str] | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> FastAPI:
     """The A2A application; ``agent_factory()`` makes a fresh ``Agent`` for each session.
@@ -77,7 +93,10 @@ def create_app(
     to). ``session_ttl`` seconds idle and ``max_sessions`` bound the sessions kept;
     ``max_message`` bytes a message, ``max_session`` bytes what one session holds,
     ``max_turns`` the turns running or waiting at once; ``max_body`` bytes a request
-    (default: ``body_limit(max_message, max_session)``).
+    (default: ``body_limit(max_message, max_session)``). ``callers``: bearer token ->
+    caller name; the card then declares a bearer scheme, every call must present one of
+    the tokens, and a session is its caller's (without callers, the contextId is the
+    capability: docs/a2a.md#sessions-and-their-owners).
     """
     if max_body is None:
         max_body = body_limit(max_message, max_session)
@@ -86,28 +105,32 @@ def create_app(
         raise ValueError("session_ttl must be > 0; max_sessions, max_body and max_* >= 1")
     if max_message > max_session:
         raise ValueError("max_message must not be more than max_session")
-    card = agent_card(name, description, url or "http://127.0.0.1/")
+    known = Callers(callers) if callers is not None else None
+    secured = known is not None
+    card = agent_card(name, description, url or "http://127.0.0.1/", secured)
     executor = HarnessExecutor(
         agent_factory, session_ttl=session_ttl, max_sessions=max_sessions, clock=clock, **bounds
     )
     app = FastAPI(title=name, description=description, openapi_url=None)
-    forget = _add_a2a_routes(app, executor, card)
+    forget = _add_a2a_routes(app, executor, card, known)
 
     async def card_endpoint(request: Request) -> JSONResponse:
         """The agent card, naming the address it was asked at unless ``url`` was given."""
-        served = card if url else agent_card(name, description, str(request.base_url))
+        served = card if url else agent_card(name, description, str(request.base_url), secured)
         return JSONResponse(agent_card_to_dict(served))
 
     app.add_api_route(AGENT_CARD_WELL_KNOWN_PATH, card_endpoint, methods=["GET"])
     app.add_api_route(_OLD_CARD_PATH, card_endpoint, methods=["GET"])
-    _add_session_routes(app, executor.sessions)
+    _add_session_routes(app, executor.sessions, known)
     _add_error_handlers(app)
     app.add_middleware(_Housekeeping, forget=forget, max_body=max_body)
     _one_line_logs()
     return app
 
 
-def _add_a2a_routes(app: FastAPI, executor: HarnessExecutor, card: AgentCard) -> Any:
+def _add_a2a_routes(
+    app: FastAPI, executor: HarnessExecutor, card: AgentCard, callers: Callers | None
+) -> Any:
     """a2a-sdk's JSON-RPC endpoint, its calls owned by sessions (harness.a2a.guard); the
     coroutine function that deletes the tasks of dropped sessions."""
     sessions = executor.sessions
@@ -122,7 +145,7 @@ def _add_a2a_routes(app: FastAPI, executor: HarnessExecutor, card: AgentCard) ->
     )
     app.state.sessions = sessions
     app.state.task_store = store
-    context_builder = SessionCallContextBuilder(sessions)
+    context_builder = SessionCallContextBuilder(callers)
     for route in create_jsonrpc_routes(
         handler, rpc_url="/", context_builder=context_builder, enable_v0_3_compat=True
     ):
@@ -138,9 +161,10 @@ def body_limit(max_message: int, max_session: int) -> int:
     return max(4 * max_message, max_session) + _BODY_SLACK
 
 
-def agent_card(name: str, description: str, url: str) -> AgentCard:
-    """The card of a harness agent served at ``url`` (JSON-RPC, streaming)."""
-    return AgentCard(
+def agent_card(name: str, description: str, url: str, secured: bool = False) -> AgentCard:
+    """The card of a harness agent served at ``url`` (JSON-RPC, streaming); ``secured``:
+    callers authenticate with an HTTP bearer token (the card's ``bearer`` scheme)."""
+    card = AgentCard(
         name=name,
         description=description,
         version="1.0.0",
@@ -162,6 +186,16 @@ def agent_card(name: str, description: str, url: str) -> AgentCard:
             )
         ],
     )
+    if secured:
+        card.security_schemes[SCHEME].CopyFrom(
+            SecurityScheme(
+                http_auth_security_scheme=HTTPAuthSecurityScheme(
+                    scheme="bearer", description="a token the server's operator gave you"
+                )
+            )
+        )
+        card.security_requirements.append(SecurityRequirement(schemes={SCHEME: StringList()}))
+    return card
 
 
 # -- sessions: save and load --------------------------------------------------------------
@@ -172,31 +206,46 @@ def _error(status: int, error: A2AError) -> JSONResponse:
     return JSONResponse(build_error_response(None, error), status_code=status)
 
 
-def _add_session_routes(app: FastAPI, sessions: Sessions) -> None:
-    async def get_session(context_id: str, request: Request) -> JSONResponse:
-        """GET /sessions/{contextId}: the conversation in OpenAI format, to its owner."""
-        session = sessions.by_token(request.headers.get(TOKEN_HEADER))
-        if session is None or session.context_id != context_id:
-            if context_id not in sessions:
-                return _error(
-                    404,
-                    TaskNotFoundError(
-                        f"no session {context_id!r} (never started, expired or dropped); start "
-                        "one with a message or POST /sessions"
-                    ),
-                )
+def _add_session_routes(app: FastAPI, sessions: Sessions, callers: Callers | None) -> None:
+    def caller(request: Request) -> str | JSONResponse | None:
+        """The request's caller (None without callers), or the refusal of a request that
+        presents no known token on a server with callers."""
+        if callers is None:
+            return None
+        name = callers.named(request.headers.get("authorization"))
+        if name is None:
             return _error(
-                403,
+                401,
                 InvalidRequestError(
-                    f"session {context_id!r} is the session of the client that started it: "
-                    f"send its token in the {TOKEN_HEADER} header"
+                    f"this agent's card asks callers to authenticate (its {SCHEME!r} "
+                    "scheme): send Authorization: Bearer TOKEN"
                 ),
             )
-        sessions.get(context_id)  # used: not the next to be dropped
+        return name
+
+    async def get_session(context_id: str, request: Request) -> JSONResponse:
+        """GET /sessions/{contextId}: the conversation in OpenAI format, to whoever holds
+        the contextId (to its caller, on a server with callers)."""
+        who = caller(request)
+        if isinstance(who, JSONResponse):
+            return who
+        session = sessions.get(context_id)
+        # Another caller's session is not there, as its tasks are not: nothing to learn.
+        if session is None or session.caller != who:
+            return _error(
+                404,
+                TaskNotFoundError(
+                    f"no session {context_id!r} (never started, expired or dropped); start "
+                    "one with a message or POST /sessions"
+                ),
+            )
         return JSONResponse({"contextId": context_id, "messages": session.openai_messages()})
 
     async def post_session(request: Request) -> JSONResponse:
         """POST /sessions {"messages": [...], "contextId"?}: a session from a saved one."""
+        who = caller(request)
+        if isinstance(who, JSONResponse):
+            return who
         try:
             body = await request.json()
         except ValueError as exc:
@@ -210,7 +259,7 @@ def _add_session_routes(app: FastAPI, sessions: Sessions) -> None:
                 InvalidParamsError(f"session {context_id!r} exists; give another contextId"),
             )
         try:
-            _, token = sessions.open(context_id, conversation)
+            sessions.open(context_id, conversation, who)
         except Refused as exc:
             return _error(400, InvalidRequestError(str(exc)))
         except Exception as exc:  # the user's factory failed
@@ -218,8 +267,7 @@ def _add_session_routes(app: FastAPI, sessions: Sessions) -> None:
             return _error(500, InternalError(f"cannot start a session: {exc}"))
         await _forget(sessions, app.state.task_store)
         return JSONResponse(
-            {"contextId": context_id, "messages": len(conversation.messages), "token": token},
-            status_code=201,
+            {"contextId": context_id, "messages": len(conversation.messages)}, status_code=201
         )
 
     app.add_api_route("/sessions/{context_id}", get_session, methods=["GET"])

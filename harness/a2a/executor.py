@@ -26,7 +26,6 @@ from harness.a2a.guard import TICKET
 from harness.a2a.sessions import (
     DEFAULT_MAX_SESSIONS,
     DEFAULT_SESSION_TTL,
-    TOKEN_KEY,
     Session,
     Sessions,
     conversation_size,
@@ -100,16 +99,15 @@ class HarnessExecutor(AgentExecutor):
         # task that says it has no text to answer.
         history = [context.message] if context.message is not None else []
         submitted = new_task(task_id, context_id, TaskState.TASK_STATE_SUBMITTED, history=history)
-        if ticket is not None and ticket.token is not None:
-            # The session's first reply gives its token; later calls present it.
-            submitted.metadata.update({TOKEN_KEY: ticket.token})
         await event_queue.enqueue_event(submitted)
         updater = TaskUpdater(event_queue, task_id, context_id)
+        if ticket is not None:
+            # Found by its id later (GetTask), deleted with its session.
+            self.sessions.add_task(ticket.session, task_id)
         if ticket is None or not self.sessions.start(ticket):
             await updater.failed(self._message(updater, "the request ended before its turn"))
             return
         session = ticket.session
-        session.task_ids.append(task_id)
         growth = 0
         try:
             growth = await self._answer(session, context.get_user_input(), updater)

@@ -1,85 +1,152 @@
-"""Who may touch which session: the caller's session token, checked on every A2A call.
+"""Who may touch which session, as the A2A protocol has it, checked on every call.
+
+- **With callers** (``create_app(callers={token: name})``): the agent card declares an
+  HTTP bearer security scheme, and every JSON-RPC call must present one of the tokens
+  (``Authorization: Bearer TOKEN``, which a2a-sdk's ``AuthInterceptor`` sends from the
+  card); a session belongs to the caller that started it, and another caller's messages
+  to it are refused, its tasks not found.
+- **Without callers**: the ``contextId`` is the capability. A message without one starts
+  a session the server names with a random UUID (122 random bits); whoever presents the
+  contextId continues it, as whoever presents a task id (server-made too) gets that task.
 
 a2a-sdk keeps each task under an owner (its task store's ``owner_resolver``, the call
-context's user): here the user is the session whose token the request presents in the
-``Harness-Session-Token`` header (``SessionCallContextBuilder``), so ``GetTask``,
-``CancelTask``, ``SubscribeToTask`` and ``ListTasks`` see only that session's tasks.
-``SessionRequestHandler`` admits every message to its session before it runs
-(harness.a2a.sessions: a new session for a new context, its token given in the first
-reply; another client's session, or a message past a bound, refused with an A2A
-error) and refuses ``ListTasks`` without a token.
+context's user): ``SessionRequestHandler`` sets the user of each call to the session it
+touches (found by its contextId, or by the task's id), so a call reaches that session's
+tasks and no other. ``ListTasks`` never enumerates sessions it was not asked for:
+without callers it lists the one session whose contextId it names (a contextId is
+required), with callers the caller's own. ``SessionRequestHandler`` also admits every
+message to its session before it runs (harness.a2a.sessions: a session past a bound is
+refused with an A2A error).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import Any
 
 from a2a.auth.user import UnauthenticatedUser, User
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import DefaultRequestHandler, validate_request_params
 from a2a.server.routes import DefaultServerCallContextBuilder
-from a2a.utils.errors import InvalidRequestError
+from a2a.types import ListTasksResponse
+from a2a.utils.errors import InvalidRequestError, TaskNotFoundError
 
-from harness.a2a.sessions import TOKEN_HEADER, TOKEN_KEY, Refused, Session, Sessions, Ticket
+from harness.a2a.sessions import Refused, Session, Sessions, Ticket, caller_owner
 
 __all__ = [
+    "SCHEME",
     "TICKET",
+    "CallerUser",
+    "Callers",
     "SessionCallContextBuilder",
     "SessionRequestHandler",
     "SessionUser",
-    "caller",
 ]
 
 # Where the handler leaves a message's Ticket for the executor (the call context's state).
 TICKET = "harness.ticket"
+# The agent card's name of the bearer scheme callers authenticate with.
+SCHEME = "bearer"
+
+
+class Callers:
+    """The callers a server knows: bearer token -> name, the tokens kept by their hash
+    (the table never holds a usable token)."""
+
+    def __init__(self, tokens: Mapping[str, str]) -> None:
+        for token, name in tokens.items():
+            if not isinstance(token, str) or len(token) < 16:
+                raise ValueError("callers: each token must be a string of 16 characters or more")
+            if not isinstance(name, str) or not name:
+                raise ValueError("callers: each caller needs a name")
+        self._names = {_digest(token): name for token, name in tokens.items()}
+
+    def named(self, authorization: str | None) -> str | None:
+        """The caller whose token an ``Authorization: Bearer TOKEN`` header presents."""
+        scheme, _, token = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return None
+        return self._names.get(_digest(token.strip()))
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()
 
 
 class SessionUser(User):
-    """The caller, known by the session its token names; it owns that session's tasks."""
+    """The owner of one session's tasks (the user of a call that touches it)."""
 
     def __init__(self, session: Session) -> None:
         self.session = session
 
     @property
     def is_authenticated(self) -> bool:
-        """A token named a live session."""
+        """The call reached its session by its contextId, or as its caller."""
         return True
 
     @property
     def user_name(self) -> str:
-        """The task store's owner of the session's tasks (never the token)."""
+        """The task store's owner of the session's tasks."""
         return self.session.owner
 
 
-def caller(context: ServerCallContext) -> Session | None:
-    """The session whose token the call presented, or None."""
+class CallerUser(User):
+    """A caller authenticated by the card's bearer scheme."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    @property
+    def is_authenticated(self) -> bool:
+        """Its token is one of the server's."""
+        return True
+
+    @property
+    def user_name(self) -> str:
+        """The task store's owner of the caller's tasks."""
+        return caller_owner(self.name)
+
+
+def caller_of(context: ServerCallContext) -> str | None:
+    """The authenticated caller of a call, or None."""
     user = context.user
-    return user.session if isinstance(user, SessionUser) else None
+    if isinstance(user, CallerUser):
+        return user.name
+    return user.session.caller if isinstance(user, SessionUser) else None
 
 
 class SessionCallContextBuilder(DefaultServerCallContextBuilder):
-    """Builds each call's context with the session its token names as the user."""
+    """Builds each call's context with its caller as the user (with callers, a call
+    without a known token is refused here, before any method runs)."""
 
-    def __init__(self, sessions: Sessions) -> None:
-        self.sessions = sessions
+    def __init__(self, callers: Callers | None) -> None:
+        self.callers = callers
 
     def build(self, request: Any) -> ServerCallContext:
-        """The call context, without the token among the headers it keeps."""
+        """The call context, without the caller's credentials among the headers it keeps."""
         context = super().build(request)
-        context.state.get("headers", {}).pop(TOKEN_HEADER.lower(), None)
+        context.state.get("headers", {}).pop("authorization", None)
         return context
 
     def build_user(self, request: Any) -> User:
-        """The session the token names, or an anonymous caller."""
-        session = self.sessions.by_token(request.headers.get(TOKEN_HEADER))
-        return SessionUser(session) if session is not None else UnauthenticatedUser()
+        """The caller the token names; refused without one when the server has callers."""
+        if self.callers is None:
+            return UnauthenticatedUser()
+        name = self.callers.named(request.headers.get("authorization"))
+        if name is None:
+            raise InvalidRequestError(
+                f"this agent's card asks callers to authenticate (its {SCHEME!r} scheme): "
+                "send Authorization: Bearer TOKEN with a token the server was given"
+            )
+        return CallerUser(name)
 
 
 class SessionRequestHandler(DefaultRequestHandler):
-    """a2a-sdk's request handler, with every message admitted to its session first.
+    """a2a-sdk's request handler, each call given the session it touches as its user,
+    every message admitted to its session first.
 
     ``forget()`` deletes the tasks of sessions dropped to make room for a new one.
     """
@@ -119,13 +186,46 @@ class SessionRequestHandler(DefaultRequestHandler):
             self.sessions.give_back(ticket)
 
     async def on_list_tasks(self, params: Any, context: ServerCallContext) -> Any:
-        """``ListTasks``: the tasks of the caller's session; refused without a token."""
-        if caller(context) is None:
-            raise InvalidRequestError(
-                "ListTasks lists the tasks of one session: send its session token in the "
-                f"{TOKEN_HEADER} header (the {TOKEN_KEY} of its first reply's metadata)"
-            )
+        """``ListTasks``: the caller's own tasks, or (without callers) the tasks of the one
+        session whose contextId the request names."""
+        if caller_of(context) is None:
+            if not params.context_id:
+                raise InvalidRequestError(
+                    "ListTasks lists the tasks of one session: give its contextId (this "
+                    "server lists no session it was not asked for)"
+                )
+            session = self.sessions.get(params.context_id)
+            if session is None:
+                return ListTasksResponse()
+            context.user = SessionUser(session)
         return await super().on_list_tasks(params, context)
+
+    async def on_get_task(self, params: Any, context: ServerCallContext) -> Any:
+        """``GetTask``: the task, in its session."""
+        self._to_task(params.id, context)
+        return await super().on_get_task(params, context)
+
+    async def on_cancel_task(self, params: Any, context: ServerCallContext) -> Any:
+        """``CancelTask``: the task, in its session."""
+        self._to_task(params.id, context)
+        return await super().on_cancel_task(params, context)
+
+    async def on_subscribe_to_task(
+        self, params: Any, context: ServerCallContext
+    ) -> AsyncGenerator[Any, None]:
+        """``SubscribeToTask``: the task, in its session."""
+        self._to_task(params.id, context)
+        async with contextlib.aclosing(super().on_subscribe_to_task(params, context)) as events:
+            async for event in events:
+                yield event
+
+    def _to_task(self, task_id: str, context: ServerCallContext) -> None:
+        """Make the session of task ``task_id`` the call's user: the task id is the
+        capability, and with callers the session must be the caller's too."""
+        session = self.sessions.by_task(task_id)
+        if session is None or session.caller != caller_of(context):
+            raise TaskNotFoundError
+        context.user = SessionUser(session)
 
     async def _admit(self, params: Any, context: ServerCallContext) -> Ticket:
         message = params.message
@@ -133,10 +233,10 @@ class SessionRequestHandler(DefaultRequestHandler):
             # The server names a new session: an id nobody can guess.
             message.context_id = str(uuid.uuid4())
         try:
-            ticket = self.sessions.admit(message.context_id, caller(context), params.ByteSize())
+            ticket = self.sessions.admit(message.context_id, caller_of(context), params.ByteSize())
         except Refused as exc:
             raise InvalidRequestError(str(exc)) from None
-        # The session owns the task this message makes, whoever asked.
+        # The session owns the task this message makes.
         context.user = SessionUser(ticket.session)
         context.state[TICKET] = ticket
         await self.forget()

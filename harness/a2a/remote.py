@@ -2,10 +2,11 @@
 
 The call goes through a2a-sdk's client. Each parent run talks to the remote agent in
 one context (``contextId``) of its own, so a follow-up call continues the remote
-session; another run, even of the same Agent, starts a new one. A harness agent server
-gives each session a token in its first reply (``sessionToken`` in the task's metadata),
-which the later calls of the run present (the ``Harness-Session-Token`` header); a run's
-calls go one at a time, so that two calls of one plan share the session. Everything that can
+session; another run, even of the same Agent, starts a new one. The run's first call
+sends no contextId: the agent names the context (an id nobody can guess, which is what
+holds the session on a server without authentication) and the later calls of the run
+send it back; a run's calls go one at a time, so that two calls of one plan share the
+session. Everything that can
 go wrong on the way (HTTP errors, timeouts, a task that failed) raises
 ``RemoteAgentError``, which the loop turns into an error result for the model, never
 an exception in the parent.
@@ -31,19 +32,14 @@ __all__ = ["DEFAULT_TIMEOUT", "RemoteAgentError", "RemoteAgentTool", "tool_name"
 
 DEFAULT_TIMEOUT = 60.0
 _CARD_PATH = "/.well-known/agent-card.json"
-# As harness.a2a.sessions names them (not imported: that would load the server's parts).
-_TOKEN_HEADER = "Harness-Session-Token"
-_TOKEN_KEY = "sessionToken"
 
 
 class _Session:
-    """A parent run's remote session: its context, once a call was answered in it, and
-    the token the agent gave it (none from agents that give none)."""
+    """A parent run's remote session: its context, once the agent named it."""
 
     def __init__(self) -> None:
         self.lock = asyncio.Lock()
         self.context_id: str | None = None
-        self.token: str | None = None
 
 
 class RemoteAgentError(Exception):
@@ -187,23 +183,19 @@ class RemoteAgentTool(Tool):
             ) from None
 
     async def _turn(self, task: str, session: _Session) -> str:
-        # A context is kept once a call was answered in it: a first call that failed
-        # may have started a session whose token never came back, so the next call
-        # starts another.
-        context_id = session.context_id or str(uuid.uuid4())
-        last = await self._send(task, context_id, session.token)
-        if last is not None and last.HasField("task"):
-            token = dict(last.task.metadata).get(_TOKEN_KEY)
-            if isinstance(token, str) and token:
-                session.token = token
-        session.context_id = context_id
+        # A context is kept once the agent named it in an answer: a first call that
+        # failed leaves none, so the next call starts another session.
+        last = await self._send(task, session.context_id)
+        named = _context_of(last)
+        if named:
+            session.context_id = named
         return _answer(last, self.url)
 
-    async def _send(self, task: str, context_id: str, token: str | None) -> Any:
-        """The last StreamResponse of sending ``task`` in ``context_id`` (presenting the
-        session's ``token`` when it has one)."""
+    async def _send(self, task: str, context_id: str | None) -> Any:
+        """The last StreamResponse of sending ``task`` in ``context_id`` (none: the agent
+        names a new context)."""
         import httpx
-        from a2a.client import ClientCallContext, ClientConfig, create_client
+        from a2a.client import ClientConfig, create_client
         from a2a.types import Message, Part, Role, SendMessageRequest
 
         if self._ssl is None:
@@ -224,14 +216,24 @@ class RemoteAgentTool(Tool):
                     message_id=str(uuid.uuid4()),
                     role=Role.ROLE_USER,
                     parts=[Part(text=task)],
-                    context_id=context_id,
+                    context_id=context_id or "",
                 )
             )
-            owner = ClientCallContext(service_parameters={_TOKEN_HEADER: token}) if token else None
             last = None
-            async for answer in client.send_message(request, context=owner):
+            async for answer in client.send_message(request):
                 last = answer
         return last
+
+
+def _context_of(response: Any) -> str | None:
+    """The contextId an answer names (its task's, or its message's)."""
+    if response is None:
+        return None
+    if response.HasField("task"):
+        return str(response.task.context_id) or None
+    if response.HasField("message"):
+        return str(response.message.context_id) or None
+    return None
 
 
 def _answer(response: Any, url: str) -> str:

@@ -1,14 +1,17 @@
 """Sessions of the agent server: one per A2A ``contextId``, each with its own Agent
-(so its own LLM source), its own Conversation and its own token; and the bounds that
-keep the server's memory bounded whatever its clients send.
+(so its own LLM source) and its own Conversation; and the bounds that keep the server's
+memory bounded whatever its clients send.
 
-A session belongs to the client that started it: the session's token, made here and
-given in the first reply, is what a later call presents to touch it (harness.a2a.guard
-checks it). Every message is admitted before it runs (``admit``): past a bound (the
-size of a message, of a contextId, of a session; the number of sessions; the turns
-running or waiting) it is refused with ``Refused``, whose text says which bound and
-the flag that sets it. Idle sessions expire, the least recently used idle one makes
-room for a new one, and a session running a turn is never dropped.
+Who may touch a session is the A2A protocol's rule (harness.a2a.guard checks it): when
+the server is given callers (bearer tokens, declared in the agent card), a session
+belongs to the caller that started it; otherwise the ``contextId`` itself is the
+capability, as A2A has it: the server names a new session with a random UUID (122
+random bits) and whoever presents it continues the session. Every message is admitted
+before it runs (``admit``): past a bound (the size of a message, of a contextId, of a
+session; the number of sessions; the turns running or waiting) it is refused with
+``Refused``, whose text says which bound and the flag that sets it. Idle sessions
+expire, the least recently used idle one makes room for a new one, and a session
+running a turn is never dropped.
 
 Nothing here imports a2a-sdk: the store is plain data and asyncio locks.
 """
@@ -16,10 +19,8 @@ Nothing here imports a2a-sdk: the store is plain data and asyncio locks.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import itertools
 import json
-import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -37,12 +38,11 @@ __all__ = [
     "KEPT_OVERHEAD",
     "MAX_CONTEXT_ID",
     "TASK_OVERHEAD",
-    "TOKEN_HEADER",
-    "TOKEN_KEY",
     "Refused",
     "Session",
     "Sessions",
     "Ticket",
+    "caller_owner",
     "conversation_size",
     "kept",
 ]
@@ -60,15 +60,16 @@ MAX_CONTEXT_ID = 128
 # answer 7.9 against 8.1, an answer streamed in 200 words 136 against 109.
 KEPT_OVERHEAD = 512
 TASK_OVERHEAD = 3072
-# The header a client presents its session's token in, and the key of the first
-# reply's metadata that gives it.
-TOKEN_HEADER = "Harness-Session-Token"
-TOKEN_KEY = "sessionToken"
 
 
 class Refused(Exception):
     """A message or session the server does not take: past a bound, or another client's
     session. The text says which, and what to do."""
+
+
+def caller_owner(caller: str) -> str:
+    """The task store's owner of an authenticated caller's tasks."""
+    return f"caller:{caller}"
 
 
 def kept(size: int) -> int:
@@ -81,19 +82,17 @@ def conversation_size(messages: list[dict[str, Any]]) -> int:
     return sum(kept(len(json.dumps(m, ensure_ascii=False).encode())) for m in messages)
 
 
-def _digest(token: str) -> bytes:
-    # Tokens are looked up by their hash: the table never holds a usable token.
-    return hashlib.sha256(token.encode()).digest()
-
-
 @dataclass(eq=False)
 class Session:
     """One conversation with the served agent (an A2A context)."""
 
     context_id: str
-    # Who owns this session's tasks in the task store: unique to this session, so a
+    # Who owns this session's tasks in the task store: its caller's (so ListTasks shows
+    # a caller its own sessions' tasks), or unique to this session without callers, so a
     # later session of the same contextId never sees them.
     owner: str
+    # The authenticated caller that started it (None on a server without callers).
+    caller: str | None = None
     # Made at the first turn (a factory that fails fails that turn's task), or when a
     # saved conversation is loaded.
     agent: Any = None
@@ -111,7 +110,6 @@ class Session:
     size: int = 0
     # Turns admitted and not over (running, or waiting for the one before).
     pending: int = 0
-    digest: bytes = b""
 
     @property
     def busy(self) -> bool:
@@ -125,12 +123,10 @@ class Session:
 
 @dataclass(eq=False)
 class Ticket:
-    """One admitted message: its session, the bytes reserved for it, and the session's
-    token when the message started the session (its first reply gives it)."""
+    """One admitted message: its session and the bytes reserved for it."""
 
     session: Session
     size: int
-    token: str | None = None
     started: bool = False
     over: bool = False
 
@@ -168,7 +164,7 @@ class Sessions:
         self.running = 0
         self.dropped: list[Session] = []
         self._sessions: OrderedDict[str, Session] = OrderedDict()
-        self._tokens: dict[bytes, Session] = {}
+        self._tasks: dict[str, Session] = {}  # task id -> its session
         self._owners = itertools.count(1)
 
     def __len__(self) -> int:
@@ -184,17 +180,23 @@ class Sessions:
             self._touch(session)
         return session
 
-    def by_token(self, token: str | None) -> Session | None:
-        """The live session whose token ``token`` is, or None."""
-        return self._tokens.get(_digest(token)) if token else None
+    def by_task(self, task_id: str) -> Session | None:
+        """The live session whose task ``task_id`` is, or None."""
+        return self._tasks.get(task_id)
+
+    def add_task(self, session: Session, task_id: str) -> None:
+        """``task_id`` is a task of ``session`` (deleted from the task store with it)."""
+        session.task_ids.append(task_id)
+        self._tasks[task_id] = session
 
     # -- admitting messages ------------------------------------------------------------------
 
-    def admit(self, context_id: str, caller: Session | None, size: int) -> Ticket:
+    def admit(self, context_id: str, caller: str | None, size: int) -> Ticket:
         """Admit a message of ``size`` bytes to ``context_id``'s session, made when there
-        is none; ``caller`` is the session whose token the request presented.
+        is none; ``caller`` is the authenticated caller (None on a server without callers,
+        where the contextId is the capability).
 
-        Refused past a bound, or when the session is another client's.
+        Refused past a bound, or when the session is another caller's.
         """
         self._check_context_id(context_id)
         if size > self.max_message:
@@ -210,14 +212,12 @@ class Sessions:
         # The task the message makes, and the message in its history.
         cost = TASK_OVERHEAD + kept(size)
         session = self._sessions.get(context_id)
-        token = None
         if session is None:
-            session, token = self._create(context_id)
-        elif session is not caller:
+            session = self._create(context_id, caller)
+        elif session.caller != caller:
             raise Refused(
-                f"context {context_id!r} is another client's session: send its token in "
-                f"the {TOKEN_HEADER} header (the {TOKEN_KEY} of its first reply's "
-                "metadata), or start a session of your own with another contextId"
+                f"context {context_id!r} is another caller's session: start one of your "
+                "own (leave contextId out and the server names it)"
             )
         elif session.size + cost > self.max_session:
             raise Refused(
@@ -228,7 +228,7 @@ class Sessions:
         session.size += cost
         session.pending += 1
         self.running += 1
-        return Ticket(session, cost, token)
+        return Ticket(session, cost)
 
     def start(self, ticket: Ticket) -> bool:
         """The ticket's turn starts; False when its request ended first (given back)."""
@@ -260,10 +260,13 @@ class Sessions:
     # -- making and dropping sessions ----------------------------------------------------------
 
     def open(
-        self, context_id: str, conversation: Conversation | None = None
-    ) -> tuple[Session, str]:
-        """A new session of ``context_id`` (a saved ``conversation`` loaded into it) and its
-        token; Refused past a bound or when the context has a session."""
+        self,
+        context_id: str,
+        conversation: Conversation | None = None,
+        caller: str | None = None,
+    ) -> Session:
+        """A new session of ``context_id`` (a saved ``conversation`` loaded into it), the
+        ``caller``'s; Refused past a bound or when the context has a session."""
         self._check_context_id(context_id)
         if context_id in self._sessions:
             raise Refused(f"session {context_id!r} exists; give another contextId")
@@ -274,9 +277,9 @@ class Sessions:
                 f"{self.max_session:,} (--max-session)"
             )
         agent = self.agent_factory()  # first: a factory that fails changes nothing
-        session, token = self._create(context_id)
+        session = self._create(context_id, caller)
         session.agent, session.conversation, session.size = agent, conversation, size
-        return session, token
+        return session
 
     def _check_context_id(self, context_id: str) -> None:
         if len(context_id) > MAX_CONTEXT_ID:
@@ -285,19 +288,18 @@ class Sessions:
                 f"{MAX_CONTEXT_ID}: leave it out and the server gives one"
             )
 
-    def _create(self, context_id: str) -> tuple[Session, str]:
+    def _create(self, context_id: str, caller: str | None) -> Session:
         self.dropped += self.sweep(room=1)
         if len(self._sessions) >= self.max_sessions:
             raise Refused(
                 f"the server holds {len(self._sessions)} sessions (--max-sessions), all "
                 "running a turn; try again when one is over"
             )
-        token = secrets.token_urlsafe(32)
-        session = Session(context_id, owner=f"session-{next(self._owners)}", digest=_digest(token))
+        owner = caller_owner(caller) if caller is not None else f"session-{next(self._owners)}"
+        session = Session(context_id, owner=owner, caller=caller)
         self._sessions[context_id] = session
-        self._tokens[session.digest] = session
         self._touch(session)
-        return session, token
+        return session
 
     def _touch(self, session: Session) -> None:
         session.last_used = self.clock()
@@ -326,5 +328,6 @@ class Sessions:
                 dropped.append(session)
         for session in dropped:
             del self._sessions[session.context_id]
-            self._tokens.pop(session.digest, None)
+            for task_id in session.task_ids:
+                self._tasks.pop(task_id, None)
         return dropped

@@ -1,6 +1,7 @@
 """``harness agent-serve SCENARIO_OR_MODULE:ATTR [--host H] [--port N] [--session-ttl S]
-[--max-sessions N] [--max-message B] [--max-session B] [--max-turns N]``: an agent served
-over A2A (``harness.a2a.create_app``), one session per ``contextId``, each its client's.
+[--max-sessions N] [--max-message B] [--max-session B] [--max-turns N] [--callers FILE]``:
+an agent served over A2A (``harness.a2a.create_app``), one session per ``contextId``:
+held by whoever has the contextId, or by its caller when ``--callers`` names them.
 
 The agent is a scenario file's (a fresh Agent, so a fresh LLM source, per session) or
 the one a factory makes: ``module:attr`` names a function (or class) that returns a new
@@ -80,6 +81,38 @@ def add_arguments(parser: Parser) -> None:
         default=DEFAULT_MAX_TURNS,
         help=f"turns running or waiting at once (default {DEFAULT_MAX_TURNS})",
     )
+    parser.add_argument(
+        "--callers",
+        type=Path,
+        metavar="FILE",
+        help="a JSON file {caller name: bearer token}: callers then authenticate by the "
+        "agent card's bearer scheme, and a session is its caller's",
+    )
+
+
+def _callers(path: Path | None) -> dict[str, str] | None:
+    """--callers' file as create_app takes it (token -> name); HarnessError when it is
+    not a JSON object of names and tokens (the tokens are never printed)."""
+    import json
+
+    from harness.files import read_bounded
+
+    if path is None:
+        return None
+    try:
+        given = json.loads(read_bounded(path).decode("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise HarnessError(f"--callers {path}: cannot read it: {exc}") from None
+    if not isinstance(given, dict) or not given:
+        raise HarnessError(f'--callers {path}: expected a JSON object {{"NAME": "TOKEN", ...}}')
+    for name, token in given.items():
+        if not isinstance(token, str) or len(token) < 16:
+            raise HarnessError(
+                f"--callers {path}: {name!r}: its token must be a string of 16 characters or more"
+            )
+    if len(set(given.values())) < len(given):
+        raise HarnessError(f"--callers {path}: two callers have the same token")
+    return {token: name for name, token in given.items()}
 
 
 def _is_scenario(target: str) -> bool:
@@ -140,6 +173,7 @@ def handle(args: argparse.Namespace) -> int:
         to_stderr(f"harness agent-serve: {problem}")
         return EXIT["bad_input"]
     try:
+        callers = _callers(args.callers)
         factory, name, description = _factory(args.agent)
         # Made once now: a factory that fails says so before the server starts.
         factory()
@@ -168,6 +202,7 @@ def handle(args: argparse.Namespace) -> int:
         max_message=args.max_message,
         max_session=args.max_session,
         max_turns=args.max_turns,
+        callers=callers,
     )
 
     def started(port: int) -> None:
