@@ -441,3 +441,14 @@ def test_a_trace_whose_calls_do_not_fit_its_own_schemas_names_no_scenario(tmp_pa
     assert "ends (validation_error" in said
     assert "does not fit the tool's schema as the trace gives it" in said
     assert "--scenario" not in said and "re-record" not in said and "--record-mode" not in said
+
+
+@pytest.mark.parametrize("said", ["length", "max_tokens", "MAX_TOKENS"])
+def test_a_reply_cut_at_its_token_limit_is_read_so_in_every_vendors_words(tmp_path, said):
+    # OpenAI's `length`, Anthropic's `max_tokens`, Gemini's `MAX_TOKENS`: the frozen step
+    # says the reply was cut (its run's final.data.truncated follows from it).
+    answer = {"role": "assistant", "parts": [{"type": "text", "content": "Straps and"}]}
+    span = _genai_span(0, "a" * 32, T0, [USER], {**answer, "finish_reason": said})
+    frozen = freeze(trace=_write(tmp_path, [span]), output=tmp_path / "o.scenario.yaml")
+    (step,) = yaml.safe_load(frozen.text)["llm"]["script"]
+    assert step["finish_reason"] == "length"
