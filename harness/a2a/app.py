@@ -206,27 +206,28 @@ def _error(status: int, error: A2AError) -> JSONResponse:
     return JSONResponse(build_error_response(None, error), status_code=status)
 
 
-def _add_session_routes(app: FastAPI, sessions: Sessions, callers: Callers | None) -> None:
-    def caller(request: Request) -> str | JSONResponse | None:
-        """The request's caller (None without callers), or the refusal of a request that
-        presents no known token on a server with callers."""
-        if callers is None:
-            return None
-        name = callers.named(request.headers.get("authorization"))
-        if name is None:
-            return _error(
-                401,
-                InvalidRequestError(
-                    f"this agent's card asks callers to authenticate (its {SCHEME!r} "
-                    "scheme): send Authorization: Bearer TOKEN"
-                ),
-            )
-        return name
+def _caller(request: Request, callers: Callers | None) -> str | JSONResponse | None:
+    """The request's caller (None without callers), or the refusal of a request that
+    presents no known token on a server with callers."""
+    if callers is None:
+        return None
+    name = callers.named(request.headers.get("authorization"))
+    if name is None:
+        return _error(
+            401,
+            InvalidRequestError(
+                f"this agent's card asks callers to authenticate (its {SCHEME!r} scheme): "
+                "send Authorization: Bearer TOKEN"
+            ),
+        )
+    return name
 
+
+def _add_session_routes(app: FastAPI, sessions: Sessions, callers: Callers | None) -> None:
     async def get_session(context_id: str, request: Request) -> JSONResponse:
         """GET /sessions/{contextId}: the conversation in OpenAI format, to whoever holds
         the contextId (to its caller, on a server with callers)."""
-        who = caller(request)
+        who = _caller(request, callers)
         if isinstance(who, JSONResponse):
             return who
         session = sessions.get(context_id)
@@ -243,7 +244,7 @@ def _add_session_routes(app: FastAPI, sessions: Sessions, callers: Callers | Non
 
     async def post_session(request: Request) -> JSONResponse:
         """POST /sessions {"messages": [...], "contextId"?}: a session from a saved one."""
-        who = caller(request)
+        who = _caller(request, callers)
         if isinstance(who, JSONResponse):
             return who
         try:

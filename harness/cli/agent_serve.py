@@ -81,6 +81,10 @@ def add_arguments(parser: Parser) -> None:
         default=DEFAULT_MAX_TURNS,
         help=f"turns running or waiting at once (default {DEFAULT_MAX_TURNS})",
     )
+    _add_callers(parser)
+
+
+def _add_callers(parser: Parser) -> None:
     parser.add_argument(
         "--callers",
         type=Path,
