@@ -147,6 +147,12 @@ PASSES = {
         "would make an excellent name for your feathered friend! \U0001f985",
         ["pelican_name_generator", "pelican_name_generator"],
     ),
+    # simonw/llm-gemini: streamGenerateContent without alt=sse (a JSON array of chunks),
+    # thoughts, two calls in two replies, the ids the client made for them sent back.
+    "llm-gemini-test_tools.yaml": (
+        "How about Charles and Sammy?",
+        ["pelican_name_generator", "pelican_name_generator"],
+    ),
     # One agent run on each vendor: Gemini, then Chat Completions with the Gemini run as
     # its history (the last run is frozen, the other run's requests listed as left out).
     "pydantic-ai-test_openai_multiple_agent_tool_calls.yaml": (

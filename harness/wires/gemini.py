@@ -305,21 +305,27 @@ class GeminiWire(StatelessRequests):
         """Candidate 0 of the answer, or what the stream's chunks add up to (a stream
         with no ``finishReason`` is cut off)."""
         try:
-            if not streamed:
+            if not streamed and isinstance(payload, list):
+                # streamGenerateContent without alt=sse streams a JSON array of chunks
+                # (simonw/llm-gemini's requests): read as the SSE stream's events are.
+                events, not_json = payload, None
+            elif not streamed:
                 if not isinstance(payload, dict) or "error" in payload:
                     return None
                 return _whole(payload)
-            if not isinstance(payload, SSEBody):
+            elif isinstance(payload, SSEBody):
+                events, not_json = payload.events, payload.not_json
+            else:
                 return None
             reader = GeminiStream()
-            for event in payload.events:
+            for event in events:
                 reader.add(event)
             reply = reader.reply()
         except (AttributeError, TypeError, KeyError, IndexError, ValueError):
             return None
         if reader.finish is None:
             reply.cut_off = "no finishReason"
-        reply.not_json = payload.not_json
+        reply.not_json = not_json
         return reply
 
     def read_error(self, status: int, payload: Any) -> WireError:
