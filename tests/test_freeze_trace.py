@@ -438,7 +438,8 @@ def test_a_trace_whose_calls_do_not_fit_its_own_schemas_names_no_scenario(tmp_pa
     with pytest.raises(FreezeError) as refused:
         freeze(trace=_write(tmp_path, [first, second]))
     said = str(refused.value)
-    assert "ends (validation_error" in said
+    # How it ended, with the validation's own words.
+    assert "ends (validation_error: lookup (c1): word: 'x' is not of type 'integer')" in said
     assert "does not fit the tool's schema as the trace gives it" in said
     assert "--scenario" not in said and "re-record" not in said and "--record-mode" not in said
 
