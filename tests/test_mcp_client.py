@@ -100,6 +100,22 @@ def test_a_replayed_call_the_recording_does_not_hold_is_explained(project):
     assert result.final.error.server == "notes"
 
 
+def test_a_missed_call_of_no_tool_is_named_without_a_gap(project):
+    shutil.copy(NOTES_SERVER, project / "notes_server.py")
+    path = scenario(project, "notes_server.py")
+    run_scenario(path, "once")
+    recording = project / "cassettes" / "notes.mcp.yaml"
+    data = yaml.safe_load(recording.read_text())
+    calls = data["servers"]["notes"]
+    data["servers"]["notes"] = [c for c in calls if c["method"] != "tools/list"]
+    recording.write_text(yaml.safe_dump(data))
+
+    result = run_scenario(path, "none")
+
+    message = result.final.error.message
+    assert "MCP recording miss: tools/list to server notes has no unplayed match" in message
+
+
 def test_a_scripted_model_runs_its_servers_live_until_they_are_recorded(project):
     shutil.copy(NOTES_SERVER, project / "notes_server.py")
     path = scenario(project, "notes_server.py")

@@ -84,8 +84,10 @@ class ServerRecording:
 
     def miss(self, method: str, params: dict[str, Any], detail: str = "") -> str:
         """Why a call cannot be replayed: the nearest recorded call and how it differs."""
+        # A call of no tool (tools/list) names none: no empty word between the two.
+        called = " ".join(filter(None, [method, _label(params)]))
         where = (
-            f"MCP recording miss: {method} {_label(params)} to server {self.name} has no "
+            f"MCP recording miss: {called} to server {self.name} has no "
             f"unplayed match in {self.shown_path}."
         )
         if detail:
