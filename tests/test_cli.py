@@ -573,6 +573,7 @@ def test_update_baseline_with_fail_on_change_writes_the_baseline_and_still_fails
         (["plugins"], "List the plugins harness loads here"),
         (["schema"], "Print the JSON Schema of scenario files"),
         (["validate"], "-p MODULE   load a harness plugin module first (repeatable)"),
+        (["serve"], "Anthropic Messages (POST /v1/messages) and Gemini (POST"),
     ],
 )
 def test_help_texts_say_what_each_command_and_option_does(command, wanted, capsys):

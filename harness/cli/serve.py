@@ -1,5 +1,6 @@
 """``harness serve SCENARIO [--host H] [--port N] [--max-delay S]``: a scenario's
-``llm.script`` served as an OpenAI-compatible API (``harness.serve`` serves it);
+``llm.script`` served on every model API harness speaks (OpenAI Chat Completions and
+Responses, Anthropic Messages, Gemini; ``harness.serve`` serves it);
 ``harness serve --cassette FILE``: a recorded cassette served the same way
 (``harness.external.CassetteApp``)."""
 
@@ -24,8 +25,12 @@ __all__ = ["add_arguments", "handle"]
 def add_arguments(parser: Parser) -> None:
     """``harness serve``'s description and options."""
     parser.description = (
-        "Serve a scenario's llm.script as an OpenAI-compatible API "
-        "(POST /v1/chat/completions, POST /v1/responses, GET /v1/models, POST /v1/reset)."
+        "Serve a scenario's llm.script as a model on four APIs (docs/wires.md): OpenAI "
+        "Chat Completions (POST /v1/chat/completions) and Responses (POST /v1/responses), "
+        "Anthropic Messages (POST /v1/messages) and Gemini (POST "
+        "/v1beta/models/MODEL:generateContent, :streamGenerateContent); also GET /v1/models, "
+        "POST /v1/reset. Point an SDK's base URL at it: OpenAI's at http://HOST:PORT/v1, "
+        "Anthropic's and google-genai's at http://HOST:PORT."
     )
     parser.add_argument(
         "scenario", type=Path, nargs="?", help="a *.scenario.yaml file with llm.script"

@@ -1,5 +1,6 @@
-"""External agents (docs/external.md): any agent that speaks the OpenAI API, run as a
-scenario's ``target``.
+"""External agents (docs/external.md): any agent that talks to its model over the OpenAI
+(Chat Completions, Responses), Anthropic Messages or Gemini API, run as a scenario's
+``target``.
 
 harness serves the scenario's model (script or cassette) on 127.0.0.1 with its own
 server, observes every request and answer at that boundary, and rebuilds the run from
