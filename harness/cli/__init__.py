@@ -29,7 +29,7 @@ COMMANDS = {
     "schema": ("harness.cli.schema", "print the JSON Schema of scenario files"),
     "plugins": ("harness.cli.plugins", "list plugins, their hooks and what they registered"),
     "report": ("harness.cli.report", "render saved results as HTML"),
-    "serve": ("harness.cli.serve", "a scenario's model served on the OpenAI, Anthropic and Gemini APIs"),
+    "serve": ("harness.cli.serve", "a scenario's model served on OpenAI, Anthropic, Gemini APIs"),
     "mcp-serve": ("harness.cli.mcp_serve", "a scenario's tools served as an MCP server"),
     "freeze": ("harness.cli.freeze", "a scenario file from a recorded cassette"),
     "shrink": ("harness.cli.shrink", "the smallest scenario that fails the same way"),

@@ -28,9 +28,10 @@ def add_arguments(parser: Parser) -> None:
         "Serve a scenario's llm.script as a model on four APIs (docs/wires.md): OpenAI "
         "Chat Completions (POST /v1/chat/completions) and Responses (POST /v1/responses), "
         "Anthropic Messages (POST /v1/messages) and Gemini (POST "
-        "/v1beta/models/MODEL:generateContent, :streamGenerateContent); also GET /v1/models, "
-        "POST /v1/reset. Point an SDK's base URL at it: OpenAI's at http://HOST:PORT/v1, "
-        "Anthropic's and google-genai's at http://HOST:PORT."
+        "/v1beta/models/MODEL:generateContent, :streamGenerateContent); the model's "
+        "metadata (GET /v1/models/MODEL, /v1beta/models/MODEL) and POST /v1/reset. Point "
+        "an SDK's base URL at it: OpenAI's at http://HOST:PORT/v1, Anthropic's and "
+        "google-genai's at http://HOST:PORT."
     )
     parser.add_argument(
         "scenario", type=Path, nargs="?", help="a *.scenario.yaml file with llm.script"

@@ -12,28 +12,12 @@ from starlette.routing import Route
 from harness.llm.config import ConversationRule
 from harness.llm.script import ScriptStep
 from harness.serve.answer import count_endpoint, endpoint
-from harness.serve.http import ApiError, http_error, json_response
+from harness.serve.http import ApiError, http_error
+from harness.serve.models import model, models
 from harness.serve.state import DEFAULT_MAX_DELAY, ScriptState
 from harness.wires import ANTHROPIC_MESSAGES, WIRES
-from harness.wires.neutral import MODEL_ID
 
 __all__ = ["create_app", "find_state"]
-
-
-async def models(request: Any) -> Any:
-    """GET /v1/models."""
-    return json_response(
-        {
-            "object": "list",
-            "data": [{"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "harness"}],
-        }
-    )
-
-
-async def model(request: Any) -> Any:
-    """GET /v1/models/{id}: serve answers as any model a client names."""
-    name = request.path_params["model_id"]
-    return json_response({"id": name, "object": "model", "created": 0, "owned_by": "harness"})
 
 
 async def reset(request: Any) -> Any:
@@ -62,8 +46,14 @@ def create_app(
                 count_endpoint(ANTHROPIC_MESSAGES),
                 methods=["POST"],
             ),
-            Route("/v1/models", models, methods=["GET"]),
-            Route("/v1/models/{model_id:path}", model, methods=["GET"]),
+            *(
+                route
+                for root in ("/v1", "/v1beta")
+                for route in (
+                    Route(f"{root}/models", models, methods=["GET"]),
+                    Route(f"{root}/models/{{model_id:path}}", model, methods=["GET"]),
+                )
+            ),
             Route("/v1/reset", reset, methods=["POST"]),
         ],
         # Starlette looks a status up before a class: an ApiError with status 404 or
