@@ -287,7 +287,8 @@ def test_each_wire_reads_its_own_failure_signal():
     assert ANTHROPIC_MESSAGES.tool_results(anthropic)["a"].failed
     assert GEMINI.tool_results(gemini)["call_0_f"].failed
     assert OPENAI_RESPONSES.tool_results(responses)["a"].failed
-    # Chat Completions has no failure signal: a tool message is a result, whatever it says.
+    # Chat Completions has no failure flag: a text in no failure form (the user's own
+    # words) is a result (the forms: tests/test_external_openai_failures.py).
     assert not OPENAI_CHAT.tool_results(chat)["a"].failed
     # A success on the same wires is none.
     anthropic[1]["content"][0]["is_error"] = False

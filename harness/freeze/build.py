@@ -6,7 +6,6 @@ it is given; everything the model and the tools said comes from the recording.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from harness.errors import HarnessError
@@ -18,6 +17,7 @@ from harness.scenario.schema import Scenario
 from harness.scenario.templates import TEMPLATE_MARKERS
 from harness.secrets import masked_repr
 from harness.wires import wire_named
+from harness.wires.failures import failure_form, raised_exception
 from harness.wires.neutral import reasoning_text
 
 __all__ = ["build_scenario", "build_target_scenario", "per_api", "replayed_calls"]
@@ -204,22 +204,21 @@ def _step(call: RecordedCall, tools: dict[str, Any]) -> dict[str, Any]:
     return step
 
 
-# How a tool's exception reaches the model: `<ExceptionType>: <message>`.
-_RAISED = re.compile(
-    r"^([A-Za-z_][A-Za-z0-9_]*(?:Error|Exception|Timeout|Exit|Interrupt)): (.+)$", re.DOTALL
-)
-
-
 def _outcome(on_call: int, text: str) -> tuple[str, dict[str, Any]]:
-    """("errors", spec) for a result that is a raised exception's text, else ("results", spec).
+    """("errors", spec) for a result that is a raised exception's text, else ("results",
+    spec): an error result (``is_error``) for one in another failure form.
 
     A failed call stays a failure in the frozen run (status error, a red card), instead
-    of a stub that returns the exception's text as if all went well.
+    of a stub that returns its text as if all went well; the failure forms are the
+    observer's (docs/wires.md#tool-failures), so the frozen run's status is the recording's.
     """
-    raised = _RAISED.match(text)
+    raised = raised_exception(text)
     if raised is not None:
-        return "errors", {"on_call": on_call, "raise": raised.group(2), "type": raised.group(1)}
-    return "results", {"on_call": on_call, "returns": _returns(text)}
+        return "errors", {"on_call": on_call, "raise": raised[1], "type": raised[0]}
+    spec: dict[str, Any] = {"on_call": on_call, "returns": _returns(text)}
+    if failure_form(text) is not None:
+        spec["is_error"] = True  # sent as it came, the call error
+    return "results", spec
 
 
 def _results(

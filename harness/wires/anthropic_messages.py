@@ -32,6 +32,7 @@ from harness.messages import (
 )
 from harness.wires import anthropic_serving
 from harness.wires.anthropic_client import MessagesClient
+from harness.wires.failures import read_result
 from harness.wires.neutral import (
     HeldTurn,
     Item,
@@ -117,12 +118,13 @@ class MessagesWire(StatelessRequests):
             for block in blocks:
                 if block.get("type") == "tool_result":
                     call_id = str(block.get("tool_use_id") or "")
+                    result = _read_result(block)
                     out.append(
                         ToolMessage(
                             tool_call_id=call_id,
                             name=names.get(call_id, ""),
-                            content=_result_text(block.get("content")),
-                            is_error=bool(block.get("is_error")),
+                            content=result.text,
+                            is_error=result.failed,
                         )
                     )
                 elif block.get("type") == "text":
@@ -138,7 +140,7 @@ class MessagesWire(StatelessRequests):
 
     def tool_results(self, items: list[Any], start: int = 0) -> dict[str, ToolResult]:
         """call id -> each ``tool_result`` block from ``start`` on: its text, failed when
-        the block says ``is_error: true``."""
+        the block says ``is_error: true`` (or its text is in a failure form)."""
         found: dict[str, ToolResult] = {}
         for index in range(start, len(items)):
             item = items[index]
@@ -146,9 +148,7 @@ class MessagesWire(StatelessRequests):
                 continue
             for block in _blocks(item.get("content")):
                 if block.get("type") == "tool_result" and block.get("tool_use_id") is not None:
-                    text = _result_text(block.get("content"))
-                    failed = block.get("is_error") is True
-                    found[str(block["tool_use_id"])] = ToolResult(text, failed)
+                    found[str(block["tool_use_id"])] = _read_result(block)
         return found
 
     def with_call_ids(self, item: Any, rename: Callable[[str], str]) -> Any:
@@ -320,6 +320,11 @@ def _result_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     return "".join(str(b.get("text") or "") for b in _blocks(content) if b.get("type") == "text")
+
+
+def _read_result(block: dict[str, Any]) -> ToolResult:
+    """A ``tool_result`` block as a tool result: failed when it says ``is_error: true``."""
+    return read_result(_result_text(block.get("content")), block.get("is_error") is True)
 
 
 def _call_of(block: dict[str, Any]) -> ToolCall:

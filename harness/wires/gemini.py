@@ -36,6 +36,7 @@ from harness.messages import (
     UserMessage,
 )
 from harness.wires import gemini_serving
+from harness.wires.failures import read_result, reports_error
 from harness.wires.gemini_client import GeminiClient
 from harness.wires.gemini_serving import field, parts_of
 from harness.wires.neutral import (
@@ -91,7 +92,7 @@ def response_failed(response: Any) -> bool:
     """Whether a ``functionResponse``'s ``response`` reports a failure: the API's schema
     puts a result under ``output`` and a failure under ``error`` (google-genai's automatic
     calling and pydantic-ai send ``{"error": ...}`` for a tool that raised)."""
-    return isinstance(response, dict) and response.get("error") not in (None, "", {}, [])
+    return reports_error(response)
 
 
 def _is_thought(part: dict[str, Any]) -> bool:
@@ -139,7 +140,7 @@ def _answered(
         if index is None:
             index = next((i for i, c in enumerate(calls) if i not in taken and c[1] == name), None)
         answer = response.get("response")
-        text = ToolResult(result_text(answer), response_failed(answer))
+        text = read_result(result_text(answer), response_failed(answer))
         if index is None:
             out.append(([str(given or made_id(position, name))], name, text))
             continue

@@ -18,6 +18,7 @@ from harness.llm.base import LLMRequest
 from harness.llm.chunks import ChunkAccumulator, LLMChunk, ToolCallDelta
 from harness.messages import AssistantMessage, Message, ToolMessage, message_from_openai, text_of
 from harness.wires import openai_shared
+from harness.wires.failures import failure_form, read_result
 from harness.wires.neutral import (
     MODEL_ID,
     Item,
@@ -73,8 +74,12 @@ class ChatWire(StatelessRequests):
                 continue
             if isinstance(message, AssistantMessage):
                 names.update((call.id, call.name) for call in message.tool_calls)
-            elif isinstance(message, ToolMessage) and not message.name:
-                message = message.model_copy(update={"name": names.get(message.tool_call_id, "")})
+            elif isinstance(message, ToolMessage):
+                # No flag on this API: its text says whether the tool failed.
+                update: dict[str, Any] = {"is_error": failure_form(message.content) is not None}
+                if not message.name:
+                    update["name"] = names.get(message.tool_call_id, "")
+                message = message.model_copy(update=update)
             messages.append(message)
         return messages
 
@@ -84,14 +89,15 @@ class ChatWire(StatelessRequests):
 
     def tool_results(self, items: list[Any], start: int = 0) -> dict[str, ToolResult]:
         """call id -> the text of each ``role: tool`` message from ``start`` on. The API
-        has no failure signal: a failed tool's message is its text, read as a result."""
+        has no failure flag: a result is failed when its text is written in a failure
+        form (``harness.wires.failures``)."""
         found: dict[str, ToolResult] = {}
         for index in range(start, len(items)):
             item = items[index]
             if not isinstance(item, dict):
                 continue
             if item.get("role") == "tool" and item.get("tool_call_id") is not None:
-                found[str(item["tool_call_id"])] = ToolResult(text_of(item.get("content")) or "")
+                found[str(item["tool_call_id"])] = read_result(text_of(item.get("content")) or "")
         return found
 
     def with_call_ids(self, item: Any, rename: Callable[[str], str]) -> Any:

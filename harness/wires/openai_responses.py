@@ -29,6 +29,7 @@ from harness.messages import (
     text_of,
 )
 from harness.wires import openai_responses_serving, openai_shared
+from harness.wires.failures import read_result
 from harness.wires.neutral import (
     HeldTurn,
     Item,
@@ -119,7 +120,8 @@ class ResponsesWire:
     def tool_results(self, items: list[Any], start: int = 0) -> dict[str, ToolResult]:
         """call id -> the output of each ``function_call_output`` from ``start`` on; the
         item's own ``status`` is the API's one signal of a call that did not complete
-        (``incomplete``: failed)."""
+        (``incomplete``: failed), and a text in a failure form says so too
+        (``harness.wires.failures``)."""
         found: dict[str, ToolResult] = {}
         for index in range(start, len(items)):
             item = items[index]
@@ -128,7 +130,7 @@ class ResponsesWire:
             if item.get("type") == "function_call_output" and item.get("call_id") is not None:
                 output = item.get("output")
                 text = output if isinstance(output, str) else text_of(output) or ""
-                found[str(item["call_id"])] = ToolResult(text, item.get("status") == "incomplete")
+                found[str(item["call_id"])] = read_result(text, item.get("status") == "incomplete")
         return found
 
     def with_call_ids(self, item: Any, rename: Callable[[str], str]) -> Any:
@@ -315,7 +317,7 @@ def _messages(items: list[Any], names: dict[str, str]) -> list[Message]:
             call_id = str(item.get("call_id") or "")
             output = item.get("output")
             content = output if isinstance(output, str) else text_of(output) or ""
-            failed = item.get("status") == "incomplete"
+            failed = read_result(content, item.get("status") == "incomplete").failed
             name = names.get(call_id, "")
             messages.append(
                 ToolMessage(tool_call_id=call_id, name=name, content=content, is_error=failed)
