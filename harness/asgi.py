@@ -259,10 +259,11 @@ def serving_in_thread(
     name: str = "harness-server",
     on_stopping: Callable[[], None] | None = None,
     limits: ServerLimits | None = None,
+    sockets: list[socket.socket] | None = None,
 ) -> Iterator[str]:
-    """Serve ``app`` on a free port in a background thread; yield ``http://HOST:PORT``,
-    and stop the server on exit."""
-    sockets = listening_sockets(host, 0)
+    """Serve ``app`` on a free port in a background thread (or on ``sockets``, bound
+    already: their port); yield ``http://HOST:PORT``, and stop the server on exit."""
+    sockets = sockets or listening_sockets(host, 0)
     server = _server(app, host, 0, "warning", on_stopping, limits)
     # Named so that a server thread is told apart from the threads of a run (tests).
     thread = threading.Thread(

@@ -8,6 +8,7 @@ recording's upstream is another harness server on 127.0.0.1 (no internet).
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import socket
@@ -171,6 +172,11 @@ def test_a_client_built_at_import_with_the_users_base_url_fails_in_one_line(proj
     with running_server([{"content": "Rome."}]) as users_api:
         monkeypatch.setenv("OPENAI_BASE_URL", users_api)
         monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+        # The user's own code imports the module first, from the user's own settings
+        # (harness itself imports it in the served environment).
+        monkeypatch.syspath_prepend(str(project))
+        monkeypatch.delitem(sys.modules, "bypassing_agent", raising=False)
+        importlib.import_module("bypassing_agent")
         result = run_scenario(scripted_scenario(project, "bypassing"))
 
     assert result.final.content == "Rome."  # the answer came from elsewhere
@@ -181,7 +187,8 @@ def test_a_client_built_at_import_with_the_users_base_url_fails_in_one_line(proj
     assert "\n" not in failed.actual
     assert failed.actual.startswith(
         "the target completed without calling the model: its client was probably built "
-        "before harness set OPENAI_BASE_URL (at import)"
+        "before harness set OPENAI_BASE_URL (its module imported before harness loaded the "
+        "scenario)"
     )
     assert "build it inside the target function, or take base_url" in failed.actual
 

@@ -368,10 +368,11 @@ def test_a_client_built_at_import_time_gets_a_hint(project):
 
     assert (early.llm_calls, early.final.error["exception"]) == (0, "APIConnectionError")
     assert early.final.error["message"] == (
-        "Connection error. (no request reached harness's model server: the client was "
-        "probably built before harness set OPENAI_BASE_URL (ANTHROPIC_BASE_URL, ...), when its module was imported; "
-        "build it inside the function, or take a base_url parameter: see docs/external.md, "
-        "Target kinds)"
+        "Connection error. (no request reached harness's model server: the client talks to "
+        "another server: it was given a base URL of its own, or built before harness set "
+        "OPENAI_BASE_URL (ANTHROPIC_BASE_URL, ...), its module imported before harness "
+        "loaded the scenario; build it inside the function, or take a base_url parameter: "
+        "see docs/external.md#clients-built-when-the-module-is-imported)"
     )
     # Once a request reached harness, the client was not the problem.
     assert (late.llm_calls, late.final.error["message"]) == (1, "Connection error.")

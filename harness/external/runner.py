@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,7 +97,7 @@ async def run_target(
         conversations=conversations,
     )
     with (
-        running_app(ObservingApp(app, observation, only=spec.wire)) as url,
+        _serving(kind, ObservingApp(app, observation, only=spec.wire)) as url,
         _mcp(tools, observation) as mcp,
     ):
         observation.served = url
@@ -123,6 +124,22 @@ async def run_target(
     if where is not None and final.error is not None and final.error.exception:
         final = final.model_copy(update={"error": final.error.merged(where=where)})
     return observation.finish(termination, final)
+
+
+@contextlib.contextmanager
+def _serving(kind: Any, app: Any) -> Iterator[str]:
+    """The URL ``app`` is served at for a run of ``kind``: the process's one target
+    address for a kind whose code is imported here (module-level clients point at it),
+    when no other run holds it; else a port of the run's own."""
+    if getattr(kind, "in_process", False):
+        from harness.external.address import ADDRESS
+
+        with ADDRESS.serving(app) as url:
+            if url is not None:
+                yield url
+                return
+    with running_app(app) as url:
+        yield url
 
 
 @contextlib.contextmanager
@@ -179,10 +196,11 @@ def _own_file(path: Path, root: Path) -> str | None:
 
 # A connection error when no request reached harness: the client went somewhere else.
 _NOT_REACHED = (
-    " (no request reached harness's model server: the client was probably built before "
-    "harness set OPENAI_BASE_URL (ANTHROPIC_BASE_URL, ...), when its module was imported; "
-    "build it inside the "
-    "function, or take a base_url parameter: see docs/external.md, Target kinds)"
+    " (no request reached harness's model server: the client talks to another server: it "
+    "was given a base URL of its own, or built before harness set OPENAI_BASE_URL "
+    "(ANTHROPIC_BASE_URL, ...), its module imported before harness loaded the scenario; "
+    "build it inside the function, or take a base_url parameter: see "
+    "docs/external.md#clients-built-when-the-module-is-imported)"
 )
 _CONNECTION_ERRORS = {"APIConnectionError", "ConnectError", "ConnectionError"}
 

@@ -5,7 +5,9 @@ A target kind is registered as ``register(name, factory)``; ``factory()`` return
 object with ``check(value, root)`` (called when the scenario file loads: raise
 ``TargetError`` for a target that cannot run) and ``async run(value, call)`` (called once
 per run with a ``TargetCall``: return the final answer, or None for no answer; raise to
-end the run; it is cancelled at the timeout and must then stop what it started).
+end the run; it is cancelled at the timeout and must then stop what it started), and
+optionally ``in_process = True`` (its code is imported into harness's process: its runs
+are served at the process's one target address, ``harness.external.address``).
 """
 
 from __future__ import annotations
@@ -298,20 +300,36 @@ async def _on_target_loop(awaitable: Any) -> Any:
         raise
 
 
+def _imported(value: str, root: Path) -> Any:
+    """The callable, its module imported in the served environment at the process's one
+    target address (harness.external.address): a client built at import reaches harness
+    in every run."""
+    from harness.external.address import ADDRESS
+    from harness.external.environment import served_variables, target_environment
+
+    with _environment(target_environment(served_variables(ADDRESS.url()))):
+        return _load(value, root)
+
+
 class PythonTarget:
     """``python: module:callable``: called with the input (and ``base_url``, ``mcp_url`` if
     it takes them)."""
 
+    # Its module is imported into harness's process: its runs are served at the process's
+    # one target address, the one its module was imported with.
+    in_process = True
+
     def check(self, value: Any, root: Path) -> None:
-        """Import the module, find the callable and check it takes the input."""
+        """Import the module (in the served environment), find the callable and check it
+        takes the input."""
         if not isinstance(value, str):
             raise TargetError(f"expected 'module:callable', got {describe(value)}")
-        _check_signature(value, _load(value, root))
+        _check_signature(value, _imported(value, root))
 
     async def run(self, value: str, call: TargetCall) -> str | None:
         """Call it with the model served at ``call.base_url``; its return value is the answer
         (None: no answer)."""
-        fn = _load(value, call.root)
+        fn = _imported(value, call.root)  # imported here if its file was not loaded first
         given = {"base_url": call.base_url, "mcp_url": call.mcp_url}
         kwargs = {name: given[name] for name in _wanted(fn)}
         with _environment(call.env):

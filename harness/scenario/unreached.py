@@ -12,9 +12,9 @@ from harness.scenario.schema import Scenario
 __all__ = ["unreached"]
 
 _CAUSE = (
-    "its client was probably built before harness set OPENAI_BASE_URL (at import) and "
-    "talks to another server: build it inside the target function, or take base_url "
-    "(docs/external.md)"
+    "its client was probably built before harness set OPENAI_BASE_URL (its module imported "
+    "before harness loaded the scenario) and talks to another server: build it inside the "
+    "target function, or take base_url (docs/external.md)"
 )
 
 
