@@ -74,13 +74,16 @@ class TargetAddress:
         run holds the address (the caller serves ``app`` elsewhere)."""
         url = self.url()
         with self._lock:
-            if self._current is not None:
-                yield None
-                return
-            self._current = app
-            if self._server is None:
-                self._server = serving_in_thread(self, name="python targets", sockets=self._sockets)
-                self._server.__enter__()
+            taken = self._current is not None
+            if not taken:
+                if self._server is None:
+                    server = serving_in_thread(self, name="python targets", sockets=self._sockets)
+                    server.__enter__()  # left running for the process's life
+                    self._server = server
+                self._current = app
+        if taken:
+            yield None
+            return
         try:
             yield url
         finally:
