@@ -9,7 +9,8 @@ answers with it, cassette matching hashes its conversation field item by item, a
 itself: a caller holds a ``Wire`` (found by ``wire_for(path)`` or ``wire_named(api)``) and
 calls its methods. The wires: ``openai_chat`` (Chat Completions) and ``openai_responses`` (the
 Responses API; ``openai_responses_serving`` is how serve answers it), sharing OpenAI's
-error and tool layouts (``openai_shared``).
+error and tool layouts (``openai_shared``); ``failures`` tells a tool result whose text says
+the tool failed, for every wire and for freeze.
 
 Why the neutral side fits the next APIs without changing a caller:
 
