@@ -311,3 +311,41 @@ def test_a_google_genai_target_is_given_one_gemini_key(project, monkeypatch, cap
     assert result.status == "passed", result.final
     # google-genai warns on every client when both keys are set.
     assert "Both GOOGLE_API_KEY and GEMINI_API_KEY are set" not in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("agent", "provider"), [("anthropic_own_loop", "anthropic"), ("gemini_manual_loop", "gemini")]
+)
+def test_a_flagged_failure_freezes_into_a_stub_that_fails_the_same_way(
+    project, monkeypatch, agent, provider
+):
+    from harness.cli import main
+    from harness.serve import running_server
+
+    for module in NEEDS[agent]:
+        pytest.importorskip(module)
+    steps = [
+        {"tool_calls": [{"get_weather": {"city": "Atlantis"}}]},
+        {"content": "There is no weather station in Atlantis."},
+    ]
+    with running_server(steps) as upstream:
+        path = project / f"{agent}.scenario.yaml"
+        root = upstream.removesuffix("/v1")
+        path.write_text(
+            f"target: {{python: 'failing_agents:{agent}', timeout: 60}}\n"
+            "input: What's the weather in Atlantis?\n"
+            f"llm: {{provider: {provider}, base_url: '{root}', cassette: {agent}.yaml}}\n"
+        )
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-upstream-0123456789abcdef")
+        monkeypatch.setenv("GEMINI_API_KEY", "upstream-gemini-key-0123456789")
+        recorded = run_scenario(path, record_mode="once")
+    out = project / "frozen.scenario.yaml"
+
+    # Without --scenario: harness's own loop, the recorded tool a stub. The result's
+    # text is plain ("no weather station in Atlantis"): only the wire's flag says it failed.
+    assert main(["freeze", str(project / f"{agent}.yaml"), "-o", str(out)]) == 0
+    frozen = run_scenario(out)
+
+    ((recorded_call,), (frozen_call,)) = recorded.tool_calls, frozen.tool_calls
+    assert recorded_call.status == frozen_call.status == "error"
+    assert frozen_call.result == recorded_call.result == "no weather station in Atlantis"

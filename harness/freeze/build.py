@@ -204,21 +204,34 @@ def _step(call: RecordedCall, tools: dict[str, Any]) -> dict[str, Any]:
     return step
 
 
-def _outcome(on_call: int, text: str) -> tuple[str, dict[str, Any]]:
+def _outcome(on_call: int, text: str, flagged: bool = False) -> tuple[str, dict[str, Any]]:
     """("errors", spec) for a result that is a raised exception's text, else ("results",
-    spec): an error result (``is_error``) for one in another failure form.
+    spec): an error result (``is_error``) for one its wire flagged (``flagged``) or in
+    another failure form.
 
     A failed call stays a failure in the frozen run (status error, a red card), instead
-    of a stub that returns its text as if all went well; the failure forms are the
-    observer's (docs/wires.md#tool-failures), so the frozen run's status is the recording's.
+    of a stub that returns its text as if all went well; the failure is read as the
+    observer reads it (docs/wires.md#tool-failures), so the frozen run's status is the
+    recording's.
     """
     raised = raised_exception(text)
     if raised is not None:
         return "errors", {"on_call": on_call, "raise": raised[1], "type": raised[0]}
     spec: dict[str, Any] = {"on_call": on_call, "returns": _returns(text)}
-    if failure_form(text) is not None:
+    if flagged or failure_form(text) is not None:
         spec["is_error"] = True  # sent as it came, the call error
     return "results", spec
+
+
+def _failed(calls: list[RecordedCall]) -> set[str]:
+    """The ids of the calls whose result a request sent back as failed, by its wire's
+    flag (Anthropic ``is_error``, a Gemini response's ``error``) or its text."""
+    failed: set[str] = set()
+    for call in calls:
+        wire = wire_named(call.api)
+        found = wire.tool_results(wire.items(call.body))
+        failed.update(call_id for call_id, result in found.items() if result.failed)
+    return failed
 
 
 def _results(
@@ -236,7 +249,7 @@ def _results(
         built = build_tools(Scenario.model_validate({"tools": specs}))
     except (HarnessError, ValueError) as exc:
         raise FreezeError(f"the recorded tool definitions do not make stubs: {exc}") from None
-    outputs = _tool_outputs(calls)
+    outputs, failed = _tool_outputs(calls), _failed(calls)
     counts: dict[str, int] = {}
     results: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for call in calls:
@@ -251,7 +264,7 @@ def _results(
             except Exception:  # ToolArgumentsError, or a schema the stub cannot check
                 continue
             counts[name] = counts.get(name, 0) + 1
-            kind, spec = _outcome(counts[name], outputs[call_id])
+            kind, spec = _outcome(counts[name], outputs[call_id], call_id in failed)
             results.setdefault(name, {}).setdefault(kind, []).append(spec)
     return results
 
