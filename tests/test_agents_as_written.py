@@ -69,6 +69,11 @@ AGENTS: dict[str, Spec] = {
     "anthropic-tool-runner": Spec("anthropic", "claude-sonnet-4-5", ANTHROPIC),
     "anthropic-thinking": Spec("anthropic", "claude-sonnet-4-5", ANTHROPIC),
     "anthropic-forced": Spec("anthropic", "claude-sonnet-4-5", ANTHROPIC),
+    "genai-manual": Spec("gemini", "gemini-2.5-flash", GENAI),
+    "genai-async": Spec("gemini", "gemini-2.5-flash", GENAI),
+    "genai-stream": Spec("gemini", "gemini-2.5-flash", GENAI),
+    "genai-afc": Spec("gemini", "gemini-2.5-flash", GENAI),
+    "genai-chat": Spec("gemini", "gemini-2.5-flash", GENAI),
 }
 
 
