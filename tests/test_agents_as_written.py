@@ -74,6 +74,8 @@ AGENTS: dict[str, Spec] = {
     "genai-stream": Spec("gemini", "gemini-2.5-flash", GENAI),
     "genai-afc": Spec("gemini", "gemini-2.5-flash", GENAI),
     "genai-chat": Spec("gemini", "gemini-2.5-flash", GENAI),
+    "pydantic-ai-anthropic": Spec("anthropic", "claude-sonnet-4-5", ("pydantic_ai", "anthropic")),
+    "pydantic-ai-google": Spec("gemini", "gemini-2.5-flash", ("pydantic_ai", "google.genai")),
 }
 
 
