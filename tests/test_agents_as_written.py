@@ -47,6 +47,7 @@ HARNESS_ROOT = Path(harness.__file__).resolve().parent.parent
 STAGES = ("run", "record", "replay", "freeze", "observe")
 TIMEOUT = 300  # wall seconds for one harness command on a loaded 2-core machine
 LOGGED_TOOLS = ("lookup_city", "save_note")  # the tool kit's tools (agents/toolkit.py)
+SERVER_LOG = "logs/mcp-server.jsonl"  # mcp-own-loop's server logs there (its env:)
 DUMMY_KEY = "sk-aaw-dummy-key-for-harness-serve"
 
 
@@ -80,6 +81,17 @@ AGENTS: dict[str, Spec] = {
     "agents-sdk-as-tool": Spec("openai", "gpt-4o", ("agents",)),
     "agents-sdk-handoffs": Spec("openai", "gpt-4o", ("agents",)),
     "langgraph-supervisor": Spec("openai", "gpt-4o", ("langgraph_supervisor", "langchain_openai")),
+    "mcp-served": Spec("anthropic", "claude-sonnet-4-5", ("mcp", "anthropic")),
+    "mcp-own-loop": Spec("openai", "gpt-4o", ("mcp",)),
+    "openinference-openai": Spec(
+        "openai", "gpt-4o", ("openinference.instrumentation.openai",), trace=True
+    ),
+    "openinference-anthropic": Spec(
+        "anthropic", "claude-sonnet-4-5", ("openinference.instrumentation.anthropic",), trace=True
+    ),
+    "openinference-genai": Spec(
+        "gemini", "gemini-2.5-flash", ("openinference.instrumentation.google_genai",), trace=True
+    ),
 }
 
 
@@ -119,6 +131,7 @@ def _env(tool_log: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     }
     env["PYTHONPATH"] = str(HARNESS_ROOT)
     env["AAW_TOOL_LOG"] = str(tool_log)
+    env["AAW_TRACE_FILE"] = str(tool_log.with_suffix(".trace.json"))
     env.update(extra or {})
     return env
 
@@ -153,6 +166,8 @@ class Pipeline:
         log = self.root / "logs" / f"{tag}.jsonl"
         log.parent.mkdir(exist_ok=True)
         log.unlink(missing_ok=True)
+        server_log = self.root / SERVER_LOG  # the real MCP server's (mcp-own-loop)
+        server_log.unlink(missing_ok=True)
         out = self.root / "logs" / f"{tag}.json"
         argv = [sys.executable, "-m", "harness.cli", *args]
         if args[0] in ("run", "record"):
@@ -167,7 +182,12 @@ class Pipeline:
             check=False,
         )
         results = json.loads(out.read_text()) if args[0] in ("run", "record") and out.exists() else None
-        calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+        calls = [
+            json.loads(line)
+            for path in (log, server_log)
+            if path.exists()
+            for line in path.read_text().splitlines()
+        ]
         return proc, results, calls
 
     @staticmethod
@@ -230,6 +250,7 @@ class Pipeline:
                 "GEMINI_API_KEY": DUMMY_KEY,
             }
             proc, results, calls = self.harness("record", "record", str(self.recorded), extra=vendor)
+            self.record_calls = calls
         finally:
             serve.terminate()
             try:
@@ -277,7 +298,10 @@ class Pipeline:
         self.stage("run")
         problems = _compare(self.run_results, self.run_calls, "scripted run")
         if self.stage("replay").ok:
-            problems += _compare(self.replay_results, self.replay_calls, "replay")
+            # A replay runs a target's own tools again; an own-loop MCP server's calls are
+            # replayed from the recording, so they are the recording's.
+            calls = self.replay_calls or self.record_calls
+            problems += _compare(self.replay_results, calls, "replay")
         return Outcome(not problems, "; ".join(problems))
 
     def _trace(self) -> Outcome:
