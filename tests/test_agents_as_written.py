@@ -92,6 +92,12 @@ AGENTS: dict[str, Spec] = {
     "openinference-genai": Spec(
         "gemini", "gemini-2.5-flash", ("openinference.instrumentation.google_genai",), trace=True
     ),
+    # Three frameworks more (issue 43's "widen the net").
+    "smolagents-code-agent": Spec("openai", "gpt-4o", ("smolagents",)),
+    "llamaindex-function-agent": Spec(
+        "gemini", "gemini-2.5-flash", ("llama_index.core", "llama_index.llms.google_genai")
+    ),
+    "agent-framework": Spec("openai", "gpt-4o", ("agent_framework", "agent_framework_openai")),
 }
 
 

@@ -1,0 +1,33 @@
+"""LlamaIndex's `FunctionAgent` (its agents docs' starting point) on llama-index-llms-google-genai:
+plain functions as tools, `await agent.run(user_msg=...)`. A tool that raises is reported to
+the model as LlamaIndex's error output. (llama-index-llms-anthropic 0.12.3 fails with
+anthropic 2.x before its first request: "TypeError: Cannot instantiate typing.Union".)"""
+
+from __future__ import annotations
+
+from llama_index.core.agent.workflow import FunctionAgent
+from llama_index.llms.google_genai import GoogleGenAI
+
+from tests.agents_as_written.agents import toolkit
+
+
+def lookup_city(city: str) -> str:
+    """Look up a city's country and population."""
+    return toolkit.lookup_city(city)
+
+
+def save_note(text: str) -> str:
+    """Save a short note to the user's notes file."""
+    return toolkit.save_note(text)
+
+
+async def answer(question: str) -> str:
+    agent = FunctionAgent(
+        tools=[lookup_city, save_note],
+        # max_tokens and context_window given: without them GoogleGenAI asks the API for the
+        # model's limits (GET /v1beta/models/NAME), which harness does not serve (a 404).
+        llm=GoogleGenAI(model="gemini-2.5-flash", max_tokens=1024, context_window=1_000_000),
+        system_prompt="You look cities up in the atlas and keep notes for the user.",
+    )
+    response = await agent.run(user_msg=question)
+    return str(response)
