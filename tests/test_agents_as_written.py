@@ -59,7 +59,6 @@ class Spec:
     model: str
     requires: tuple[str, ...]
     trace: bool = False  # writes an OpenInference trace in its scripted run
-    xfail: tuple[tuple[str, str], ...] = ()  # (stage, reason) of what breaks today
 
 
 ANTHROPIC = ("anthropic",)
@@ -100,16 +99,76 @@ AGENTS: dict[str, Spec] = {
     "agent-framework": Spec("openai", "gpt-4o", ("agent_framework", "agent_framework_openai")),
 }
 
+# What breaks today, one line each (issue 43; /work/agents-findings.md has the exact errors).
+# A fix flips its case to XPASS, which fails the suite (strict): delete the line then.
+ANTHROPIC_IS_ERROR = "a tool_result with is_error: true is observed as status ok"
+GEMINI_ERROR_KEY = "a Gemini functionResponse with an error key is observed as status ok"
+# The OpenAI wires have no failure flag: these frameworks send a failure as plain output
+# text. They flip only if harness reads a convention for it (findings: an open question).
+OPENAI_FAILURE = "a failed call's output on the OpenAI wires (the framework's error text) is observed as ok"
+TOOL_RUNNER = (
+    "the tool runner continues a thread (thread: continue, no tools) and harness answers 400"
+)
+XFAIL: dict[tuple[str, str], str] = {
+    ("anthropic-sync", "observe"): ANTHROPIC_IS_ERROR,
+    ("anthropic-async", "observe"): ANTHROPIC_IS_ERROR,
+    ("anthropic-stream", "observe"): ANTHROPIC_IS_ERROR,
+    ("anthropic-tool-runner", "run"): TOOL_RUNNER,
+    ("anthropic-tool-runner", "record"): TOOL_RUNNER,
+    ("anthropic-tool-runner", "replay"): TOOL_RUNNER,
+    ("anthropic-tool-runner", "freeze"): TOOL_RUNNER,
+    ("anthropic-tool-runner", "observe"): TOOL_RUNNER + " (the calls that ran are not_run)",
+    ("anthropic-thinking", "observe"): ANTHROPIC_IS_ERROR,
+    ("anthropic-forced", "observe"): ANTHROPIC_IS_ERROR,
+    ("genai-manual", "observe"): GEMINI_ERROR_KEY,
+    ("genai-async", "observe"): GEMINI_ERROR_KEY,
+    ("genai-stream", "observe"): GEMINI_ERROR_KEY,
+    ("genai-afc", "observe"): GEMINI_ERROR_KEY,
+    ("genai-chat", "observe"): GEMINI_ERROR_KEY,
+    ("pydantic-ai-anthropic", "observe"): "ModelRetry (a tool_result with is_error: true) is observed as ok",
+    ("pydantic-ai-google", "observe"): "ModelRetry (a functionResponse with an error key) is observed as ok",
+    ("agents-sdk-as-tool", "observe"): OPENAI_FAILURE,
+    ("agents-sdk-handoffs", "observe"): (
+        "the handoff call is not_run and splits the conversation; the failed call is ok"
+    ),
+    ("langgraph-supervisor", "replay"): "uuid4 ids of transfer_back_to_supervisor: a cassette miss",
+    ("langgraph-supervisor", "freeze"): "the recording splits into runs and the frozen run differs",
+    ("langgraph-supervisor", "observe"): "a ToolException's error ToolMessage is observed as ok",
+    ("mcp-served", "freeze"): "the frozen scenario drops the MCP-served tools: no HARNESS_MCP_URL",
+    ("mcp-own-loop", "run"): "a scripted own-loop scenario with an MCP server is an MCP recording miss",
+    ("mcp-own-loop", "observe"): "the scripted run fails before the server runs (an MCP recording miss)",
+    ("openinference-openai", "observe"): (
+        "a Chat Completions tool message {\"error\": ...} is observed as ok (no failure flag)"
+    ),
+    ("openinference-anthropic", "observe"): ANTHROPIC_IS_ERROR,
+    ("openinference-anthropic", "trace"): (
+        "freeze --trace loses OpenInference Anthropic tool schemas: every call invalid"
+    ),
+    ("openinference-genai", "observe"): GEMINI_ERROR_KEY,
+    ("openinference-genai", "trace"): (
+        "freeze --trace reads OpenInference google-genai role: model turns as empty messages"
+    ),
+    ("smolagents-code-agent", "freeze"): (
+        "merged turns split the recording into runs (content parts read as text): freeze refuses"
+    ),
+    ("smolagents-code-agent", "observe"): (
+        "CodeAgent's tool calls are Python in the reply's text: harness observes none"
+    ),
+    ("llamaindex-function-agent", "observe"): (
+        "LlamaIndex sends a failure as a plain {result: TEXT} functionResponse: no signal to observe"
+    ),
+    ("agent-framework", "observe"): OPENAI_FAILURE,
+}
+
 
 def _cases() -> list[Any]:
     cases = []
     for name, spec in AGENTS.items():
         stages = STAGES + (("trace",) if spec.trace else ())
-        reasons = dict(spec.xfail)
         for stage in stages:
             marks = []
-            if stage in reasons:
-                marks.append(pytest.mark.xfail(strict=True, reason=reasons[stage]))
+            if (name, stage) in XFAIL:
+                marks.append(pytest.mark.xfail(strict=True, reason=XFAIL[name, stage]))
             cases.append(pytest.param(name, stage, marks=marks, id=f"{name}-{stage}"))
     return cases
 
