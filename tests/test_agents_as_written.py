@@ -105,7 +105,9 @@ ANTHROPIC_IS_ERROR = "a tool_result with is_error: true is observed as status ok
 GEMINI_ERROR_KEY = "a Gemini functionResponse with an error key is observed as status ok"
 # The OpenAI wires have no failure flag: these frameworks send a failure as plain output
 # text. They flip only if harness reads a convention for it (findings: an open question).
-OPENAI_FAILURE = "a failed call's output on the OpenAI wires (the framework's error text) is observed as ok"
+OPENAI_FAILURE = (
+    "a failed call's output on the OpenAI wires (the framework's error text) is observed as ok"
+)
 TOOL_RUNNER = (
     "the tool runner continues a thread (thread: continue, no tools) and harness answers 400"
 )
@@ -125,8 +127,14 @@ XFAIL: dict[tuple[str, str], str] = {
     ("genai-stream", "observe"): GEMINI_ERROR_KEY,
     ("genai-afc", "observe"): GEMINI_ERROR_KEY,
     ("genai-chat", "observe"): GEMINI_ERROR_KEY,
-    ("pydantic-ai-anthropic", "observe"): "ModelRetry (a tool_result with is_error: true) is observed as ok",
-    ("pydantic-ai-google", "observe"): "ModelRetry (a functionResponse with an error key) is observed as ok",
+    (
+        "pydantic-ai-anthropic",
+        "observe",
+    ): "ModelRetry (a tool_result with is_error: true) is observed as ok",
+    (
+        "pydantic-ai-google",
+        "observe",
+    ): "ModelRetry (a functionResponse with an error key) is observed as ok",
     ("agents-sdk-as-tool", "observe"): OPENAI_FAILURE,
     ("agents-sdk-handoffs", "observe"): (
         "the handoff call is not_run and splits the conversation; the failed call is ok"
@@ -135,10 +143,16 @@ XFAIL: dict[tuple[str, str], str] = {
     ("langgraph-supervisor", "freeze"): "the recording splits into runs and the frozen run differs",
     ("langgraph-supervisor", "observe"): "a ToolException's error ToolMessage is observed as ok",
     ("mcp-served", "freeze"): "the frozen scenario drops the MCP-served tools: no HARNESS_MCP_URL",
-    ("mcp-own-loop", "run"): "a scripted own-loop scenario with an MCP server is an MCP recording miss",
-    ("mcp-own-loop", "observe"): "the scripted run fails before the server runs (an MCP recording miss)",
+    (
+        "mcp-own-loop",
+        "run",
+    ): "a scripted own-loop scenario with an MCP server is an MCP recording miss",
+    (
+        "mcp-own-loop",
+        "observe",
+    ): "the scripted run fails before the server runs (an MCP recording miss)",
     ("openinference-openai", "observe"): (
-        "a Chat Completions tool message {\"error\": ...} is observed as ok (no failure flag)"
+        'a Chat Completions tool message {"error": ...} is observed as ok (no failure flag)'
     ),
     ("openinference-anthropic", "observe"): ANTHROPIC_IS_ERROR,
     ("openinference-anthropic", "trace"): (
@@ -224,9 +238,9 @@ class Pipeline:
 
     # -- running harness -------------------------------------------------------------------
 
-    def harness(self, tag: str, *args: str, extra: dict[str, str] | None = None) -> tuple[
-        subprocess.CompletedProcess[str], dict[str, Any] | None, list[dict[str, Any]]
-    ]:
+    def harness(
+        self, tag: str, *args: str, extra: dict[str, str] | None = None
+    ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None, list[dict[str, Any]]]:
         """Run `harness ARGS` in the project: the process, its results and its tool log."""
         log = self.root / "logs" / f"{tag}.jsonl"
         log.parent.mkdir(exist_ok=True)
@@ -246,7 +260,9 @@ class Pipeline:
             timeout=TIMEOUT,
             check=False,
         )
-        results = json.loads(out.read_text()) if args[0] in ("run", "record") and out.exists() else None
+        results = (
+            json.loads(out.read_text()) if args[0] in ("run", "record") and out.exists() else None
+        )
         calls = [
             json.loads(line)
             for path in (log, server_log)
@@ -267,8 +283,12 @@ class Pipeline:
             )
         return f"exit {proc.returncode}: {(proc.stderr or proc.stdout)[-1500:]}"
 
-    def _passed(self, proc: subprocess.CompletedProcess[str], results: dict[str, Any] | None) -> bool:
-        return proc.returncode == 0 and bool(results) and results["scenarios"][0]["status"] == "passed"
+    def _passed(
+        self, proc: subprocess.CompletedProcess[str], results: dict[str, Any] | None
+    ) -> bool:
+        return (
+            proc.returncode == 0 and bool(results) and results["scenarios"][0]["status"] == "passed"
+        )
 
     # -- the stages ------------------------------------------------------------------------
 
@@ -303,7 +323,10 @@ class Pipeline:
                     break
                 except OSError:
                     if serve.poll() is not None or time.monotonic() > deadline:
-                        return Outcome(False, f"harness serve did not start: {serve.stderr.read()[-800:] if serve.stderr else ''}")
+                        return Outcome(
+                            False,
+                            f"harness serve did not start: {serve.stderr.read()[-800:] if serve.stderr else ''}",
+                        )
                     time.sleep(0.2)
             url = f"http://127.0.0.1:{port}"
             vendor = {
@@ -314,7 +337,9 @@ class Pipeline:
                 "GOOGLE_GEMINI_BASE_URL": url,
                 "GEMINI_API_KEY": DUMMY_KEY,
             }
-            proc, results, calls = self.harness("record", "record", str(self.recorded), extra=vendor)
+            proc, results, calls = self.harness(
+                "record", "record", str(self.recorded), extra=vendor
+            )
             self.record_calls = calls
         finally:
             serve.terminate()
@@ -421,8 +446,12 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _pipeline(name: str, workspace: Path) -> Pipeline:
     if name not in _PIPELINES:
         root = workspace / name
-        shutil.copytree(HERE, root / "tests" / "agents_as_written", ignore=shutil.ignore_patterns("__pycache__"))
-        (root / "pyproject.toml").write_text('[project]\nname = "agents-as-written"\nversion = "0"\n')
+        shutil.copytree(
+            HERE, root / "tests" / "agents_as_written", ignore=shutil.ignore_patterns("__pycache__")
+        )
+        (root / "pyproject.toml").write_text(
+            '[project]\nname = "agents-as-written"\nversion = "0"\n'
+        )
         _PIPELINES[name] = Pipeline(name, AGENTS[name], root)
     return _PIPELINES[name]
 

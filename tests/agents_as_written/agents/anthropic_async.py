@@ -24,7 +24,10 @@ async def answer(question: str) -> str:
         messages: list[dict] = [{"role": "user", "content": question}]
         while True:
             response = await client.messages.create(
-                model=toolkit.model("claude-sonnet-4-5"), max_tokens=1024, tools=TOOLS, messages=messages
+                model=toolkit.model("claude-sonnet-4-5"),
+                max_tokens=1024,
+                tools=TOOLS,
+                messages=messages,
             )
             if response.stop_reason != "tool_use":
                 return "".join(b.text for b in response.content if b.type == "text")

@@ -14,7 +14,10 @@ def answer(question: str) -> str:
     messages: list[dict] = [{"role": "user", "content": question}]
     while True:
         with client.messages.stream(
-            model=toolkit.model("claude-sonnet-4-5"), max_tokens=1024, tools=TOOLS, messages=messages
+            model=toolkit.model("claude-sonnet-4-5"),
+            max_tokens=1024,
+            tools=TOOLS,
+            messages=messages,
         ) as stream:
             for text in stream.text_stream:
                 print(text, end="", flush=True)

@@ -11,7 +11,11 @@ import anthropic
 from tests.agents_as_written.agents import toolkit
 
 TOOLS = [
-    {"name": "lookup_city", "description": toolkit.LOOKUP_DOC, "input_schema": toolkit.LOOKUP_SCHEMA},
+    {
+        "name": "lookup_city",
+        "description": toolkit.LOOKUP_DOC,
+        "input_schema": toolkit.LOOKUP_SCHEMA,
+    },
     {"name": "save_note", "description": toolkit.NOTE_DOC, "input_schema": toolkit.NOTE_SCHEMA},
 ]
 
@@ -39,6 +43,9 @@ def answer(question: str) -> str:
         messages.append({"role": "assistant", "content": response.content})
         messages.append({"role": "user", "content": tool_results(response.content)})
         response = client.messages.create(
-            model=toolkit.model("claude-sonnet-4-5"), max_tokens=1024, tools=TOOLS, messages=messages
+            model=toolkit.model("claude-sonnet-4-5"),
+            max_tokens=1024,
+            tools=TOOLS,
+            messages=messages,
         )
     return "".join(block.text for block in response.content if block.type == "text")

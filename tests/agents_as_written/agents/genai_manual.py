@@ -13,7 +13,9 @@ from tests.agents_as_written.agents import toolkit
 
 DECLARATIONS = [
     types.FunctionDeclaration(
-        name="lookup_city", description=toolkit.LOOKUP_DOC, parameters_json_schema=toolkit.LOOKUP_SCHEMA
+        name="lookup_city",
+        description=toolkit.LOOKUP_DOC,
+        parameters_json_schema=toolkit.LOOKUP_SCHEMA,
     ),
     types.FunctionDeclaration(
         name="save_note", description=toolkit.NOTE_DOC, parameters_json_schema=toolkit.NOTE_SCHEMA

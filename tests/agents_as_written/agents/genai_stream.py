@@ -23,7 +23,11 @@ def answer(question: str) -> str:
             if chunk.text:
                 print(chunk.text, end="", flush=True)
                 text.append(chunk.text)
-            if chunk.candidates and chunk.candidates[0].content and chunk.candidates[0].content.parts:
+            if (
+                chunk.candidates
+                and chunk.candidates[0].content
+                and chunk.candidates[0].content.parts
+            ):
                 parts.extend(chunk.candidates[0].content.parts)
         calls = [p.function_call for p in parts if p.function_call]
         if not calls:

@@ -28,7 +28,10 @@ async def answer(question: str) -> str:
         messages: list[dict] = [{"role": "user", "content": question}]
         while True:
             response = await claude.messages.create(
-                model=toolkit.model("claude-sonnet-4-5"), max_tokens=1024, messages=messages, tools=tools
+                model=toolkit.model("claude-sonnet-4-5"),
+                max_tokens=1024,
+                messages=messages,
+                tools=tools,
             )
             if response.stop_reason != "tool_use":
                 return "".join(b.text for b in response.content if b.type == "text")
@@ -40,6 +43,11 @@ async def answer(question: str) -> str:
                 result = await session.call_tool(block.name, block.input)
                 text = "\n".join(c.text for c in result.content if isinstance(c, TextContent))
                 results.append(
-                    {"type": "tool_result", "tool_use_id": block.id, "content": text, "is_error": result.is_error}
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": block.id,
+                        "content": text,
+                        "is_error": result.is_error,
+                    }
                 )
             messages.append({"role": "user", "content": results})

@@ -18,10 +18,15 @@ tracer = PROVIDER.get_tracer(__name__)
 def answer(question: str) -> str:
     client = anthropic.Anthropic()
     messages: list[dict] = [{"role": "user", "content": question}]
-    with tracer.start_as_current_span("atlas agent", attributes={"openinference.span.kind": "AGENT"}):
+    with tracer.start_as_current_span(
+        "atlas agent", attributes={"openinference.span.kind": "AGENT"}
+    ):
         while True:
             response = client.messages.create(
-                model=toolkit.model("claude-sonnet-4-5"), max_tokens=1024, tools=TOOLS, messages=messages
+                model=toolkit.model("claude-sonnet-4-5"),
+                max_tokens=1024,
+                tools=TOOLS,
+                messages=messages,
             )
             if response.stop_reason != "tool_use":
                 return "".join(b.text for b in response.content if b.type == "text")

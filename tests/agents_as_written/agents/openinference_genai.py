@@ -19,7 +19,9 @@ tracer = PROVIDER.get_tracer(__name__)
 def answer(question: str) -> str:
     client = genai.Client()
     contents: list[types.Content] = [types.Content(role="user", parts=[types.Part(text=question)])]
-    with tracer.start_as_current_span("atlas agent", attributes={"openinference.span.kind": "AGENT"}):
+    with tracer.start_as_current_span(
+        "atlas agent", attributes={"openinference.span.kind": "AGENT"}
+    ):
         while True:
             response = client.models.generate_content(
                 model=toolkit.model(MODEL), contents=contents, config=CONFIG

@@ -17,17 +17,35 @@ OpenAIInstrumentor().instrument(tracer_provider=PROVIDER)
 tracer = PROVIDER.get_tracer(__name__)
 
 TOOLS = [
-    {"type": "function", "function": {"name": "lookup_city", "description": toolkit.LOOKUP_DOC, "parameters": toolkit.LOOKUP_SCHEMA}},
-    {"type": "function", "function": {"name": "save_note", "description": toolkit.NOTE_DOC, "parameters": toolkit.NOTE_SCHEMA}},
+    {
+        "type": "function",
+        "function": {
+            "name": "lookup_city",
+            "description": toolkit.LOOKUP_DOC,
+            "parameters": toolkit.LOOKUP_SCHEMA,
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "save_note",
+            "description": toolkit.NOTE_DOC,
+            "parameters": toolkit.NOTE_SCHEMA,
+        },
+    },
 ]
 
 
 def answer(question: str) -> str:
     client = openai.OpenAI()
     messages: list = [{"role": "user", "content": question}]
-    with tracer.start_as_current_span("atlas agent", attributes={"openinference.span.kind": "AGENT"}):
+    with tracer.start_as_current_span(
+        "atlas agent", attributes={"openinference.span.kind": "AGENT"}
+    ):
         while True:
-            completion = client.chat.completions.create(model="gpt-4o", messages=messages, tools=TOOLS)
+            completion = client.chat.completions.create(
+                model="gpt-4o", messages=messages, tools=TOOLS
+            )
             message = completion.choices[0].message
             if not message.tool_calls:
                 return message.content or ""
