@@ -316,7 +316,7 @@ class Pipeline:
             text=True,
         )
         try:
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + 120  # a loaded machine starts slowly
             while True:
                 try:
                     socket.create_connection(("127.0.0.1", port), timeout=1).close()
