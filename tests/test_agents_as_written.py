@@ -447,7 +447,9 @@ def _pipeline(name: str, workspace: Path) -> Pipeline:
     if name not in _PIPELINES:
         root = workspace / name
         shutil.copytree(
-            HERE, root / "tests" / "agents_as_written", ignore=shutil.ignore_patterns("__pycache__")
+            HERE,
+            root / "tests" / "agents_as_written",
+            ignore=shutil.ignore_patterns("__pycache__", "conftest.py"),
         )
         (root / "pyproject.toml").write_text(
             '[project]\nname = "agents-as-written"\nversion = "0"\n'
