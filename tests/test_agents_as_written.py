@@ -59,6 +59,11 @@ class Spec:
     model: str
     requires: tuple[str, ...]
     trace: bool = False  # writes an OpenInference trace in its scripted run
+    # Whether the framework sends a failed call's result with its wire's failure signal
+    # (docs/wires.md#tool-failures). Without one (Chat Completions; the Agents SDK's or Agent
+    # Framework's plain output text; LlamaIndex's {result: TEXT}) the call reads `ok`, as
+    # documented, and that is what is checked.
+    signal: bool = True
 
 
 ANTHROPIC = ("anthropic",)
@@ -77,13 +82,15 @@ AGENTS: dict[str, Spec] = {
     "genai-chat": Spec("gemini", "gemini-2.5-flash", GENAI),
     "pydantic-ai-anthropic": Spec("anthropic", "claude-sonnet-4-5", ("pydantic_ai", "anthropic")),
     "pydantic-ai-google": Spec("gemini", "gemini-2.5-flash", ("pydantic_ai", "google.genai")),
-    "agents-sdk-as-tool": Spec("openai", "gpt-4o", ("agents",)),
-    "agents-sdk-handoffs": Spec("openai", "gpt-4o", ("agents",)),
-    "langgraph-supervisor": Spec("openai", "gpt-4o", ("langgraph_supervisor", "langchain_openai")),
+    "agents-sdk-as-tool": Spec("openai", "gpt-4o", ("agents",), signal=False),
+    "agents-sdk-handoffs": Spec("openai", "gpt-4o", ("agents",), signal=False),
+    "langgraph-supervisor": Spec(
+        "openai", "gpt-4o", ("langgraph_supervisor", "langchain_openai"), signal=False
+    ),
     "mcp-served": Spec("anthropic", "claude-sonnet-4-5", ("mcp", "anthropic")),
     "mcp-own-loop": Spec("openai", "gpt-4o", ("mcp",)),
     "openinference-openai": Spec(
-        "openai", "gpt-4o", ("openinference.instrumentation.openai",), trace=True
+        "openai", "gpt-4o", ("openinference.instrumentation.openai",), trace=True, signal=False
     ),
     "openinference-anthropic": Spec(
         "anthropic", "claude-sonnet-4-5", ("openinference.instrumentation.anthropic",), trace=True
@@ -94,71 +101,30 @@ AGENTS: dict[str, Spec] = {
     # Three frameworks more (issue 43's "widen the net").
     "smolagents-code-agent": Spec("openai", "gpt-4o", ("smolagents",)),
     "llamaindex-function-agent": Spec(
-        "gemini", "gemini-2.5-flash", ("llama_index.core", "llama_index.llms.google_genai")
+        "gemini",
+        "gemini-2.5-flash",
+        ("llama_index.core", "llama_index.llms.google_genai"),
+        signal=False,
     ),
-    "agent-framework": Spec("openai", "gpt-4o", ("agent_framework", "agent_framework_openai")),
+    "agent-framework": Spec(
+        "openai", "gpt-4o", ("agent_framework", "agent_framework_openai"), signal=False
+    ),
 }
 
 # What breaks today, one line each (issue 43; /work/agents-findings.md has the exact errors).
 # A fix flips its case to XPASS, which fails the suite (strict): delete the line then.
-ANTHROPIC_IS_ERROR = "a tool_result with is_error: true is observed as status ok"
-GEMINI_ERROR_KEY = "a Gemini functionResponse with an error key is observed as status ok"
-# The OpenAI wires have no failure flag: these frameworks send a failure as plain output
-# text. They flip only if harness reads a convention for it (findings: an open question).
-OPENAI_FAILURE = (
-    "a failed call's output on the OpenAI wires (the framework's error text) is observed as ok"
-)
-TOOL_RUNNER = (
-    "the tool runner continues a thread (thread: continue, no tools) and harness answers 400"
-)
 XFAIL: dict[tuple[str, str], str] = {
-    ("anthropic-sync", "observe"): ANTHROPIC_IS_ERROR,
-    ("anthropic-async", "observe"): ANTHROPIC_IS_ERROR,
-    ("anthropic-stream", "observe"): ANTHROPIC_IS_ERROR,
-    ("anthropic-tool-runner", "run"): TOOL_RUNNER,
-    ("anthropic-tool-runner", "record"): TOOL_RUNNER,
-    ("anthropic-tool-runner", "replay"): TOOL_RUNNER,
-    ("anthropic-tool-runner", "freeze"): TOOL_RUNNER,
-    ("anthropic-tool-runner", "observe"): TOOL_RUNNER + " (the calls that ran are not_run)",
-    ("anthropic-thinking", "observe"): ANTHROPIC_IS_ERROR,
-    ("anthropic-forced", "observe"): ANTHROPIC_IS_ERROR,
-    ("genai-manual", "observe"): GEMINI_ERROR_KEY,
-    ("genai-async", "observe"): GEMINI_ERROR_KEY,
-    ("genai-stream", "observe"): GEMINI_ERROR_KEY,
-    ("genai-afc", "observe"): GEMINI_ERROR_KEY,
-    ("genai-chat", "observe"): GEMINI_ERROR_KEY,
-    (
-        "pydantic-ai-anthropic",
-        "observe",
-    ): "ModelRetry (a tool_result with is_error: true) is observed as ok",
-    (
-        "pydantic-ai-google",
-        "observe",
-    ): "ModelRetry (a functionResponse with an error key) is observed as ok",
-    ("agents-sdk-as-tool", "observe"): OPENAI_FAILURE,
-    ("agents-sdk-handoffs", "observe"): (
-        "the handoff call is not_run and splits the conversation; the failed call is ok"
+    ("anthropic-tool-runner", "freeze"): (
+        "freeze reads the tool runner's thread continues (new messages only) as new runs"
     ),
-    ("langgraph-supervisor", "replay"): "uuid4 ids of transfer_back_to_supervisor: a cassette miss",
+    ("langgraph-supervisor", "replay"): (
+        "results.json's transcript keeps langgraph-supervisor's uuid4 ids: two replays differ"
+    ),
     ("langgraph-supervisor", "freeze"): "the recording splits into runs and the frozen run differs",
-    ("langgraph-supervisor", "observe"): "a ToolException's error ToolMessage is observed as ok",
     ("mcp-served", "freeze"): "the frozen scenario drops the MCP-served tools: no HARNESS_MCP_URL",
-    (
-        "mcp-own-loop",
-        "run",
-    ): "a scripted own-loop scenario with an MCP server is an MCP recording miss",
-    (
-        "mcp-own-loop",
-        "observe",
-    ): "the scripted run fails before the server runs (an MCP recording miss)",
-    ("openinference-openai", "observe"): (
-        'a Chat Completions tool message {"error": ...} is observed as ok (no failure flag)'
-    ),
-    ("openinference-anthropic", "observe"): ANTHROPIC_IS_ERROR,
     ("openinference-anthropic", "trace"): (
         "freeze --trace loses OpenInference Anthropic tool schemas: every call invalid"
     ),
-    ("openinference-genai", "observe"): GEMINI_ERROR_KEY,
     ("openinference-genai", "trace"): (
         "freeze --trace reads OpenInference google-genai role: model turns as empty messages"
     ),
@@ -168,10 +134,6 @@ XFAIL: dict[tuple[str, str], str] = {
     ("smolagents-code-agent", "observe"): (
         "CodeAgent's tool calls are Python in the reply's text: harness observes none"
     ),
-    ("llamaindex-function-agent", "observe"): (
-        "LlamaIndex sends a failure as a plain {result: TEXT} functionResponse: no signal to observe"
-    ),
-    ("agent-framework", "observe"): OPENAI_FAILURE,
 }
 
 
@@ -386,12 +348,12 @@ class Pipeline:
 
     def _observe(self) -> Outcome:
         self.stage("run")
-        problems = _compare(self.run_results, self.run_calls, "scripted run")
+        problems = _compare(self.run_results, self.run_calls, "scripted run", self.spec.signal)
         if self.stage("replay").ok:
             # A replay runs a target's own tools again; an own-loop MCP server's calls are
             # replayed from the recording, so they are the recording's.
             calls = self.replay_calls or self.record_calls
-            problems += _compare(self.replay_results, calls, "replay")
+            problems += _compare(self.replay_results, calls, "replay", self.spec.signal)
         return Outcome(not problems, "; ".join(problems))
 
     def _trace(self) -> Outcome:
@@ -407,7 +369,9 @@ class Pipeline:
         return Outcome(self._passed(proc, results), "frozen trace run: " + self._why(proc, results))
 
 
-def _compare(results: dict[str, Any] | None, calls: list[dict[str, Any]], where: str) -> list[str]:
+def _compare(
+    results: dict[str, Any] | None, calls: list[dict[str, Any]], where: str, signal: bool
+) -> list[str]:
     """What harness observed against the tool log: each logged call, with its failure."""
     if not results or not results["scenarios"]:
         return [f"{where}: no results"]
@@ -418,7 +382,11 @@ def _compare(results: dict[str, Any] | None, calls: list[dict[str, Any]], where:
         if c["name"] in LOGGED_TOOLS
     )
     logged = sorted(
-        (c["tool"], json.dumps(c["args"], sort_keys=True), "error" if c["failed"] else "ok")
+        (
+            c["tool"],
+            json.dumps(c["args"], sort_keys=True),
+            "error" if c["failed"] and signal else "ok",
+        )
         for c in calls
     )
     if not logged:
