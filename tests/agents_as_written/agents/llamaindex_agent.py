@@ -24,9 +24,7 @@ def save_note(text: str) -> str:
 async def answer(question: str) -> str:
     agent = FunctionAgent(
         tools=[lookup_city, save_note],
-        # max_tokens and context_window given: without them GoogleGenAI asks the API for the
-        # model's limits (GET /v1beta/models/NAME), which harness does not serve (a 404).
-        llm=GoogleGenAI(model="gemini-2.5-flash", max_tokens=1024, context_window=1_000_000),
+        llm=GoogleGenAI(model="gemini-2.5-flash"),
         system_prompt="You look cities up in the atlas and keep notes for the user.",
     )
     response = await agent.run(user_msg=question)

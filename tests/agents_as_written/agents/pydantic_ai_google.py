@@ -10,9 +10,6 @@ from tests.agents_as_written.agents import toolkit
 agent = Agent(
     "google:gemini-2.5-flash",
     instructions="You look cities up in the atlas and keep notes for the user.",
-    # The model (and its client, which reads the API key and base URL) is made at the first
-    # run, not at import: harness sets ANTHROPIC_* / GEMINI_* only while the agent runs.
-    defer_model_check=True,
 )
 
 
