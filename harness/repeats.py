@@ -97,6 +97,9 @@ class Repeats(BaseModel):
     passes: bool = False
     # The runs talked to a live model (--live): the baseline compares their pass rate.
     live: bool = False
+    # The scenario has stochastic steps (one_of): its runs differ as a live model's do,
+    # and the baseline compares their pass rate too.
+    stochastic: bool = False
     # Where the runs' trajectories first part (None: they all took the same steps).
     divergence: Divergence | None = None
 
@@ -117,15 +120,23 @@ class Repeats(BaseModel):
 
     @model_serializer(mode="wrap")
     def _omit_absent(self, handler: Any) -> Any:
-        """No ``min_pass_rate``, ``live`` or ``divergence`` key when there is none."""
+        """No ``min_pass_rate``, ``live``, ``stochastic`` or ``divergence`` key when there
+        is none."""
         data = handler(self)
         if isinstance(data, dict):
             for key in ("min_pass_rate", "divergence"):
                 if getattr(self, key) is None:
                     data.pop(key, None)
-            if not self.live:
-                data.pop("live", None)
+            for flag in ("live", "stochastic"):
+                if not getattr(self, flag):
+                    data.pop(flag, None)
         return data
+
+    @property
+    def by_rate(self) -> bool:
+        """The runs vary by chance (live, or stochastic steps): a baseline compares them
+        by their pass rate, never run by run."""
+        return self.live or self.stochastic
 
     @property
     def flaky(self) -> bool:
@@ -134,7 +145,13 @@ class Repeats(BaseModel):
 
     @classmethod
     def of(
-        cls, passed: int, runs: int, *, min_pass_rate: float | None = None, live: bool = False
+        cls,
+        passed: int,
+        runs: int,
+        *,
+        min_pass_rate: float | None = None,
+        live: bool = False,
+        stochastic: bool = False,
     ) -> Repeats:
         """The repeats of ``passed`` runs out of ``runs``, judged by ``min_pass_rate``."""
         return cls(
@@ -149,6 +166,7 @@ class Repeats(BaseModel):
             if min_pass_rate is None
             else passed >= _needed(min_pass_rate, runs),
             live=live,
+            stochastic=stochastic,
         )
 
 
@@ -175,6 +193,7 @@ def count_repeats(scenarios: list[ScenarioResult]) -> None:
             len(runs),
             min_pass_rate=minimum,
             live=any(r.live for r in given),
+            stochastic=any(r.stochastic for r in given),
         )
         repeats.divergence = first_divergence(runs)
         for s in runs:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from pydantic import (
     BaseModel,
@@ -36,9 +36,6 @@ from harness.messages import Message
 from harness.modeljson import dump_json
 from harness.repeats import Repeats, count_repeats
 from harness.secrets import Scrubber, scrub_text
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -176,6 +173,8 @@ class ScenarioResult(RunData, _Identity):
     # all its runs came out.
     run: int | None = Field(default=None, ge=1, exclude_if=lambda value: value is None)
     repeats: Repeats | None = Field(default=None, exclude_if=lambda value: value is None)
+    # The seed (--seed) its stochastic steps were drawn with; absent without them.
+    seed: int | None = Field(default=None, exclude_if=lambda value: value is None)
 
     @model_validator(mode="before")
     @classmethod

@@ -56,6 +56,13 @@ def add_arguments(parser: Parser) -> None:
         default=DEFAULT_MAX_DELAY,
         help="longest a response is held, for `error: timeout` and latency (default 30 s)",
     )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="what one_of steps are drawn with: each request a one_of step answers draws "
+        "anew (default 0)",
+    )
 
 
 def _script_of(path: Path) -> tuple[list[ScriptStep], list[ScriptStep], str | None, Any]:
@@ -145,6 +152,7 @@ def handle(args: argparse.Namespace) -> int:
             on_started=started,
             judge_steps=judge_steps,
             conversations=conversations,
+            draws=f"harness serve\x00seed {args.seed}",
         ),
     )
 

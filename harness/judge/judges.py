@@ -45,10 +45,11 @@ class JudgeSource(Protocol):
 
 
 class ScriptedJudge:
-    """A judge answering from script steps (``llm.judge_script``), in order."""
+    """A judge answering from script steps (``llm.judge_script``), in order (a ``one_of``
+    step drawn with ``draws``, as ``ScriptedLLM`` draws)."""
 
-    def __init__(self, steps: Iterable[ScriptStep | dict[str, Any]]) -> None:
-        self.llm = ScriptedLLM(steps)
+    def __init__(self, steps: Iterable[ScriptStep | dict[str, Any]], draws: str = "") -> None:
+        self.llm = ScriptedLLM(steps, draws=draws)
 
     async def judge(self, messages: list[dict[str, Any]], model: str, call: int) -> LLMResponse:
         """The next scripted verdict."""

@@ -36,6 +36,9 @@ class LLMContext:
     disable_recording: bool = False
     # A matrix combination (``model=a,planner=b``): it gets a cassette of its own.
     variant: str | None = None
+    # What the script's stochastic (one_of) steps are drawn with: the scenario's id, the
+    # run's number and the seed (harness.llm.script.draw_material).
+    draws: str = ""
 
 
 class ConversationMatch(BaseModel):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from typing import Annotated, Any, Literal
@@ -26,10 +27,13 @@ __all__ = [
     "ScriptChunk",
     "ScriptChunkCall",
     "ScriptError",
+    "ScriptOption",
     "ScriptStep",
     "ScriptToolCall",
     "Usage",
+    "draw_material",
     "parse_step",
+    "uniform",
     "wire_calls",
 ]
 
@@ -184,11 +188,18 @@ class ScriptStep(BaseModel):
         description="the model's reasoning before this reply, served on the wires that "
         "carry it (an Anthropic thinking block); the own loop's scripted model ignores it",
     )
-    # Last: its check reads the fields above (pydantic validates in declaration order).
+    # After the reply's own fields: its check reads them (pydantic validates in
+    # declaration order).
     chunks: list[ChunkEntry] | None = Field(
         default=None,
         description="the exact pieces of this reply when it is streamed (default: cut by "
         "words); they must add up to the step's content, tool_calls, finish_reason and usage",
+    )
+    one_of: list[ScriptOption] | None = Field(
+        default=None,
+        min_length=1,
+        description="a stochastic step: each call it answers gets one of these replies, "
+        "drawn by weight with the run's seed (docs/scenarios.md#stochastic-steps)",
     )
 
     @model_validator(mode="after")
@@ -198,6 +209,39 @@ class ScriptStep(BaseModel):
         ):
             raise ValueError("an error step has no content, tool_calls or reasoning")
         return self
+
+    @model_validator(mode="after")
+    def _one_of_alone(self) -> ScriptStep:
+        if self.one_of is not None:
+            others = sorted(self.model_fields_set - {"one_of", "repeat"})
+            if others:
+                raise ValueError(
+                    f"a one_of step holds its replies in one_of only (and repeat: N for N "
+                    f"calls, each drawn anew): move {', '.join(others)} into its options"
+                )
+        return self
+
+    @property
+    def stochastic(self) -> bool:
+        """The step is ``one_of``: its reply is drawn for each call it answers."""
+        return self.one_of is not None
+
+    def variants(self) -> list[ScriptStep]:
+        """The replies this step may give: itself, or each of its ``one_of`` options."""
+        return list(self.one_of) if self.one_of is not None else [self]
+
+    def draw(self, fraction: float) -> ScriptStep:
+        """The option a uniform ``fraction`` (0 <= f < 1) draws, by weight; the step
+        itself when it is not stochastic."""
+        if self.one_of is None:
+            return self
+        total = sum(option.weight for option in self.one_of)
+        point = fraction * total
+        for option in self.one_of:
+            point -= option.weight
+            if point < 0:
+                return option
+        return self.one_of[-1]  # fraction * total rounded up to total
 
     @field_validator("chunks")
     @classmethod
@@ -233,6 +277,47 @@ class ScriptStep(BaseModel):
             for i, (call_id, name, arguments) in enumerate(wire_calls(self, call))
         ]
         return reply_chunks(self.content, calls, self.finish(), usage)
+
+
+class ScriptOption(ScriptStep):
+    """One reply a ``one_of`` step may give, and how likely it is (``weight``, relative to
+    its siblings'): any step form, an error or a streamed reply too."""
+
+    weight: float = Field(
+        default=1.0, gt=0, allow_inf_nan=False, description="relative chance (default 1)"
+    )
+
+    @model_validator(mode="after")
+    def _one_reply(self) -> ScriptOption:
+        if self.one_of is not None:
+            raise ValueError("a one_of option is one reply: it cannot hold a one_of of its own")
+        if self.repeat != 1:
+            raise ValueError(
+                "a one_of option is one reply: give the one_of step repeat: N instead (each "
+                "of its N calls is drawn anew)"
+            )
+        return self
+
+
+ScriptStep.model_rebuild()
+
+
+def draw_material(scenario: str, run: int | None, seed: int) -> str:
+    """What a run's stochastic steps are drawn with: the scenario's id, the run's number
+    (1 for a scenario run once) and the seed (``harness run --seed``)."""
+    return f"{scenario}\x00run {run or 1}\x00seed {seed}"
+
+
+def uniform(material: str, where: str, n: int) -> float:
+    """A fraction in [0, 1) that depends only on its inputs: the ``n``-th draw (0-based)
+    at ``where`` (a step of a script) of a run drawn with ``material``.
+
+    A hash, not a random generator advanced call by call: a draw does not depend on how
+    many were made elsewhere before it (another conversation, a judge), so concurrent
+    conversations and reruns draw the same.
+    """
+    digest = hashlib.sha256(f"{material}\x00{where}\x00{n}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
 
 
 def wire_calls(step: ScriptStep, n: int, prefix: str = "call") -> list[tuple[str | None, str, str]]:

@@ -9,7 +9,7 @@ from harness.errors import AbortRun, LLMError
 from harness.hookspecs import hookimpl
 from harness.llm.base import LLMRequest, LLMResponse
 from harness.llm.chunks import ChunkAccumulator, LLMChunk
-from harness.llm.script import ScriptStep, parse_step
+from harness.llm.script import ScriptStep, parse_step, uniform
 from harness.messages import AssistantMessage, ToolCall, parse_arguments
 
 __all__ = ["ScriptedLLM"]
@@ -23,14 +23,24 @@ class ScriptedLLM:
 
     Streamed (``stream()``), a reply comes as its step's ``chunks``, or cut by words;
     ``stream=True`` makes every run of this source stream (a scenario's ``llm.stream``).
+
+    A ``one_of`` step draws its reply for each call it answers, from ``draws`` (the run's
+    seed material, ``harness.llm.script.draw_material``): the same draws every time. A
+    drawn error fails that call and leaves the step to answer the next one, as a model
+    that fails now and then does.
     """
 
     def __init__(
-        self, steps: Iterable[ScriptStep | dict[str, Any]], *, stream: bool = False
+        self,
+        steps: Iterable[ScriptStep | dict[str, Any]],
+        *,
+        stream: bool = False,
+        draws: str = "",
     ) -> None:
         self.steps = [parse_step(index, s) for index, s in enumerate(steps)]
         self.total = sum(step.repeat for step in self.steps)
         self.streams = stream
+        self.draws = draws
         self.reset()
 
     def reset(self) -> None:
@@ -38,6 +48,7 @@ class ScriptedLLM:
         self._index = 0  # current step
         self._served = 0  # replies given by the current step
         self.consumed = 0  # replies given in all
+        self._drawn = 0  # draws made at the current step
 
     @property
     def remaining(self) -> int:
@@ -50,11 +61,19 @@ class ScriptedLLM:
                 f"script exhausted after {self.consumed} responses", type="script_exhausted"
             )
         index, step = self._index, self.steps[self._index]
+        if step.one_of is not None:
+            drawn = step.draw(uniform(self.draws, f"script {index + 1}", self._drawn))
+            self._drawn += 1
+            if drawn.error is not None:
+                return index, drawn  # the call fails; the step answers the next one
+            step, repeat = drawn, step.repeat
+        else:
+            repeat = step.repeat
         self._served += 1
         self.consumed += 1
-        if self._served >= step.repeat:
+        if self._served >= repeat:
             self._index += 1
-            self._served = 0
+            self._served = self._drawn = 0
         return index, step
 
     def _reply_step(self, request: LLMRequest) -> ScriptStep:
@@ -111,4 +130,7 @@ class ScriptedLLM:
 @hookimpl
 def harness_register_llms(register: Any) -> None:
     """``provider: scripted``: the scenario's ``llm.script``."""
-    register("scripted", lambda config: ScriptedLLM(config.script, stream=config.stream))
+    register(
+        "scripted",
+        lambda config: ScriptedLLM(config.script, stream=config.stream, draws=config.context.draws),
+    )

@@ -239,6 +239,8 @@ class ScenarioItem(pytest.Item):
             state.options.record_mode,
             disable_recording=state.options.disable_recording,
             plugins=observers,
+            run=self.run,
+            seed=state.options.seed,
         )
 
     def behaviours(self) -> str | None:
@@ -280,7 +282,13 @@ class ScenarioItem(pytest.Item):
         result.run = self.run
         passed = int(result.status == "passed")
         live = state_of(self.config).options.live
-        result.repeats = Repeats.of(passed, 1, min_pass_rate=self.min_pass_rate, live=live)
+        result.repeats = Repeats.of(
+            passed,
+            1,
+            min_pass_rate=self.min_pass_rate,
+            live=live,
+            stochastic=self.scenario.stochastic,
+        )
         return result
 
     def runtest(self) -> None:

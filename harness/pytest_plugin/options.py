@@ -86,6 +86,12 @@ def percent(value: str) -> float:
     return share
 
 
+def _seed(value: str) -> int:
+    if not value.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number (0, 1, 2, ...), got {value!r}")
+    return int(value)
+
+
 def _shard(value: str) -> Shard:
     from harness.shards import Shard
 
@@ -217,6 +223,15 @@ OPTIONS: tuple[Option, ...] = (
         "a file's repeat: {min_pass_rate: R} wins)",
         type=_rate,
         metavar="R",
+    ),
+    Option(
+        "--harness-seed",
+        "--seed",
+        "what stochastic steps (one_of) are drawn with, beside the scenario's id and the "
+        "run's number (default 0)",
+        type=_seed,
+        default=0,
+        metavar="S",
     ),
     Option(
         "--harness-live",
@@ -434,6 +449,8 @@ class SessionOptions:
     live: bool = False
     repeat: int | None = None
     min_pass_rate: float | None = None
+    # --harness-seed: what stochastic steps are drawn with (docs/scenarios.md).
+    seed: int = 0
     concurrency: int = 1
     # --harness-shard and the wall times it is planned by (harness.pytest_plugin.sharding).
     shard: Shard | None = None
@@ -470,6 +487,7 @@ def session_options(config: pytest.Config) -> SessionOptions:
         live=live,
         repeat=config.getoption("harness_repeat", None),
         min_pass_rate=config.getoption("harness_min_pass_rate", None),
+        seed=config.getoption("harness_seed", 0) or 0,
         concurrency=config.getoption("harness_concurrency", 1) or 1,
         shard=config.getoption("harness_shard", None),
         durations=times,

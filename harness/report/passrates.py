@@ -22,8 +22,8 @@ __all__ = ["compare_pass_rates", "drop_p_value", "live_groups"]
 def live_groups(
     before: Iterable[ScenarioResult], after: Iterable[ScenarioResult]
 ) -> dict[str, tuple[list[ScenarioResult], list[ScenarioResult]]]:
-    """The scenarios repeated on both sides and live on at least one: key -> (the
-    baseline's runs, this run's runs)."""
+    """The scenarios repeated on both sides and live (or stochastic) on at least one:
+    key -> (the baseline's runs, this run's runs)."""
     old: dict[str, list[ScenarioResult]] = {}
     new: dict[str, list[ScenarioResult]] = {}
     for side, scenarios in ((old, before), (new, after)):
@@ -33,7 +33,7 @@ def live_groups(
     return {
         key: (old[key], new[key])
         for key in sorted(old.keys() & new.keys())
-        if any(s.repeats is not None and s.repeats.live for s in [*old[key], *new[key]])
+        if any(s.repeats is not None and s.repeats.by_rate for s in [*old[key], *new[key]])
     }
 
 

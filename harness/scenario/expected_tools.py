@@ -59,7 +59,8 @@ def check_expected_tools(
     if unknown_server_tools(scenario.tools):
         return  # an MCP server's tools are known when it runs (docs/mcp.md)
     scripts = [scenario.llm.script, *(rule.script for rule in scenario.llm.conversations)]
-    possible = defined | {c.name for script in scripts for s in script for c in s.tool_calls}
+    called = (c for script in scripts for s in script for v in s.variants() for c in v.tool_calls)
+    possible = defined | {call.name for call in called}
     guarded, named = _expected_tool_names(expect, top, scripted)
     for path, name in guarded:
         if name not in possible:

@@ -141,9 +141,12 @@ def _served(
 ) -> tuple[Any, Any]:
     """The app serving the scenario's model, and the cassette app (None for a script)."""
     if scenario.llm.provider == "scripted":
+        from harness.llm.script import draw_material
         from harness.serve import create_app
 
-        return create_app(list(scenario.llm.script), conversations=scenario.llm.conversations), None
+        script, rules = list(scenario.llm.script), scenario.llm.conversations
+        draws = draw_material(sid, *scenario.draw)
+        return create_app(script, conversations=rules, draws=draws), None
     from harness.cassettes import CassetteSession
     from harness.external import CassetteApp
     from harness.project import project_relative

@@ -44,7 +44,7 @@ def check_judges(scenario: Scenario, issue: IssueSink) -> None:
             """- content: '{"pass": true, "score": 1, "reason": "..."}'""",
         )
     for i, step in enumerate(script):
-        if step.tool_calls:
+        if any(variant.tool_calls for variant in step.variants()):
             issue(
                 ("llm", "judge_script", i, "tool_calls"),
                 "a judge replies with a JSON verdict in content, not with tool calls",
@@ -58,15 +58,16 @@ def check_judges(scenario: Scenario, issue: IssueSink) -> None:
         )
 
 
-def build_judge(scenario: Scenario, llm: Any) -> Judge | None:
-    """The scenario's judge: scripted (``llm.judge_script``), else through the scenario's
-    LLM source when it can judge (``provider: openai``); None when nothing is judged."""
+def build_judge(scenario: Scenario, llm: Any, draws: str = "") -> Judge | None:
+    """The scenario's judge: scripted (``llm.judge_script``, its stochastic steps drawn
+    with ``draws``), else through the scenario's LLM source when it can judge
+    (``provider: openai``); None when nothing is judged."""
     if not judged(scenario):
         return None
     model = _project_model(scenario)
     default = model if isinstance(model, str) and model else scenario.llm.model
     if scenario.llm.judge_script:
-        return Judge(ScriptedJudge(scenario.llm.judge_script), default)
+        return Judge(ScriptedJudge(scenario.llm.judge_script, draws), default)
     if callable(getattr(llm, "judge", None)):
         return Judge(llm, default)
     return None

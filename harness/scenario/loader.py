@@ -459,8 +459,12 @@ def _check_script(
         return  # an MCP server's tools are known when it runs (docs/mcp.md)
     prefix = at
     owner = f"agent {at[1]!r} does not have" if at else "the scenario does not define"
-    for i, step in enumerate(scenario.llm.script):
-        at = (*prefix, "llm", "script", i)
+    steps = [
+        ((*prefix, "llm", "script", i, *(("one_of", j) if step.stochastic else ())), variant)
+        for i, step in enumerate(scenario.llm.script)
+        for j, variant in enumerate(step.variants())
+    ]
+    for at, step in steps:
         if step.finish_reason is not None and step.finish_reason not in FINISH_REASONS:
             issue(
                 (*at, "finish_reason"),

@@ -14,6 +14,7 @@ from harness.config import AgentConfig
 from harness.errors import HarnessError, RecordingRefused, ScenarioSkipped
 from harness.llm.base import LLM, close_llm
 from harness.llm.config import RECORD_MODES
+from harness.llm.script import draw_material
 from harness.plugins import Plugins, discover
 from harness.results import ExpectationResult, ScenarioId, ScenarioResult, Status, TurnResult
 from harness.scenario.agents import SubAgents
@@ -55,13 +56,17 @@ async def arun_scenario(
     *,
     disable_recording: bool = False,
     plugins: Sequence[Any] = (),
+    run: int | None = None,
+    seed: int | None = None,
 ) -> ScenarioResult:
     """Run a scenario file (or a Scenario object) and check its expectations.
 
     ``plugins`` are extra plugin objects for this run only (observers, say), on top of
-    those of the scenario's project.
+    those of the scenario's project. ``run`` (which run of a repeated scenario this is)
+    and ``seed`` are what its stochastic steps are drawn with (docs/scenarios.md
+    #stochastic-steps); by default, the scenario's own (``Scenario.for_run``).
     """
-    scenario = _runnable(scenario, record_mode)
+    scenario = _runnable(scenario, record_mode, run, seed)
     sid = scenario_id(scenario)
     if scenario.skip_reason is not None:
         raise ScenarioSkipped(f"{sid}: skipped: {scenario.skip_reason}", scenario.skip_reason)
@@ -151,7 +156,7 @@ async def _run_agent(
 ) -> ScenarioResult:
     """``_run_own_loop`` with the run's MCP servers started."""
     llm = llm_source(scenario, project, record_mode, disable_recording)
-    judge = build_judge(scenario, llm)
+    judge = build_judge(scenario, llm, draw_material(str(sid), *scenario.draw) + "\x00judge")
     # The sub-agents its tools expose, built once for this run; their LLM sources stay
     # open across their calls and are closed when the run ends.
     sub_agents = SubAgents(scenario)
@@ -216,11 +221,16 @@ def _result(
         agent=agent_config,
         matrix=scenario.combination,
         turns=turns,
+        # The seed its stochastic steps were drawn with (absent without them).
+        seed=scenario.draw[1] if scenario.stochastic else None,
     )
 
 
-def _runnable(scenario: str | Path | Scenario, record_mode: str) -> Scenario:
-    """The scenario to run (loaded from its file); HarnessError for what cannot run."""
+def _runnable(
+    scenario: str | Path | Scenario, record_mode: str, run: int | None, seed: int | None
+) -> Scenario:
+    """The scenario to run (loaded from its file; as run ``run`` with ``seed`` when
+    either is given); HarnessError for what cannot run."""
     if record_mode not in RECORD_MODES:
         raise HarnessError(
             f"unknown record mode {record_mode!r}; use one of {', '.join(RECORD_MODES)}"
@@ -233,6 +243,8 @@ def _runnable(scenario: str | Path | Scenario, record_mode: str) -> Scenario:
             "(harness.scenario.expand_matrix(scenario) gives them), or run the file with "
             "`harness run`"
         )
+    if run is not None or seed is not None:
+        scenario = scenario.for_run(run, seed or 0)
     return scenario
 
 
@@ -274,10 +286,19 @@ def run_scenario(
     *,
     disable_recording: bool = False,
     plugins: Sequence[Any] = (),
+    run: int | None = None,
+    seed: int | None = None,
 ) -> ScenarioResult:
     """Synchronous ``arun_scenario``; inside a running event loop, await that instead."""
     return run_sync(
-        arun_scenario(scenario, record_mode, disable_recording=disable_recording, plugins=plugins),
+        arun_scenario(
+            scenario,
+            record_mode,
+            disable_recording=disable_recording,
+            plugins=plugins,
+            run=run,
+            seed=seed,
+        ),
         name="run_scenario()",
         instead="harness.scenario.arun_scenario(...)",
     )

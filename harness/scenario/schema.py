@@ -268,6 +268,32 @@ class Scenario(BaseModel):
 
     # Why the scenario cannot run here (its target needs what is not installed), if so.
     _skip: str | None = PrivateAttr(default=None)
+    # Which run this is and the seed its stochastic steps are drawn with (for_run).
+    _draw: tuple[int | None, int] = PrivateAttr(default=(None, 0))
+
+    def for_run(self, run: int | None, seed: int) -> Scenario:
+        """This scenario as run number ``run`` (None: run once) with ``seed``: what its
+        stochastic steps (``one_of``) are drawn with."""
+        copy = self.model_copy()
+        copy._draw = (run, seed)
+        return copy
+
+    @property
+    def draw(self) -> tuple[int | None, int]:
+        """``(run, seed)`` its stochastic steps are drawn with (``for_run``)."""
+        return self._draw
+
+    @property
+    def stochastic(self) -> bool:
+        """A script of the scenario (its agent's, a sub-agent's, a conversation's or its
+        judge's) has a ``one_of`` step: its runs may differ, as a live model's do."""
+        configs = [self.llm, *(spec.llm for spec in self.agents.values())]
+        scripts = [
+            script
+            for llm in configs
+            for script in (llm.script, llm.judge_script, *(r.script for r in llm.conversations))
+        ]
+        return any(step.stochastic for script in scripts for step in script)
 
     @property
     def runs(self) -> int:

@@ -21,6 +21,7 @@ from harness.config import AgentConfig
 from harness.errors import HarnessError
 from harness.llm.base import LLM
 from harness.llm.config import LLMConfig, LLMContext
+from harness.llm.script import draw_material
 from harness.plugins import Plugins, discover
 from harness.results import ScenarioId, combination_label
 from harness.scenario.agents import KeptOpen, SubAgents
@@ -57,17 +58,21 @@ def llm_source(
     record_mode: str = "none",
     disable_recording: bool = False,
     config: LLMConfig | None = None,
+    part: str = "",
 ) -> LLM:
-    """The scenario's LLM source (or a sub-agent's, ``config``), told which scenario and
-    record mode it serves."""
+    """The scenario's LLM source (or a sub-agent's, ``config``, named ``part``: its
+    stochastic steps are drawn apart from the agent's), told which scenario and record
+    mode it serves."""
     config = config or scenario.llm
+    sid = str(scenario_id(scenario))
     context = LLMContext(
-        scenario_id=str(scenario_id(scenario)),
+        scenario_id=sid,
         scenario_file=scenario.path,
         project_root=scenario.root,
         record_mode=record_mode,
         disable_recording=disable_recording,
         variant=combination_label(scenario.combination) if scenario.combination else None,
+        draws=draw_material(sid, *scenario.draw) + (f"\x00{part}" if part else ""),
     )
     return plugins.llm_factory(config.provider)(config.with_context(context))
 
@@ -103,7 +108,9 @@ def scenario_agent(
         llm = llm_source(scenario, project, record_mode, disable_recording)
 
     def sub_llm(name: str, config: LLMConfig) -> KeptOpen:
-        return KeptOpen(llm_source(scenario, project, record_mode, disable_recording, config))
+        return KeptOpen(
+            llm_source(scenario, project, record_mode, disable_recording, config, f"agent {name}")
+        )
 
     agents = agents if agents is not None else SubAgents(scenario)
     tools = build_tools(scenario, serve=served_url, llm_source=sub_llm, agents=agents, mcp=mcp)

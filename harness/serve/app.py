@@ -31,9 +31,11 @@ def create_app(
     max_delay: float = DEFAULT_MAX_DELAY,
     judge_steps: Sequence[ScriptStep] = (),
     conversations: Sequence[ConversationRule] = (),
+    draws: str = "",
 ) -> Any:
     """The Starlette application answering from ``steps`` (and a judge's requests from
-    ``judge_steps``, the conversations ``conversations`` match from their scripts)."""
+    ``judge_steps``, the conversations ``conversations`` match from their scripts; the
+    stochastic steps drawn with ``draws``, harness.llm.script.draw_material)."""
     app = Starlette(
         routes=[
             *(
@@ -60,7 +62,7 @@ def create_app(
         # 405 (an error step's) reaches the same handler, which answers it as raised.
         exception_handlers={404: http_error, 405: http_error, ApiError: http_error},
     )
-    app.state.script = ScriptState(steps, max_delay, judge_steps, conversations)
+    app.state.script = ScriptState(steps, max_delay, judge_steps, conversations, draws)
     return app
 
 

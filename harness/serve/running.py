@@ -34,6 +34,7 @@ def serve(
     on_started: Any = None,
     judge_steps: Sequence[ScriptStep] = (),
     conversations: Sequence[ConversationRule] = (),
+    draws: str = "",
 ) -> None:
     """Serve ``steps`` (and ``conversations``, a scenario's ``llm.conversations``) until
     SIGTERM or Ctrl-C (blocking; call it from the main thread).
@@ -41,7 +42,7 @@ def serve(
     HarnessError when ``host:port`` cannot be listened on (a busy port, an unknown host).
     """
     serve_app(
-        create_app(steps, max_delay, judge_steps, conversations),
+        create_app(steps, max_delay, judge_steps, conversations, draws),
         host,
         port,
         log_level=log_level,

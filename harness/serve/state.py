@@ -12,7 +12,7 @@ from typing import Any
 from harness.canonical import canonical_json
 from harness.llm.chunks import LLMChunk, reply_chunks
 from harness.llm.config import ConversationRule
-from harness.llm.script import ScriptStep, wire_calls
+from harness.llm.script import ScriptStep, uniform, wire_calls
 from harness.serve.conversations import Conversations
 from harness.serve.threads import Threads
 from harness.wires.neutral import ServedReply, ServedRequest, Wire
@@ -126,8 +126,13 @@ class ScriptState:
         max_delay: float = DEFAULT_MAX_DELAY,
         judge_steps: Sequence[ScriptStep] = (),
         conversations: Sequence[ConversationRule] = (),
+        draws: str = "",
     ) -> None:
         self.positions, self.trailing_errors = _positions(steps)
+        # A one_of step draws anew for each request it answers: the n-th request at a
+        # step gets draw n (harness.llm.script.uniform), whatever came before elsewhere.
+        self.draws = draws
+        self.drawn: Counter[str] = Counter()
         # The scripts of llm.conversations, and which conversation each request is in.
         self.scripts = [_positions(rule.script) for rule in conversations]
         self.names = [
@@ -176,6 +181,7 @@ class ScriptState:
         self.conversations.reset()
         self.threads.reset()
         self.judged = 0
+        self.drawn.clear()
 
     def pick_judge(self) -> Reply:
         """The answer to a judge's request: the judge script's steps in turn, starting
@@ -186,7 +192,7 @@ class ScriptState:
         self.judged += 1
         if not self.judge_steps:
             return Reply(1, None, judge=True)
-        step = self.judge_steps[n % len(self.judge_steps)]
+        step = self._drawn(self.judge_steps[n % len(self.judge_steps)], "judge_script", n)
         if step.error is not None:
             return Reply(n + 1, None, step, judge=True)
         return Reply(n + 1, step, judge=True)
@@ -202,7 +208,10 @@ class ScriptState:
             reply = self.pick(place.position, asked.conversation, wire.api)
         else:
             positions, trailing = self.scripts[place.rule]
-            reply = self._pick(place.position, positions, trailing, asked.conversation, wire.api)
+            name = self.names[place.rule]
+            reply = self._pick(
+                place.position, positions, trailing, asked.conversation, wire.api, name
+            )
             reply.script, reply.length = self.names[place.rule], len(positions)
             # The rule's second conversation on: c1-2 (a worker called twice may be sent
             # its first call's messages: its calls must not repeat their ids).
@@ -223,6 +232,15 @@ class ScriptState:
         reply.length = len(self.positions)
         return reply
 
+    def _drawn(self, step: ScriptStep, script: str, place: int) -> ScriptStep:
+        """The reply a step gives this request: a one_of step's option, drawn."""
+        if step.one_of is None:
+            return step
+        where = f"{script} {place + 1}"
+        n = self.drawn[where]
+        self.drawn[where] += 1
+        return step.draw(uniform(self.draws, where, n))
+
     def _pick(
         self,
         k: int,
@@ -230,6 +248,7 @@ class ScriptState:
         trailing: list[ScriptStep],
         conversation: Any,
         api: str,
+        script: str = "script",
     ) -> Reply:
         if k < len(positions):
             position = positions[k]
@@ -239,11 +258,20 @@ class ScriptState:
         if not errors:
             # No error step fails this position: attempts do not matter, and hashing the
             # whole conversation would cost every request the length of the run.
-            return Reply(k + 1, step, number=number)
+            return self._reply(k, step, number, script)
         key = f"{api}:{canonical_json(conversation)}"
         digest = hashlib.sha256(key.encode()).hexdigest()
         attempt = self.attempts[digest]
         self.attempts[digest] += 1
         if attempt < len(errors):
             return Reply(k + 1, None, errors[attempt])
+        return self._reply(k, step, number, script)
+
+    def _reply(self, k: int, step: ScriptStep | None, number: int | None, script: str) -> Reply:
+        """The reply at position ``k``: its step's, a one_of step's drawn anew for each
+        request (a drawn error fails this request; the retry draws again)."""
+        if step is not None and step.one_of is not None:
+            step = self._drawn(step, script, k)
+            if step.error is not None:
+                return Reply(k + 1, None, step)
         return Reply(k + 1, step, number=number)
