@@ -3,7 +3,9 @@
 The results layer holds it (``Results.baseline``); ``harness.report.diff`` computes it and
 the reports show it. Categories:
 
-- ``regressions``: passed in the baseline, failed or errored now;
+- ``regressions``: passed in the baseline, failed or errored now (a ``StatusChange``),
+  or repeated by rate (live, or with stochastic steps) with a pass rate that fell
+  significantly (a ``PassRateChange``, also listed in ``pass_rates``);
 - ``fixed``: failed or errored in the baseline, passed now;
 - ``changed``: in both runs with different behaviour (status, termination, the stuck
   detector or budget that ended the run or their settings, iterations, LLM calls,
@@ -16,9 +18,11 @@ the reports show it. Categories:
 - ``no_longer_covered``: behaviours the baseline covered that this run does not, when
   both recorded coverage (docs/coverage.md): never those only scenarios this run left out
   had covered;
-- ``pass_rates``: live repeated scenarios (``--live --repeat N``) compared by their pass
-  rates rather than run by run: a drop is a regression only when a one-sided Fisher exact
-  test finds it significant at SIGNIFICANCE, else it is within noise.
+- ``pass_rates``: repeated scenarios whose runs vary by chance (``--live --repeat N``,
+  or stochastic steps) compared by their pass rates rather than run by run: a drop is a
+  regression only when a one-sided Fisher exact test, its p-value adjusted for the
+  number of scenarios compared (``rate_test.correction``: Holm by default), finds it
+  significant at SIGNIFICANCE, else it is within noise.
 """
 
 from __future__ import annotations
@@ -28,13 +32,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 __all__ = [
+    "CORRECTIONS",
     "DIFF_VERSION",
     "SIGNIFICANCE",
     "BaselineDiff",
+    "Correction",
     "FieldChange",
     "LostBehaviour",
     "PassRate",
     "PassRateChange",
+    "RateTest",
     "ScenarioChange",
     "ScenarioRef",
     "StatusChange",
@@ -45,8 +52,16 @@ __all__ = [
 DIFF_VERSION = 1
 
 # A drop of a live pass rate is a regression when a one-sided Fisher exact test gives a
-# p-value at most this: a drop so large would come by chance 1 time in 20 at most.
+# p-value (adjusted for the scenarios compared) at most this: over a suite of unchanged
+# scenarios, a false regression comes 1 time in 20 at most (Holm's correction).
 SIGNIFICANCE = 0.05
+
+# How p-values are adjusted for the number of scenarios compared at once
+# (--regression-correction): Holm's step-down (the chance of any false regression in
+# the suite at most SIGNIFICANCE), Benjamini-Hochberg's (the expected share of false ones
+# among the regressions at most SIGNIFICANCE) or none (each scenario on its own).
+Correction = Literal["holm", "bh", "none"]
+CORRECTIONS: tuple[Correction, ...] = ("holm", "bh", "none")
 
 
 class ScenarioRef(BaseModel):
@@ -158,7 +173,21 @@ class PassRateChange(BaseModel):
     # The one-sided Fisher exact test of a drop (None when the rate rose): how often a
     # drop at least this large comes by chance when nothing changed.
     p_value: float | None = None
+    # The p-value adjusted for the scenarios compared at once (RateTest.correction): what
+    # the verdict reads. Absent when nothing is adjusted (none, or one scenario).
+    adjusted_p_value: float | None = Field(default=None, exclude_if=lambda v: v is None)
     verdict: Literal["regression", "within_noise", "rose"]
+
+
+class RateTest(BaseModel):
+    """How pass rates were compared: the test, the correction for the number of
+    scenarios compared at once, how many were, and the significance level."""
+
+    model_config = ConfigDict(extra="forbid")
+    test: Literal["fisher_exact_one_sided"] = "fisher_exact_one_sided"
+    correction: Correction = "holm"
+    compared: int = 0
+    significance: float = SIGNIFICANCE
 
 
 class LostBehaviour(BaseModel):
@@ -181,15 +210,18 @@ class BaselineDiff(BaseModel):
     baseline_started: str | None = None
     compared: int = 0
     unchanged: int = 0
-    regressions: list[StatusChange] = Field(default_factory=list)
+    # Run by run (StatusChange), or a pass rate that fell significantly (PassRateChange).
+    regressions: list[StatusChange | PassRateChange] = Field(default_factory=list)
     fixed: list[StatusChange] = Field(default_factory=list)
     changed: list[ScenarioChange] = Field(default_factory=list)
     added: list[ScenarioRef] = Field(default_factory=list)
     removed: list[ScenarioRef] = Field(default_factory=list)
     # Not a difference: only what the run left out (see diff_results' ``not_run``).
     not_run: list[ScenarioRef] = Field(default_factory=list)
-    # Live repeated scenarios whose pass rate moved (absent from the JSON when none).
+    # Scenarios compared by pass rate whose rate moved (absent from the JSON when none),
+    # and how they were compared (absent when none was compared by rate).
     pass_rates: list[PassRateChange] = Field(default_factory=list)
+    rate_test: RateTest | None = Field(default=None, exclude_if=lambda v: v is None)
     # Behaviours covered in the baseline and no longer (absent from the JSON when none).
     no_longer_covered: list[LostBehaviour] = Field(default_factory=list)
 
@@ -206,9 +238,14 @@ class BaselineDiff(BaseModel):
         return data
 
     @property
+    def status_regressions(self) -> list[StatusChange]:
+        """The run-by-run regressions: passed in the baseline, not now."""
+        return [r for r in self.regressions if isinstance(r, StatusChange)]
+
+    @property
     def rate_regressions(self) -> list[PassRateChange]:
-        """Live pass rates that fell significantly: regressions too."""
-        return [p for p in self.pass_rates if p.verdict == "regression"]
+        """Pass rates that fell significantly (regressions, listed in both places)."""
+        return [r for r in self.regressions if isinstance(r, PassRateChange)]
 
     @property
     def within_noise(self) -> list[PassRateChange]:
@@ -218,7 +255,7 @@ class BaselineDiff(BaseModel):
     @property
     def has_regressions_or_changes(self) -> bool:
         """True when ``--fail-on-change`` should fail the run."""
-        return bool(self.regressions or self.changed or self.rate_regressions)
+        return bool(self.regressions or self.changed)
 
     @property
     def is_empty(self) -> bool:
@@ -237,7 +274,7 @@ class BaselineDiff(BaseModel):
         """Number of entries per category (a significant drop of a live pass rate is a
         regression)."""
         return {
-            "regressions": len(self.regressions) + len(self.rate_regressions),
+            "regressions": len(self.regressions),
             "fixed": len(self.fixed),
             "changed": len(self.changed),
             "added": len(self.added),

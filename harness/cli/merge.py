@@ -8,12 +8,13 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.baseline import CORRECTIONS
 from harness.cli.baseline import load_baseline, update_baseline
 from harness.cli.parsing import Parser, UsageError, to_stderr
 from harness.exitcodes import EXIT
 
 if TYPE_CHECKING:
-    from harness.baseline import BaselineDiff
+    from harness.baseline import BaselineDiff, Correction
     from harness.results import Results
 
 __all__ = ["add_arguments", "handle"]
@@ -42,6 +43,13 @@ def add_arguments(parser: Parser) -> None:
     )
     parser.add_argument(
         "--update-baseline", action="store_true", help="write the merged results as baseline"
+    )
+    parser.add_argument(
+        "--regression-correction",
+        choices=CORRECTIONS,
+        default="holm",
+        help="how pass-rate drops are corrected for the scenarios compared at once "
+        "(default holm; docs/gate.md)",
     )
     parser.add_argument(
         "--coverage-fail-under",
@@ -76,7 +84,7 @@ def handle(args: argparse.Namespace) -> int:
     except (ResultsFileError, MergeError, UsageError) as exc:
         return _error(str(exc))
     if old is not None:
-        merged.baseline = _diff(old, merged, baseline_path)
+        merged.baseline = _diff(old, merged, baseline_path, args.regression_correction)
     json_path = Path(args.json) if args.json else root / REPORTS / "results.json"
     html_path = Path(args.html) if args.html else root / REPORTS / "report.html"
     written = _write(merged, json_path, html_path)
@@ -113,7 +121,7 @@ def _baseline(args: argparse.Namespace, root: Path) -> tuple[Path, Results | Non
     return path, load_baseline(str(path), label, replacing=replacing)
 
 
-def _diff(old: Results, merged: Results, path: Path) -> BaselineDiff:
+def _diff(old: Results, merged: Results, path: Path, correction: Correction) -> BaselineDiff:
     """The baseline diff a serial run of the same suite would hold."""
     from harness.project import project_relative
     from harness.report.diff import diff_results
@@ -123,7 +131,7 @@ def _diff(old: Results, merged: Results, path: Path) -> BaselineDiff:
         name = str(path)
     # Collected but not selected, or skipped, in the shards: not run, never removed.
     not_run = set(merged.meta.get("not_run", []))
-    return diff_results(old, merged, source=name, not_run=not_run)
+    return diff_results(old, merged, source=name, not_run=not_run, correction=correction)
 
 
 def _write(merged: Results, json_path: Path, html_path: Path) -> list[Path] | None:

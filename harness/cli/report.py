@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from harness.baseline import CORRECTIONS
 from harness.cli.baseline import load_baseline
 from harness.cli.parsing import Parser, UsageError, to_stderr
 from harness.exitcodes import EXIT
@@ -37,6 +38,13 @@ def add_arguments(parser: Parser) -> None:
         help="where to write the report (default: report.html beside RESULTS.json)",
     )
     parser.add_argument("--title", default="harness report", help="the page title")
+    parser.add_argument(
+        "--regression-correction",
+        choices=CORRECTIONS,
+        default="holm",
+        help="how pass-rate drops are corrected for the scenarios compared at once "
+        "(default holm; docs/gate.md)",
+    )
 
 
 def _error(message: str) -> None:
@@ -51,7 +59,8 @@ def handle(args: argparse.Namespace) -> int:
         diff = None
         if args.baseline:
             old = load_baseline(args.baseline, "baseline")
-            diff = diff_results(old, results, source=args.baseline)
+            correction = args.regression_correction
+            diff = diff_results(old, results, source=args.baseline, correction=correction)
     except (ResultsFileError, UsageError) as exc:
         _error(str(exc))
         return EXIT["bad_input"]

@@ -27,9 +27,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
+from harness.baseline import CORRECTIONS
 from harness.llm.config import RECORD_MODES
 
 if TYPE_CHECKING:
+    from harness.baseline import Correction
     from harness.shards import Shard
 
 __all__ = [
@@ -292,6 +294,15 @@ OPTIONS: tuple[Option, ...] = (
         run_help="results to compare with (default: reports/baseline.json when it exists)",
     ),
     Option(
+        "--harness-regression-correction",
+        "--regression-correction",
+        "how the pass-rate drops of scenarios compared at once are corrected: holm (the "
+        "chance of any false regression in the suite at most 5%%), bh (the share of false "
+        "ones among them), none (default holm; docs/gate.md)",
+        choices=CORRECTIONS,
+        default="holm",
+    ),
+    Option(
         "--harness-otel",
         "--otel",
         "write every run as OpenTelemetry spans to this file (OTLP JSON)",
@@ -460,6 +471,8 @@ class SessionOptions:
     html_path: Path | None = None
     markdown_path: Path | None = None
     baseline_path: Path | None = None
+    # --harness-regression-correction (harness.report.passrates.adjust).
+    regression_correction: Correction = "holm"
     # --harness-otel, --harness-otel-endpoint, --harness-otel-content (pytest_plugin.tracing).
     otel_path: Path | None = None
     otel_endpoint: str | None = None
@@ -497,6 +510,7 @@ def session_options(config: pytest.Config) -> SessionOptions:
         markdown_path=_out_path(config, config.getoption("harness_markdown", None)),
         fail_on_skip=bool(config.getoption("harness_fail_on_skip", False)),
         baseline_path=_out_path(config, config.getoption("harness_baseline", None)),
+        regression_correction=config.getoption("harness_regression_correction", "holm"),
         otel_path=_out_path(config, config.getoption("harness_otel", None)),
         otel_endpoint=config.getoption("harness_otel_endpoint", None),
         otel_content=bool(config.getoption("harness_otel_content", False)),

@@ -28,7 +28,7 @@ from harness.spool import Blobs, ResultSpool
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from harness.baseline import BaselineDiff
+    from harness.baseline import BaselineDiff, Correction
     from harness.pytest_plugin.live import ConcurrentRuns
     from harness.results import Results, ScenarioResult
 
@@ -180,7 +180,11 @@ class SuiteState:
             old = self.baseline.results
             not_run_ids = self.ledger.not_run(old, ran, root, self._within_paths)
             outputs.diff = diff_against_baseline(
-                old, results, self.baseline.path, not_run=not_run_ids
+                old,
+                results,
+                self.baseline.path,
+                not_run=not_run_ids,
+                correction=self.options.regression_correction,
             )
             results.baseline = outputs.diff
         return results
@@ -551,10 +555,16 @@ def _project_file(path: Path) -> str:
 
 
 def diff_against_baseline(
-    old: Results, new: Results, source: Path | None, *, not_run: set[str] | None = None
+    old: Results,
+    new: Results,
+    source: Path | None,
+    *,
+    not_run: set[str] | None = None,
+    correction: Correction = "holm",
 ) -> BaselineDiff:
     """The ``baseline`` section of results.json (harness.report's diff); ``not_run`` ids
-    are listed as not run instead of removed."""
+    are listed as not run instead of removed; pass-rate drops corrected by
+    ``correction``."""
     from harness.project import project_relative, project_root
     from harness.report import diff_results
 
@@ -564,4 +574,4 @@ def diff_against_baseline(
         # the checkout's location nor on where the run started (a baseline in no project
         # falls back to the current directory, as project_root does).
         name = project_relative(source, project_root(source))
-    return diff_results(old, new, source=name, not_run=not_run or ())
+    return diff_results(old, new, source=name, not_run=not_run or (), correction=correction)

@@ -12,7 +12,13 @@ import json
 import re
 from typing import Any
 
-from harness.baseline import SIGNIFICANCE, PassRateChange, ScenarioChange, TrajectoryChange
+from harness.baseline import (
+    SIGNIFICANCE,
+    PassRateChange,
+    RateTest,
+    ScenarioChange,
+    TrajectoryChange,
+)
 from harness.repeats import Divergence, Repeats
 
 __all__ = [
@@ -21,6 +27,7 @@ __all__ = [
     "divergence_lines",
     "percent",
     "rate_sentence",
+    "rate_test_sentence",
     "repeats_text",
     "shorten",
     "trajectory_step",
@@ -163,8 +170,28 @@ def change_details(change: ScenarioChange, limit: int = LIMIT) -> list[str]:
     return lines
 
 
-def rate_sentence(change: PassRateChange) -> str:
-    """A moved pass rate in words: from what to what, the test, and what it means."""
+# How each correction is named in words.
+_CORRECTED = {"holm": "Holm's correction", "bh": "the Benjamini-Hochberg correction"}
+
+
+def rate_test_sentence(test: RateTest) -> str:
+    """How pass rates were compared, in words: the test and the correction."""
+    compared = f"{test.compared} scenario(s) compared by pass rate"
+    if test.correction == "none":
+        return (
+            f"{compared}, each by a one-sided Fisher exact test at {test.significance:g}, "
+            "uncorrected (--regression-correction none)"
+        )
+    return (
+        f"{compared}: one-sided Fisher exact tests, p-values adjusted by "
+        f"{_CORRECTED[test.correction]} for the {test.compared} compared "
+        f"(--regression-correction {test.correction}), each at {test.significance:g}"
+    )
+
+
+def rate_sentence(change: PassRateChange, test: RateTest | None = None) -> str:
+    """A moved pass rate in words: from what to what, the test (and its p-value adjusted
+    for the scenarios compared, ``test``), and what it means."""
     old, new = change.old, change.new
     moved = (
         f"pass rate {'rose' if change.verdict == 'rose' else 'fell'} from "
@@ -178,6 +205,12 @@ def rate_sentence(change: PassRateChange) -> str:
         f"a one-sided Fisher exact test gives p = {p:.2g}: a drop this large comes by "
         f"chance {percent(p)} of the time when nothing changed"
     )
+    adjusted = change.adjusted_p_value
+    if adjusted is not None and test is not None and test.correction != "none":
+        chance += (
+            f"; adjusted for the {test.compared} scenarios compared "
+            f"({_CORRECTED[test.correction]}), p = {adjusted:.2g}"
+        )
     if change.verdict == "regression":
         return f"{moved}; {chance}, at most {SIGNIFICANCE:g}: a significant drop, a regression"
     return f"{moved}; {chance}, more than {SIGNIFICANCE:g}: within noise, not a regression"

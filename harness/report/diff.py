@@ -15,8 +15,10 @@ from typing import Any
 from harness.actions import FinalResponse
 from harness.baseline import (
     BaselineDiff,
+    Correction,
     FieldChange,
     LostBehaviour,
+    PassRateChange,
     ScenarioChange,
     ScenarioRef,
     StatusChange,
@@ -154,18 +156,23 @@ def diff_results(
     *,
     source: str | None = None,
     not_run: Collection[str] = (),
+    correction: Correction = "holm",
 ) -> BaselineDiff:
     """Compare ``new`` with the baseline ``old``, scenario by scenario (matched by id).
 
     ``source`` names the baseline (its path) in the diff. Baseline ids in ``not_run``
     that ``new`` lacks go to ``not_run`` instead of ``removed``. Every list is sorted by id.
-    A scenario repeated live is compared by its pass rate (harness.report.passrates), not
-    run by run. Both sides are gone through side by side in results order, one scenario
-    of each at a time (a ScenarioList on disk stays there).
+    A scenario repeated live (or with stochastic steps) is compared by its pass rate
+    (harness.report.passrates), not run by run: a drop's p-value is adjusted for the
+    scenarios compared so (``correction``), and a significant drop is a regression. Both
+    sides are gone through side by side in results order, one scenario of each at a time
+    (a ScenarioList on disk stays there).
     """
     groups = live_groups(old.scenarios, new.scenarios)
     diff = BaselineDiff(source=source, baseline_started=_started(old))
-    diff.pass_rates, diff.unchanged = compare_pass_rates(groups)
+    diff.pass_rates, diff.unchanged, rate_test = compare_pass_rates(groups, correction)
+    diff.rate_test = rate_test if groups else None
+    diff.regressions.extend(r for r in diff.pass_rates if r.verdict == "regression")
     diff.compared = len(groups)
     pairs = _pairs(_in_order(old.scenarios, groups), _in_order(new.scenarios, groups))
     for was, now in pairs:
@@ -198,7 +205,7 @@ def diff_results(
     return diff
 
 
-def _by_id(item: ScenarioRef | StatusChange | ScenarioChange) -> str:
+def _by_id(item: ScenarioRef | StatusChange | ScenarioChange | PassRateChange) -> str:
     return item.id
 
 

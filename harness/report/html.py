@@ -27,7 +27,12 @@ from markupsafe import Markup
 from harness.baseline import BaselineDiff
 from harness.files import atomic_write
 from harness.report.cards import PACK_AFTER, Surveyed, cards, index_view
-from harness.report.changes import divergence_lines, rate_sentence, repeats_text
+from harness.report.changes import (
+    divergence_lines,
+    rate_sentence,
+    rate_test_sentence,
+    repeats_text,
+)
 from harness.report.charts import TERMINATIONS, bars_svg, scenario_charts
 from harness.report.coverage import coverage_view
 from harness.report.markup import (
@@ -82,6 +87,7 @@ def _environment() -> Environment:
     env.globals["transcript_text"] = transcript_text
     env.globals["word_diff"] = word_diff
     env.globals["rate_sentence"] = rate_sentence
+    env.globals["rate_test_sentence"] = rate_test_sentence
     env.globals["repeats_text"] = repeats_text
     env.globals["divergence_lines"] = divergence_lines
     env.globals["bars_svg"] = bars_svg

@@ -20,6 +20,7 @@ from harness.report.changes import (
     divergence_lines,
     percent,
     rate_sentence,
+    rate_test_sentence,
     repeats_text,
     shorten,
 )
@@ -137,19 +138,22 @@ def _diff(diff: BaselineDiff) -> list[str]:
     not_run = f", {len(diff.not_run)} not run" if diff.not_run else ""
     source = f" ({code(diff.source)})" if diff.source else ""
     lines = ["", f"### Changes since the baseline{source}", "", f"{counts}{not_run}"]
-    if diff.regressions or diff.rate_regressions:
+    if diff.regressions:
         lines += ["", "**Regressions**", ""]
-        for entry in diff.regressions[:_LISTED]:
+        for entry in diff.status_regressions[:_LISTED]:
             unmet = ", ".join(entry.failed_expectations)
             lines.append(
                 f"- {code(entry.id)}: {entry.old_status} → {entry.new_status}"
                 + (f" (unmet: {code(unmet)})" if unmet else "")
             )
-        lines.extend(f"- {code(r.id)}: {rate_sentence(r)}" for r in diff.rate_regressions)
+        test = diff.rate_test
+        lines.extend(f"- {code(r.id)}: {rate_sentence(r, test)}" for r in diff.rate_regressions)
     others = [r for r in diff.pass_rates if r.verdict != "regression"]
     if others:
         lines += ["", "**Pass rates that moved within noise or rose**", ""]
-        lines.extend(f"- {code(r.id)}: {rate_sentence(r)}" for r in others)
+        lines.extend(f"- {code(r.id)}: {rate_sentence(r, diff.rate_test)}" for r in others)
+    if diff.rate_test is not None and diff.pass_rates:
+        lines += ["", rate_test_sentence(diff.rate_test)]
     if diff.fixed:
         lines += ["", "**Fixed**", ""]
         lines.extend(f"- {code(e.id)}: {e.old_status} → passed" for e in diff.fixed[:_LISTED])

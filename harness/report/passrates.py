@@ -7,16 +7,24 @@ against the baseline's, with a one-sided Fisher exact test (``scipy.stats.fisher
 of a drop. A drop the test finds significant (p at most ``SIGNIFICANCE``) is a
 regression; a smaller one is within noise, shown as such and never counted as a
 regression.
+
+A suite compares many scenarios at once: 200 unchanged ones tested at 5% each would give
+ten chance regressions. So the p-values are adjusted for the number compared
+(``adjust``, --regression-correction): Holm's step-down by default (S. Holm, "A simple
+sequentially rejective multiple test procedure", Scandinavian Journal of Statistics 6,
+1979), which keeps the chance of any false regression in the whole suite at most
+``SIGNIFICANCE``; or Benjamini and Hochberg's (Journal of the Royal Statistical Society
+B 57, 1995), which keeps the expected share of false ones among the regressions there.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from harness.baseline import SIGNIFICANCE, PassRate, PassRateChange
+from harness.baseline import SIGNIFICANCE, Correction, PassRate, PassRateChange, RateTest
 from harness.results import ScenarioResult
 
-__all__ = ["compare_pass_rates", "drop_p_value", "live_groups"]
+__all__ = ["adjust", "compare_pass_rates", "drop_p_value", "live_groups"]
 
 
 def live_groups(
@@ -56,31 +64,68 @@ def _rate(runs: list[ScenarioResult]) -> PassRate:
     return PassRate(runs=len(runs), passed=passed, pass_rate=round(passed / len(runs), 6))
 
 
+def adjust(p_values: list[float], correction: Correction) -> list[float]:
+    """The p-values adjusted for being tested together (in their order): Holm's or
+    Benjamini-Hochberg's adjusted p-values (each compared with the significance level
+    as it is), or the p-values themselves (``none``)."""
+    m = len(p_values)
+    if correction == "none" or m < 2:
+        return list(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    if correction == "holm":
+        # Step down: the k-th smallest is multiplied by the m - k + 1 hypotheses left,
+        # and never falls below an adjusted value before it.
+        running = 0.0
+        for rank, i in enumerate(order):
+            running = max(running, min(1.0, (m - rank) * p_values[i]))
+            adjusted[i] = running
+    else:
+        # Step up: the k-th smallest is multiplied by m / k, and never rises above an
+        # adjusted value after it.
+        running = 1.0
+        for rank in range(m - 1, -1, -1):
+            i = order[rank]
+            running = min(running, m * p_values[i] / (rank + 1))
+            adjusted[i] = running
+    return [round(value, 6) for value in adjusted]
+
+
 def compare_pass_rates(
     groups: dict[str, tuple[list[ScenarioResult], list[ScenarioResult]]],
-) -> tuple[list[PassRateChange], int]:
-    """The groups whose pass rate moved (by id), and how many kept theirs."""
+    correction: Correction = "holm",
+) -> tuple[list[PassRateChange], int, RateTest]:
+    """The groups whose pass rate moved (by id), how many kept theirs, and how they were
+    tested: a drop is a regression when its p-value, adjusted for the number of groups
+    compared (``correction``), is at most SIGNIFICANCE."""
+    rates = {key: (_rate(before), _rate(after)) for key, (before, after) in groups.items()}
+    # Every group compared is one hypothesis of the family (one that kept or raised its
+    # rate has p = 1), so the correction counts them all.
+    raw = {
+        key: drop_p_value(old, new) if new.pass_rate < old.pass_rate else 1.0
+        for key, (old, new) in rates.items()
+    }
+    adjusted = dict(zip(raw, adjust(list(raw.values()), correction), strict=True))
+    corrected = correction != "none" and len(groups) > 1
     changes: list[PassRateChange] = []
     unchanged = 0
-    for key, (before, after) in groups.items():
-        old, new = _rate(before), _rate(after)
+    for key, (old, new) in rates.items():
         if old.pass_rate == new.pass_rate:
             unchanged += 1
             continue
-        name = after[0].name
+        name = groups[key][1][0].name
         if new.pass_rate > old.pass_rate:
             changes.append(PassRateChange(id=key, name=name, old=old, new=new, verdict="rose"))
             continue
-        p_value = drop_p_value(old, new)
-        significant = p_value <= SIGNIFICANCE
         changes.append(
             PassRateChange(
                 id=key,
                 name=name,
                 old=old,
                 new=new,
-                p_value=p_value,
-                verdict="regression" if significant else "within_noise",
+                p_value=raw[key],
+                adjusted_p_value=adjusted[key] if corrected else None,
+                verdict="regression" if adjusted[key] <= SIGNIFICANCE else "within_noise",
             )
         )
-    return changes, unchanged
+    return changes, unchanged, RateTest(correction=correction, compared=len(groups))

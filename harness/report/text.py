@@ -26,6 +26,7 @@ from harness.report.changes import (
     counted,
     divergence_lines,
     rate_sentence,
+    rate_test_sentence,
     repeats_text,
 )
 from harness.report.plans import plans
@@ -404,16 +405,18 @@ def baseline_lines(diff: BaselineDiff, shown: str, *, report: str | None = None)
     counts = ", ".join(counted(n, k) for k, n in diff.counts().items())
     not_run = len(diff.not_run)
     lines = [f"baseline {shown}: {counts}" + (f", {not_run} not run" if not_run else "")]
-    for entry in diff.regressions:
+    for entry in diff.status_regressions:
         unmet = (
             f"; unmet: {', '.join(entry.failed_expectations)}" if entry.failed_expectations else ""
         )
         lines.append(f"  regression: {entry.id} ({entry.old_status} -> {entry.new_status}{unmet})")
+    if diff.rate_test is not None and diff.pass_rates:
+        lines.append(f"  {rate_test_sentence(diff.rate_test)}")
     for rate in diff.pass_rates:
         label = {"regression": "regression", "within_noise": "within noise"}.get(
             rate.verdict, "pass rate rose"
         )
-        lines.append(f"  {label}: {rate.id}: {rate_sentence(rate)}")
+        lines.append(f"  {label}: {rate.id}: {rate_sentence(rate, diff.rate_test)}")
     for change in diff.changed[:_NAMED]:
         lines.append(f"  changed: {change.id}")
         lines.extend(f"    {line}" for line in change_details(change))
