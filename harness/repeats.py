@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_valid
 
 from harness.canonical import canonical_json
 from harness.events import LLMFailedEvent, LLMRequestEvent, LLMResponseEvent
+from harness.sequential import Decision, SequentialPlan, decide, needed
 
 if TYPE_CHECKING:
     from harness.results import ScenarioResult
@@ -25,6 +26,7 @@ __all__ = [
     "CONFIDENCE",
     "Divergence",
     "Repeats",
+    "SequentialRepeats",
     "Variant",
     "count_repeats",
     "first_divergence",
@@ -78,6 +80,14 @@ class Divergence(BaseModel):
     variants: list[Variant]
 
 
+class SequentialRepeats(SequentialPlan):
+    """How a scenario's runs were decided sequentially (``decide: sequential``): the
+    plan, and its ``decision`` (None while undecided: fewer runs ran than it needed, as
+    when -k left some out)."""
+
+    decision: Decision | None = None
+
+
 class Repeats(BaseModel):
     """How the runs of a repeated scenario came out (every run's entry carries it)."""
 
@@ -102,6 +112,8 @@ class Repeats(BaseModel):
     stochastic: bool = False
     # Where the runs' trajectories first part (None: they all took the same steps).
     divergence: Divergence | None = None
+    # Sequential repeats (decide: sequential): the plan and when and why they stopped.
+    sequential: SequentialRepeats | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -124,7 +136,7 @@ class Repeats(BaseModel):
         is none."""
         data = handler(self)
         if isinstance(data, dict):
-            for key in ("min_pass_rate", "divergence"):
+            for key in ("min_pass_rate", "divergence", "sequential"):
                 if getattr(self, key) is None:
                     data.pop(key, None)
             for flag in ("live", "stochastic"):
@@ -134,9 +146,10 @@ class Repeats(BaseModel):
 
     @property
     def by_rate(self) -> bool:
-        """The runs vary by chance (live, or stochastic steps): a baseline compares them
-        by their pass rate, never run by run."""
-        return self.live or self.stochastic
+        """The runs vary by chance (live, or stochastic steps), or stopped when their
+        verdict was clear (sequential): a baseline compares their pass rate, never run
+        by run."""
+        return self.live or self.stochastic or self.sequential is not None
 
     @property
     def flaky(self) -> bool:
@@ -152,8 +165,10 @@ class Repeats(BaseModel):
         min_pass_rate: float | None = None,
         live: bool = False,
         stochastic: bool = False,
+        sequential: SequentialPlan | None = None,
     ) -> Repeats:
-        """The repeats of ``passed`` runs out of ``runs``, judged by ``min_pass_rate``."""
+        """The repeats of ``passed`` runs out of ``runs``, judged by ``min_pass_rate``
+        (``sequential``: the plan they are decided by; count_repeats decides)."""
         return cls(
             runs=runs,
             passed=passed,
@@ -167,12 +182,11 @@ class Repeats(BaseModel):
             else passed >= _needed(min_pass_rate, runs),
             live=live,
             stochastic=stochastic,
+            sequential=None if sequential is None else SequentialRepeats(**sequential.model_dump()),
         )
 
 
-def _needed(min_pass_rate: float, runs: int) -> int:
-    """How many of ``runs`` must pass to reach ``min_pass_rate`` (rounded up)."""
-    return math.ceil(round(min_pass_rate * runs, 9))
+_needed = needed
 
 
 def count_repeats(scenarios: list[ScenarioResult]) -> None:
@@ -195,9 +209,27 @@ def count_repeats(scenarios: list[ScenarioResult]) -> None:
             live=any(r.live for r in given),
             stochastic=any(r.stochastic for r in given),
         )
+        plan = next((r.sequential for r in given if r.sequential is not None), None)
+        if plan is not None:
+            _decide(repeats, plan, runs)
         repeats.divergence = first_divergence(runs)
         for s in runs:
             s.repeats = repeats
+
+
+def _decide(repeats: Repeats, plan: SequentialPlan, runs: list[ScenarioResult]) -> None:
+    """A sequential scenario's verdict: decided over its runs in order, from run 1 up to
+    the first one missing (a run -k left out, say), as the session decided it."""
+    outcomes: list[bool] = []
+    for number, run in enumerate(sorted(runs, key=lambda s: s.run or 0), 1):
+        if run.run != number:
+            break
+        outcomes.append(run.status == "passed")
+    settings = plan.model_dump(exclude={"decision"})
+    decision = decide(SequentialPlan(**settings), outcomes)
+    repeats.sequential = SequentialRepeats(**settings, decision=decision)
+    if decision is not None:
+        repeats.passes = decision.verdict == "pass"
 
 
 # -- the first divergence --------------------------------------------------------------------

@@ -16,7 +16,8 @@ the environment: everything here stays inert (and cheap to import) until a
   reads and whose code an escaped exception came from;
 - ``fixture``: the ``harness`` fixture for hand-written tests;
 - ``sharding``: ``--harness-shard K/N``, one shard of the selection;
-- ``live``: ``--harness-concurrency N``, scenario runs in flight at once.
+- ``live``: ``--harness-concurrency N``, scenario runs in flight at once;
+- ``sequential``: sequential repeats, the runs their verdict did not need skipped.
 
 pytest registers this module (the entry point names it), so the hooks of these modules
 are imported here: pytest finds a plugin's hooks among its module's attributes.

@@ -17,12 +17,14 @@ import pytest
 
 from harness.modeljson import dump_json
 from harness.pytest_plugin.options import SUFFIXES
+from harness.pytest_plugin.sequential import make_sequential, sequential_plan
 from harness.pytest_plugin.session import get_state, state_of
 from harness.spool import Blobs
 
 if TYPE_CHECKING:
     from harness.results import ScenarioResult
     from harness.scenario import Scenario
+    from harness.sequential import SequentialPlan
 
 __all__ = [
     "ScenarioFailed",
@@ -81,6 +83,9 @@ class ScenarioFile(pytest.File):
         repeat = _repeat(scenario, self.config)
         runs = [None] if repeat == 1 else range(1, repeat + 1)
         minimum = _min_pass_rate(scenario, self.config) if repeat > 1 else None
+        plan = sequential_plan(scenario, get_state(self.config), repeat, minimum)
+        if plan is not None:
+            minimum = plan.min_pass_rate
         items: list[pytest.Item] = []
         # A matrix's combinations first (name[model=a,planner=b]), then repeats of each
         # (name[model=a,planner=b][k]).
@@ -92,6 +97,8 @@ class ScenarioFile(pytest.File):
                 )
                 for mark in marks:
                     item.add_marker(mark)
+                if plan is not None and run is not None:
+                    make_sequential(item, plan)
                 items.append(item)
         return items
 
@@ -200,6 +207,10 @@ class ScenarioItem(pytest.Item):
         # The scenario's id, ``path::name`` (the key of results.json and the baseline),
         # taken while the model is at hand.
         self.scenario_id = str(scenario_id(scenario)) + ("" if run is None else f"[{run}]")
+        # A sequential scenario's run: the plan its runs are decided by, and why this
+        # run was not needed (the verdict came first).
+        self.sequential: SequentialPlan | None = None
+        self.not_needed: str | None = None
         if self._packed is not None:
             self._scenario = None
 
@@ -213,6 +224,13 @@ class ScenarioItem(pytest.Item):
             assert self._packed is not None  # only None while the model itself is kept
             self._scenario = pickle.loads(zlib.decompress(self._packs.get(self._packed)))
         return self._scenario
+
+    @property
+    def scenario_key(self) -> str:
+        """The scenario's id without the run's ``[k]``: what its runs share."""
+        return (
+            self.scenario_id if self.run is None else self.scenario_id.removesuffix(f"[{self.run}]")
+        )
 
     def let_go(self) -> None:
         """Drop what the run made and the scenario's model (its packed copy stays): the
@@ -288,7 +306,11 @@ class ScenarioItem(pytest.Item):
             min_pass_rate=self.min_pass_rate,
             live=live,
             stochastic=self.scenario.stochastic,
+            sequential=self.sequential,
         )
+        sequences = state_of(self.config).sequences
+        if self.sequential is not None and sequences is not None:
+            sequences.record(self.scenario_key, self.sequential, self.run, bool(passed))
         return result
 
     def runtest(self) -> None:
@@ -298,6 +320,10 @@ class ScenarioItem(pytest.Item):
         if self.scenario.skip_reason is not None:
             # A target whose framework or program is not installed: not this suite's fault.
             pytest.skip(self.scenario.skip_reason)
+        if self.sequential is not None:
+            from harness.pytest_plugin.sequential import skip_if_not_needed
+
+            skip_if_not_needed(self, state_of(self.config).sequences)
         try:
             result = self.own(self._outcome())
         except RecordingRefused as exc:
@@ -473,6 +499,8 @@ def _error_result(scenario: Scenario, exc: BaseException) -> ScenarioResult:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """Carry a scenario's result on its test report (to the controller, under xdist)."""
     report = yield
+    if isinstance(item, ScenarioItem) and item.not_needed is not None and call.when == "call":
+        report.harness_not_needed = item.not_needed  # not a skipped scenario
     if isinstance(item, ScenarioItem) and call.when == "call" and item.result is not None:
         if item.min_pass_rate is not None and isinstance(
             call.excinfo and call.excinfo.value, ScenarioFailed

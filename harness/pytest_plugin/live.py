@@ -120,7 +120,10 @@ def _following(item: Any, runs: ConcurrentRuns, window: int) -> list[pytest.Item
 
 
 def _may_skip(item: Any) -> bool:
-    # A skip or skipif mark may mean the scenario must not run at all: never ahead.
+    # A skip or skipif mark may mean the scenario must not run at all: never ahead; nor
+    # a sequential scenario's run, which the runs before it may make unneeded.
+    if getattr(item, "sequential", None) is not None:
+        return True
     return any(item.iter_markers("skip")) or any(item.iter_markers("skipif"))
 
 

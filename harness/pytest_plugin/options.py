@@ -227,6 +227,15 @@ OPTIONS: tuple[Option, ...] = (
         metavar="R",
     ),
     Option(
+        "--harness-decide",
+        "--decide",
+        "with --harness-repeat N: sequential stops a scenario's runs once its verdict is "
+        "clear (N at most; Wald's test, 5%% error rates at min_pass_rate -/+ 0.1); a file's "
+        "repeat: wins (default fixed)",
+        choices=("fixed", "sequential"),
+        default="fixed",
+    ),
+    Option(
         "--harness-seed",
         "--seed",
         "what stochastic steps (one_of) are drawn with, beside the scenario's id and the "
@@ -460,6 +469,8 @@ class SessionOptions:
     live: bool = False
     repeat: int | None = None
     min_pass_rate: float | None = None
+    # --harness-decide: how repeats are decided (fixed, sequential: docs/gate.md).
+    decide: str = "fixed"
     # --harness-seed: what stochastic steps are drawn with (docs/scenarios.md).
     seed: int = 0
     concurrency: int = 1
@@ -501,6 +512,7 @@ def session_options(config: pytest.Config) -> SessionOptions:
         repeat=config.getoption("harness_repeat", None),
         min_pass_rate=config.getoption("harness_min_pass_rate", None),
         seed=config.getoption("harness_seed", 0) or 0,
+        decide=config.getoption("harness_decide", "fixed") or "fixed",
         concurrency=config.getoption("harness_concurrency", 1) or 1,
         shard=config.getoption("harness_shard", None),
         durations=times,

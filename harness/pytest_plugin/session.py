@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from harness.baseline import BaselineDiff, Correction
     from harness.pytest_plugin.live import ConcurrentRuns
+    from harness.pytest_plugin.sequential import Sequences
     from harness.results import Results, ScenarioResult
 
 __all__ = [
@@ -127,6 +128,8 @@ class SuiteState:
     outputs: SessionOutputs = field(default_factory=SessionOutputs)
     # The runs --harness-concurrency started ahead (see harness.pytest_plugin.live).
     runs: ConcurrentRuns | None = None
+    # The sequential scenarios' runs so far (harness.pytest_plugin.sequential).
+    sequences: Sequences | None = None
     # --harness-plugin modules, forgotten when the session ends.
     added_plugins: list[str] = field(default_factory=list)
     # One part of a run in several sessions (`harness run --chunk-size`, set by it): the
@@ -223,6 +226,7 @@ class SuiteState:
     def _id_of(self, nodeid: str) -> str:
         """A scenario item's id (``path::name``, the path relative to its project root)."""
         file, _, name = nodeid.partition("::")
+        name = name.split("@seq-")[0]  # a sequential run under xdist: its group's suffix
         return f"{_project_file(Path(self.config.rootpath, file))}::{name}"
 
     def _within_paths(self, path: Path) -> bool:
@@ -300,6 +304,8 @@ class SuiteState:
             return
         text = getattr(report, "harness_result", None)
         if text is None:
+            if getattr(report, "harness_not_needed", None):
+                return  # a sequential scenario's run its verdict did not need
             if report.skipped and any(f"{suffix}::" in report.nodeid for suffix in SUFFIXES):
                 self.ledger.skipped[self._id_of(report.nodeid)] = _skip_reason(report)
             return
@@ -468,6 +474,8 @@ def state_of(config: pytest.Config) -> SuiteState:
 def pytest_configure(config: pytest.Config) -> None:
     """Make the session's state, register it, and load --harness-plugin and the baseline."""
     config.addinivalue_line("markers", "scenario: a harness scenario (*.scenario.yaml) item")
+    # Sequential runs carry it, with or without xdist (which declares it too).
+    config.addinivalue_line("markers", "xdist_group(name): runs kept on one xdist worker")
     state = SuiteState(config, session_options(config))
     if state.options.otel_content and not (state.options.otel_path or state.options.otel_endpoint):
         raise pytest.UsageError(
@@ -476,6 +484,10 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     config.stash[_STATE] = state
     config.pluginmanager.register(state, "harness-suite")
+    from harness.pytest_plugin.sequential import Sequences
+
+    state.sequences = Sequences()
+    config.pluginmanager.register(state.sequences, Sequences.NAME)
     if state.options.otel_path or state.options.otel_endpoint:
         from harness.pytest_plugin.tracing import TraceExport
 
@@ -526,9 +538,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     # The spool is not closed here: results.json's Results (harness run's
     # --update-baseline reads it after pytest) read their scenarios from it. Its file has
     # no name on disk and goes when the last of them is dropped.
-    traces = config.pluginmanager.get_plugin("harness-otel")
-    if traces is not None:
-        config.pluginmanager.unregister(traces)
+    for name in ("harness-otel", "harness-sequential"):
+        plugin = config.pluginmanager.get_plugin(name)
+        if plugin is not None:
+            config.pluginmanager.unregister(plugin)
     if state.added_plugins:
         # Plugins added for this session must not leak into the next one in the same
         # process (pytester's in-process runs, `harness run` called from Python).

@@ -14,6 +14,8 @@ holds what it would hold in one session.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from harness.pytest_plugin.ledger import ShardMeta
@@ -23,7 +25,15 @@ __all__ = ["item_key", "pytest_collection_modifyitems"]
 
 
 def item_key(item: pytest.Item) -> str:
-    """What the plan calls an item: a scenario's id, any other test's node id."""
+    """What the plan calls an item: a scenario's id, any other test's node id; the runs
+    of a sequential scenario are one (each needs the ones before it: one shard)."""
+    sequential: Any = item  # a ScenarioItem of a sequential scenario
+    if getattr(sequential, "sequential", None) is not None:
+        return str(sequential.scenario_key)
+    return _item_id(item)
+
+
+def _item_id(item: pytest.Item) -> str:
     return getattr(item, "scenario_id", None) or item.nodeid
 
 
@@ -59,4 +69,4 @@ def pytest_collection_modifyitems(
     )
     # What this session planned for: the suite's ids it collected (in a run in parts,
     # this part's: the parts' sets make the suite's, and no part holds all of them).
-    state.ledger.planned_ids = set(keys)
+    state.ledger.planned_ids = {_item_id(item) for item in [*kept, *others]}

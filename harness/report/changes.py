@@ -19,7 +19,7 @@ from harness.baseline import (
     ScenarioChange,
     TrajectoryChange,
 )
-from harness.repeats import Divergence, Repeats
+from harness.repeats import Divergence, Repeats, SequentialRepeats
 
 __all__ = [
     "change_details",
@@ -29,6 +29,7 @@ __all__ = [
     "rate_sentence",
     "rate_test_sentence",
     "repeats_text",
+    "sequential_text",
     "shorten",
     "trajectory_step",
     "word_changes",
@@ -226,7 +227,32 @@ def repeats_text(repeats: Repeats) -> str:
     if repeats.min_pass_rate is not None:
         verdict = "passes" if repeats.passes else "FAILS"
         text += f"; min_pass_rate {percent(repeats.min_pass_rate)}: {verdict}"
+    if repeats.sequential is not None:
+        text += f"; {sequential_text(repeats.sequential)}"
     return text
+
+
+def sequential_text(sequential: SequentialRepeats) -> str:
+    """When and why sequential repeats stopped, in words."""
+    plan, decision = sequential, sequential.decision
+    errors = (
+        f"Wald's test: at most {percent(plan.false_pass)} passing at "
+        f"{percent(plan.p_fail)}, {percent(plan.false_fail)} failing at {percent(plan.p_pass)}"
+    )
+    if decision is None:
+        return (
+            f"sequential, undecided ({errors}): fewer runs ran than the test needed, "
+            "judged by its pass rate"
+        )
+    if decision.by == "max_runs":
+        return (
+            f"sequential: still undecided at max_runs {plan.max_runs} ({errors}), judged by "
+            "its pass rate"
+        )
+    return (
+        f"sequential: decided after {decision.after} of at most {plan.max_runs} runs, the "
+        f"evidence clear ({errors})"
+    )
 
 
 def divergence_lines(divergence: Divergence, limit: int = LIMIT) -> list[str]:

@@ -12,6 +12,7 @@ from pydantic import (
     Field,
     PrivateAttr,
     create_model,
+    model_validator,
 )
 
 from harness.config import AgentConfig, BudgetSettings, DetectorSettings, ModelPrice
@@ -20,6 +21,7 @@ from harness.markers import check_tag
 from harness.scenario.expect_schema import ExpectSection
 from harness.scenario.fields import CLOSED, TOOL_NAME
 from harness.scenario.tool_schema import ToolSpec
+from harness.sequential import SequentialPlan
 
 __all__ = [
     "AgentSection",
@@ -183,16 +185,85 @@ MAX_RUNS = 10_000
 
 
 class RepeatSection(BaseModel):
-    """``repeat: {runs: N, min_pass_rate: R}``: N runs, judged by their pass rate."""
+    """``repeat: {runs: N, min_pass_rate: R}``: N runs, judged by their pass rate; or
+    ``repeat: {max_runs: N, min_pass_rate: R, decide: sequential}``: runs until the
+    verdict is clear at the error rates given, N at most (docs/gate.md)."""
 
     model_config = CLOSED
-    runs: int = Field(ge=1, le=MAX_RUNS, description="how many times the scenario runs")
+    runs: int | None = Field(
+        default=None, ge=1, le=MAX_RUNS, description="how many times the scenario runs"
+    )
     min_pass_rate: float | None = Field(
         default=None,
         ge=0,
         le=1,
         description="the share of runs (0 to 1) that must pass; default: every run",
     )
+    decide: Literal["fixed", "sequential"] = Field(
+        default="fixed",
+        description="fixed: every run runs; sequential: the runs stop once the verdict is "
+        "clear (Wald's sequential probability ratio test)",
+    )
+    max_runs: int | None = Field(
+        default=None, ge=1, le=MAX_RUNS, description="with decide: sequential, the most runs"
+    )
+    false_pass: float = Field(
+        default=0.05,
+        gt=0,
+        lt=0.5,
+        description="with decide: sequential, the chance of passing an agent whose pass rate "
+        "is min_pass_rate - margin (default 0.05)",
+    )
+    false_fail: float = Field(
+        default=0.05,
+        gt=0,
+        lt=0.5,
+        description="with decide: sequential, the chance of failing an agent whose pass rate "
+        "is min_pass_rate + margin (default 0.05)",
+    )
+    margin: float = Field(
+        default=0.1,
+        gt=0,
+        lt=1,
+        description="with decide: sequential, how far from min_pass_rate the error rates "
+        "hold (default 0.1: within it, either verdict is acceptable)",
+    )
+
+    @model_validator(mode="after")
+    def _one_way(self) -> RepeatSection:
+        if self.decide == "fixed":
+            given = sorted(
+                {"max_runs", "false_pass", "false_fail", "margin"} & self.model_fields_set
+            )
+            if given:
+                raise ValueError(
+                    f"{', '.join(given)}: only with decide: sequential (give runs: N for a "
+                    "fixed number of runs)"
+                )
+            if self.runs is None:
+                raise ValueError("give runs: N (or max_runs: N with decide: sequential)")
+        else:
+            if self.runs is not None:
+                raise ValueError(
+                    "decide: sequential runs as many times as the verdict needs: give "
+                    "max_runs: N (the most), not runs"
+                )
+            if self.max_runs is None:
+                raise ValueError("decide: sequential needs max_runs: N, the most runs")
+            self.plan()  # a margin that cannot tell two rates apart is refused here
+        return self
+
+    def plan(self) -> SequentialPlan | None:
+        """The sequential plan (None for a fixed number of runs)."""
+        if self.decide != "sequential" or self.max_runs is None:
+            return None
+        return SequentialPlan(
+            max_runs=self.max_runs,
+            min_pass_rate=1.0 if self.min_pass_rate is None else self.min_pass_rate,
+            false_pass=self.false_pass,
+            false_fail=self.false_fail,
+            margin=self.margin,
+        )
 
 
 def _check_agent_name(name: str) -> str:
@@ -297,8 +368,16 @@ class Scenario(BaseModel):
 
     @property
     def runs(self) -> int:
-        """How many times the scenario runs (``repeat:``, a number or ``{runs: N}``)."""
-        return self.repeat.runs if isinstance(self.repeat, RepeatSection) else self.repeat
+        """How many times the scenario runs (``repeat:``, a number or ``{runs: N}``; the
+        most, ``max_runs``, when decided sequentially)."""
+        if isinstance(self.repeat, RepeatSection):
+            return self.repeat.runs or self.repeat.max_runs or 1
+        return self.repeat
+
+    @property
+    def sequential(self) -> SequentialPlan | None:
+        """How its runs are decided sequentially (``decide: sequential``), if they are."""
+        return self.repeat.plan() if isinstance(self.repeat, RepeatSection) else None
 
     @property
     def min_pass_rate(self) -> float | None:
