@@ -35,6 +35,7 @@ from harness.files import atomic_write
 from harness.messages import Message
 from harness.modeljson import dump_json
 from harness.repeats import Repeats, count_repeats
+from harness.runbudget import RunBudget
 from harness.secrets import Scrubber, scrub_text
 
 __all__ = [
@@ -323,25 +324,15 @@ class Results(BaseModel):
     meta: dict[str, Any] = Field(default_factory=dict)
     summary: Summary = Field(default_factory=Summary)
     # The behaviours covered (`harness run --coverage`, docs/coverage.md); absent without.
-    coverage: Coverage | None = None
+    coverage: Coverage | None = Field(default=None, exclude_if=lambda v: v is None)
+    # A live run's budget (--max-requests, --max-cost): spent, and left unrun.
+    budget: RunBudget | None = Field(default=None, exclude_if=lambda v: v is None)
     # A list, or a ScenarioList read from disk one entry at a time (a session's or a
     # merge's results: harness.spool); readers go through it once where they can.
     scenarios: Sequence[ScenarioResult] = Field(default_factory=list)
     # The scenarios that were skipped, with why (they did not run: no entry above).
-    skipped: list[Skipped] = Field(default_factory=list)
+    skipped: list[Skipped] = Field(default_factory=list, exclude_if=lambda v: not v)
     baseline: BaselineDiff | None = None
-
-    @model_serializer(mode="wrap")
-    def _omit_no_skipped(self, handler: Any) -> Any:
-        """No ``skipped`` key when nothing was skipped, no ``coverage`` without coverage
-        (files read as before)."""
-        data = handler(self)
-        if isinstance(data, dict):
-            if not self.skipped:
-                data.pop("skipped", None)
-            if self.coverage is None:
-                data.pop("coverage", None)
-        return data
 
     def counted(self) -> Iterator[CountedEntry | ScenarioResult]:
         """The scenarios, in order, with at least CountedEntry's fields: read into those

@@ -22,6 +22,7 @@ from harness.coverage import Coverage
 from harness.coverage import merged as merged_coverage
 from harness.errors import HarnessError
 from harness.results import Results, ScenarioResult, written_by
+from harness.runbudget import merge_budgets
 from harness.spool import ResultSpool
 
 __all__ = [
@@ -213,6 +214,7 @@ class _Joined:
 
         merged = build_spooled_results(self.spool)
         merged.coverage = _coverage(files)
+        merged.budget = merge_budgets([r.budget for _, r in files])
         started = sorted(str(r.meta.get("started")) for _, r in files if r.meta.get("started"))
         meta: dict[str, Any] = {"versions": files[0][1].meta.get("versions", {})}
         if started:

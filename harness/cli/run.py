@@ -221,6 +221,12 @@ def _check(options: argparse.Namespace) -> None:
         raise UsageError("--durations balances shards: it needs --shard K/N")
     if options.harness_live and options.record_mode not in (None, "none"):
         raise UsageError("--live records nothing: use `harness run --live` without --record-mode")
+    budget = options.harness_max_requests is not None or options.harness_max_cost is not None
+    if budget and not options.harness_live:
+        raise UsageError(
+            "--max-requests and --max-cost budget a --live run (a replay sends no request): "
+            "add --live"
+        )
     if options.harness_durations:
         read_durations(options.harness_durations, "--durations")
     if options.chunk_size:  # given, and not 0 (one session)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from harness.modeljson import dump_json
+from harness.pytest_plugin.budget import budget_for, check_price, on_report
 from harness.pytest_plugin.options import SUFFIXES
 from harness.pytest_plugin.sequential import make_sequential, sequential_plan
 from harness.pytest_plugin.session import get_state, state_of
@@ -79,6 +80,9 @@ class ScenarioFile(pytest.File):
         from harness.scenario import load_scenario
 
         scenario = load_scenario(self.path)
+        state = get_state(self.config)
+        if state is not None and state.options.max_cost is not None:
+            check_price(scenario)  # before any runs: a budget it could not keep
         marks = _marks(self.config, scenario.tags)
         repeat = _repeat(scenario, self.config)
         runs = [None] if repeat == 1 else range(1, repeat + 1)
@@ -211,6 +215,7 @@ class ScenarioItem(pytest.Item):
         # run was not needed (the verdict came first).
         self.sequential: SequentialPlan | None = None
         self.not_needed: str | None = None
+        self.budget_left: str | None = None  # why the run's budget left it unrun
         if self._packed is not None:
             self._scenario = None
 
@@ -324,6 +329,10 @@ class ScenarioItem(pytest.Item):
             from harness.pytest_plugin.sequential import skip_if_not_needed
 
             skip_if_not_needed(self, state_of(self.config).sequences)
+        state = state_of(self.config)
+        budget = budget_for(state)
+        if budget is not None:
+            budget.skip_if_reached(self, state.runs)
         try:
             result = self.own(self._outcome())
         except RecordingRefused as exc:
@@ -499,8 +508,9 @@ def _error_result(scenario: Scenario, exc: BaseException) -> ScenarioResult:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     """Carry a scenario's result on its test report (to the controller, under xdist)."""
     report = yield
-    if isinstance(item, ScenarioItem) and item.not_needed is not None and call.when == "call":
-        report.harness_not_needed = item.not_needed  # not a skipped scenario
+    if isinstance(item, ScenarioItem) and call.when == "call":
+        # A budget's count; runs not needed (sequential) or left unrun (the budget).
+        on_report(item, report, state_of(item.config).budget)
     if isinstance(item, ScenarioItem) and call.when == "call" and item.result is not None:
         if item.min_pass_rate is not None and isinstance(
             call.excinfo and call.excinfo.value, ScenarioFailed

@@ -101,8 +101,8 @@ def run_ahead(item: Any, state: SuiteState) -> ConcurrentRuns:
         upcoming = _following(item, runs, window)
     started = 0
     for other in upcoming:
-        if started >= window:
-            break
+        if started >= window or (state.budget is not None and state.budget.reached()):
+            break  # (a run reaching the budget leaves the ones after it unstarted)
         if other is item or not hasattr(other, "arun") or _may_skip(other):
             continue
         runs.submit(other.nodeid, other.arun)

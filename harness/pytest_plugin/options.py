@@ -29,6 +29,7 @@ import pytest
 
 from harness.baseline import CORRECTIONS
 from harness.llm.config import RECORD_MODES
+from harness.pytest_plugin.budget import dollars
 
 if TYPE_CHECKING:
     from harness.baseline import Correction
@@ -230,16 +231,14 @@ OPTIONS: tuple[Option, ...] = (
         "--harness-decide",
         "--decide",
         "with --harness-repeat N: sequential stops a scenario's runs once its verdict is "
-        "clear (N at most; Wald's test, 5%% error rates at min_pass_rate -/+ 0.1); a file's "
-        "repeat: wins (default fixed)",
+        "clear (Wald's test; a file's repeat: wins; default fixed)",
         choices=("fixed", "sequential"),
         default="fixed",
     ),
     Option(
         "--harness-seed",
         "--seed",
-        "what stochastic steps (one_of) are drawn with, beside the scenario's id and the "
-        "run's number (default 0)",
+        "what stochastic steps (one_of) are drawn with (default 0)",
         type=_seed,
         default=0,
         metavar="S",
@@ -249,6 +248,21 @@ OPTIONS: tuple[Option, ...] = (
         "--live",
         "talk to the real endpoint: no cassette read or written, the SDK retries 429s",
         action="store_true",
+    ),
+    Option(
+        "--harness-max-requests",
+        "--max-requests",
+        "with --live: no new scenario starts once the run sent N model requests (the rest "
+        "are not run: exit 1); shards and xdist workers each keep to their share",
+        type=_count,
+        metavar="N",
+    ),
+    Option(
+        "--harness-max-cost",
+        "--max-cost",
+        "with --live: the same for their cost in US dollars (at [tool.harness.prices])",
+        type=dollars,
+        metavar="USD",
     ),
     Option(
         "--harness-concurrency",
@@ -305,9 +319,8 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "--harness-regression-correction",
         "--regression-correction",
-        "how the pass-rate drops of scenarios compared at once are corrected: holm (the "
-        "chance of any false regression in the suite at most 5%%), bh (the share of false "
-        "ones among them), none (default holm; docs/gate.md)",
+        "how the pass-rate drops of the scenarios compared are corrected for their number: "
+        "holm (default), bh or none (docs/gate.md)",
         choices=CORRECTIONS,
         default="holm",
     ),
@@ -474,6 +487,9 @@ class SessionOptions:
     # --harness-seed: what stochastic steps are drawn with (docs/scenarios.md).
     seed: int = 0
     concurrency: int = 1
+    # --harness-max-requests, --harness-max-cost: the live run's budget.
+    max_requests: int | None = None
+    max_cost: float | None = None
     # --harness-shard and the wall times it is planned by (harness.pytest_plugin.sharding).
     shard: Shard | None = None
     durations: Mapping[str, float] | None = None
@@ -500,6 +516,10 @@ def session_options(config: pytest.Config) -> SessionOptions:
     from harness.results import ResultsFileError
 
     live = bool(config.getoption("harness_live", False))
+    budget = [config.getoption(f"harness_max_{k}", None) for k in ("requests", "cost")]
+    if budget != [None, None] and not live:
+        message = "--harness-max-requests and --harness-max-cost budget a --harness-live run"
+        raise pytest.UsageError(f"{message} (harness run: --live); a replay sends no request")
     durations = config.getoption("harness_durations", None)
     try:
         times = read_durations(durations, "--harness-durations") if durations else None
@@ -514,6 +534,8 @@ def session_options(config: pytest.Config) -> SessionOptions:
         seed=config.getoption("harness_seed", 0) or 0,
         decide=config.getoption("harness_decide", "fixed") or "fixed",
         concurrency=config.getoption("harness_concurrency", 1) or 1,
+        max_requests=config.getoption("harness_max_requests", None),
+        max_cost=config.getoption("harness_max_cost", None),
         shard=config.getoption("harness_shard", None),
         durations=times,
         shard_ids=_ids(config.getoption("harness_shard_ids", None)),

@@ -21,6 +21,7 @@ import pytest
 
 from harness.coverage import Behaviours, CoverageTable
 from harness.exitcodes import EXIT
+from harness.pytest_plugin.budget import Spent, left_unrun, run_budget, taken
 from harness.pytest_plugin.ledger import CollectionLedger
 from harness.pytest_plugin.options import SUFFIXES, SessionOptions, session_options
 from harness.spool import Blobs, ResultSpool
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from harness.baseline import BaselineDiff, Correction
+    from harness.pytest_plugin.budget import Budget
     from harness.pytest_plugin.live import ConcurrentRuns
     from harness.pytest_plugin.sequential import Sequences
     from harness.results import Results, ScenarioResult
@@ -79,6 +81,8 @@ class SessionOutputs:
     # With --harness-coverage: the behaviours the scenarios that ran covered, gathered
     # from the test reports (docs/coverage.md): the table, never a scenario's record.
     coverage: CoverageTable = field(default_factory=CoverageTable)
+    # With a budget: what the scenarios that ran spent, and those left unrun for it.
+    budget: Spent = field(default_factory=Spent)
 
     def extend(self, later: SessionOutputs) -> None:
         """Take in what a later session made (a later part of a run in parts): its
@@ -86,6 +90,7 @@ class SessionOutputs:
         self.started = min(self.started, later.started)
         self.results.extend(later.results)
         self.coverage.update(later.coverage)
+        self.budget.extend(later.budget)
         self.internal_errors.extend(later.internal_errors)
         self.report_errors.extend(later.report_errors)
         self.trace_facts.update(later.trace_facts)
@@ -128,8 +133,10 @@ class SuiteState:
     outputs: SessionOutputs = field(default_factory=SessionOutputs)
     # The runs --harness-concurrency started ahead (see harness.pytest_plugin.live).
     runs: ConcurrentRuns | None = None
-    # The sequential scenarios' runs so far (harness.pytest_plugin.sequential).
+    # The sequential scenarios' runs so far (harness.pytest_plugin.sequential), and this
+    # process's share of the run's budget (harness.pytest_plugin.budget).
     sequences: Sequences | None = None
+    budget: Budget | None = None
     # --harness-plugin modules, forgotten when the session ends.
     added_plugins: list[str] = field(default_factory=list)
     # One part of a run in several sessions (`harness run --chunk-size`, set by it): the
@@ -170,6 +177,7 @@ class SuiteState:
         results = build_spooled_results(
             outputs.results, started=outputs.started, skipped=self.ledger.skipped
         )
+        results.budget = run_budget(self)
         if self.options.coverage:
             results.coverage = outputs.coverage.coverage()
         if self.ledger.shard is not None:
@@ -304,14 +312,15 @@ class SuiteState:
             return
         text = getattr(report, "harness_result", None)
         if text is None:
-            if getattr(report, "harness_not_needed", None):
-                return  # a sequential scenario's run its verdict did not need
+            if taken(self.outputs.budget, report, self._id_of(report.nodeid)):
+                return  # not run for the budget, or not needed (sequential repeats)
             if report.skipped and any(f"{suffix}::" in report.nodeid for suffix in SUFFIXES):
                 self.ledger.skipped[self._id_of(report.nodeid)] = _skip_reason(report)
             return
         # Keyed by id: a rerun of the same scenario replaces its earlier result. Kept on
         # disk, and not on the report, which pytest's statistics keep to the end.
         sid = report.harness_id
+        taken(self.outputs.budget, report, sid)  # what it spent
         result = self._checked(sid, text)
         self.outputs.results.add(result)  # with its run, what is counted
         del report.harness_result
@@ -385,7 +394,7 @@ class SuiteState:
             status = EXIT["failed"]  # a scenario's runs fell short of its min_pass_rate
         if status == 0 and self.options.fail_on_skip and self.ledger.skipped:
             status = EXIT["failed"]
-        if status == 0 and _below_required(self.options, final):
+        if status == 0 and (_below_required(self.options, final) or left_unrun(final)):
             status = EXIT["failed"]
         if self.ledger.collection_errors and status in (0, 1, 5):
             status = EXIT["bad_input"]

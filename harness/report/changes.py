@@ -20,8 +20,10 @@ from harness.baseline import (
     TrajectoryChange,
 )
 from harness.repeats import Divergence, Repeats, SequentialRepeats
+from harness.runbudget import RunBudget
 
 __all__ = [
+    "budget_sentence",
     "change_details",
     "counted",
     "divergence_lines",
@@ -215,6 +217,24 @@ def rate_sentence(change: PassRateChange, test: RateTest | None = None) -> str:
     if change.verdict == "regression":
         return f"{moved}; {chance}, at most {SIGNIFICANCE:g}: a significant drop, a regression"
     return f"{moved}; {chance}, more than {SIGNIFICANCE:g}: within noise, not a regression"
+
+
+def budget_sentence(budget: RunBudget) -> str:
+    """A live run's budget in words: the limits, what was spent, and what was left."""
+    limits = [
+        f"--max-requests {budget.max_requests}" if budget.max_requests is not None else "",
+        f"--max-cost {budget.max_cost:g}" if budget.max_cost is not None else "",
+    ]
+    spent = f"{budget.requests} request(s) made, ${budget.cost:.4f} spent"
+    text = f"budget ({', '.join(filter(None, limits))}): {spent}"
+    if not budget.reached:
+        return text + ", within it"
+    left = len(budget.not_run)
+    return text + (
+        f": reached; {left} scenario run(s) not run for the budget (not passed: exit 1)"
+        if left
+        else ": reached as the last scenario ran"
+    )
 
 
 def repeats_text(repeats: Repeats) -> str:

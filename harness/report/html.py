@@ -28,6 +28,7 @@ from harness.baseline import BaselineDiff
 from harness.files import atomic_write
 from harness.report.cards import PACK_AFTER, Surveyed, cards, index_view
 from harness.report.changes import (
+    budget_sentence,
     divergence_lines,
     rate_sentence,
     rate_test_sentence,
@@ -88,6 +89,7 @@ def _environment() -> Environment:
     env.globals["word_diff"] = word_diff
     env.globals["rate_sentence"] = rate_sentence
     env.globals["rate_test_sentence"] = rate_test_sentence
+    env.globals["budget_sentence"] = budget_sentence
     env.globals["repeats_text"] = repeats_text
     env.globals["divergence_lines"] = divergence_lines
     env.globals["bars_svg"] = bars_svg

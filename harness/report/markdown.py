@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from harness.baseline import BaselineDiff
 from harness.repeats import Repeats
 from harness.report.changes import (
+    budget_sentence,
     change_details,
     counted,
     divergence_lines,
@@ -184,6 +185,10 @@ def render_markdown(results: Results, *, report: str | None = None) -> str:
     lines += _not_passed(results)
     lines += _repeats(results)
     lines += _skipped(results)
+    if results.budget is not None:
+        lines += ["", budget_sentence(results.budget)]
+        entries = (f"- not run: {code(sid)}" for sid in results.budget.not_run[:_LISTED])
+        lines += _listed(entries, len(results.budget.not_run))
     if results.baseline is not None:
         lines += _diff(results.baseline)
     if report is not None:

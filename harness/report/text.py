@@ -22,6 +22,7 @@ from harness.baseline import BaselineDiff
 from harness.events import LLMFailedEvent, LLMRequestEvent, LLMResponseEvent
 from harness.repeats import Repeats
 from harness.report.changes import (
+    budget_sentence,
     change_details,
     counted,
     divergence_lines,
@@ -347,6 +348,12 @@ def results_lines(results: Results, *, slowest: int = 5) -> list[str]:
         "terminations: " + ", ".join(f"{k} {n}" for k, n in s.by_termination.items()),
     ]
     lines.extend(repeat_lines(results))
+    if results.budget is not None:
+        lines.append(budget_sentence(results.budget))
+        shown = results.budget.not_run
+        lines.extend(f"  not run for the budget: {sid}" for sid in shown[:_NAMED])
+        if len(shown) > _NAMED:
+            lines.append(f"  ... and {len(shown) - _NAMED} more (results.json lists every one)")
     # Entries that would print as 0.00s say nothing: a quick suite gets no list.
     # (wall time, id) only: results.scenarios may be a large suite's, read from disk.
     times = ((r.wall_time, r.id) for r in results.counted() if r.wall_time >= _SHOWN_WALL_TIME)
