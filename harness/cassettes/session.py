@@ -387,8 +387,9 @@ class CassetteSession:
         sent = parse_json_body(request.body)
         if sent is None:
             sent = request.body
-        judge = request_role(request.headers) != AGENT_ROLE
-        what = f"judge request {call} of the scenario" if judge else f"request {call} of the run"
+        role = request_role(request.headers)
+        judge = role != AGENT_ROLE
+        what = f"{role} request {call} of the scenario" if judge else f"request {call} of the run"
         where = (
             f"cassette miss: {what}"
             + (f" (scenario {self.scenario})" if self.scenario else "")
@@ -411,7 +412,7 @@ class CassetteSession:
         )
         if nearest is None:
             detail = (
-                f"No recorded {'judge ' if judge else ''}request is a {request.method} to "
+                f"No recorded {role + ' ' if judge else ''}request is a {request.method} to "
                 f"{request.path}; "
                 f"the cassette holds {len(self.cassette.data)} interaction(s)."
             )

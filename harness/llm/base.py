@@ -13,6 +13,7 @@ __all__ = [
     "JUDGE_ROLE",
     "LLM",
     "ROLE_HEADER",
+    "USER_ROLE",
     "LLMRequest",
     "LLMResponse",
     "OfferedTool",
@@ -27,14 +28,17 @@ __all__ = [
 ROLE_HEADER = "x-harness-role"
 JUDGE_ROLE = "judge"
 AGENT_ROLE = "agent"
+# A simulated user's request (``user: {simulator: llm}``): recorded and matched apart from
+# the agent's, as a judge's; `harness serve` answers it as any conversation's.
+USER_ROLE = "user"
 
 
 def request_role(headers: Any) -> str:
-    """The role a request's headers mark it with: ``judge``, else ``agent``."""
+    """The role a request's headers mark it with: ``judge``, ``user``, else ``agent``."""
     value = headers.get(ROLE_HEADER) if headers is not None else None
     if isinstance(value, list):
         value = value[0] if value else None
-    return JUDGE_ROLE if value == JUDGE_ROLE else AGENT_ROLE
+    return value if value in (JUDGE_ROLE, USER_ROLE) else AGENT_ROLE
 
 
 class OfferedTool(Protocol):

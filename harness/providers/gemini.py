@@ -192,6 +192,16 @@ class GeminiLLM(RecordedSource):
             latency=0.0,
         )
 
+    async def converse(
+        self, conversation: Conversation, model: str, call: int, role: str
+    ) -> LLMResponse:
+        """One request of a side conversation (a simulated user's), marked with ``role``,
+        through this source's cassette (never streamed)."""
+        request = LLMRequest(conversation=conversation, tools=[], call=call)
+        body = self._side.body(model, request, {}, False)
+        message, usage = await self._send(body, request, None, {ROLE_HEADER: role}, model)
+        return LLMResponse(message=message, usage=usage, latency=0.0)
+
     async def _send(
         self,
         body: dict[str, Any],

@@ -229,6 +229,27 @@ class OpenAILLM(RecordedSource):
         message = AssistantMessage(content=reply.content, finish_reason="stop")
         return LLMResponse(message=message, usage=reply.usage or None, latency=0.0)
 
+    async def converse(
+        self, conversation: Conversation, model: str, call: int, role: str
+    ) -> LLMResponse:
+        """One request of a side conversation (a simulated user's: ``role`` ``user``)
+        through this source's cassette, on the judge's wire, marked with ``role``: it is
+        recorded beside the agent's requests and replayed only from its own role's."""
+        session = self._open_session()
+        request = LLMRequest(conversation=conversation, tools=[], call=call)
+        params = self._judge_side.body(model, request, {}, False)
+        try:
+            async with self._client(session, {ROLE_HEADER: role}) as client:
+                body = await self._post(client, self._judge_side.path, params)
+            reply = self._judge_side.reply(body)
+        except LLMError:
+            raise
+        except _wire_error() as exc:
+            raise LLMError(str(exc), type="llm_error") from None
+        except Exception as exc:
+            raise self._error(exc, request, session) from None
+        return LLMResponse(message=reply.message(call), usage=reply.usage or None, latency=0.0)
+
     def _judge_params(self, messages: list[dict[str, Any]], model: str) -> dict[str, Any]:
         """A judge's request body: Chat Completions in JSON mode."""
         return {"model": model, "messages": messages, "response_format": {"type": "json_object"}}

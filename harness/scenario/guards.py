@@ -101,11 +101,11 @@ def check_guards(scenario: Scenario, plugins: Plugins, issue: IssueSink) -> None
             issue(("user",), "user: chooses who speaks the turns: add turns: or remove it")
         return
     try:
-        plugins.user_factory(scenario.user.name)
+        plugins.user_factory(scenario.user.kind)
     except PluginError as exc:
-        issue(("user", "name"), str(exc))
+        issue(("user", "simulator" if scenario.user.simulator else "name"), str(exc))
         return
-    if scenario.user.name == "scripted":
+    if scenario.user.kind == "scripted":
         for k, turn in enumerate(scenario.turns):
             if turn.user is None:
                 issue(

@@ -40,6 +40,7 @@ from harness.scenario.mcp_tools import (
 from harness.scenario.params import SpecError
 from harness.scenario.remote import Serve, remote_tool
 from harness.scenario.schema import Scenario, SubAgentSpec, TargetSection, scenario_name
+from harness.scenario.simuser import check_user
 from harness.scenario.stubs import build_tool
 from harness.scenario.yamlsource import Located, dotted, load_yaml
 from harness.tools import Tool
@@ -319,6 +320,7 @@ def _check(scenario: Scenario, located: Located) -> list[Issue]:
     _check_agent(scenario, plugins, issue)
     check_matrix(scenario, plugins, issue)
     check_judges(scenario, issue)
+    check_user(scenario, issue)
 
     # Built to check them (templates, types, use: targets); each run builds its own, since
     # stubs count their calls.
@@ -426,7 +428,9 @@ def _check_agent(
                 )
     elif llm.script:
         issue((*at, "llm", "script"), f"provider {llm.provider!r} does not use a script")
-    if llm.conversations and (at or getattr(scenario, "target", None) is None):
+    # (A scenario's rules may script its simulated user: harness.scenario.simuser.)
+    scripts_user = isinstance(scenario, Scenario) and not at and scenario.user.kind == "llm"
+    if llm.conversations and (at or getattr(scenario, "target", None) is None) and not scripts_user:
         issue(
             (*at, "llm", "conversations"),
             "llm.conversations script a target's other conversations (docs/external.md"

@@ -27,6 +27,7 @@ from harness.scenario.schema import Scenario
 from harness.scenario.serving import llm_source, scenario_agent, scenario_id
 from harness.scenario.turns import run_turns, turn_capture
 from harness.scenario.unreached import unreached
+from harness.scenario.user_model import UserSide, user_source
 from harness.sync import run_sync
 
 if TYPE_CHECKING:
@@ -156,7 +157,12 @@ async def _run_agent(
 ) -> ScenarioResult:
     """``_run_own_loop`` with the run's MCP servers started."""
     llm = llm_source(scenario, project, record_mode, disable_recording)
-    judge = build_judge(scenario, llm, draw_material(str(sid), *scenario.draw) + "\x00judge")
+    draws = draw_material(str(sid), *scenario.draw)
+    judge = build_judge(scenario, llm, draws + "\x00judge")
+    user = user_source(scenario, llm, project, record_mode, disable_recording, draws + "\x00user")
+    # The agent's source stays open across the turns and until the judges have asked
+    # when they share it (their requests go into the same cassette).
+    held = judge is not None or (user is not None and user.source is llm)
     # The sub-agents its tools expose, built once for this run; their LLM sources stay
     # open across their calls and are closed when the run ends.
     sub_agents = SubAgents(scenario)
@@ -167,14 +173,14 @@ async def _run_agent(
         record_mode=record_mode,
         disable_recording=disable_recording,
         agents=sub_agents,
-        llm=_HeldOpen(llm) if judge is not None else llm,
+        llm=_HeldOpen(llm) if held else llm,
         config=agent_config,
         mcp=servers,
     )
     # Agent.arun closes the LLM source (a recording is saved) when the run ends; with
     # judges, that waits until they have asked (below).
     try:
-        result, turns, per_turn = await _run(scenario, agent, llm, project, capture, sid)
+        result, turns, per_turn = await _run(scenario, agent, llm, project, capture, sid, user)
         check = CheckContext.of(
             result,
             requests=capture.seen if capture else {},
@@ -188,11 +194,14 @@ async def _run_agent(
     finally:
         for kept in sub_agents.llms:
             await close_llm(kept.source)
-        if judge is not None:
+        if held:
             await close_llm(llm)
-    if judge is not None and judge.requests:
-        # What the judges cost, beside the agent's own usage (never added into it).
-        result = result.model_copy(update={"usage": {**result.usage, **judge.cost()}})
+        if user is not None and user.source is not llm:
+            await close_llm(user.source)
+    # What the judges and the simulated user cost, beside the agent's own usage.
+    side = {**(judge.cost() if judge else {}), **(user.cost() if user else {})}
+    if side:
+        result = result.model_copy(update={"usage": {**result.usage, **side}})
     return _result(scenario, sid, result, expectations, agent_config, turns)
 
 
@@ -255,13 +264,14 @@ async def _run(
     project: Plugins,
     capture: Any,
     sid: ScenarioId,
+    user: UserSide | None = None,
 ) -> tuple[RunResult, list[TurnResult], list[ExpectationResult]]:
-    """The run (every turn of a ``turns:`` scenario), its turns and their expectations."""
+    """The run (every turn of a ``turns:`` scenario, ``user``: what a simulated user
+    asks), its turns and their expectations."""
     try:
         if scenario.turns is not None:
-            return await run_turns(
-                scenario, agent, llm, project, capture, starting_conversation(scenario)
-            )
+            start = starting_conversation(scenario)
+            return await run_turns(scenario, agent, llm, project, capture, start, user)
         # Agent.arun closes the LLM source (a recording is saved) when the run ends.
         result = await agent.arun(scenario.input, starting_conversation(scenario))
     except RecordingRefused as exc:

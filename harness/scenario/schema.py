@@ -148,11 +148,47 @@ class TurnSpec(BaseModel):
 
 
 class UserSection(BaseModel):
-    """Which user simulator gives the turns' messages (``harness_register_users``)."""
+    """Which user simulator gives the turns' messages (``harness_register_users``): the
+    turns' texts (``scripted``), a model playing the user (``llm``: docs/scenarios.md
+    #simulated-users), or a plugin's."""
 
     model_config = CLOSED
     name: str = Field(default="scripted", description="scripted (default) or a plugin's user")
+    simulator: str | None = Field(
+        default=None, description="the same as name: scripted, llm (a model plays the user)"
+    )
     options: dict[str, Any] = Field(default_factory=dict, description="handed to the user")
+    provider: str | None = Field(
+        default=None,
+        description="with simulator: llm, the user's model: openai, anthropic, gemini, or "
+        "scripted (from llm.conversations); default: the agent's llm.provider",
+    )
+    model: str | None = Field(default=None, description="with simulator: llm, the user's model")
+    base_url: str | None = Field(default=None, description="default: the agent's endpoint")
+    goal: str | None = Field(default=None, description="with simulator: llm, what it wants done")
+    persona: str | None = Field(default=None, description="with simulator: llm, who the user is")
+    stop_when: str | None = Field(
+        default=None,
+        description="with simulator: llm, when the user ends the conversation (default: "
+        "when the goal is reached, or cannot be)",
+    )
+
+    @model_validator(mode="after")
+    def _one_name(self) -> UserSection:
+        named = "name" in self.model_fields_set
+        if self.simulator is not None and named and self.simulator != self.name:
+            raise ValueError("give simulator: or name: (the same key), not both")
+        return self
+
+    @property
+    def kind(self) -> str:
+        """The simulator's name (``simulator:``, else ``name:``)."""
+        return self.simulator or self.name
+
+    def simulator_options(self) -> dict[str, Any]:
+        """What the simulator gets as its options: ``options:`` and the llm user's keys."""
+        given = {k: getattr(self, k) for k in ("model", "goal", "persona", "stop_when")}
+        return {**self.options, **{k: v for k, v in given.items() if v is not None}}
 
 
 def _check_tool_name(name: str) -> str:

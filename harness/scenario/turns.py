@@ -91,14 +91,18 @@ async def run_turns(
     project: Plugins,
     capture: TurnCapture | None,
     start: Conversation | None,
+    user_llm: Any = None,
 ) -> tuple[RunResult, list[TurnResult], list[ExpectationResult]]:
     """Run every turn; the whole run, the turns, and the turns' checked expectations
-    (paths ``turns.K.key``)."""
+    (paths ``turns.K.key``). ``user_llm``: what an LLM-driven user asks."""
     turns = scenario.turns or []
     context = UserContext(
-        turns=[t.user for t in turns], options=dict(scenario.user.options), scenario=scenario
+        turns=[t.user for t in turns],
+        options=scenario.user.simulator_options(),
+        scenario=scenario,
+        llm=user_llm,
     )
-    user = project.user_factory(scenario.user.name)(context)
+    user = project.user_factory(scenario.user.kind)(context)
     registry = project.registry("expectations")
     conversation = start
     runs: list[RunResult] = []
