@@ -204,19 +204,25 @@ def rate_sentence(change: PassRateChange, test: RateTest | None = None) -> str:
     if change.p_value is None:
         return moved
     p = change.p_value
+    often = f"{percent(p)} of the time" if p else "less than once in a million times"
     chance = (
-        f"a one-sided Fisher exact test gives p = {p:.2g}: a drop this large comes by "
-        f"chance {percent(p)} of the time when nothing changed"
+        f"a one-sided Fisher exact test gives {_p(p)}: a drop this large comes by "
+        f"chance {often} when nothing changed"
     )
     adjusted = change.adjusted_p_value
     if adjusted is not None and test is not None and test.correction != "none":
         chance += (
             f"; adjusted for the {test.compared} scenarios compared "
-            f"({_CORRECTED[test.correction]}), p = {adjusted:.2g}"
+            f"({_CORRECTED[test.correction]}), {_p(adjusted)}"
         )
     if change.verdict == "regression":
         return f"{moved}; {chance}, at most {SIGNIFICANCE:g}: a significant drop, a regression"
     return f"{moved}; {chance}, more than {SIGNIFICANCE:g}: within noise, not a regression"
+
+
+def _p(p: float) -> str:
+    """``p = 0.012``; ``p < 1e-06`` for one too small to keep (p-values have 6 decimals)."""
+    return f"p = {p:.2g}" if p else "p < 1e-06"
 
 
 def budget_sentence(budget: RunBudget) -> str:
