@@ -96,6 +96,8 @@ def test_a_good_and_a_bad_model_stop_long_before_their_cap(project):
         "of at most 200 runs (the evidence was clear)"
     ) in out
     assert f"sequential: decided after {bad['runs']} of at most 200 runs, the evidence clear" in out
+    html = (project.path / "reports/report.html").read_text()
+    assert f"sequential: decided after {good['runs']} of at most 200 runs" in html
     # The same decisions on rerun, and the same under xdist (each scenario's runs on one
     # worker: later ones skip there too).
     project.run_harness("run", "--", "-q")

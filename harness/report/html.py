@@ -33,6 +33,7 @@ from harness.report.changes import (
     rate_sentence,
     rate_test_sentence,
     repeats_text,
+    sequential_text,
 )
 from harness.report.charts import TERMINATIONS, bars_svg, scenario_charts
 from harness.report.coverage import coverage_view
@@ -90,6 +91,7 @@ def _environment() -> Environment:
     env.globals["rate_sentence"] = rate_sentence
     env.globals["rate_test_sentence"] = rate_test_sentence
     env.globals["budget_sentence"] = budget_sentence
+    env.globals["sequential_text"] = sequential_text
     env.globals["repeats_text"] = repeats_text
     env.globals["divergence_lines"] = divergence_lines
     env.globals["bars_svg"] = bars_svg
