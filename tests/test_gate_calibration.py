@@ -5,11 +5,26 @@ from the benchmark itself: docs/performance.md#the-gates-error-rates)."""
 
 from __future__ import annotations
 
+import importlib.util
 import math
+from pathlib import Path
 
-from benchmarks.gate_calibration import fixed_runs, passes, regressions, sequential
 from harness.llm.script import draw_material, parse_step, uniform
 from harness.sequential import SequentialPlan
+
+# The benchmark's module, by its file (plain `pytest` does not put the repository on
+# sys.path, and benchmarks/ is no installed package).
+_FILE = Path(__file__).resolve().parents[1] / "benchmarks" / "gate_calibration.py"
+_SPEC = importlib.util.spec_from_file_location("gate_calibration", _FILE)
+assert _SPEC is not None and _SPEC.loader is not None
+gate = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(gate)
+fixed_runs, passes, regressions, sequential = (
+    gate.fixed_runs,
+    gate.passes,
+    gate.regressions,
+    gate.sequential,
+)
 
 
 def _tail(n: int, c: int, p: float) -> float:
