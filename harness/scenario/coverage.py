@@ -212,7 +212,8 @@ def tool_homes(scenario: Scenario) -> list[tuple[str, str]]:
         call.name
         for script in (scenario.llm.script, *(r.script for r in scenario.llm.conversations))
         for step in script
-        for call in step.tool_calls
+        for variant in step.variants()  # a stochastic step's every option
+        for call in variant.tool_calls
         if call.name not in scenario.tools
     }
     return served + [(name, "target") for name in sorted(called)]
