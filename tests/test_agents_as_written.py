@@ -1,7 +1,7 @@
 """Agents written the way their frameworks' own docs show, taken through every stage a user
 takes a target through (issue 43's held-out suite, and three frameworks more).
 
-For each agent in tests/agents_as_written/ (its agent in `agents/`, its scripted scenario
+For each agent in tests/agents_as_written/ (its agent in `programs/`, its scripted scenario
 beside it) the stages are, as docs/external.md and docs/recording.md tell a user:
 
 - `run`: `harness run` on the scripted scenario passes;
@@ -46,7 +46,7 @@ HERE = Path(__file__).parent / "agents_as_written"
 HARNESS_ROOT = Path(harness.__file__).resolve().parent.parent
 STAGES = ("run", "record", "replay", "freeze", "observe")
 TIMEOUT = 300  # wall seconds for one harness command on a loaded 2-core machine
-LOGGED_TOOLS = ("lookup_city", "save_note")  # the tool kit's tools (agents/toolkit.py)
+LOGGED_TOOLS = ("lookup_city", "save_note")  # the tool kit's tools (programs/toolkit.py)
 SERVER_LOG = "logs/mcp-server.jsonl"  # mcp-own-loop's server logs there (its env:)
 DUMMY_KEY = "sk-aaw-dummy-key-for-harness-serve"
 

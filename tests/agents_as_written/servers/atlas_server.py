@@ -15,7 +15,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the project root
 
-from tests.agents_as_written.agents import toolkit
+from tests.agents_as_written.programs import toolkit
 
 app = MCPServer("atlas")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import anthropic
 
-from tests.agents_as_written.agents import toolkit
+from tests.agents_as_written.programs import toolkit
 
 TOOLS = [
     {

@@ -11,7 +11,7 @@ from agent_framework import Agent
 from agent_framework.openai import OpenAIChatClient
 from pydantic import Field
 
-from tests.agents_as_written.agents import toolkit
+from tests.agents_as_written.programs import toolkit
 
 
 def lookup_city(city: Annotated[str, Field(description="The city's name")]) -> str:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import anthropic
 
-from tests.agents_as_written.agents import toolkit
-from tests.agents_as_written.agents.anthropic_sync import TOOLS, tool_results
+from tests.agents_as_written.programs import toolkit
+from tests.agents_as_written.programs.anthropic_sync import TOOLS, tool_results
 
 
 def answer(question: str) -> str:

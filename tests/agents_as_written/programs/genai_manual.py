@@ -9,7 +9,7 @@ from __future__ import annotations
 from google import genai
 from google.genai import types
 
-from tests.agents_as_written.agents import toolkit
+from tests.agents_as_written.programs import toolkit
 
 DECLARATIONS = [
     types.FunctionDeclaration(

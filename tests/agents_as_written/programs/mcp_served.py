@@ -14,7 +14,7 @@ import anthropic
 from mcp import Client
 from mcp.types import TextContent
 
-from tests.agents_as_written.agents import toolkit
+from tests.agents_as_written.programs import toolkit
 
 
 async def answer(question: str) -> str:

@@ -8,8 +8,8 @@ from google import genai
 from google.genai import types
 from openinference.instrumentation.google_genai import GoogleGenAIInstrumentor
 
-from tests.agents_as_written.agents import toolkit, tracing
-from tests.agents_as_written.agents.genai_manual import CONFIG, MODEL, function_responses
+from tests.agents_as_written.programs import toolkit, tracing
+from tests.agents_as_written.programs.genai_manual import CONFIG, MODEL, function_responses
 
 PROVIDER = tracing.tracer_provider()
 GoogleGenAIInstrumentor().instrument(tracer_provider=PROVIDER)

@@ -6,7 +6,7 @@ default failure text (its `failure_error_function`)."""
 from __future__ import annotations
 
 from agents import Agent, Runner, function_tool
-from tests.agents_as_written.agents import toolkit
+from tests.agents_as_written.programs import toolkit
 
 
 @function_tool

@@ -7,8 +7,8 @@ import asyncio
 
 import anthropic
 
-from tests.agents_as_written.agents import toolkit
-from tests.agents_as_written.agents.anthropic_sync import TOOLS
+from tests.agents_as_written.programs import toolkit
+from tests.agents_as_written.programs.anthropic_sync import TOOLS
 
 
 async def _run(block) -> dict:

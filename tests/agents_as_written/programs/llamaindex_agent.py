@@ -8,7 +8,7 @@ from __future__ import annotations
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.llms.google_genai import GoogleGenAI
 
-from tests.agents_as_written.agents import toolkit
+from tests.agents_as_written.programs import toolkit
 
 
 def lookup_city(city: str) -> str:

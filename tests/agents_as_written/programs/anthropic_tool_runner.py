@@ -7,7 +7,7 @@ from __future__ import annotations
 import anthropic
 from anthropic import beta_tool
 
-from tests.agents_as_written.agents import toolkit
+from tests.agents_as_written.programs import toolkit
 
 
 @beta_tool

@@ -7,8 +7,8 @@ from __future__ import annotations
 import anthropic
 from openinference.instrumentation.anthropic import AnthropicInstrumentor
 
-from tests.agents_as_written.agents import toolkit, tracing
-from tests.agents_as_written.agents.anthropic_sync import TOOLS, tool_results
+from tests.agents_as_written.programs import toolkit, tracing
+from tests.agents_as_written.programs.anthropic_sync import TOOLS, tool_results
 
 PROVIDER = tracing.tracer_provider()
 AnthropicInstrumentor().instrument(tracer_provider=PROVIDER)

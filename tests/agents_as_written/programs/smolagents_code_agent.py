@@ -9,7 +9,7 @@ import os
 
 from smolagents import CodeAgent, OpenAIServerModel, tool
 
-from tests.agents_as_written.agents import toolkit
+from tests.agents_as_written.programs import toolkit
 
 
 @tool

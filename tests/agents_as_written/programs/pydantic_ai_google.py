@@ -1,14 +1,14 @@
-"""pydantic-ai on Anthropic, as its docs show: an `Agent` with `@agent.tool_plain` tools, a
+"""pydantic-ai on Google (the Gemini API, `google:`), as its docs show: an `Agent` with `@agent.tool_plain` tools, a
 failed lookup raised as `ModelRetry` (the model is told and may try again), `run_sync`."""
 
 from __future__ import annotations
 
 from pydantic_ai import Agent, ModelRetry
 
-from tests.agents_as_written.agents import toolkit
+from tests.agents_as_written.programs import toolkit
 
 agent = Agent(
-    "anthropic:claude-sonnet-4-5",
+    "google:gemini-2.5-flash",
     instructions="You look cities up in the atlas and keep notes for the user.",
 )
 

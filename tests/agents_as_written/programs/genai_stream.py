@@ -7,8 +7,8 @@ from __future__ import annotations
 from google import genai
 from google.genai import types
 
-from tests.agents_as_written.agents import toolkit
-from tests.agents_as_written.agents.genai_manual import CONFIG, MODEL, function_responses
+from tests.agents_as_written.programs import toolkit
+from tests.agents_as_written.programs.genai_manual import CONFIG, MODEL, function_responses
 
 
 def answer(question: str) -> str:

@@ -10,7 +10,7 @@ import json
 import openai
 from openinference.instrumentation.openai import OpenAIInstrumentor
 
-from tests.agents_as_written.agents import toolkit, tracing
+from tests.agents_as_written.programs import toolkit, tracing
 
 PROVIDER = tracing.tracer_provider()
 OpenAIInstrumentor().instrument(tracer_provider=PROVIDER)
