@@ -4,6 +4,7 @@ the conversation to a researcher, who has the tools and answers."""
 from __future__ import annotations
 
 from agents import Agent, Runner
+
 from tests.agents_as_written.programs.agents_sdk_tools import lookup_city, save_note
 
 researcher = Agent(

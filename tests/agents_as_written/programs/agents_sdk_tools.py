@@ -6,6 +6,7 @@ default failure text (its `failure_error_function`)."""
 from __future__ import annotations
 
 from agents import Agent, Runner, function_tool
+
 from tests.agents_as_written.programs import toolkit
 
 
