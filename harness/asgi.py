@@ -25,6 +25,7 @@ from harness.errors import HarnessError
 
 __all__ = [
     "SERVER_THREAD",
+    "DroppedConnection",
     "ServerLimits",
     "listening_sockets",
     "serve_forever",
@@ -37,6 +38,27 @@ server_log = logging.getLogger("uvicorn.error")
 
 # The name every server thread's name starts with.
 SERVER_THREAD = "harness-server"
+
+
+class DroppedConnection(Exception):
+    """Raised by an app in the middle of an answer to drop the connection on purpose (a
+    stream cut mid-reply): uvicorn closes it, and the server's log does not call it a
+    failure."""
+
+
+def _dropped_on_purpose(record: logging.LogRecord) -> bool:
+    """Whether a log record is uvicorn's report of a DroppedConnection (kept out)."""
+    info = record.exc_info
+    pending = [info[1]] if info and info[1] is not None else []
+    while pending:
+        exc = pending.pop()
+        if isinstance(exc, DroppedConnection):
+            return False
+        if isinstance(exc, BaseExceptionGroup):
+            pending.extend(exc.exceptions)
+        elif exc.__cause__ is not None or exc.__context__ is not None:
+            pending.append(exc.__cause__ or exc.__context__)  # type: ignore[arg-type]
+    return True
 
 
 @dataclass(frozen=True)
@@ -224,6 +246,8 @@ def _server(
         timeout_keep_alive=limits.keep_alive,
         h11_max_incomplete_event_size=limits.max_head,
     )
+    if _dropped_on_purpose not in server_log.filters:
+        server_log.addFilter(_dropped_on_purpose)
     return Server(config)
 
 

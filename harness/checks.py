@@ -17,11 +17,11 @@ from typing import Any
 from pydantic import ConfigDict, Field
 
 from harness.actions import RunResult
-from harness.events import MCPListChangedEvent
+from harness.events import LLMRequestEvent, LLMResponseEvent, MCPListChangedEvent
 from harness.hookspecs import hookimpl
 from harness.modeljson import dump
 
-__all__ = ["BUILTIN", "Check", "CheckContext", "partial_match"]
+__all__ = ["BUILTIN", "Check", "CheckContext", "partial_match", "requests_per_call"]
 
 Check = Callable[[Any, Any], tuple[bool, Any]]
 
@@ -82,9 +82,29 @@ def _range(value: float, expected: Any, tolerance: float = 0.0) -> tuple[bool, A
 
 
 def check_termination(result: CheckContext, expected: Any) -> tuple[bool, Any]:
-    """``termination``: the run ended this way."""
+    """``termination``: the run ended this way (a list: one of these ways)."""
     actual = result.termination.value
-    return actual == str(getattr(expected, "value", expected)), actual
+    allowed = expected if isinstance(expected, list | tuple | set) else [expected]
+    return actual in {str(getattr(e, "value", e)) for e in allowed}, actual
+
+
+def requests_per_call(events: list[Any]) -> int:
+    """The most requests the model got for one reply: the requests since its last reply
+    (the first, and the retries after failures), at their longest."""
+    most = current = 0
+    for event in events:
+        if isinstance(event, LLMRequestEvent):
+            current += 1
+            most = max(most, current)
+        elif isinstance(event, LLMResponseEvent):
+            current = 0
+    return most
+
+
+def check_max_requests_per_call(result: CheckContext, expected: int) -> tuple[bool, Any]:
+    """``max_requests_per_call``: no reply took more requests than this (a retry storm)."""
+    most = requests_per_call(result.events)
+    return most <= expected, most
 
 
 def check_iterations(result: CheckContext, expected: Any) -> tuple[bool, Any]:
@@ -262,6 +282,7 @@ BUILTIN: dict[str, Check] = {
     "tool_calls.forbid": check_forbid,
     "never_called": check_never_called,
     "turns": check_turns,
+    "max_requests_per_call": check_max_requests_per_call,
     "mcp.list_changed_seen": check_list_changed,
     "parallel_groups": check_parallel_groups,
     "final.contains": check_contains,

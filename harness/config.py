@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["AgentConfig", "BudgetSettings", "DetectorSettings", "ModelPrice"]
+__all__ = ["AgentConfig", "BudgetSettings", "DetectorSettings", "LLMRetries", "ModelPrice"]
 
 
 class DetectorSettings(BaseModel):
@@ -40,6 +40,42 @@ class BudgetSettings(BaseModel):
         default=None,
         description="the model whose prices a cost budget uses (default: the llm's model)",
     )
+
+
+# The errors without an HTTP status that a retry policy may name.
+RetriedError = Literal["timeout", "stream_cut", "connection_error"]
+_TIMEOUT: RetriedError = "timeout"
+
+
+class LLMRetries(BaseModel):
+    """The own loop's retries of a failed model request (``agent.llm_retries``), as the
+    vendors' SDKs retry: up to ``max`` times, on the HTTP statuses and errors ``on``
+    names, after ``backoff`` simulated seconds doubled each time (or the wait the error
+    answer gives: its retry-after). docs/loop.md#retries."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    max: int = Field(default=2, ge=0, le=100, strict=True, description="retries after a failure")
+    on: list[int | RetriedError] = Field(
+        default_factory=lambda: [429, 500, 503, 529, _TIMEOUT],
+        description="HTTP statuses (400-599) and errors (timeout, stream_cut, "
+        "connection_error) retried",
+    )
+    backoff: float = Field(
+        default=0.5,
+        ge=0,
+        le=3600,
+        description="simulated seconds before the first retry, doubled before each next one",
+    )
+
+    def retries(self, status: int | None, kind: str) -> bool:
+        """Whether an error of this HTTP status and type is retried."""
+        return (status is not None and status in self.on) or kind in self.on
+
+    def wait(self, attempt: int, retry_after: float | None) -> float:
+        """Simulated seconds before retry number ``attempt`` (0 for the first)."""
+        if retry_after is not None:
+            return retry_after
+        return float(self.backoff * 2**attempt)
 
 
 class ModelPrice(BaseModel):
@@ -80,6 +116,11 @@ class AgentConfig(BaseModel):
     )
     budget: BudgetSettings | None = Field(
         default=None, description="limits on tokens, cost, tool calls and simulated time"
+    )
+    llm_retries: LLMRetries | None = Field(
+        default=None,
+        description="retry a failed model request as the vendors' SDKs do ({max, on, "
+        "backoff}, on the simulated clock); default: no retries, the run ends in llm_error",
     )
     # Filled by the scenario runner from [tool.harness.prices] and a scenario's `prices:`;
     # harness.budgets holds the documented defaults.

@@ -38,11 +38,20 @@ class LLMError(Exception):
     ``final.error = {type, message, status}``.
     """
 
-    def __init__(self, message: str, *, status: int | None = None, type: str = "llm_error"):
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        type: str = "llm_error",
+        retry_after: float | None = None,
+    ):
         super().__init__(message)
         self.message = message
         self.status = status
         self.type = type
+        # The wait the error answer asked for (its retry-after), in seconds, if it gave one.
+        self.retry_after = retry_after
 
     def as_error(self) -> dict[str, Any]:
         """The ``final.error`` form."""

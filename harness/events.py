@@ -229,7 +229,8 @@ class LLMResponseEvent(_Event):
 
 @dataclass(kw_only=True, eq=False, frozen=True, config=_KIND)
 class LLMFailedEvent(_Event):
-    """An external target's request got an error answer (its SDK may have retried it)."""
+    """A request got an error answer: an external target's (its SDK may have retried it),
+    or one the own loop retries (``agent.llm_retries``)."""
 
     event: Literal["llm_failed"] = "llm_failed"
     call: int
@@ -237,6 +238,13 @@ class LLMFailedEvent(_Event):
     message: str
     status: int | None = None
     sim: float | None = None
+
+    @classmethod
+    def of(cls, iteration: int, call: int, error: Any, sim: float | None) -> LLMFailedEvent:
+        """The event of an LLMError the own loop retries (``agent.llm_retries``)."""
+        values = {"event": "llm_failed", "iteration": iteration, "call": call}
+        values.update(type=error.type, message=error.message, status=error.status, sim=sim)
+        return _made(cls, values)
 
 
 @dataclass(kw_only=True, eq=False, frozen=True, config=_KIND)

@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING, Any
 from harness import simclock
 from harness.actions import FinalResponse, RunResult, Termination, ToolCallRecord
 from harness.config import AgentConfig
-from harness.errors import AbortRun
+from harness.errors import AbortRun, LLMError
 from harness.events import (
     AgentEndEvent,
     Event,
+    LLMFailedEvent,
     LLMRequestEvent,
     LLMResponseEvent,
     ToolCallStatus,
@@ -223,19 +224,26 @@ class Run:
         """
         ledger = self._ledger
         ledger.answer_pending()
-        call = ledger.begin_request()
         iteration = ledger.iteration
-        request = LLMRequest(self.conversation, self._tool_list, options, call)
-        # Simulated times (never wall-clock) place LLM calls on the report's timeline.
-        # tool_choice is kept: a forced final answer ("none") reads differently.
-        self.emit(LLMRequestEvent.of(iteration, call, ledger.sim_time, options.get("tool_choice")))
-        if self._observed.llm_request:
-            self._hook.harness_llm_request(run=self, request=request)
+        request = self._request(options)
         response: LLMResponse
-        if self._streams:
-            response = await stream_reply(self, request)
+        retries = self.config.llm_retries
+        for attempt in range(retries.max if retries is not None else 0):
+            try:
+                response = await self._ask(request)
+                break
+            except LLMError as exc:
+                if retries is None or not retries.retries(exc.status, exc.type):
+                    raise
+                # Said in the run, as an SDK's retry leaves no other trace; the wait is
+                # simulated, like every other duration of the run.
+                self.emit(LLMFailedEvent.of(iteration, request.call, exc, ledger.sim_time))
+                wait = retries.wait(attempt, exc.retry_after)
+                ledger.advance_clock(ledger.sim_time + wait)
+                request = self._request(options)
         else:
-            response = await self._llm.complete(request)
+            response = await self._ask(request)
+        call = request.call
         message = clean_reply(response.message)
         if message is not response.message:
             # Hooks must see the message that is in the conversation.
@@ -260,6 +268,25 @@ class Run:
         if not message.tool_calls:
             log.info("Final response received (no tool calls)")
         return message
+
+    def _request(self, options: dict[str, Any]) -> LLMRequest:
+        """A new request of the conversation, counted and announced."""
+        ledger = self._ledger
+        call = ledger.begin_request()
+        request = LLMRequest(self.conversation, self._tool_list, options, call)
+        # Simulated times (never wall-clock) place LLM calls on the report's timeline.
+        # tool_choice is kept: a forced final answer ("none") reads differently.
+        tool_choice = options.get("tool_choice")
+        self.emit(LLMRequestEvent.of(ledger.iteration, call, ledger.sim_time, tool_choice))
+        if self._observed.llm_request:
+            self._hook.harness_llm_request(run=self, request=request)
+        return request
+
+    async def _ask(self, request: LLMRequest) -> LLMResponse:
+        """The source's reply to ``request`` (streamed when the run streams)."""
+        if self._streams:
+            return await stream_reply(self, request)
+        return await self._llm.complete(request)
 
 
 class _Ledger:

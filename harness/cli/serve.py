@@ -73,7 +73,8 @@ def _script_of(path: Path) -> tuple[list[ScriptStep], list[ScriptStep], str | No
 
     scenario = load_scenario(path)
     llm = scenario.llm
-    return list(llm.script), list(llm.judge_script), _recorded(scenario, path), llm.conversations
+    conversations = llm.served_conversations()
+    return list(llm.scripted()), list(llm.judge_script), _recorded(scenario, path), conversations
 
 
 def _recorded(scenario: Any, shown: Path) -> str | None:

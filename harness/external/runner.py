@@ -55,6 +55,8 @@ class TargetSpec:
     on_stagnation: str = "observe"
     # The one wire served (a ``matrix: {wire: [...]}`` combination's); None: every wire.
     wire: str | None = None
+    # expect.max_requests_per_call: a target sending more for one reply is stopped.
+    max_requests_per_call: int | None = None
 
 
 @dataclass
@@ -62,17 +64,43 @@ class _Outcome:
     answer: str | None = None
     exc: BaseException | None = None
     timed_out: bool = False
+    halted: bool = False
 
 
-async def _call(kind: Any, spec: TargetSpec, call: TargetCall) -> _Outcome:
+async def _call(
+    kind: Any, spec: TargetSpec, call: TargetCall, observation: Observation
+) -> _Outcome:
     try:
-        answer = await asyncio.wait_for(kind.run(spec.value, call), spec.timeout)
+        answer = await asyncio.wait_for(
+            _halting(kind.run(spec.value, call), observation), spec.timeout
+        )
     except TimeoutError:
         return _Outcome(timed_out=True)
+    except _Halted:
+        return _Outcome(halted=True)
     except Exception as exc:
         log.debug("the target raised", exc_info=True)
         return _Outcome(exc=exc)
     return _Outcome(answer=answer)
+
+
+class _Halted(Exception):
+    """The observation stopped the run (a retry storm past expect.max_requests_per_call)."""
+
+
+async def _halting(running: Any, observation: Observation) -> Any:
+    """``running``, cancelled as soon as the observation halts the run."""
+    if observation.request_cap is None:
+        return await running
+    task = asyncio.ensure_future(running)
+    while not task.done():
+        await asyncio.wait({task}, timeout=0.02)
+        if observation.halted is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+            raise _Halted
+    return task.result()
 
 
 async def run_target(
@@ -96,6 +124,7 @@ async def run_target(
         on_stagnation=spec.on_stagnation,
         conversations=conversations,
     )
+    observation.request_cap = spec.max_requests_per_call
     with (
         _serving(kind, ObservingApp(app, observation, only=spec.wire)) as url,
         _mcp(tools, observation) as mcp,
@@ -115,7 +144,7 @@ async def run_target(
             mcp_url=mcp,
         )
         observation.begin()
-        outcome = await _call(kind, spec, call)
+        outcome = await _call(kind, spec, call, observation)
     termination, final = _ending(outcome, observation, spec, plugins)
     # Where a crash was raised; not for a framework's own limit, which is an ending like
     # any other: a line number there would make the baseline change with every edit above.
@@ -223,6 +252,12 @@ def _ending(
     if stagnation is not None and spec.on_stagnation == "stop":
         data = FinalData(stagnation=True, signature=stagnation.signature, window=stagnation.window)
         return Termination.stagnation, FinalResponse(content=outcome.answer, data=data)
+    if outcome.halted and observation.halted is not None:
+        run.remember("error", observation.halted)
+        error = RunError(
+            type="retry_storm", exception=None, message=observation.halted, status=None
+        )
+        return Termination.error, FinalResponse(error=error)
     if outcome.timed_out:
         message = (
             f"the target did not finish within its timeout ({spec.timeout:g} s) and was "

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from harness.llm.faults import ModelFault, check_recorded, with_faults
 from harness.llm.script import ScriptStep
 
 __all__ = [
@@ -107,6 +108,12 @@ class LLMConfig(BaseModel):
         description="scripts of the target's other conversations, each matched by its first "
         "request (the first rule that matches wins; an unmatched conversation gets script)",
     )
+    faults: list[ModelFault] = Field(
+        default_factory=list,
+        description="model faults, each before the reply it names: {call: N, kind: KIND} "
+        "(http_429, timeout, stream_cut, malformed_arguments, outage, ...; "
+        "docs/scenarios.md#model-faults)",
+    )
     judge_script: list[ScriptStep] = Field(
         default_factory=list,
         description="scripted replies of the judge (JSON verdicts {pass, score, reason}), "
@@ -128,6 +135,62 @@ class LLMConfig(BaseModel):
     options: dict[str, Any] = Field(
         default_factory=dict, description="extra request parameters (temperature, seed, ...)"
     )
+
+    @model_validator(mode="after")
+    def _faults_fit(self) -> LLMConfig:
+        if not self.faults:
+            return self
+        if self.provider != "scripted":
+            problem = check_recorded(self.faults, "faults")
+            if problem:
+                raise ValueError(problem)
+            return self
+        names = [rule.name for rule in self.conversations]
+        for number, fault in enumerate(self.faults, 1):
+            if fault.conversation is not None and self._rule_of(fault.conversation) is None:
+                known = ", ".join(repr(n) for n in names if n) or "none is named"
+                raise ValueError(
+                    f"faults entry {number}: conversation {fault.conversation!r} is no "
+                    f"llm.conversations entry (give its name ({known}) or its number, 1 to "
+                    f"{len(names)})"
+                )
+        self.scripted()
+        for n in range(len(self.conversations)):
+            self.conversation_script(n)
+        return self
+
+    def _rule_of(self, which: str | int) -> int | None:
+        """The index of the conversation a fault names (by name, or number from 1)."""
+        if isinstance(which, int):
+            return which - 1 if 1 <= which <= len(self.conversations) else None
+        names = [rule.name for rule in self.conversations]
+        return names.index(which) if which in names else None
+
+    def scripted(self) -> list[ScriptStep]:
+        """The script as served: ``script`` with the main conversation's faults placed."""
+        main = [f for f in self.faults if f.conversation is None]
+        if not main or self.provider != "scripted":
+            return list(self.script)  # a recorded model's faults are FaultyLLM's
+        return with_faults(self.script, main, "faults")
+
+    def conversation_script(self, index: int) -> list[ScriptStep]:
+        """The script of ``conversations[index]`` with its faults placed."""
+        script = self.conversations[index].script
+        mine = [
+            f
+            for f in self.faults
+            if f.conversation is not None and self._rule_of(f.conversation) == index
+        ]
+        return with_faults(script, mine, "faults") if mine else list(script)
+
+    def served_conversations(self) -> list[ConversationRule]:
+        """``conversations`` with each one's faults placed in its script."""
+        if not any(f.conversation is not None for f in self.faults):
+            return list(self.conversations)
+        return [
+            rule.model_copy(update={"script": self.conversation_script(n)})
+            for n, rule in enumerate(self.conversations)
+        ]
 
     # (default=None, not a default_factory: pydantic inspects a factory's signature on
     # every instance, which showed in the collection of large suites.)

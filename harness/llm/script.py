@@ -96,9 +96,23 @@ class ScriptToolCall(BaseModel):
 class ScriptError(BaseModel):
     """An HTTP error the LLM call fails with."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     status: int = Field(ge=400, le=599)
     message: str = "error"
+    retry_after: float | None = Field(
+        default=None,
+        gt=0,
+        le=3600,
+        description="seconds the answer tells the client to wait before retrying (served "
+        "as retry-after-ms and retry-after; the SDKs honour it instead of their own "
+        "backoff)",
+    )
+
+
+# The error steps given by name: a timeout (the answer held past the client's patience),
+# an overloaded API (Anthropic's 529, 503 on the other wires) and an outage (this request
+# and every one after it fail with 503). docs/scenarios.md#llm-errors.
+ErrorName = Literal["timeout", "overloaded", "outage"]
 
 
 class Usage(BaseModel):
@@ -170,7 +184,15 @@ class ScriptStep(BaseModel):
 
     content: str | None = None
     tool_calls: list[ScriptToolCall] = Field(default_factory=list)
-    error: ScriptError | Literal["timeout"] | None = None
+    error: ScriptError | ErrorName | None = None
+    cut: float | None = Field(
+        default=None,
+        ge=0,
+        lt=1,
+        description="the connection drops after this share of the reply was sent (a stream "
+        "cut mid-reply): the client never gets it whole; like an error step it takes no "
+        "place in the script, so the next request gets the next step",
+    )
     repeat: int = Field(default=1, ge=1, description="give this reply this many times")
     unknown_tools: bool = Field(
         default=False, description="the step names tools the scenario does not define, on purpose"
@@ -208,6 +230,8 @@ class ScriptStep(BaseModel):
             self.content is not None or self.tool_calls or self.reasoning is not None
         ):
             raise ValueError("an error step has no content, tool_calls or reasoning")
+        if self.error is not None and self.cut is not None:
+            raise ValueError("an error step sends no reply to cut: give either error or cut")
         return self
 
     @model_validator(mode="after")
@@ -242,6 +266,11 @@ class ScriptStep(BaseModel):
             if point < 0:
                 return option
         return self.one_of[-1]  # fraction * total rounded up to total
+
+    @property
+    def fails(self) -> bool:
+        """Whether the request fails (an error, or a reply cut off): no place is taken."""
+        return self.error is not None or self.cut is not None
 
     @field_validator("chunks")
     @classmethod

@@ -12,7 +12,9 @@ from harness.llm.chunks import ChunkAccumulator, LLMChunk
 from harness.llm.script import ScriptStep, parse_step, uniform
 from harness.messages import AssistantMessage, ToolCall, parse_arguments
 
-__all__ = ["ScriptedLLM"]
+__all__ = ["OUTAGE_MESSAGE", "ScriptedLLM", "step_error"]
+
+OUTAGE_MESSAGE = "Service Unavailable (an outage: every request from here on fails)"
 
 
 class ScriptedLLM:
@@ -49,6 +51,7 @@ class ScriptedLLM:
         self._served = 0  # replies given by the current step
         self.consumed = 0  # replies given in all
         self._drawn = 0  # draws made at the current step
+        self._outage: ScriptStep | None = None  # an outage step reached: every call fails
 
     @property
     def remaining(self) -> int:
@@ -56,6 +59,8 @@ class ScriptedLLM:
         return self.total - self.consumed
 
     def _next_step(self) -> tuple[int, ScriptStep]:
+        if self._outage is not None:
+            return self._index, self._outage
         if self._index >= len(self.steps):
             raise LLMError(
                 f"script exhausted after {self.consumed} responses", type="script_exhausted"
@@ -64,7 +69,7 @@ class ScriptedLLM:
         if step.one_of is not None:
             drawn = step.draw(uniform(self.draws, f"script {index + 1}", self._drawn))
             self._drawn += 1
-            if drawn.error is not None:
+            if drawn.fails:
                 return index, drawn  # the call fails; the step answers the next one
             step, repeat = drawn, step.repeat
         else:
@@ -80,9 +85,9 @@ class ScriptedLLM:
         """The step answering ``request``; error steps raise LLMError."""
         index, step = self._next_step()
         if step.error is not None:
-            if step.error == "timeout":
-                raise LLMError("Request timed out.", type="timeout")
-            raise LLMError(step.error.message, status=step.error.status, type="http_error")
+            if step.error == "outage":
+                self._outage = step
+            raise step_error(step)
         if step.tool_calls and request.tool_choice == "none":
             raise AbortRun(
                 f"script step {index + 1} replies with tool calls to a request made with "
@@ -96,7 +101,13 @@ class ScriptedLLM:
         is what they add up to (a step's ``chunks`` are checked to add up to the step)."""
         step = self._reply_step(request)
         acc = ChunkAccumulator()
-        for chunk in step.stream(request.call):
+        chunks = step.stream(request.call)
+        if step.cut is not None:
+            # The pieces sent before the connection dropped arrive; the reply never does.
+            for chunk in chunks[: int(len(chunks) * step.cut)]:
+                emit(chunk)
+            raise step_error(step)
+        for chunk in chunks:
             emit(chunk)
             acc.add(chunk)
         message = acc.message(request.call, empty=step.content)
@@ -105,6 +116,8 @@ class ScriptedLLM:
     async def complete(self, request: LLMRequest) -> LLMResponse:
         """The next scripted reply; error steps raise LLMError."""
         step = self._reply_step(request)
+        if step.cut is not None:
+            raise step_error(step)
         calls = []
         for i, call in enumerate(step.tool_calls):
             if call.raw_arguments is not None:
@@ -127,10 +140,31 @@ class ScriptedLLM:
         return LLMResponse(message=message, usage=usage, latency=step.latency)
 
 
+def step_error(step: ScriptStep) -> LLMError:
+    """The LLMError a failing step (an error, a reply cut off) makes the own loop's call
+    raise: what an SDK raises for the same answer on the wire."""
+    error = step.error
+    if error == "timeout":
+        return LLMError("Request timed out.", type="timeout")
+    if error == "overloaded":
+        return LLMError("Overloaded", status=529, type="http_error")
+    if error == "outage":
+        return LLMError(OUTAGE_MESSAGE, status=503, type="http_error")
+    if error is None:
+        return LLMError(
+            "the connection closed in the middle of the reply (a stream cut)", type="stream_cut"
+        )
+    return LLMError(
+        error.message, status=error.status, type="http_error", retry_after=error.retry_after
+    )
+
+
 @hookimpl
 def harness_register_llms(register: Any) -> None:
     """``provider: scripted``: the scenario's ``llm.script``."""
     register(
         "scripted",
-        lambda config: ScriptedLLM(config.script, stream=config.stream, draws=config.context.draws),
+        lambda config: ScriptedLLM(
+            config.scripted(), stream=config.stream, draws=config.context.draws
+        ),
     )

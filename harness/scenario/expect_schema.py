@@ -211,7 +211,11 @@ class ExpectSection(Ordered):
     """What the run must do. Plugins add keys with ``harness_register_expectations``."""
 
     model_config = ConfigDict(extra="allow", allow_inf_nan=False)
-    termination: Annotated[Termination, BeforeValidator(_termination)] | None = None
+    termination: (
+        Annotated[Termination, BeforeValidator(_termination)]
+        | list[Annotated[Termination, BeforeValidator(_termination)]]
+        | None
+    ) = Field(default=None, description="how the run ended, or a list of the endings allowed")
     iterations: Count | None = None
     llm_calls: Count | None = None
     tool_calls: ToolCallsExpect | None = None
@@ -225,6 +229,13 @@ class ExpectSection(Ordered):
         default=None, description="tools the run must never call"
     )
     turns: Count | None = Field(default=None, description="turns run (a `turns:` scenario)")
+    max_requests_per_call: int | None = Field(
+        default=None,
+        ge=1,
+        strict=True,
+        description="the most requests the model may get for one of its replies (the first "
+        "and the retries after a failure); a target is stopped once it sends more",
+    )
     mcp: MCPExpect | None = Field(default=None, description="what crossed the MCP wire")
     failing: list[str] | None = Field(
         default=None,

@@ -142,11 +142,14 @@ def _served(
     """The app serving the scenario's model, and the cassette app (None for a script)."""
     if scenario.llm.provider == "scripted":
         from harness.llm.script import draw_material
-        from harness.serve import create_app
+        from harness.serve import DEFAULT_MAX_DELAY, create_app
 
-        script, rules = list(scenario.llm.script), scenario.llm.conversations
+        llm = scenario.llm
+        # A held reply (a timeout) never outlasts the target's own time.
+        held = min(DEFAULT_MAX_DELAY, scenario.target.timeout if scenario.target else 60.0)
+        conversations = llm.served_conversations()
         draws = draw_material(sid, *scenario.draw)
-        return create_app(script, conversations=rules, draws=draws), None
+        return create_app(llm.scripted(), held, conversations=conversations, draws=draws), None
     from harness.cassettes import CassetteSession
     from harness.external import CassetteApp
     from harness.project import project_relative
@@ -188,7 +191,10 @@ async def arun_target(
     assert target is not None
     ((kind, value),) = target.kinds().items()
     wire = (scenario.combination or {}).get("wire")
-    spec = TargetSpec(kind, value, target.timeout, target.on_stagnation, wire=wire)
+    cap = scenario.expect.max_requests_per_call if scenario.expect else None
+    spec = TargetSpec(
+        kind, value, target.timeout, target.on_stagnation, wire=wire, max_requests_per_call=cap
+    )
     app, cassette = _served(scenario, sid, record_mode, disable_recording)
     try:
         result = await run_target(
@@ -206,6 +212,7 @@ async def arun_target(
             cassette.close()
     if cassette is not None:
         return result, cassette.session.remaining, cassette.refused
-    scripts = [scenario.llm.script, *(rule.script for rule in scenario.llm.conversations)]
+    llm = scenario.llm
+    scripts = [llm.scripted(), *(rule.script for rule in llm.served_conversations())]
     total = sum(step.repeat for script in scripts for step in script)
     return result, max(total - result.llm_calls, 0), None

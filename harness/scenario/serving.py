@@ -74,7 +74,14 @@ def llm_source(
         variant=combination_label(scenario.combination) if scenario.combination else None,
         draws=draw_material(sid, *scenario.draw) + (f"\x00{part}" if part else ""),
     )
-    return plugins.llm_factory(config.provider)(config.with_context(context))
+    source = plugins.llm_factory(config.provider)(config.with_context(context))
+    if config.faults and config.provider != "scripted":
+        from harness.llm.faults import FaultyLLM
+
+        # A script places its faults among its steps; a recorded model's are failed in
+        # front of it (docs/scenarios.md#model-faults).
+        return FaultyLLM(source, config.faults)
+    return source
 
 
 def scenario_agent(

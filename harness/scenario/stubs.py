@@ -54,6 +54,8 @@ class _Faults:
         self.latency = spec.latency
         self.timeout = spec.timeout
         self.calls = 0
+        # Calls slower than the others (``results: [{on_call, latency}]``): the extra seconds.
+        self.slow = {r.on_call: r.latency for r in spec.results or [] if r.latency}
         self.errors: dict[int | None, Any] = {}
         for i, error in enumerate(spec.errors):
             if error.on_call in self.errors:
@@ -89,17 +91,20 @@ class _Faults:
         # the Nth call is the same one however parallel calls finish.
         self.calls += 1
         call = self.calls
-        if self.timeout is not None and self.latency > self.timeout:
+        latency = self.latency + self.slow.get(call, 0.0)
+        if self.timeout is not None and latency > self.timeout:
             # The caller gives up when its timeout runs out, not when the call would end.
             simclock.sleep(self.timeout)
             raise TimeoutError(
                 f"no answer within the tool's timeout of {self.timeout:g} s "
-                f"(it would take {self.latency:g} s)"
+                f"(it would take {latency:g} s)"
             )
-        if self.latency:
-            simclock.sleep(self.latency)
+        if latency:
+            simclock.sleep(latency)
         failure = self.errors.get(call, self.errors.get(None))
         if failure is not None:
+            if failure.after:
+                simclock.sleep(failure.after)
             if failure.mcp is not None:
                 kind, code = (
                     ("error", failure.mcp) if isinstance(failure.mcp, int) else (failure.mcp, 0)
@@ -121,15 +126,22 @@ class _Stub(_Faults):
         self.per_call: dict[int, Any] = {}
         # Calls whose result is an error result, its text as given (``is_error: true``).
         self.error_results: set[int] = set()
+        # Calls whose result is padded to a size (``pad_to``: a huge result).
+        self.padded: dict[int, int] = {}
+        seen: set[int] = set()
         for i, r in enumerate(spec.results or []):
-            if r.on_call in self.per_call:
+            if r.on_call in seen:
                 raise SpecError(
                     ("results", i, "on_call"),
                     f"call {r.on_call} already has a result; give each call one",
                 )
-            self.per_call[r.on_call] = compile_value(r.returns, ("results", i, "returns"))
+            seen.add(r.on_call)
+            if r.has_returns or r.is_error:
+                self.per_call[r.on_call] = compile_value(r.returns, ("results", i, "returns"))
             if r.is_error:
                 self.error_results.add(r.on_call)
+            if r.pad_to is not None:
+                self.padded[r.on_call] = r.pad_to
 
     async def __call__(self, **args: Any) -> Any:
         call = self.next_call()
@@ -142,7 +154,10 @@ class _Stub(_Faults):
             # `faker.unique` would depend on the calls (and runs) before this one.
             faker.unique.clear()
             context["faker"] = faker
-        result = self.inject(call, self._render(value, context))
+        result = self._render(value, context)
+        if call in self.padded:
+            result = _padded(result, self.padded[call])
+        result = self.inject(call, result)
         if call in self.error_results:
             return ToolResult(result, is_error=True)
         return result
@@ -187,6 +202,14 @@ class _Faulty(_Faults):
         if simclock.in_parallel_plan():
             return self.inject(call, await asyncio.to_thread(self.fn, **args))
         return self.inject(call, self.fn(**args))
+
+
+def _padded(value: Any, size: int) -> str:
+    """``value``'s text (a value that is not text as its JSON) repeated to ``size``
+    characters: a huge result that still reads as the tool's."""
+    text = value if isinstance(value, str) else json.dumps(to_jsonable_python(value, fallback=str))
+    text = text or "."
+    return (text * (size // len(text) + 1))[:size]
 
 
 _EXCEPTIONS: dict[str, type[Exception]] = {}

@@ -46,16 +46,35 @@ class ParamSpec(BaseModel):
 
 
 class ToolResultSpec(BaseModel):
-    """What the Nth call of a stub returns (``results:``)."""
+    """What the Nth call of a stub returns (``results:``), and how: slowly, padded."""
 
-    model_config = CLOSED
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     on_call: int = Field(ge=1)
-    returns: Any = None
+    returns: Any = Field(
+        default=None, description="the call's result (default: the tool's returns)"
+    )
     is_error: bool = Field(
         default=False,
         description="the result is an error result, its text exactly as given (an MCP "
         "isError result; freeze writes recorded ones this way)",
     )
+    latency: float = Field(
+        default=0.0,
+        ge=0,
+        le=MAX_SECONDS,
+        description="simulated seconds this call takes beyond the tool's latency (a slow call)",
+    )
+    pad_to: int | None = Field(
+        default=None,
+        ge=1,
+        le=10_000_000,
+        description="the result's text repeated to this many characters (a huge result)",
+    )
+
+    @property
+    def has_returns(self) -> bool:
+        """Whether the entry gives the call's result (else the tool's usual one)."""
+        return "returns" in self.model_fields_set
 
 
 class ToolErrorSpec(BaseModel):
@@ -67,6 +86,13 @@ class ToolErrorSpec(BaseModel):
     )
     raise_: str = Field(default="", alias="raise", description="the exception message")
     type: str = Field(default="ToolError", description="the exception type name shown to the model")
+    after: float = Field(
+        default=0.0,
+        ge=0,
+        le=MAX_SECONDS,
+        description="simulated seconds the call runs before it raises (a call timing out: "
+        "type: TimeoutError, after: 30)",
+    )
     mcp: int | Literal["disconnect", "hang"] | None = Field(
         default=None,
         description="served over MCP (docs/mcp.md): a JSON-RPC error with this code and the "

@@ -8,12 +8,13 @@ state (``state``) picks the reply; what an error step or an exhausted script ans
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from harness.canonical import canonical_json
 from harness.llm.base import JUDGE_ROLE, request_role
 from harness.serve.fit import check_fits
-from harness.serve.http import ApiError, check_reply, json_response, read_json, sse
+from harness.serve.http import ApiError, check_reply, cut_answer, json_response, read_json, sse
 from harness.serve.state import ScriptState
 from harness.wires import Wire
 from harness.wires.neutral import WireError
@@ -35,11 +36,17 @@ async def answer(request: Any, wire: Wire) -> Any:
         reply = state.pick_judge()
     else:
         reply = state.pick_request(wire, body, asked)
-    await check_reply(state, reply)
+    await check_reply(state, reply, wire)
     check_fits(reply, wire.tool_offer(body))
     await state.hold(reply.step.latency if reply.step else 0)
     streamed = wire.streams(body, request.url.path)
     served = reply.served(streamed)
+    if reply.cut is not None:
+        if streamed:
+            events = list(wire.render_stream(served, body, asked))
+            return cut_answer(events[: int(len(events) * reply.cut)], "text/event-stream")
+        text = json.dumps(wire.render_reply(served, body, asked), ensure_ascii=False)
+        return cut_answer([text[: int(len(text) * reply.cut)]], "application/json")
     held = wire.held(sent) is not None
     whole = wire.render_reply(served, body, asked) if held or not streamed else None
     if held:

@@ -3,24 +3,28 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse, StreamingResponse
 
+from harness.asgi import DroppedConnection
+from harness.llm.scripted import OUTAGE_MESSAGE
 from harness.serve.state import Reply, ScriptState
-from harness.wires import OPENAI_CHAT, wire_for
+from harness.wires import ANTHROPIC_MESSAGES, OPENAI_CHAT, Wire, wire_for
 from harness.wires.neutral import WireError
 
 __all__ = [
     "PARSED_BODY",
     "ApiError",
     "check_reply",
+    "cut_answer",
     "error_answer",
     "http_error",
     "json_response",
     "read_json",
+    "retry_headers",
     "sse",
 ]
 
@@ -45,21 +49,40 @@ def sse(events: Iterator[str]) -> StreamingResponse:
     )
 
 
-def error_answer(path: str, error: WireError) -> JSONResponse:
+def cut_answer(sent: list[str], media_type: str) -> StreamingResponse:
+    """An answer whose connection drops once ``sent`` went out (a `cut:` step's reply:
+    the first of its stream's events, or the first part of a whole answer's text)."""
+
+    async def stream() -> AsyncIterator[bytes]:
+        for piece in sent:
+            yield piece.encode("utf-8")
+        raise DroppedConnection("the reply's connection was dropped on purpose (a cut: step)")
+
+    return StreamingResponse(stream(), media_type=media_type)
+
+
+def error_answer(
+    path: str, error: WireError, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
     """``error`` answered in the form of the wire ``path`` belongs to (OpenAI's for a path
     that is no model API's)."""
     wire = wire_for(path) or OPENAI_CHAT
-    return json_response(wire.render_error(error), error.status)
+    return JSONResponse(wire.render_error(error), status_code=error.status, headers=headers)
 
 
 class ApiError(HTTPException):
     """An error answer: the status, and the body's message and code (written by the wire
-    of the request's path)."""
+    of the request's path), with its headers (``retry-after``)."""
 
     def __init__(
-        self, status: int, message: str, code: str | None = None, param: str | None = None
+        self,
+        status: int,
+        message: str,
+        code: str | None = None,
+        param: str | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
-        super().__init__(status, message)
+        super().__init__(status, message, headers=headers)
         self.message = message
         self.code = code
         self.param = param
@@ -69,12 +92,18 @@ class ApiError(HTTPException):
         return WireError(self.status_code, self.message, self.code, self.param)
 
 
+def retry_headers(seconds: float) -> dict[str, str]:
+    """The headers telling a client to retry after ``seconds``: ``retry-after-ms`` (which
+    the openai and anthropic SDKs prefer) and ``retry-after`` (seconds, a fraction allowed)."""
+    return {"retry-after-ms": str(max(1, round(seconds * 1000))), "retry-after": f"{seconds:g}"}
+
+
 async def http_error(request: Any, exc: Exception) -> JSONResponse:
     """The app's handler of HTTP errors: an ApiError as raised; Starlette's own 404 and
     405 (no such route or method) in the API's format too."""
     path = request.url.path
     if isinstance(exc, ApiError):
-        return error_answer(path, exc.error())
+        return error_answer(path, exc.error(), exc.headers)
     if not isinstance(exc, HTTPException):  # registered for HTTP errors only
         raise exc
     message = f"{request.method} {path} is not an endpoint of harness serve"
@@ -97,23 +126,29 @@ async def read_json(request: Any) -> dict[str, Any]:
     return body
 
 
-async def check_reply(state: ScriptState, reply: Reply) -> None:
-    """Raise the ApiError of an error step or of an exhausted script."""
-    error = reply.error.error if reply.error is not None else None
+# What a served fault that names no wait tells the client: a millisecond (docs/
+# scenarios.md#llm-errors), so an SDK's retry does not sleep its own backoff.
+_SHORT_WAIT = retry_headers(0.001)
+_OVERLOADED = "The model is overloaded. Please try again later."
+
+
+async def check_reply(state: ScriptState, reply: Reply, wire: Wire | None = None) -> None:
+    """Raise the ApiError of an error step or of an exhausted script (``wire``: the
+    request's, for the errors each API says its own way)."""
+    failing = reply.error
+    error = failing.error if failing is not None else None
     if error == "timeout":
-        # Hold the response past the client's timeout; a client still waiting
-        # after max_delay gets a 504.
-        woken = await state.hold(state.max_delay)
-        if woken is None:
-            message = f"timeout step: the response was held for {state.max_delay:g} s"
-        else:
-            message = (
-                f"timeout step: the server is shutting down: the response was released "
-                f"after {woken:.1f} s of {state.max_delay:g} s"
-            )
-        raise ApiError(504, message, "timeout")
+        await _time_out(state, failing.latency if failing is not None else 0.0)
+    if error == "overloaded":
+        if wire is ANTHROPIC_MESSAGES:
+            raise ApiError(529, "Overloaded", headers=_SHORT_WAIT)
+        raise ApiError(503, _OVERLOADED, headers=_SHORT_WAIT)
+    if error == "outage":
+        raise ApiError(503, OUTAGE_MESSAGE, headers=_SHORT_WAIT)
     if error is not None:
-        raise ApiError(error.status, error.message)
+        assert not isinstance(error, str)
+        wait = retry_headers(error.retry_after) if error.retry_after else None
+        raise ApiError(error.status, error.message, headers=wait)
     if reply.step is None and reply.judge:
         message = "a judge's request (x-harness-role: judge), and the script has no judge_script"
         raise ApiError(400, message, "script_exhausted")
@@ -123,3 +158,18 @@ async def check_reply(state: ScriptState, reply: Reply) -> None:
             f"{reply.script} has {reply.length}"
         )
         raise ApiError(400, message, "script_exhausted")
+
+
+async def _time_out(state: ScriptState, seconds: float) -> None:
+    """Hold the response past the client's timeout (``seconds``, else the server's max
+    delay, at most that); a client still waiting then gets a 504."""
+    held = min(seconds, state.max_delay) if seconds > 0 else state.max_delay
+    woken = await state.hold(held)
+    if woken is None:
+        message = f"timeout step: the response was held for {held:g} s"
+    else:
+        message = (
+            f"timeout step: the server is shutting down: the response was released "
+            f"after {woken:.1f} s of {held:g} s"
+        )
+    raise ApiError(504, message, "timeout", headers=_SHORT_WAIT)

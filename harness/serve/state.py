@@ -36,7 +36,7 @@ def _positions(steps: Sequence[ScriptStep]) -> tuple[list[_Position], list[Scrip
     pending: list[ScriptStep] = []
     for number, step in enumerate(steps, 1):
         for _ in range(step.repeat):
-            if step.error is not None:
+            if step.fails:
                 pending.append(step)
             else:
                 positions.append(_Position(pending, step, number))
@@ -72,6 +72,8 @@ class Reply:
         self.key = ""  # the key of its conversation (its messages' hash), for message ids
         # A judge's verdict (from the judge script), not the agent's reply.
         self.judge = judge
+        # The share of the reply sent before the connection drops (a `cut:` step).
+        self.cut: float | None = None
 
     def tool_calls(self) -> list[tuple[str | None, str, str]]:
         """The step's calls ``(id, name, arguments text)`` as the model sends them."""
@@ -148,6 +150,8 @@ class ScriptState:
         self.max_delay = max_delay
         self.attempts: Counter[str] = Counter()
         self._stop: asyncio.Event | None = None
+        # An `error: outage` step reached: it answers every request from then on.
+        self.outage: ScriptStep | None = None
 
     def _stop_event(self) -> asyncio.Event:
         if self._stop is None:
@@ -182,6 +186,7 @@ class ScriptState:
         self.threads.reset()
         self.judged = 0
         self.drawn.clear()
+        self.outage = None
 
     def pick_judge(self) -> Reply:
         """The answer to a judge's request: the judge script's steps in turn, starting
@@ -204,6 +209,8 @@ class ScriptState:
     def pick_request(self, wire: Wire, body: dict[str, Any], asked: ServedRequest) -> Reply:
         """The answer to a request: its conversation's script, at its place in it."""
         place = self.conversations.place(wire, body, asked.replies)
+        if self.outage is not None:
+            return Reply(place.position + 1, None, self.outage)
         if place.rule is None:
             reply = self.pick(place.position, asked.conversation, wire.api)
         else:
@@ -218,7 +225,7 @@ class ScriptState:
             which = f"c{place.rule + 1}" + (f"-{place.ordinal}" if place.ordinal > 1 else "")
             reply.ids, reply.tag = f"call_{which}", f"{which}_"
         reply.key = place.key
-        if reply.error is None and reply.step is not None:
+        if reply.error is None and reply.step is not None and reply.cut is None:
             self.conversations.keep(place, f"resp_harness_{reply.tag}{reply.n}")
         return reply
 
@@ -264,14 +271,25 @@ class ScriptState:
         attempt = self.attempts[digest]
         self.attempts[digest] += 1
         if attempt < len(errors):
-            return Reply(k + 1, None, errors[attempt])
+            return self._failing(k, errors[attempt], number)
         return self._reply(k, step, number, script)
+
+    def _failing(self, k: int, failing: ScriptStep, number: int | None) -> Reply:
+        """The answer of a failing step (an error, a reply cut off) at position ``k``."""
+        if failing.error == "outage":
+            self.outage = failing
+        if failing.cut is not None:
+            # A reply sent in part: the step's reply, its connection dropped midway.
+            cut = Reply(k + 1, failing, number=number)
+            cut.cut = failing.cut
+            return cut
+        return Reply(k + 1, None, failing)
 
     def _reply(self, k: int, step: ScriptStep | None, number: int | None, script: str) -> Reply:
         """The reply at position ``k``: its step's, a one_of step's drawn anew for each
-        request (a drawn error fails this request; the retry draws again)."""
+        request (a drawn failure fails this request; the retry draws again)."""
         if step is not None and step.one_of is not None:
             step = self._drawn(step, script, k)
-            if step.error is not None:
-                return Reply(k + 1, None, step)
+            if step.fails:
+                return self._failing(k, step, number)
         return Reply(k + 1, step, number=number)
