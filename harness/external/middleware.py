@@ -43,12 +43,23 @@ def _error_body(wire: Wire, status: int, message: str) -> bytes:
 class ObservingApp:
     """``app`` with every model request and answer observed by ``observation``."""
 
-    def __init__(self, app: Any, observation: Observation, only: str | None = None) -> None:
+    def __init__(
+        self,
+        app: Any,
+        observation: Observation,
+        only: str | None = None,
+        request_cap: int | None = None,
+    ) -> None:
         # `app` by that name: harness.serve.find_state walks wrappers through it.
         self.app = app
         self.observation = observation
         # The one wire answered (a matrix combination's), by name; None: every wire.
         self.only = only
+        # expect.max_requests_per_call: past it the run is stopped (``halted`` says why).
+        # The requests since the model's last reply are counted as harness.checks does.
+        self.request_cap = request_cap
+        self.halted: str | None = None
+        self._since_reply = 0
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         """The ASGI entry point."""
@@ -87,6 +98,15 @@ class ObservingApp:
             error = _error_body(wire, refusal.status, refusal.message)
             await _answer(send, refusal.status, error)
             return
+        self._since_reply += 1
+        if self.request_cap is not None and self._since_reply > self.request_cap:
+            self.halted = (
+                f"stopped by harness: {self._since_reply} requests for one reply of the model "
+                f"(expect.max_requests_per_call: {self.request_cap}): a retry storm"
+            )
+            self.observation.response(wire, call, 400, _error_body(wire, 400, self.halted))
+            await _answer(send, 400, _error_body(wire, 400, self.halted))
+            return
         await self._pass(scope, receive, send, raw, wire, call)
 
     async def _pass(
@@ -113,6 +133,8 @@ class ObservingApp:
                 chunks.append(message.get("body", b""))
                 if not message.get("more_body") and not done:
                     done = True
+                    if status < 400:
+                        self._since_reply = 0
                     self.observation.response(wire, call, status, b"".join(chunks))
             await send(message)
 

@@ -129,12 +129,6 @@ class Refusal(Exception):
 class Observation:
     """The run rebuilt from the traffic of one target run."""
 
-    # expect.max_requests_per_call: past it the run is stopped (``halted`` says why); the
-    # requests since the model's last reply, counted as harness.checks counts them.
-    request_cap: int | None = None
-    halted: str | None = None
-    _since_reply = 0
-
     def __init__(
         self,
         plugins: Any,
@@ -246,13 +240,6 @@ class Observation:
                 tools: list[Any] = list(self._tools_of(wire, body))  # duck-typed Tools
                 request = LLMRequest(run.conversation, tools, options, call, wire.name)
                 run._hook.harness_llm_request(run=run, request=request)
-            self._since_reply += 1
-            if self.request_cap is not None and self._since_reply > self.request_cap:
-                self.halted = (
-                    f"stopped by harness: {self._since_reply} requests for one reply of the "
-                    f"model (expect.max_requests_per_call: {self.request_cap}): a retry storm"
-                )
-                raise Refusal(400, self.halted)
             if self._stop:
                 repeats = self.detector.window + 1
                 message = (
@@ -303,7 +290,6 @@ class Observation:
                 )
                 return
             self.last_error = thread.error = None
-            self._since_reply = 0
             run = self.run
             reply = (wire.read_reply(*answer) if answer is not None else None) or WireReply()
             if held is not None:

@@ -64,20 +64,16 @@ class _Outcome:
     answer: str | None = None
     exc: BaseException | None = None
     timed_out: bool = False
-    halted: bool = False
+    halted: str | None = None  # why harness stopped it (a retry storm)
 
 
-async def _call(
-    kind: Any, spec: TargetSpec, call: TargetCall, observation: Observation
-) -> _Outcome:
+async def _call(kind: Any, spec: TargetSpec, call: TargetCall, served: ObservingApp) -> _Outcome:
     try:
-        answer = await asyncio.wait_for(
-            _halting(kind.run(spec.value, call), observation), spec.timeout
-        )
+        answer = await asyncio.wait_for(_halting(kind.run(spec.value, call), served), spec.timeout)
     except TimeoutError:
         return _Outcome(timed_out=True)
     except _Halted:
-        return _Outcome(halted=True)
+        return _Outcome(halted=served.halted)
     except Exception as exc:
         log.debug("the target raised", exc_info=True)
         return _Outcome(exc=exc)
@@ -88,14 +84,14 @@ class _Halted(Exception):
     """The observation stopped the run (a retry storm past expect.max_requests_per_call)."""
 
 
-async def _halting(running: Any, observation: Observation) -> Any:
-    """``running``, cancelled as soon as the observation halts the run."""
-    if observation.request_cap is None:
+async def _halting(running: Any, served: ObservingApp) -> Any:
+    """``running``, cancelled as soon as the observing app halts the run."""
+    if served.request_cap is None:
         return await running
     task = asyncio.ensure_future(running)
     while not task.done():
         await asyncio.wait({task}, timeout=0.02)
-        if observation.halted is not None and not task.done():
+        if served.halted is not None and not task.done():
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task
@@ -124,9 +120,11 @@ async def run_target(
         on_stagnation=spec.on_stagnation,
         conversations=conversations,
     )
-    observation.request_cap = spec.max_requests_per_call
+    observing = ObservingApp(
+        app, observation, only=spec.wire, request_cap=spec.max_requests_per_call
+    )
     with (
-        _serving(kind, ObservingApp(app, observation, only=spec.wire)) as url,
+        _serving(kind, observing) as url,
         _mcp(tools, observation) as mcp,
     ):
         observation.served = url
@@ -144,7 +142,7 @@ async def run_target(
             mcp_url=mcp,
         )
         observation.begin()
-        outcome = await _call(kind, spec, call, observation)
+        outcome = await _call(kind, spec, call, observing)
     termination, final = _ending(outcome, observation, spec, plugins)
     # Where a crash was raised; not for a framework's own limit, which is an ending like
     # any other: a line number there would make the baseline change with every edit above.
@@ -252,11 +250,9 @@ def _ending(
     if stagnation is not None and spec.on_stagnation == "stop":
         data = FinalData(stagnation=True, signature=stagnation.signature, window=stagnation.window)
         return Termination.stagnation, FinalResponse(content=outcome.answer, data=data)
-    if outcome.halted and observation.halted is not None:
-        run.remember("error", observation.halted)
-        error = RunError(
-            type="retry_storm", exception=None, message=observation.halted, status=None
-        )
+    if outcome.halted is not None:
+        run.remember("error", outcome.halted)
+        error = RunError(type="retry_storm", exception=None, message=outcome.halted, status=None)
         return Termination.error, FinalResponse(error=error)
     if outcome.timed_out:
         message = (
