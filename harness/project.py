@@ -7,6 +7,7 @@ started; messages show paths relative to the current directory, as a person type
 
 from __future__ import annotations
 
+import copy
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -40,14 +41,27 @@ def project_root(start: str | Path | None = None) -> Path:
 def project_config(root: Path | None = None) -> dict[str, Any]:
     """The ``[tool.harness]`` table of the project's pyproject.toml ({} when absent)."""
     path = (root or project_root()) / "pyproject.toml"
+    try:
+        stat = path.stat()
+    except OSError:
+        return {}
     if not path.is_file():
         return {}
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ProjectConfigError(f"{path}: not valid TOML: {exc}") from None
-    table = data.get("tool", {}).get("harness", {})
-    return table if isinstance(table, dict) else {}
+    # Read once while the file is unchanged: a run asks for it several times, and harness
+    # explore runs thousands of variants of one project.
+    key = (stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size, stat.st_ino)
+    cached = _CONFIGS.get(path)
+    if cached is None or cached[0] != key:
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ProjectConfigError(f"{path}: not valid TOML: {exc}") from None
+        table = data.get("tool", {}).get("harness", {})
+        cached = _CONFIGS[path] = (key, table if isinstance(table, dict) else {})
+    return copy.deepcopy(cached[1])
+
+
+_CONFIGS: dict[Path, tuple[tuple[int, int, int, int], dict[str, Any]]] = {}
 
 
 def project_relative(path: str | Path, root: str | Path | None = None) -> str:

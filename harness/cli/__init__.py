@@ -33,6 +33,7 @@ COMMANDS = {
     "mcp-serve": ("harness.cli.mcp_serve", "a scenario's tools served as an MCP server"),
     "freeze": ("harness.cli.freeze", "a scenario file from a recorded cassette"),
     "shrink": ("harness.cli.shrink", "the smallest scenario that fails the same way"),
+    "explore": ("harness.cli.explore", "every fault at every site: the failures nobody wrote"),
     "merge": ("harness.cli.merge", "join the results of `harness run --shard` jobs"),
     "coverage": (
         "harness.cli.coverage",

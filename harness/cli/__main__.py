@@ -4,4 +4,6 @@ import sys
 
 from harness.cli import main
 
-sys.exit(main())
+# Guarded: harness explore's worker processes import the main module again.
+if __name__ == "__main__":
+    sys.exit(main())

@@ -92,7 +92,17 @@ def load_scenario(path: str | Path) -> Scenario:
 def load_scenario_text(text: str, path: Path, shown: str | None = None) -> Scenario:
     """Load a scenario from ``text`` as if it were the file ``path``."""
     shown = shown or display_path(path)
-    located = load_yaml(text, shown)
+    return _load_located(load_yaml(text, shown), path)
+
+
+def load_scenario_data(data: dict[str, Any], path: Path) -> Scenario:
+    """Load a scenario from its mapping (a file's, as YAML reads it) as if it were the
+    file ``path``: no YAML written and read again (harness explore's variants); problems
+    name no line."""
+    return _load_located(Located(dict(data), {}, display_path(path)), path)
+
+
+def _load_located(located: Located, path: Path) -> Scenario:
     if not isinstance(located.data, dict):
         raise located.error((), "a scenario file is a mapping (name:, llm:, expect: ...)")
     _expand_dotted_expect(located)

@@ -349,6 +349,13 @@ class Scenario(BaseModel):
         default=None, description="an external agent to test instead of harness's own loop"
     )
     expect: ExpectSection | None = None
+    invariants: ExpectSection | Literal["expect"] | None = Field(
+        default=None,
+        description="what must hold under every fault harness explore places (any expect "
+        "key; termination a list of endings); expect: the scenario's own expect; default: "
+        "the run ends, without a crash, with at most 5 requests for one reply "
+        "(docs/explore.md)",
+    )
     turns: list[TurnSpec] | None = Field(
         default=None,
         min_length=1,

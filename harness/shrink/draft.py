@@ -23,6 +23,7 @@ CLEANED = frozenset(
         "mcp",
         "results",
         "errors",
+        "faults",
         "inject",
         "tools",
         "agents",

@@ -146,8 +146,11 @@ def expectation_items(scenario: dict[str, Any]) -> list[Path_]:
 
 
 def fault_handles(scenario: dict[str, Any]) -> list[Path_]:
-    """The tool-side faults: ``errors`` entries, ``inject`` texts, ``rug_pull``."""
+    """The faults placed by name: each ``llm.faults`` entry (docs/scenarios.md#model-faults),
+    and the tool-side ones: ``errors`` entries, ``inject`` texts, ``rug_pull``."""
     found: list[Path_] = []
+    for at, llm in llms(scenario):
+        found += [(*at, "faults", i) for i in range(len(llm.get("faults") or []))]
     for at, spec in tools(scenario):
         found += [(*at, "errors", i) for i in range(len(spec.get("errors") or []))]
         inject = spec.get("inject")

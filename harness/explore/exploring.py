@@ -1,0 +1,356 @@
+"""``explore()``: every fault at every site of passing scenarios, each failure a file
+(docs/explore.md)."""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.explore.catalogue import ALL_FAULTS, SITE_KINDS, FaultError, Site, with_fault
+from harness.explore.findings import failure_expect, file_name, group, header, write_failure
+from harness.explore.model import Cell, Exploration, ExploredScenario, KindCount, Schedule
+from harness.explore.oracle import invariants_of
+from harness.explore.running import Runner, Variant, VariantRun, Workers
+from harness.explore.sites import sites_of
+from harness.llm.config import RECORDED_PROVIDERS
+from harness.project import display_path
+from harness.shrink.draft import Draft
+
+__all__ = ["ExploreError", "ExploreOptions", "explore", "explore_file", "scenario_files"]
+
+
+class ExploreError(HarnessError):
+    """Input explore cannot work from (a scenario that fails as written, no files): one
+    line saying what and how to fix it."""
+
+
+@dataclass(frozen=True)
+class ExploreOptions:
+    """How to explore (the command's flags)."""
+
+    depth: int = 1
+    faults: tuple[str, ...] = ALL_FAULTS
+    sites: tuple[str, ...] = SITE_KINDS
+    max_variants: int | None = None
+    seed: int | str = 0
+    jobs: int = 1
+    output: Path = Path("explored")
+    shrink: bool = True
+    shard: tuple[int, int] | None = None  # (K, N): this shard's schedules, K from 1
+    write: bool = True
+    # Reruns of each written failure: None for 10 (own loop) or 3 (a target).
+    reruns: int | None = None
+
+
+def scenario_files(paths: Sequence[Path], output: Path) -> list[Path]:
+    """The scenario files under ``paths`` (folders searched, hidden ones and the output
+    folder left out), sorted within each folder; ExploreError for a path that is not there."""
+    from harness.scenario import SUFFIXES
+
+    skip = output.resolve()
+    files: list[Path] = []
+    for path in paths:
+        if path.is_file():
+            files.append(path)
+        elif path.is_dir():
+            found = sorted(f for suffix in SUFFIXES for f in path.rglob(f"*{suffix}"))
+            files += [
+                f
+                for f in found
+                if not any(p.startswith(".") for p in f.relative_to(path).parts[:-1])
+                and not f.resolve().is_relative_to(skip)
+            ]
+        else:
+            raise ExploreError(f"no such file or folder: {path}")
+    return files
+
+
+def explore(
+    paths: Sequence[Path],
+    options: ExploreOptions,
+    on_scenario: Callable[[ExploredScenario], None] | None = None,
+) -> Exploration:
+    """Explore every scenario file under ``paths``; ExploreError for bad input (one that
+    fails as written stops the exploration)."""
+    files = scenario_files(paths, options.output)
+    if not files:
+        raise ExploreError(f"no scenario files (*.scenario.yaml) in {', '.join(map(str, paths))}")
+    exploration = Exploration(
+        depth=options.depth,
+        faults=list(options.faults),
+        sites=list(options.sites),
+        seed=options.seed,
+        max_variants=options.max_variants,
+        shard=f"{options.shard[0]}/{options.shard[1]}" if options.shard else None,
+    )
+    workers = Workers(options.jobs)
+    try:
+        for path in files:
+            entry = explore_file(path, options, workers)
+            exploration.scenarios.append(entry)
+            if on_scenario is not None:
+                on_scenario(entry)
+    finally:
+        workers.close()
+    count(exploration)
+    return exploration
+
+
+def count(exploration: Exploration) -> None:
+    """The suite's totals and per fault kind, from its scenarios' schedules."""
+    kinds = {kind: KindCount(kind=kind) for kind in exploration.faults}
+    total = exploration.schedules = type(exploration.schedules)()
+    for scenario in exploration.scenarios:
+        for schedule in scenario.tried:
+            total.add(schedule.outcome)
+            for kind in dict.fromkeys(kind for _, kind in schedule.faults):
+                kinds.setdefault(kind, KindCount(kind=kind)).add(schedule.outcome)
+    exploration.kinds = [k for k in kinds.values() if k.tried]
+
+
+# -- one scenario ------------------------------------------------------------------------------
+
+
+@dataclass
+class _Base:
+    """The scenario as written: its file, run, mapping (as it would be in the output
+    folder), invariants, sites, and whether it is a target's."""
+
+    path: Path
+    shown: str
+    text: str
+    draft: Draft
+    result: Any
+    invariants: dict[str, Any]
+    sites: list[Site]
+    target: bool
+    stem: str
+    at: Path
+    # The findings (their keys) written a file already: a finding's first file is shrunk
+    # and rerun fully, its others rerun once (a finding is one bug: its first file shows it).
+    written: set[tuple[Any, ...]] = field(default_factory=set)
+
+    def variant(self, faults: Sequence[tuple[Site, str]]) -> Variant:
+        """The variant with ``faults`` placed, its expectation the invariants (FaultError
+        when one does not apply)."""
+        data = self.draft.scenario
+        for site, kind in faults:
+            data = with_fault(data, site, kind, target=self.target)
+        data = _without_expectations(data)
+        data["expect"] = dict(self.invariants)
+        return Variant(tuple(faults), data)
+
+
+def _without_expectations(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without its turns' expectations (the invariants are the oracle)."""
+    out = dict(data)
+    if isinstance(out.get("turns"), list):
+        out["turns"] = [
+            {k: v for k, v in turn.items() if k != "expect"} if isinstance(turn, dict) else turn
+            for turn in out["turns"]
+        ]
+    return out
+
+
+def explore_file(
+    path: Path, options: ExploreOptions, workers: Workers | None = None
+) -> ExploredScenario:
+    """One scenario's exploration; ExploreError when it fails as written."""
+    base = _base(path, options)
+    if isinstance(base, ExploredScenario):
+        return base  # skipped
+    runner = Runner(base.at, base.result, base.invariants, workers)
+    schedules = _explore_schedules(base, runner, options)
+    entry = ExploredScenario(
+        id=str(base.result.id),
+        file=base.shown,
+        sites=[site.label for site in base.sites],
+        invariants=base.invariants,
+        tried=schedules,
+    )
+    _summarize(entry)
+    return entry
+
+
+def _explore_schedules(base: _Base, runner: Runner, options: ExploreOptions) -> list[Schedule]:
+    kinds = options.faults
+    first = _share(_applicable(base, [[]], base.sites, kinds), options, base, 1)
+    ran = list(zip(first, runner.run(first, sites=options.depth >= 2), strict=True))
+    if options.depth >= 2:
+        pairs: list[Variant] = []
+        seen: set[tuple[Any, ...]] = set()
+        for variant, run in ran:
+            more = _applicable(base, [list(variant.faults)], list(run.sites), kinds, seen)
+            pairs += more
+        second = _share(pairs, options, base, 2, budget_used=len(first))
+        ran += list(zip(second, runner.run(second), strict=True))
+    return [_schedule(base, variant, run, options) for variant, run in ran]
+
+
+def _applicable(
+    base: _Base,
+    prefixes: list[list[tuple[Site, str]]],
+    sites: list[Site],
+    kinds: Sequence[str],
+    seen: set[tuple[Any, ...]] | None = None,
+) -> list[Variant]:
+    """The variants of each prefix schedule with one more fault, at each site, of each
+    kind that applies there, in order (pairs already met in another order left out)."""
+    out: list[Variant] = []
+    for prefix in prefixes:
+        for site in sites:
+            for kind in kinds:
+                faults = [*prefix, (site, kind)]
+                if seen is not None:
+                    key = _pair_key(faults)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                try:
+                    out.append(base.variant(faults))
+                except FaultError:
+                    continue
+    return out
+
+
+def _pair_key(faults: list[tuple[Site, str]]) -> tuple[Any, ...]:
+    """Two faults at different sites are one schedule in either order; at one site
+    their order matters (a 429, then a malformed reply, before one reply)."""
+    (a, b) = faults
+    return (a, b) if a[0] == b[0] else tuple(sorted((a, b)))
+
+
+def _share(
+    variants: list[Variant], options: ExploreOptions, base: _Base, depth: int, budget_used: int = 0
+) -> list[Variant]:
+    """The variants this run tries: a deterministic sample within --max-variants (seeded
+    by --seed and the scenario), then this shard's share."""
+    if options.max_variants is not None:
+        room = max(0, options.max_variants - budget_used)
+        if len(variants) > room:
+            rng = random.Random(f"{options.seed}:{base.shown}:{depth}")
+            variants = [variants[i] for i in sorted(rng.sample(range(len(variants)), room))]
+    if options.shard is None:
+        return variants
+    k, n = options.shard
+    if depth == 1 and options.depth >= 2:
+        return variants  # every shard needs the depth-1 runs: their sites make the pairs
+    return [v for i, v in enumerate(variants) if i % n == k - 1]
+
+
+def _summarize(entry: ExploredScenario) -> None:
+    """The counts, findings and depth-1 grid of a scenario from its schedules."""
+    for schedule in entry.tried:
+        entry.schedules.add(schedule.outcome)
+    entry.findings = group(entry.tried)
+    number = {file: f.number for f in entry.findings for file in f.files}
+    entry.cells = [
+        Cell(
+            site=s.faults[0][0],
+            kind=s.faults[0][1],
+            outcome=s.outcome,
+            broken=s.broken,
+            finding=number.get(s.file) if s.file else None,
+            file=s.file,
+        )
+        for s in entry.tried
+        if len(s.faults) == 1
+    ]
+
+
+# -- the run as written ------------------------------------------------------------------------
+
+
+def _base(path: Path, options: ExploreOptions) -> _Base | ExploredScenario:
+    from harness.shrink import ShrinkError
+    from harness.shrink.source import first_draft, read_original
+
+    shown = display_path(path)
+    try:
+        original = read_original(path.resolve())
+    except ShrinkError as exc:
+        if "is skipped here" in str(exc) or "a matrix" in str(exc):
+            return ExploredScenario(id=shown, file=shown, skipped=str(exc).split(": ", 1)[-1])
+        raise ExploreError(str(exc)) from None
+    result = original.result
+    if result.status != "passed":
+        failing = ", ".join(e.path for e in result.failed_expectations) or "its termination"
+        raise ExploreError(
+            f"{shown} {result.status} as written ({result.termination}; failing: {failing}): "
+            "explore starts from a passing scenario; fix it or leave it out"
+        )
+    at = options.output.resolve() / path.name
+    draft = _with_cassette(first_draft(original, at), original, at)
+    data = original.data
+    return _Base(
+        path=path,
+        shown=original.scenario.id_path or shown,
+        text=original.text,
+        draft=draft,
+        result=result,
+        invariants=invariants_of(data),
+        sites=[s for s in sites_of(data, result) if s.kind in options.sites],
+        target=data.get("target") is not None,
+        stem=path.name.split(".")[0],
+        at=at,
+    )
+
+
+def _with_cassette(draft: Draft, original: Any, at: Path) -> Draft:
+    """A recorded model reading its cassette by its default path reads it by name from
+    the output folder's place (the file written there reads the original cassette)."""
+    llm = draft.scenario.get("llm")
+    if not isinstance(llm, dict) or llm.get("provider") not in RECORDED_PROVIDERS:
+        return draft
+    if "cassette" in llm:
+        return draft
+    cassette = original.scenario.cassette_path()
+    relative = Path(os.path.relpath(cassette, at.parent)).as_posix()
+    return draft.set(("scenario", "llm", "cassette"), relative)
+
+
+def _schedule(base: _Base, variant: Variant, run: VariantRun, options: ExploreOptions) -> Schedule:
+    """A schedule's entry in the results; a broken one written as a file."""
+    verdict, failure = run.verdict, run.failure
+    schedule = Schedule(
+        faults=[(site.label, kind) for site, kind in variant.faults],
+        outcome=verdict.outcome,
+        broken=list(verdict.broken),
+        termination=failure.termination if failure else None,
+        cause=(run.where or failure.cause) if failure else None,
+        divergence=run.divergence or None,
+        message=verdict.message or None,
+    )
+    if verdict.outcome == "broken" and options.write:
+        _write(base, variant, schedule, options)
+    return schedule
+
+
+def _write(base: _Base, variant: Variant, schedule: Schedule, options: ExploreOptions) -> None:
+    path = options.output / file_name(base.stem, variant.faults)
+    data = dict(variant.data)
+    data["expect"] = failure_expect(base.invariants, schedule.broken)
+    got = f"got {schedule.termination}" + (f", {schedule.cause}" if schedule.cause else "")
+    lines = header(base.shown, variant.faults, schedule.broken, got)
+    reruns = options.reruns or (3 if base.target else 10)
+    key = (tuple(schedule.broken), schedule.termination, schedule.divergence)
+    first = key not in base.written
+    base.written.add(key)
+    written = write_failure(
+        path,
+        base.text,
+        base.draft,
+        data,
+        lines,
+        reruns if first else 1,
+        options.shrink and first,
+    )
+    schedule.file = display_path(written.path)
+    schedule.reproduced = written.reproduced
+    schedule.reruns = written.reruns
+    schedule.shrunk = written.shrunk

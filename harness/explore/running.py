@@ -1,0 +1,169 @@
+"""Running variants: each an ordinary scenario, loaded from its mapping as if it were a
+file of the output folder and run in this process (own loop and python targets alike: no
+pytest session per variant), or in ``jobs`` worker processes."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.explore.catalogue import Site
+from harness.explore.oracle import Verdict, judge
+from harness.explore.sites import sites_of
+from harness.repeats import run_steps
+from harness.results import ScenarioResult
+from harness.shrink.failure import Failure
+
+__all__ = ["Runner", "Variant", "VariantRun", "Workers", "divergence"]
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A schedule of faults (``(site, kind)`` in order) and the scenario mapping it makes."""
+
+    faults: tuple[tuple[Site, str], ...]
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class VariantRun:
+    """What a variant's run came to: its verdict, its failure (status, termination, cause,
+    failing paths), where it first parted from the run as written, and its sites."""
+
+    verdict: Verdict
+    failure: Failure | None
+    divergence: str
+    sites: tuple[Site, ...] = ()
+    where: str | None = None  # where a target's own code raised
+
+
+def run_one(data: dict[str, Any], at: Path) -> ScenarioResult:
+    """The run of the scenario mapping ``data`` loaded as the file ``at`` (HarnessError
+    when it does not load)."""
+    from harness.scenario import run_scenario
+    from harness.scenario.loader import load_scenario_data
+    from harness.shrink.rerun import quiet
+
+    scenario = load_scenario_data(data, at)
+    with quiet():
+        return run_scenario(scenario)
+
+
+def _run_variant(
+    variant: Variant, at: Path, base: list[tuple[str, str]], invariants: dict[str, Any], sites: bool
+) -> VariantRun:
+    try:
+        result = run_one(variant.data, at)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except HarnessError as exc:
+        return VariantRun(Verdict("crashed", message=_line(str(exc))), None, "")
+    except Exception as exc:  # a target's or plugin's crash outside the run
+        return VariantRun(
+            Verdict("crashed", message=_line(f"{type(exc).__name__}: {exc}")), None, ""
+        )
+    found = tuple(sites_of(variant.data, result)) if sites else ()
+    where = result.final.error.where if result.final.error is not None else None
+    return VariantRun(
+        judge(result, invariants),
+        Failure.of(result),
+        divergence(base, run_steps(result)),
+        found,
+        where,
+    )
+
+
+def _line(text: str) -> str:
+    return text.splitlines()[0] if text else "crashed"
+
+
+_NUMBERS = re.compile(r" \d+$")
+
+
+def divergence(base: list[tuple[str, str]], steps: list[tuple[str, str]]) -> str:
+    """Where ``steps`` first part from the run as written (``base``), said without the
+    call numbers and arguments that differ from site to site: ``model call: failed``,
+    ``tool call: lookup [invalid]``, ``the ending: llm_error``; ``none`` when they do not."""
+    for index, step in enumerate(steps):
+        if index < len(base) and base[index] == step:
+            continue
+        where, what = step
+        kind = _NUMBERS.sub("", where)
+        if kind == "model call" and what.startswith("failed"):
+            what = "failed"
+        elif kind == "tool call":
+            name, _, rest = what.partition(" ")
+            status = rest[rest.rfind(" [") :] if rest.endswith("]") else ""
+            what = f"{name}{status}"
+        return f"{kind}: {what}"
+    return "none" if len(steps) == len(base) else "the ending: earlier"
+
+
+# -- in this process, or in workers ------------------------------------------------------------
+
+
+def _in_worker(
+    variant: Variant,
+    at: Path,
+    base: list[tuple[str, str]],
+    invariants: dict[str, Any],
+    sites: bool,
+) -> VariantRun:
+    return _run_variant(variant, at, base, invariants, sites)
+
+
+class Workers:
+    """``jobs`` worker processes for a whole exploration (1: none, this process runs)."""
+
+    def __init__(self, jobs: int = 1) -> None:
+        self.jobs = jobs
+        self._pool: concurrent.futures.ProcessPoolExecutor | None = None
+
+    def pool(self) -> concurrent.futures.ProcessPoolExecutor:
+        """The pool, started on first use."""
+        if self._pool is None:
+            # forkserver: workers forked from a fresh process that imported harness once,
+            # not from this one and the threads its runs left (servers, a target's loop).
+            context = multiprocessing.get_context("forkserver")
+            context.set_forkserver_preload(["harness.explore.running", "harness.scenario"])
+            self._pool = concurrent.futures.ProcessPoolExecutor(self.jobs, mp_context=context)
+        return self._pool
+
+    def close(self) -> None:
+        """Stop the workers."""
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
+
+
+class Runner:
+    """Runs the variants of one scenario: loaded as if at ``at``, judged by ``invariants``,
+    compared with the run as written (``base``), on ``workers``."""
+
+    def __init__(
+        self,
+        at: Path,
+        base: ScenarioResult,
+        invariants: dict[str, Any],
+        workers: Workers | None = None,
+    ) -> None:
+        self.at = at
+        self.base = run_steps(base)
+        self.invariants = invariants
+        self.workers = workers or Workers()
+
+    def run(self, variants: Sequence[Variant], sites: bool = False) -> list[VariantRun]:
+        """Each variant's run, in order (``sites``: with the sites its run made)."""
+        jobs = self.workers.jobs
+        if jobs <= 1 or len(variants) < 2:
+            return [_run_variant(v, self.at, self.base, self.invariants, sites) for v in variants]
+        n = len(variants)
+        chunk = max(1, n // (jobs * 4))
+        context = ([self.at] * n, [self.base] * n, [self.invariants] * n, [sites] * n)
+        return list(self.workers.pool().map(_in_worker, variants, *context, chunksize=chunk))
