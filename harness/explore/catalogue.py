@@ -219,6 +219,8 @@ def _tool_spec(data: dict[str, Any], site: Site) -> dict[str, Any]:
 
 
 def _tool_fault(spec: dict[str, Any], site: Site, kind: str) -> None:
+    if site.kind == "mcp":
+        raise FaultError(f"{kind} is a tool fault: {site.label} is for the MCP faults")
     real = any(key in spec for key in ("use", "agent", "code"))
     if any(key in spec for key in ("remote", "mcp")) or (real and kind not in _REAL_TOOL_FAULTS):
         raise FaultError(f"{kind} does not apply to {site.label} (a {_what(spec)} tool)")

@@ -286,6 +286,9 @@ def _base(path: Path, options: ExploreOptions) -> _Base | ExploredScenario:
         )
     at = options.output.resolve() / path.name
     draft = _with_cassette(first_draft(original, at), original, at)
+    if "name" not in draft.scenario:
+        # Its files are named after their faults: the name (and the seed it gives) stays.
+        draft = draft.set(("scenario", "name"), original.scenario.display_name)
     data = original.data
     return _Base(
         path=path,
@@ -335,7 +338,8 @@ def _write(base: _Base, variant: Variant, schedule: Schedule, options: ExploreOp
     path = options.output / file_name(base.stem, variant.faults)
     data = dict(variant.data)
     data["expect"] = failure_expect(base.invariants, schedule.broken)
-    got = f"got {schedule.termination}" + (f", {schedule.cause}" if schedule.cause else "")
+    cause = schedule.cause if schedule.cause != schedule.termination else None
+    got = f"got {schedule.termination}" + (f", {cause}" if cause else "")
     lines = header(base.shown, variant.faults, schedule.broken, got)
     reruns = options.reruns or (3 if base.target else 10)
     key = (tuple(schedule.broken), schedule.termination, schedule.divergence)
@@ -346,6 +350,7 @@ def _write(base: _Base, variant: Variant, schedule: Schedule, options: ExploreOp
         base.text,
         base.draft,
         data,
+        variant.faults,
         lines,
         reruns if first else 1,
         options.shrink and first,

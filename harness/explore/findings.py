@@ -110,6 +110,7 @@ def write_failure(
     original_text: str,
     base: Draft,
     variant: dict[str, Any],
+    faults: Sequence[tuple[Site, str]],
     header: list[str],
     reruns: int,
     shrink: bool,
@@ -123,7 +124,7 @@ def write_failure(
     expected = _failure(path)
     shrunk = False
     if shrink and expected is not None:
-        shrunk = _shrink(path, variant.get("expect") or {})
+        shrunk = _shrink(path, variant.get("expect") or {}, faults)
         if shrunk:
             expected = _failure(path)
     if expected is None:
@@ -146,10 +147,12 @@ def _failure(path: Path) -> Failure | None:
         return None
 
 
-def _shrink(path: Path, expect: dict[str, Any]) -> bool:
+def _shrink(path: Path, expect: dict[str, Any], faults: Sequence[tuple[Site, str]]) -> bool:
     """Shrink the file in place (harness shrink, docs/shrink.md); whether it did. The
     broken invariants stay its expectation (shrink may drop one that no expect checks
-    the same way: a run without expect must complete)."""
+    the same way: a run without expect must complete). A shrunk scenario that no longer
+    holds the faults is not kept: it fails the same way by another road (an empty
+    scripted answer instead of an empty_reply fault, a crash of its own)."""
     from harness.shrink import ShrinkError, shrink
     from harness.shrink.draft import Draft
     from harness.shrink.rerun import quiet
@@ -162,12 +165,39 @@ def _shrink(path: Path, expect: dict[str, Any]) -> bool:
     if result.after.total >= result.before.total:
         return False
     text, data = result.text, result.data
+    if not all(_holds(data, site, kind) for site, kind in faults):
+        return False
     if expect and data.get("expect") != expect:
         # The header written above the original stays: the round trip keeps comments.
         restored = Draft({"scenario": data, "cassettes": {}}).set(("scenario", "expect"), expect)
         text = render(text, restored.edits, restored.scenario, [])
     atomic_write(path, text)
     return True
+
+
+# Where each fault kind is written in a tool's entry.
+_TOOL_KEYS = {
+    "tool_error": "errors",
+    "tool_timeout": "errors",
+    "mcp_error": "errors",
+    "mcp_disconnect": "errors",
+    "mcp_hang": "errors",
+    "tool_empty": "results",
+    "tool_huge": "results",
+    "tool_slow": "results",
+    "tool_injection": "inject",
+    "mcp_rug_pull": "rug_pull",
+}
+
+
+def _holds(data: dict[str, Any], site: Site, kind: str) -> bool:
+    """Whether the scenario mapping still places fault ``kind`` for ``site``."""
+    if site.tool:
+        spec = (data.get("tools") or {}).get(site.tool)
+        return isinstance(spec, dict) and spec.get(_TOOL_KEYS[kind]) is not None
+    holder = data if site.kind == "model" else (data.get("agents") or {}).get(site.agent) or {}
+    entries = (holder.get("llm") or {}).get("faults") or []
+    return any(isinstance(e, dict) and e.get("kind") == kind for e in entries)
 
 
 def header(

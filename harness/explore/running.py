@@ -87,20 +87,23 @@ _NUMBERS = re.compile(r" \d+$")
 
 
 def divergence(base: list[tuple[str, str]], steps: list[tuple[str, str]]) -> str:
-    """Where ``steps`` first part from the run as written (``base``), said without the
-    call numbers and arguments that differ from site to site: ``model call: failed``,
-    ``tool call: lookup [invalid]``, ``the ending: llm_error``; ``none`` when they do not."""
+    """Where ``steps`` first part from the run as written (``base``), said without what
+    differs from site to site (call numbers, tool names, arguments, messages): ``model
+    call: failed``, ``model call: asked for tools (cut at the length limit)``, ``tool
+    call: invalid``, ``the ending: llm_error``; ``none`` when they do not part."""
     for index, step in enumerate(steps):
         if index < len(base) and base[index] == step:
             continue
         where, what = step
         kind = _NUMBERS.sub("", where)
-        if kind == "model call" and what.startswith("failed"):
-            what = "failed"
+        if kind == "model call":
+            if what.startswith("failed"):
+                what = "failed"
+            elif what.startswith("asked for"):
+                cut = " (cut at the length limit)" if what.endswith("limit)") else ""
+                what = f"asked for tools{cut}"
         elif kind == "tool call":
-            name, _, rest = what.partition(" ")
-            status = rest[rest.rfind(" [") :] if rest.endswith("]") else ""
-            what = f"{name}{status}"
+            what = what[what.rfind("[") + 1 : -1] if what.endswith("]") else "ok"
         return f"{kind}: {what}"
     return "none" if len(steps) == len(base) else "the ending: earlier"
 
