@@ -10,7 +10,6 @@ a connection that sends half a request head open forever.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import resource
@@ -216,28 +215,6 @@ def _server(
             if self.started and self.on_started is not None:
                 self.on_started(self.bound_port())
 
-        _wake: asyncio.Event | None = None
-        _loop: asyncio.AbstractEventLoop | None = None
-
-        async def main_loop(self) -> None:
-            # uvicorn's own loop looks at should_exit every 0.1 s; a server stopped from
-            # another thread (stop_soon) wakes at once: a run's server stops in no time.
-            self._wake, self._loop = asyncio.Event(), asyncio.get_running_loop()
-            counter = 0
-            should_exit = await self.on_tick(counter)
-            while not should_exit:
-                counter = (counter + 1) % 864000
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), 0.1)
-                should_exit = await self.on_tick(counter)
-
-        def stop_soon(self) -> None:
-            """Stop, from any thread, waking the main loop."""
-            self.should_exit = True
-            if self._loop is not None and self._wake is not None:
-                with contextlib.suppress(RuntimeError):  # the loop is closed already
-                    self._loop.call_soon_threadsafe(self._wake.set)
-
         async def shutdown(self, sockets: Any = None) -> None:
             if on_stopping is not None:
                 on_stopping()
@@ -328,5 +305,5 @@ def serving_in_thread(
         shown = f"[{host}]" if ":" in host else host
         yield f"http://{shown}:{server.bound_port()}"
     finally:
-        server.stop_soon()
+        server.should_exit = True
         thread.join(15)

@@ -286,3 +286,28 @@ def test_a_written_failure_keeps_failing_the_same_way_after_it_is_shrunk(tmp_pat
     assert len(data["llm"]["script"]) < 3  # what does not matter went
     for _ in range(3):
         assert Failure.of(run_scenario(written)).termination == "validation_error"
+
+
+def test_shards_merged_give_the_serial_exploration(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = _write(tmp_path, invariants="invariants: {termination: completed}\n")
+    flags = ["--faults", "http_429,truncated,tool_error", "--no-shrink", "--depth", "2"]
+    assert main(["explore", str(path), *flags, "--json", "serial.json"]) == 1
+    for k in (1, 2, 3):
+        main(["explore", str(path), *flags, "--shard", f"{k}/3", "--json", f"s{k}.json"])
+    capsys.readouterr()
+    assert main(["merge", "s1.json", "s2.json", "s3.json", "--json", "merged.json"]) == 1
+    assert "robustness:" in capsys.readouterr().out
+
+    def essentials(name: str) -> list:
+        (scenario,) = json.loads((tmp_path / name).read_text())["explore"]["scenarios"]
+        kept = ("faults", "outcome", "broken", "termination", "divergence", "file")
+        tried = [{k: s[k] for k in kept} for s in scenario["tried"]]
+        findings = [
+            (f["number"], f["broken"], f["divergence"], f["files"]) for f in scenario["findings"]
+        ]
+        return [scenario["schedules"], tried, findings, scenario["cells"]]
+
+    assert essentials("merged.json") == essentials("serial.json")
+    assert main(["merge", "s1.json", "s1.json"]) == 2
+    assert "another shard" in capsys.readouterr().err

@@ -8,6 +8,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from harness.cli.parsing import Parser, to_stderr
 from harness.exitcodes import EXIT
@@ -115,7 +116,6 @@ def _options(args: argparse.Namespace) -> object:
 def handle(args: argparse.Namespace) -> int:
     """``harness explore``: the summary on stdout; 0 all held, 1 a failure, 2 bad input."""
     from harness.explore import ExploreError, explore
-    from harness.report.explore import explore_html, explore_text
 
     try:
         options = _options(args)
@@ -127,13 +127,34 @@ def handle(args: argparse.Namespace) -> int:
     except ExploreError as exc:
         to_stderr(f"harness explore: {exc}")
         return EXIT["bad_input"]
-    sys.stdout.write(explore_text(exploration))
-    from harness.files import atomic_write
+    return _finish(exploration, args.json, args.html)
 
-    if args.json is not None:
+
+def _finish(exploration: Any, json_path: Path | None, html_path: Path | None) -> int:
+    """The summary on stdout, the files asked for; 0 when every schedule held, else 1."""
+    from harness.files import atomic_write
+    from harness.report.explore import explore_html, explore_text
+
+    sys.stdout.write(explore_text(exploration))
+    if json_path is not None:
         body = {"explore": exploration.model_dump(mode="json")}
-        atomic_write(args.json, json.dumps(body, indent=2, ensure_ascii=False) + "\n")
-    if args.html is not None:
-        atomic_write(args.html, explore_html(exploration, args.html))
+        atomic_write(json_path, json.dumps(body, indent=2, ensure_ascii=False) + "\n")
+    if html_path is not None:
+        atomic_write(html_path, explore_html(exploration, html_path))
     broken = exploration.schedules.broken + exploration.schedules.crashed
     return EXIT["failed"] if broken else EXIT["passed"]
+
+
+def merge_shards(args: argparse.Namespace) -> int:
+    """``harness merge`` of ``harness explore --shard K/N --json F`` files: the serial
+    exploration's summary, and its --json and --html when asked for."""
+    from harness.explore.merging import MergeError, merge_explorations, read_exploration
+
+    try:
+        parts = [read_exploration(Path(shard)) for shard in args.shards]
+        merged = merge_explorations(parts, args.shards)
+    except MergeError as exc:
+        to_stderr(f"harness merge: error: {exc}")
+        return EXIT["bad_input"]
+    json_path = Path(args.json) if args.json else None
+    return _finish(merged, json_path, Path(args.html) if args.html else None)

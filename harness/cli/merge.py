@@ -73,10 +73,15 @@ def _error(message: str) -> int:
 
 def handle(args: argparse.Namespace) -> int:
     """Run ``harness merge``: 0 all passed, 1 a scenario failed, 2 refused, 3 not written."""
+    from harness.explore.merging import is_exploration
     from harness.project import project_root
     from harness.results import ResultsFileError
     from harness.shards import MergeError, merge_files
 
+    if all(is_exploration(Path(shard)) for shard in args.shards):
+        from harness.cli.explore import merge_shards
+
+        return merge_shards(args)  # harness explore --shard K/N jobs (docs/explore.md)
     root = project_root()
     try:
         merged = merge_files(args.shards)

@@ -21,7 +21,15 @@ from harness.llm.config import RECORDED_PROVIDERS
 from harness.project import display_path
 from harness.shrink.draft import Draft
 
-__all__ = ["ExploreError", "ExploreOptions", "explore", "explore_file", "scenario_files"]
+__all__ = [
+    "ExploreError",
+    "ExploreOptions",
+    "count",
+    "explore",
+    "explore_file",
+    "scenario_files",
+    "summarize",
+]
 
 
 class ExploreError(HarnessError):
@@ -173,23 +181,36 @@ def explore_file(
         invariants=base.invariants,
         tried=schedules,
     )
-    _summarize(entry)
+    summarize(entry)
     return entry
 
 
 def _explore_schedules(base: _Base, runner: Runner, options: ExploreOptions) -> list[Schedule]:
     kinds = options.faults
-    first = _share(_applicable(base, [[]], base.sites, kinds), options, base, 1)
-    ran = list(zip(first, runner.run(first, sites=options.depth >= 2), strict=True))
+    first = _sampled(_applicable(base, [[]], base.sites, kinds), options, base, 1)
+    # At depth 2 every shard runs every depth-1 schedule: their runs' sites make the pairs.
+    mine = _mine(len(first), options) if options.depth == 1 else list(range(len(first)))
+    runs = runner.run([first[i] for i in mine], sites=options.depth >= 2)
+    ran = [(i, first[i], run) for i, run in zip(mine, runs, strict=True)]
     if options.depth >= 2:
         pairs: list[Variant] = []
         seen: set[tuple[Any, ...]] = set()
-        for variant, run in ran:
-            more = _applicable(base, [list(variant.faults)], list(run.sites), kinds, seen)
-            pairs += more
-        second = _share(pairs, options, base, 2, budget_used=len(first))
-        ran += list(zip(second, runner.run(second), strict=True))
-    return [_schedule(base, variant, run, options) for variant, run in ran]
+        for _, variant, run in ran:
+            pairs += _applicable(base, [list(variant.faults)], list(run.sites), kinds, seen)
+        second = _sampled(pairs, options, base, 2, budget_used=len(first))
+        ran = [(i, v, r) for i, v, r in ran if i in set(_mine(len(first), options))]
+        picked = _mine(len(second), options)
+        runs = runner.run([second[i] for i in picked])
+        ran += [(i, second[i], run) for i, run in zip(picked, runs, strict=True)]
+    return [_schedule(base, variant, run, options, order) for order, variant, run in ran]
+
+
+def _mine(count: int, options: ExploreOptions) -> list[int]:
+    """The indexes of the schedules this shard runs (every one without --shard)."""
+    if options.shard is None:
+        return list(range(count))
+    k, n = options.shard
+    return [i for i in range(count) if i % n == k - 1]
 
 
 def _applicable(
@@ -225,26 +246,22 @@ def _pair_key(faults: list[tuple[Site, str]]) -> tuple[Any, ...]:
     return (a, b) if a[0] == b[0] else tuple(sorted((a, b)))
 
 
-def _share(
+def _sampled(
     variants: list[Variant], options: ExploreOptions, base: _Base, depth: int, budget_used: int = 0
 ) -> list[Variant]:
-    """The variants this run tries: a deterministic sample within --max-variants (seeded
-    by --seed and the scenario), then this shard's share."""
+    """The variants tried: a deterministic sample within --max-variants (seeded by --seed
+    and the scenario), in their order."""
     if options.max_variants is not None:
         room = max(0, options.max_variants - budget_used)
         if len(variants) > room:
             rng = random.Random(f"{options.seed}:{base.shown}:{depth}")
             variants = [variants[i] for i in sorted(rng.sample(range(len(variants)), room))]
-    if options.shard is None:
-        return variants
-    k, n = options.shard
-    if depth == 1 and options.depth >= 2:
-        return variants  # every shard needs the depth-1 runs: their sites make the pairs
-    return [v for i, v in enumerate(variants) if i % n == k - 1]
+    return variants
 
 
-def _summarize(entry: ExploredScenario) -> None:
+def summarize(entry: ExploredScenario) -> None:
     """The counts, findings and depth-1 grid of a scenario from its schedules."""
+    entry.schedules = type(entry.schedules)()
     for schedule in entry.tried:
         entry.schedules.add(schedule.outcome)
     entry.findings = group(entry.tried)
@@ -317,11 +334,14 @@ def _with_cassette(draft: Draft, original: Any, at: Path) -> Draft:
     return draft.set(("scenario", "llm", "cassette"), relative)
 
 
-def _schedule(base: _Base, variant: Variant, run: VariantRun, options: ExploreOptions) -> Schedule:
+def _schedule(
+    base: _Base, variant: Variant, run: VariantRun, options: ExploreOptions, order: int
+) -> Schedule:
     """A schedule's entry in the results; a broken one written as a file."""
     verdict, failure = run.verdict, run.failure
     schedule = Schedule(
         faults=[(site.label, kind) for site, kind in variant.faults],
+        order=order,
         outcome=verdict.outcome,
         broken=list(verdict.broken),
         termination=failure.termination if failure else None,

@@ -27,6 +27,8 @@ class Schedule(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     faults: list[tuple[str, str]]
+    # Its place among the schedules of its depth (a shard's are merged back in this order).
+    order: int = 0
     outcome: Outcome
     broken: list[str] = Field(default_factory=list)  # the invariants it broke
     termination: str | None = None
