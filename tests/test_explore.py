@@ -311,3 +311,23 @@ def test_shards_merged_give_the_serial_exploration(tmp_path, capsys, monkeypatch
     assert essentials("merged.json") == essentials("serial.json")
     assert main(["merge", "s1.json", "s1.json"]) == 2
     assert "another shard" in capsys.readouterr().err
+
+
+def test_a_recorded_model_is_explored_with_the_faults_that_send_no_reply(tmp_path):
+    root = Path(__file__).resolve().parents[1]
+    path = root / "scenarios" / "recorded" / "weather-chat.scenario.yaml"
+    options = ExploreOptions(output=tmp_path / "explored", sites=("model",), write=False)
+    (entry,) = explore([path], options).scenarios
+    assert entry.sites == ["model call 1", "model call 2"]
+    kinds = {c.kind for c in entry.cells}
+    assert kinds == {
+        "http_429",
+        "http_500",
+        "http_503",
+        "overloaded",
+        "timeout",
+        "stream_cut",
+        "outage",
+    }
+    # The own loop ends in llm_error on each (no llm_retries): within the default invariants.
+    assert entry.schedules.held == entry.schedules.tried == 14

@@ -404,3 +404,12 @@ def test_llm_config_places_a_conversations_faults_in_its_own_script():
     assert config.scripted() == list(config.script)
     (worker,) = config.served_conversations()
     assert [s.error.status if s.error else s.content for s in worker.script] == ["w1", 500, "w2"]
+
+
+def test_a_targets_recorded_model_refuses_faults_in_one_line(tmp_path):
+    text = (
+        "target: {command: [\"true\"]}\ninput: hi\nllm:\n  provider: openai\n  model: m\n"
+        "  faults: [{call: 1, kind: http_429}]\n"
+    )
+    with pytest.raises(HarnessError, match="a target's recorded model .* takes no llm.faults"):
+        load_scenario_text(text, tmp_path / "x.scenario.yaml")

@@ -154,6 +154,8 @@ def _model_fault(data: dict[str, Any], site: Site, kind: str, served: bool) -> N
     if kind == "timeout" and served:
         entry["seconds"] = _HOLD
     recorded = llm.get("provider", "scripted") != "scripted"
+    if recorded and served:
+        raise FaultError(f"{site.label}: a target's recorded model takes no faults yet")
     if recorded and kind not in ERROR_FAULTS:
         raise FaultError(f"{kind} spoils a scripted reply: {site.label} is a recorded model's")
     if not recorded:

@@ -100,6 +100,12 @@ def check_target(scenario: Scenario, plugins: Plugins, issue: IssueSink) -> None
         issue(("history",), "a target starts from its input alone: remove history:")
     if scenario.input is None:
         issue(("input",), "a target is called with the scenario's input: add input:")
+    if scenario.llm.faults and scenario.llm.provider != "scripted":
+        issue(
+            ("llm", "faults"),
+            "a target's recorded model (a cassette served) takes no llm.faults yet: script "
+            "its model (harness freeze makes a script of a cassette) to place faults",
+        )
     if scenario.llm.provider not in _SERVED_PROVIDERS:
         issue(
             ("llm", "provider"),
