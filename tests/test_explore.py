@@ -331,3 +331,38 @@ def test_a_recorded_model_is_explored_with_the_faults_that_send_no_reply(tmp_pat
     }
     # The own loop ends in llm_error on each (no llm_retries): within the default invariants.
     assert entry.schedules.held == entry.schedules.tried == 14
+
+
+def test_sub_agents_are_sites_of_their_own(tmp_path):
+    root = Path(__file__).resolve().parents[1]
+    path = root / "scenarios" / "agents" / "coordinator.scenario.yaml"
+    options = ExploreOptions(
+        output=tmp_path / "explored", sites=("agents",), faults=("http_500", "tool_error")
+    )
+    (entry,) = explore([path], options).scenarios
+    # The researcher answers in two replies, the fetcher asks twice (its 4 iterations).
+    assert entry.sites == [
+        "agent fetcher model call 1",
+        "agent fetcher model call 2",
+        "agent researcher model call 1",
+        "agent researcher model call 2",
+        "tool fetcher call 1",
+        "tool researcher call 1",
+    ]
+    assert {(c.kind, c.outcome) for c in entry.cells} == {
+        ("http_500", "held"),
+        ("tool_error", "held"),
+    }
+    assert entry.schedules.tried == 6
+    # A sub-agent's model fault goes in its own llm section.
+    placed = with_fault(
+        yaml.safe_load(path.read_text()), Site("agents", 1, agent="researcher"), "http_500"
+    )
+    assert placed["agents"]["researcher"]["llm"]["faults"] == [{"call": 1, "kind": "http_500"}]
+
+
+def test_a_scenario_breaking_its_invariants_as_written_is_left_out(tmp_path, capsys):
+    path = _write(tmp_path, invariants="invariants: {termination: max_iterations}\n")
+    assert main(["explore", str(path), "-o", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    assert "refund.scenario.yaml: skipped: it breaks its invariants as written (termination;" in out

@@ -173,6 +173,13 @@ def explore_file(
     if isinstance(base, ExploredScenario):
         return base  # skipped
     runner = Runner(base.at, base.result, base.invariants, workers)
+    (as_written,) = runner.run([base.variant([])])
+    if as_written.verdict.outcome != "held":
+        # Every variant would break what the run as written breaks already.
+        why = ", ".join(as_written.verdict.broken) or as_written.verdict.message
+        got = as_written.failure.termination if as_written.failure else "it does not run"
+        skipped = f"it breaks its invariants as written ({why}; {got}): nothing to explore"
+        return ExploredScenario(id=str(base.result.id), file=base.shown, skipped=skipped)
     schedules = _explore_schedules(base, runner, options)
     entry = ExploredScenario(
         id=str(base.result.id),
