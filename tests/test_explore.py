@@ -366,3 +366,16 @@ def test_a_scenario_breaking_its_invariants_as_written_is_left_out(tmp_path, cap
     assert main(["explore", str(path), "-o", str(tmp_path / "o")]) == 0
     out = capsys.readouterr().out
     assert "refund.scenario.yaml: skipped: it breaks its invariants as written (termination;" in out
+
+
+def test_a_script_that_cannot_answer_the_changed_run_is_no_finding(tmp_path):
+    root = Path(__file__).resolve().parents[1]
+    path = root / "scenarios" / "core" / "max-iterations-final-answer.scenario.yaml"
+    options = ExploreOptions(output=tmp_path / "explored", faults=("unknown_tool",))
+    (entry,) = explore([path], options).scenarios
+    # One reply more reaches the limit a reply early: the scripted model's next step (a
+    # call) cannot answer the final request. That is the script's limit, not the loop's.
+    crashed = [s for s in entry.tried if s.outcome == "crashed"]
+    assert crashed and entry.findings == []
+    assert all(s.message.startswith("the script cannot answer this run: ") for s in crashed)
+    assert not (tmp_path / "explored").exists() or not any((tmp_path / "explored").iterdir())

@@ -23,7 +23,8 @@ Outcome = Literal["held", "broken", "crashed"]
 
 class Schedule(BaseModel):
     """One schedule tried: its faults (``[site label, kind]`` pairs, in order) and what
-    came of it."""
+    came of it: ``held``, ``broken`` (invariants it broke), or ``crashed`` (it could not be
+    judged: it did not load, or the script cannot answer the run the fault made)."""
 
     model_config = ConfigDict(extra="forbid")
     faults: list[tuple[str, str]]

@@ -70,13 +70,31 @@ def _run_variant(
         )
     found = tuple(sites_of(variant.data, result)) if sites else ()
     where = result.final.error.where if result.final.error is not None else None
-    return VariantRun(
-        judge(result, invariants),
-        Failure.of(result),
-        divergence(base, run_steps(result)),
-        found,
-        where,
-    )
+    parted = divergence(base, run_steps(result))
+    verdict = judge(result, invariants)
+    unscripted = _unscripted(result)
+    if verdict.outcome == "broken" and unscripted is not None:
+        # Not the agent's failure: the script cannot follow the run the fault made.
+        verdict = Verdict("crashed", message=f"the script cannot answer this run: {unscripted}")
+    return VariantRun(verdict, Failure.of(result), parted, found, where)
+
+
+# What a scripted model says when it cannot answer a run (the own loop's checks, and
+# harness serve's 400s): the script was written for the run as written.
+_UNSCRIPTED = (
+    "script exhausted",
+    "the script does not fit",
+    'to a request made with tool_choice="none"',
+)
+
+
+def _unscripted(result: ScenarioResult) -> str | None:
+    """The scripted model's refusal that ended the run, if one did."""
+    error = result.final.error
+    text = error.message if error is not None else ""
+    if error is not None and error.type == "script_exhausted":
+        return _line(text)
+    return _line(text) if any(marker in text for marker in _UNSCRIPTED) else None
 
 
 def _line(text: str) -> str:
