@@ -372,6 +372,7 @@ class Scenario(BaseModel):
     _path: Path | None = PrivateAttr(default=None)
     _source: Any = PrivateAttr(default=None)
     _root: Path | None = PrivateAttr(default=None)
+    _id_path: str | None = PrivateAttr(default=None)
     # A matrix combination this scenario is (harness.scenario.matrix), None otherwise.
     _combination: dict[str, Any] | None = PrivateAttr(default=None)
 
@@ -432,6 +433,7 @@ class Scenario(BaseModel):
         self._path = path
         self._source = source
         self._root = None
+        self._id_path = None
 
     def mark_skipped(self, reason: str) -> None:
         """Skip this scenario when it runs, saying ``reason``."""
@@ -460,9 +462,11 @@ class Scenario(BaseModel):
         """
         if self._path is None:
             return None
-        from harness.project import project_relative
+        if self._id_path is None:  # found once: it resolves the path (a run asks often)
+            from harness.project import project_relative
 
-        return project_relative(self._path, self.root)
+            self._id_path = project_relative(self._path, self.root)
+        return self._id_path
 
     @property
     def path(self) -> Path | None:
