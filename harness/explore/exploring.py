@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -139,9 +139,6 @@ class _Base:
     target: bool
     stem: str
     at: Path
-    # The findings (their keys) written a file already: a finding's first file is shrunk
-    # and rerun fully, its others rerun once (a finding is one bug: its first file shows it).
-    written: set[tuple[Any, ...]] = field(default_factory=set)
 
     def variant(self, faults: Sequence[tuple[Site, str]]) -> Variant:
         """The variant with ``faults`` placed, its expectation the invariants (FaultError
@@ -209,7 +206,11 @@ def _explore_schedules(base: _Base, runner: Runner, options: ExploreOptions) -> 
         picked = _mine(len(second), options)
         runs = runner.run([second[i] for i in picked])
         ran += [(i, second[i], run) for i, run in zip(picked, runs, strict=True)]
-    return [_schedule(base, variant, run, options, order) for order, variant, run in ran]
+    schedules = [(variant, _schedule(variant, run, order)) for order, variant, run in ran]
+    if options.write:
+        broken = [(v, s) for v, s in schedules if s.outcome == "broken"]
+        _write_all(base, broken, options, runner.workers)
+    return [schedule for _, schedule in schedules]
 
 
 def _mine(count: int, options: ExploreOptions) -> list[int]:
@@ -341,12 +342,10 @@ def _with_cassette(draft: Draft, original: Any, at: Path) -> Draft:
     return draft.set(("scenario", "llm", "cassette"), relative)
 
 
-def _schedule(
-    base: _Base, variant: Variant, run: VariantRun, options: ExploreOptions, order: int
-) -> Schedule:
-    """A schedule's entry in the results; a broken one written as a file."""
+def _schedule(variant: Variant, run: VariantRun, order: int) -> Schedule:
+    """A schedule's entry in the results."""
     verdict, failure = run.verdict, run.failure
-    schedule = Schedule(
+    return Schedule(
         faults=[(site.label, kind) for site, kind in variant.faults],
         order=order,
         outcome=verdict.outcome,
@@ -356,33 +355,30 @@ def _schedule(
         divergence=run.divergence or None,
         message=verdict.message or None,
     )
-    if verdict.outcome == "broken" and options.write:
-        _write(base, variant, schedule, options)
-    return schedule
 
 
-def _write(base: _Base, variant: Variant, schedule: Schedule, options: ExploreOptions) -> None:
-    path = options.output / file_name(base.stem, variant.faults)
-    data = dict(variant.data)
-    data["expect"] = failure_expect(base.invariants, schedule.broken)
-    cause = schedule.cause if schedule.cause != schedule.termination else None
-    got = f"got {schedule.termination}" + (f", {cause}" if cause else "")
-    lines = header(base.shown, variant.faults, schedule.broken, got)
+def _write_all(
+    base: _Base, broken: list[tuple[Variant, Schedule]], options: ExploreOptions, workers: Any
+) -> None:
+    """Write each broken schedule as a file, on the workers: a finding's first file is
+    shrunk and rerun fully, its others rerun once (a finding is one bug: its first file
+    shows it)."""
     reruns = options.reruns or (3 if base.target else 10)
-    key = (tuple(schedule.broken), schedule.termination, schedule.divergence)
-    first = key not in base.written
-    base.written.add(key)
-    written = write_failure(
-        path,
-        base.text,
-        base.draft,
-        data,
-        variant.faults,
-        lines,
-        reruns if first else 1,
-        options.shrink and first,
-    )
-    schedule.file = display_path(written.path)
-    schedule.reproduced = written.reproduced
-    schedule.reruns = written.reruns
-    schedule.shrunk = written.shrunk
+    jobs, written = [], set()
+    for variant, schedule in broken:
+        key = (tuple(schedule.broken), schedule.termination, schedule.divergence)
+        first = key not in written
+        written.add(key)
+        data = dict(variant.data)
+        data["expect"] = failure_expect(base.invariants, schedule.broken)
+        cause = schedule.cause if schedule.cause != schedule.termination else None
+        got = f"got {schedule.termination}" + (f", {cause}" if cause else "")
+        lines = header(base.shown, variant.faults, schedule.broken, got)
+        path = options.output / file_name(base.stem, variant.faults)
+        times, shrink = (reruns, options.shrink) if first else (1, False)
+        jobs.append((path, base.text, base.draft, data, variant.faults, lines, times, shrink))
+    for (_, schedule), done in zip(broken, workers.map(write_failure, jobs), strict=True):
+        schedule.file = display_path(done.path)
+        schedule.reproduced = done.reproduced
+        schedule.reruns = done.reruns
+        schedule.shrunk = done.shrunk

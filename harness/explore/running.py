@@ -7,7 +7,7 @@ from __future__ import annotations
 import concurrent.futures
 import multiprocessing
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -139,6 +139,10 @@ def _in_worker(
     return _run_variant(variant, at, base, invariants, sites)
 
 
+def _star(fn: Callable[..., Any], job: tuple[Any, ...]) -> Any:
+    return fn(*job)
+
+
 class Workers:
     """``jobs`` worker processes for a whole exploration (1: none, this process runs)."""
 
@@ -155,6 +159,12 @@ class Workers:
             context.set_forkserver_preload(["harness.explore.running", "harness.scenario"])
             self._pool = concurrent.futures.ProcessPoolExecutor(self.jobs, mp_context=context)
         return self._pool
+
+    def map(self, fn: Callable[..., Any], jobs: Sequence[tuple[Any, ...]]) -> list[Any]:
+        """``fn(*job)`` of each job, in order: on the workers, or here with one."""
+        if self.jobs <= 1 or len(jobs) < 2:
+            return [fn(*job) for job in jobs]
+        return list(self.pool().map(_star, [fn] * len(jobs), jobs))
 
     def close(self) -> None:
         """Stop the workers."""
