@@ -195,9 +195,11 @@ def test_max_variants_samples_deterministically_and_shards_split_the_schedules(t
 def test_the_same_inputs_give_the_same_files_byte_for_byte(tmp_path):
     path = _write(tmp_path, invariants="invariants: {termination: completed}\n")
     out = tmp_path / "explored"
-    options = ExploreOptions(output=out, faults=("http_503", "truncated", "tool_empty"))
     runs = []
-    for _ in range(2):
+    for jobs in (1, 2):  # in this process, then written by two workers: the same bytes
+        options = ExploreOptions(
+            output=out, faults=("http_503", "truncated", "tool_empty"), jobs=jobs
+        )
         results = explore([path], options)
         runs.append(({p.name: p.read_bytes() for p in out.iterdir()}, results.model_dump()))
         for written in out.iterdir():
