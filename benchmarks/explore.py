@@ -63,7 +63,9 @@ def own_loop_suite() -> list[Path]:
 
 
 def timed(paths: list[Path], jobs: int, **given: object) -> tuple[float, object]:
-    with tempfile.TemporaryDirectory() as out:
+    # Inside the project: a variant loads as a file of the output folder, and the
+    # examples' recordings and modules are found from the project's root.
+    with tempfile.TemporaryDirectory(prefix=".explore-bench-", dir=ROOT) as out:
         options = ExploreOptions(output=Path(out), jobs=jobs, **given)  # type: ignore[arg-type]
         started = time.perf_counter()
         exploration = explore(paths, options)

@@ -318,7 +318,10 @@ def test_shards_merged_give_the_serial_exploration(tmp_path, capsys, monkeypatch
 def test_a_recorded_model_is_explored_with_the_faults_that_send_no_reply(tmp_path):
     root = Path(__file__).resolve().parents[1]
     path = root / "scenarios" / "recorded" / "weather-chat.scenario.yaml"
-    options = ExploreOptions(output=tmp_path / "explored", sites=("model",), write=False)
+    # Nothing is written: the output folder only says where the variants load from.
+    options = ExploreOptions(
+        output=root / f".explore-nothing-{tmp_path.name}", sites=("model",), write=False
+    )
     (entry,) = explore([path], options).scenarios
     assert entry.sites == ["model call 1", "model call 2"]
     kinds = {c.kind for c in entry.cells}
@@ -339,7 +342,10 @@ def test_sub_agents_are_sites_of_their_own(tmp_path):
     root = Path(__file__).resolve().parents[1]
     path = root / "scenarios" / "agents" / "coordinator.scenario.yaml"
     options = ExploreOptions(
-        output=tmp_path / "explored", sites=("agents",), faults=("http_500", "tool_error")
+        output=root / f".explore-nothing-{tmp_path.name}",
+        sites=("agents",),
+        faults=("http_500", "tool_error"),
+        write=False,
     )
     (entry,) = explore([path], options).scenarios
     # The researcher answers in two replies, the fetcher asks twice (its 4 iterations).
@@ -373,11 +379,23 @@ def test_a_scenario_breaking_its_invariants_as_written_is_left_out(tmp_path, cap
 def test_a_script_that_cannot_answer_the_changed_run_is_no_finding(tmp_path):
     root = Path(__file__).resolve().parents[1]
     path = root / "scenarios" / "core" / "max-iterations-final-answer.scenario.yaml"
-    options = ExploreOptions(output=tmp_path / "explored", faults=("unknown_tool",))
+    options = ExploreOptions(
+        output=root / f".explore-nothing-{tmp_path.name}", faults=("unknown_tool",)
+    )
     (entry,) = explore([path], options).scenarios
     # One reply more reaches the limit a reply early: the scripted model's next step (a
     # call) cannot answer the final request. That is the script's limit, not the loop's.
     crashed = [s for s in entry.tried if s.outcome == "crashed"]
     assert crashed and entry.findings == []
     assert all(s.message.startswith("the script cannot answer this run: ") for s in crashed)
-    assert not (tmp_path / "explored").exists() or not any((tmp_path / "explored").iterdir())
+    assert not (root / f".explore-nothing-{tmp_path.name}").exists()
+
+
+def test_an_output_folder_outside_the_project_is_refused_in_one_line(tmp_path, capsys):
+    root = Path(__file__).resolve().parents[1]
+    path = root / "scenarios" / "mcp" / "own-loop-notes.scenario.yaml"
+    # Its MCP recording is found from the project's root: from /tmp there is none.
+    assert main(["explore", str(path), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "lies outside its project" in err and "give -o a folder inside it" in err
+    assert len(err.splitlines()) == 1

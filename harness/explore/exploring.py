@@ -97,6 +97,10 @@ def explore(
         shard=f"{options.shard[0]}/{options.shard[1]}" if options.shard else None,
     )
     workers = Workers(options.jobs)
+    # Variants load as files of the output folder (a relative path in them goes through
+    # it): it exists while they run, and goes again if nothing was written in it.
+    made = not options.output.exists()
+    options.output.mkdir(parents=True, exist_ok=True)
     try:
         for path in files:
             entry = explore_file(path, options, workers)
@@ -105,6 +109,8 @@ def explore(
                 on_scenario(entry)
     finally:
         workers.close()
+        if made and not any(options.output.iterdir()):
+            options.output.rmdir()
     count(exploration)
     return exploration
 
@@ -171,6 +177,14 @@ def explore_file(
         return base  # skipped
     runner = Runner(base.at, base.result, base.invariants, workers)
     (as_written,) = runner.run([base.variant([])])
+    if as_written.divergence != "none":
+        # Loaded from the output folder it runs otherwise: another project's root (its
+        # plugins, recordings, modules), or none.
+        raise ExploreError(
+            f"{base.shown} run as a file of {display_path(options.output)} does not run as "
+            f"written (it parts at {as_written.divergence or as_written.verdict.message}): "
+            "give -o a folder inside its project"
+        )
     if as_written.verdict.outcome != "held":
         # Every variant would break what the run as written breaks already.
         why = ", ".join(as_written.verdict.broken) or as_written.verdict.message
@@ -308,6 +322,14 @@ def _base(path: Path, options: ExploreOptions) -> _Base | ExploredScenario:
         raise ExploreError(
             f"{shown} {result.status} as written ({result.termination}; failing: {failing}): "
             "explore starts from a passing scenario; fix it or leave it out"
+        )
+    root = original.scenario.root
+    if not options.output.resolve().is_relative_to(root):
+        raise ExploreError(
+            f"{shown}: -o {display_path(options.output)} lies outside its project "
+            f"({display_path(root)}): its variants load as files of the output folder and "
+            "find their modules, recordings and plugins from the project; give -o a folder "
+            "inside it"
         )
     at = options.output.resolve() / path.name
     draft = _with_cassette(first_draft(original, at), original, at)
