@@ -411,5 +411,5 @@ def test_a_targets_recorded_model_refuses_faults_in_one_line(tmp_path):
         "target: {command: [\"true\"]}\ninput: hi\nllm:\n  provider: openai\n  model: m\n"
         "  faults: [{call: 1, kind: http_429}]\n"
     )
-    with pytest.raises(HarnessError, match="a target's recorded model .* takes no llm.faults"):
+    with pytest.raises(HarnessError, match=r"a target's recorded model .* takes no llm\.faults"):
         load_scenario_text(text, tmp_path / "x.scenario.yaml")
