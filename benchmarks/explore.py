@@ -123,9 +123,8 @@ def main() -> int:
     ok &= report(
         f"depth 1, own-loop suite ({len(suite)} files, -n {args.n})", seconds, exploration, 60
     )
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory(prefix=".explore-bench-", dir=ROOT) as folder:
         ten = Path(folder) / "ten-calls.scenario.yaml"
-        (Path(folder) / "pyproject.toml").write_text("[project]\nname = 'bench'\n")
         ten.write_text(TEN_CALLS, encoding="utf-8")
         seconds, exploration = timed([ten], args.n, depth=2)
         ok &= report(f"depth 2, one 10-call scenario (-n {args.n})", seconds, exploration, 60)

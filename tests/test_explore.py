@@ -393,9 +393,19 @@ def test_a_script_that_cannot_answer_the_changed_run_is_no_finding(tmp_path):
 
 def test_an_output_folder_outside_the_project_is_refused_in_one_line(tmp_path, capsys):
     root = Path(__file__).resolve().parents[1]
-    path = root / "scenarios" / "mcp" / "own-loop-notes.scenario.yaml"
-    # Its MCP recording is found from the project's root: from /tmp there is none.
+    path = root / "scenarios" / "core" / "roundtrip.scenario.yaml"
     assert main(["explore", str(path), "-o", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip()
     assert "lies outside its project" in err and "give -o a folder inside it" in err
     assert len(err.splitlines()) == 1
+
+
+def test_own_loop_mcp_servers_recorded_by_the_files_place_explore_in_its_own_folder(tmp_path):
+    root = Path(__file__).resolve().parents[1]
+    path = root / "scenarios" / "mcp" / "own-loop-notes.scenario.yaml"
+    options = ExploreOptions(output=root / f".explore-nothing-{tmp_path.name}", write=False)
+    (elsewhere,) = explore([path], options).scenarios
+    assert "its MCP servers' recording is found from its file's place" in elsewhere.skipped
+    here = ExploreOptions(output=path.parent, write=False, faults=("http_429",))
+    (entry,) = explore([path], here).scenarios
+    assert entry.skipped is None and entry.schedules.held == entry.schedules.tried == 4

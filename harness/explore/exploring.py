@@ -331,7 +331,13 @@ def _base(path: Path, options: ExploreOptions) -> _Base | ExploredScenario:
             "find their modules, recordings and plugins from the project; give -o a folder "
             "inside it"
         )
+    options.output.mkdir(parents=True, exist_ok=True)  # a relative path goes through it
     at = options.output.resolve() / path.name
+    if _mcp_recorded(original.data) and at.parent != path.resolve().parent:
+        # Its servers' recording lies beside the cassette its file's place names; a
+        # scripted model has no cassette: key to name it by.
+        why = "its MCP servers' recording is found from its file's place: -o its own folder"
+        return ExploredScenario(id=shown, file=shown, skipped=why)
     draft = _with_cassette(first_draft(original, at), original, at)
     if "name" not in draft.scenario:
         # Its files are named after their faults: the name (and the seed it gives) stays.
@@ -349,6 +355,15 @@ def _base(path: Path, options: ExploreOptions) -> _Base | ExploredScenario:
         stem=path.name.split(".")[0],
         at=at,
     )
+
+
+def _mcp_recorded(data: dict[str, Any]) -> bool:
+    """Whether a scripted scenario's own loop uses real MCP servers (recorded by its path)."""
+    llm, tools = data.get("llm"), data.get("tools")
+    llm = llm if isinstance(llm, dict) else {}
+    tools = tools if isinstance(tools, dict) else {}
+    scripted = llm.get("provider", "scripted") not in RECORDED_PROVIDERS
+    return scripted and any(isinstance(t, dict) and "mcp" in t for t in tools.values())
 
 
 def _with_cassette(draft: Draft, original: Any, at: Path) -> Draft:
