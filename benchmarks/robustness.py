@@ -206,7 +206,8 @@ def main() -> int:
     started = time.perf_counter()
     results: dict[Path, dict] = {}
     workers = Workers(args.n)
-    with tempfile.TemporaryDirectory() as out:
+    # Inside the project: variants load as files of the output folder (nothing is written).
+    with tempfile.TemporaryDirectory(prefix=".explore-bench-", dir=ROOT) as out:
         try:
             for path in paths:
                 results[path] = explore_target(path, workers, Path(out))
@@ -215,6 +216,10 @@ def main() -> int:
         finally:
             workers.close()
     text = render(results, time.perf_counter() - started)
+    failed = [path.name for path, result in results.items() if "error" in result]
+    if failed:
+        print(f"not written: {', '.join(failed)} could not be explored (see above)")
+        return 1
     if args.only:
         print(text)
     else:
