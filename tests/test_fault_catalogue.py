@@ -408,7 +408,7 @@ def test_llm_config_places_a_conversations_faults_in_its_own_script():
 
 def test_a_targets_recorded_model_refuses_faults_in_one_line(tmp_path):
     text = (
-        "target: {command: [\"true\"]}\ninput: hi\nllm:\n  provider: openai\n  model: m\n"
+        'target: {command: ["true"]}\ninput: hi\nllm:\n  provider: openai\n  model: m\n'
         "  faults: [{call: 1, kind: http_429}]\n"
     )
     with pytest.raises(HarnessError, match=r"a target's recorded model .* takes no llm\.faults"):
