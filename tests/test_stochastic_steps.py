@@ -117,6 +117,23 @@ def test_a_drawn_error_fails_the_call_and_the_step_answers_the_next_one():
     assert starts == {"ok", "error 503"}
 
 
+def test_a_drawn_stream_cut_fails_the_call_as_a_drawn_error_does():
+    # A cut reply (docs/scenarios.md#model-faults) never arrives: like an error it takes
+    # no place, so the step draws again for the next call.
+    steps = [
+        {"one_of": [{"weight": 1, "cut": 0.5, "content": "half"}, {"weight": 1, "content": "ok"}]},
+        {"content": "done"},
+    ]
+    for seed in range(20):
+        llm = ScriptedLLM(steps, draws=draw_material("s", None, seed))
+        answers = [_ask(llm, n) for n in range(1, 12)]
+        first_ok = answers.index("ok")
+        assert answers[:first_ok] == ["error None"] * first_ok
+        assert answers[first_ok + 1] == "done"
+    starts = {_ask(ScriptedLLM(steps, draws=draw_material("s", None, s)), 1) for s in range(20)}
+    assert starts == {"ok", "error None"}
+
+
 def test_draws_are_by_weight_and_depend_on_every_input():
     step = parse_step(0, {"one_of": [{"weight": 9, "content": "a"}, {"content": "b"}]})
     drawn = [step.draw(uniform("m", "script 1", n)).content for n in range(2000)]
