@@ -407,6 +407,7 @@ class PluginDiscovery:
 
     def __init__(self) -> None:
         self._found: dict[tuple[Path | None, tuple[str, ...]], Plugins] = {}
+        self._roots: dict[str | Path, Path] = {}
         self.added: tuple[str, ...] = ()
 
     def default(self) -> Plugins:
@@ -415,7 +416,13 @@ class PluginDiscovery:
 
     def project(self, root: str | Path) -> Plugins:
         """The plugins of the project at ``root``, with the added modules."""
-        return self._get(Path(root).resolve(), self.added)
+        # Each root resolved once: a run asks four times, harness explore runs thousands.
+        resolved = self._roots.get(root)
+        if resolved is None:
+            resolved = Path(root).resolve()
+            if Path(root).is_absolute():  # a relative one depends on the current directory
+                self._roots[root] = resolved
+        return self._get(resolved, self.added)
 
     def _get(self, root: Path | None, added: tuple[str, ...]) -> Plugins:
         found = self._found.get((root, added))
@@ -437,6 +444,7 @@ class PluginDiscovery:
     def reset(self) -> None:
         """Forget every plugin set and the added modules (the next use discovers again)."""
         self._found.clear()
+        self._roots.clear()
         self.added = ()
 
 

@@ -409,3 +409,43 @@ def test_own_loop_mcp_servers_recorded_by_the_files_place_explore_in_its_own_fol
     here = ExploreOptions(output=path.parent, write=False, faults=("http_429",))
     (entry,) = explore([path], here).scenarios
     assert entry.skipped is None and entry.schedules.held == entry.schedules.tried == 4
+
+
+LEAKY_TOOL = """\
+import asyncio
+
+LEFT = []
+
+
+async def start(note: str) -> str:
+    # A tool that leaves a task running when the run ends.
+    LEFT.append(asyncio.get_running_loop().create_task(asyncio.sleep(3600)))
+    return "started"
+"""
+
+
+def test_own_loop_variants_share_a_loop_but_leave_nothing_running(tmp_path, monkeypatch):
+    # Variants run in one event loop per process; what a run leaves behind is ended after
+    # it, as asyncio.run (harness run) ends it, not carried into the next variant.
+    import sys
+
+    from harness.explore.running import Workers, run_one
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    (tmp_path / "explore_leaky_tool.py").write_text(LEAKY_TOOL, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "explore_leaky_tool", raising=False)
+    data = {
+        "input": "go",
+        "tools": {"start": {"use": "explore_leaky_tool:start"}},
+        "llm": {"script": [{"tool_calls": [{"start": {"note": "a"}}]}, {"content": "done"}]},
+        "expect": {"termination": "completed"},
+    }
+    at = tmp_path / "leaky.scenario.yaml"
+    try:
+        results = [run_one(data, at) for _ in range(2)]
+    finally:
+        Workers().close()
+    assert [r.status for r in results] == ["passed", "passed"]
+    left = sys.modules["explore_leaky_tool"].LEFT
+    assert len(left) == 2 and all(task.cancelled() for task in left)

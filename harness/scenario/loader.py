@@ -12,6 +12,7 @@ import difflib
 import json
 from collections.abc import Callable
 from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +23,7 @@ from harness.files import read_bounded
 from harness.llm.config import RECORDED_PROVIDERS
 from harness.messages import Conversation, MessageItemError, messages_from_openai
 from harness.plugins import PluginError, Plugins, discover
-from harness.project import display_path, project_root
+from harness.project import display_path, project_relative, project_root
 from harness.scenario.agents import SubAgents, agent_cycles
 from harness.scenario.dotted import DottedKeyError, expand_dotted, split_dotted
 from harness.scenario.expect_schema import ExpectSection
@@ -95,14 +96,34 @@ def load_scenario_text(text: str, path: Path, shown: str | None = None) -> Scena
     return _load_located(load_yaml(text, shown), path)
 
 
-def load_scenario_data(data: dict[str, Any], path: Path) -> Scenario:
+@dataclass(frozen=True)
+class Place:
+    """Where scenarios loaded from mappings live, found once (harness explore loads
+    thousands of variants as files of one folder): the file, resolved; how messages show
+    it; its project root; the scenario id's path."""
+
+    path: Path
+    shown: str
+    root: Path
+    id_path: str
+
+    @classmethod
+    def of(cls, path: Path) -> Place:
+        """The place of the file ``path``."""
+        resolved = path.resolve()
+        root = project_root(resolved.parent)
+        return cls(resolved, display_path(path), root, project_relative(resolved, root))
+
+
+def load_scenario_data(data: dict[str, Any], path: Path | Place) -> Scenario:
     """Load a scenario from its mapping (a file's, as YAML reads it) as if it were the
     file ``path``: no YAML written and read again (harness explore's variants); problems
     name no line."""
-    return _load_located(Located(dict(data), {}, display_path(path)), path)
+    place = path if isinstance(path, Place) else Place.of(path)
+    return _load_located(Located(dict(data), {}, place.shown), place.path, place)
 
 
-def _load_located(located: Located, path: Path) -> Scenario:
+def _load_located(located: Located, path: Path, place: Place | None = None) -> Scenario:
     if not isinstance(located.data, dict):
         raise located.error((), "a scenario file is a mapping (name:, llm:, expect: ...)")
     _expand_dotted_expect(located)
@@ -113,7 +134,10 @@ def _load_located(located: Located, path: Path) -> Scenario:
     except ValidationError as exc:
         issues = validation_issues(exc, located) + _registry_issues(located, path)
         raise ScenarioError(issues) from None
-    scenario.bind(path.resolve(), located)
+    if place is None:
+        scenario.bind(path.resolve(), located)
+    else:
+        scenario.bind(place.path, located, root=place.root, id_path=place.id_path)
     issues = _check(scenario, located)
     if issues:
         raise ScenarioError(issues)
@@ -379,11 +403,13 @@ _serving: ContextVar[tuple[Path, ...]] = ContextVar("harness_serving", default=(
 
 def _check_served(scenario: Scenario, issue: Callable[[tuple, str], None]) -> None:
     """``remote: {scenario: FILE}``: the file loads, and serves no chain back to itself."""
-    chain = (*_serving.get(), *([scenario.path.resolve()] if scenario.path else []))
+    chain: tuple[Path, ...] | None = None
     for name, spec in scenario.tools.items():
         remote = spec.remote_spec
         if remote is None or remote.scenario is None:
             continue
+        if chain is None:
+            chain = (*_serving.get(), *([scenario.path.resolve()] if scenario.path else []))
         path = scenario.resolve(remote.scenario).resolve()
         at = ("tools", name, "remote", "scenario")
         if not path.is_file():

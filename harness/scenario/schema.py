@@ -428,12 +428,20 @@ class Scenario(BaseModel):
         """The share of its runs that must pass (``repeat: {min_pass_rate: R}``), if set."""
         return self.repeat.min_pass_rate if isinstance(self.repeat, RepeatSection) else None
 
-    def bind(self, path: Path | None, source: Any = None) -> None:
-        """Remember the file this scenario came from (and its located YAML)."""
+    def bind(
+        self,
+        path: Path | None,
+        source: Any = None,
+        *,
+        root: Path | None = None,
+        id_path: str | None = None,
+    ) -> None:
+        """Remember the file this scenario came from (and its located YAML); ``root`` and
+        ``id_path`` when the caller found them already (else found on first use)."""
         self._path = path
         self._source = source
-        self._root = None
-        self._id_path = None
+        self._root = root
+        self._id_path = id_path
 
     def mark_skipped(self, reason: str) -> None:
         """Skip this scenario when it runs, saying ``reason``."""
