@@ -290,6 +290,26 @@ def test_a_written_failure_keeps_failing_the_same_way_after_it_is_shrunk(tmp_pat
         assert Failure.of(run_scenario(written)).termination == "validation_error"
 
 
+def test_no_shrink_writes_each_failure_as_found(tmp_path, capsys):
+    path = _write(tmp_path, invariants="invariants: {termination: completed}\n")
+    out = tmp_path / "o"
+    flags = ["--faults", "truncated", "-o", str(out), "--json", str(tmp_path / "e.json")]
+    assert main(["explore", str(path), *flags, "--no-shrink"]) == 1
+    capsys.readouterr()
+    (finding,) = json.loads((tmp_path / "e.json").read_text())["explore"]["scenarios"][0][
+        "findings"
+    ]
+    assert not finding["shrunk"]
+    text = (tmp_path / finding["files"][0]).read_text()
+    assert "# Shrunk" not in text
+    data = yaml.safe_load(text)
+    assert len(data["llm"]["script"]) == 3  # the original's script, the fault added
+    assert data["llm"]["faults"] == [{"call": 1, "kind": "truncated"}]
+    assert Failure.of(run_scenario(tmp_path / finding["files"][0])).termination == (
+        "validation_error"
+    )
+
+
 def test_shards_merged_give_the_serial_exploration(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     path = _write(tmp_path, invariants="invariants: {termination: completed}\n")
