@@ -52,8 +52,10 @@ if TYPE_CHECKING:
 __all__ = [
     "SUFFIX",
     "SUFFIXES",
+    "Place",
     "build_tools",
     "load_scenario",
+    "load_scenario_data",
     "scenario_name",
     "starting_conversation",
     "with_prices",
