@@ -18,6 +18,7 @@ Exits 1 when a target is missed. Not a test: timing goals live here.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -84,6 +85,20 @@ def report(label: str, seconds: float, exploration: object, target: float) -> bo
     return ok
 
 
+def cpu_per_schedule(ten: Path) -> None:
+    """CPU time a depth-2 schedule of the 10-call scenario costs in one process: the figure
+    that does not depend on what else the machine runs."""
+    started = time.process_time()
+    _, exploration = timed([ten], 1, depth=2, max_variants=3000, write=False)
+    cpu = time.process_time() - started
+    tried = exploration.schedules.tried  # type: ignore[attr-defined]
+    print(f"  depth 2 in one process: {cpu / tried * 1000:.2f} ms of CPU a schedule ({tried})")
+
+
+def load() -> str:
+    return "load average " + ", ".join(f"{n:.1f}" for n in os.getloadavg())
+
+
 def per_variant(path: Path) -> None:
     """A variant's cost against ``run_scenario`` and a plain ``harness run`` of the file."""
     from harness.scenario import run_scenario
@@ -118,6 +133,7 @@ def main() -> int:
     parser.add_argument("-n", type=int, default=2, help="worker processes (default 2)")
     args = parser.parse_args()
     ok = True
+    print(f"start: {load()}", flush=True)
     suite = own_loop_suite()[: 3 if args.quick else None]
     seconds, exploration = timed(suite, args.n)
     ok &= report(
@@ -128,12 +144,14 @@ def main() -> int:
         ten.write_text(TEN_CALLS, encoding="utf-8")
         seconds, exploration = timed([ten], args.n, depth=2)
         ok &= report(f"depth 2, one 10-call scenario (-n {args.n})", seconds, exploration, 60)
+        cpu_per_schedule(ten)
     target = ROOT / "scenarios" / "external" / "raw-sync.scenario.yaml"
     seconds, exploration = timed([target], args.n)
     ok &= report(f"depth 1, a python target of 3 calls (-n {args.n})", seconds, exploration, 30)
     print("cost of a variant:")
     per_variant(ROOT / "scenarios" / "core" / "weather-and-restaurants.scenario.yaml")
     per_variant(target)
+    print(f"end: {load()}", flush=True)
     return 0 if ok else 1
 
 
