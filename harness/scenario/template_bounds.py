@@ -23,6 +23,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from jinja2 import StrictUndefined, TemplateRuntimeError, nodes
+from jinja2.runtime import Context, missing
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.visitor import NodeTransformer
 
@@ -161,9 +162,31 @@ def _short(value: Any) -> str:
 _SIZED_METHODS = frozenset({"center", "ljust", "rjust", "zfill", "expandtabs"})
 
 
+class _Context(Context):
+    """A render's context that reads the environment's globals (``range``, ``dict``, ...)
+    where they are: Jinja's own copies them into a new dict for every render, which was a
+    quarter of the CPU of a scenario loop calling a templated stub (docs/performance.md)."""
+
+    def resolve_or_missing(self, key: str) -> Any:
+        """The template's variable, else the environment's global (Jinja's documented
+        place for a lookup of one's own)."""
+        if key in self.vars:
+            return self.vars[key]
+        if key in self.parent:
+            return self.parent[key]
+        return self.environment.globals.get(key, missing)
+
+
 class _Bounded(ImmutableSandboxedEnvironment):
     """The sandbox (no Python internals, no mutation of lists and dicts), counting steps
     and refusing values too big to make."""
+
+    context_class = _Context
+
+    def make_globals(self, d: Any) -> Any:
+        """A template's globals: the environment's own (stub templates are given none of
+        their own), not a ChainMap over them that a render would walk."""
+        return self.globals if not d else super().make_globals(d)
 
     intercepted_binops = frozenset({"+", "-", "*", "/", "//", "%", "**"})
     intercepted_unops = frozenset({"+", "-"})
@@ -257,7 +280,7 @@ def render(template: Any, context: dict[str, Any]) -> str:
     try:
         parts: list[str] = []
         size = 0
-        for part in template.generate(context):
+        for part in _generate(template, context):
             size += len(part)
             if size > MAX_OUTPUT:
                 raise TemplateBoundError(
@@ -268,3 +291,15 @@ def render(template: Any, context: dict[str, Any]) -> str:
         return "".join(parts)
     finally:
         _budget.reset(token)
+
+
+def _generate(template: Any, context: dict[str, Any]) -> Any:
+    """``template.generate(context)``, with ``context`` as the render's variables as they
+    are (``shared``: _Context reads the globals where they are) instead of a copy of the
+    globals with them."""
+    ctx = template.new_context(context, shared=True)
+    try:
+        yield from template.root_render_func(ctx)
+    except Exception:
+        # What generate does: the error re-raised with the template's lines in its traceback.
+        yield template.environment.handle_exception()
