@@ -177,7 +177,7 @@ def _until_stopped(what: Any, host: str, start: Callable[[Callable[[int], None]]
 
 def _serve_cassette(args: Any) -> int:
     """``harness serve --cassette FILE``: the cassette's interactions, to any client."""
-    from harness.cassettes import CassetteSession
+    from harness.cassettes.session import CassetteSession
     from harness.errors import LLMError
     from harness.external import CassetteApp
     from harness.serve import serve_app

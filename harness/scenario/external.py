@@ -156,7 +156,7 @@ def _served(
         conversations = llm.served_conversations()
         draws = draw_material(sid, *scenario.draw)
         return create_app(llm.scripted(), held, conversations=conversations, draws=draws), None
-    from harness.cassettes import CassetteSession
+    from harness.cassettes.session import CassetteSession
     from harness.external import CassetteApp
     from harness.project import project_relative
 

@@ -6,19 +6,20 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import ToolServerError
 from harness.hookspecs import hookimpl
 from harness.llm.config import LLMContext
-from harness.mcp.client import MCPServerConfig, MCPServers
-from harness.mcp.recording import MCPRecording
-from harness.mcp.server import Redefinition, ServedTool, ToolServer
 from harness.project import project_relative
 from harness.results import combination_label
 from harness.scenario.params import SpecError
 from harness.scenario.schema import Scenario
 from harness.tools import Tool
+
+if TYPE_CHECKING:  # imported where used: loading a scenario (validate, serve) needs none
+    from harness.mcp.client import MCPServers
+    from harness.mcp.server import ToolServer
 
 __all__ = [
     "ServerDown",
@@ -38,6 +39,8 @@ __all__ = [
 def served_tools(scenario: Scenario, tools: dict[str, Tool]) -> ToolServer:
     """The scenario's tools (built fresh for this run: stubs count their calls) as an MCP
     server, each with its ``rug_pull``."""
+    from harness.mcp.server import Redefinition, ServedTool, ToolServer
+
     served = []
     for name, tool in tools.items():
         spec = scenario.tools[name]
@@ -90,6 +93,9 @@ def mcp_servers(
 ) -> MCPServers | None:
     """The run's MCP servers (the ``tools:`` entries with ``mcp:``, its own and its
     sub-agents'), None when it has none."""
+    from harness.mcp.client import MCPServerConfig, MCPServers
+    from harness.mcp.recording import MCPRecording
+
     configs = []
     for name, mcp in mcp_entries(scenario):
         command = list(mcp.command) if mcp.command else None
@@ -128,6 +134,8 @@ def recorded_stub_results(scenario: Scenario) -> dict[str, list[dict[str, Any]]]
     path = recording_path(scenario)
     if not path.is_file():
         return {}
+    from harness.mcp.recording import MCPRecording
+
     recording = MCPRecording(path, project_relative(path, scenario.root))
     results: dict[str, list[dict[str, Any]]] = {}
     for name in names:
