@@ -11,6 +11,7 @@ from starlette.responses import JSONResponse, StreamingResponse
 
 from harness.asgi import DroppedConnection
 from harness.llm.scripted import OUTAGE_MESSAGE
+from harness.serve.bodies import BodyReader
 from harness.serve.state import Reply, ScriptState
 from harness.wires import ANTHROPIC_MESSAGES, OPENAI_CHAT, Wire, wire_for
 from harness.wires.neutral import WireError
@@ -118,12 +119,20 @@ async def read_json(request: Any) -> dict[str, Any]:
     if isinstance(parsed, dict):
         return parsed
     try:
-        body = await request.json()
+        body = _reader(request.app.state).read(await request.body())
     except (ValueError, UnicodeDecodeError):
         raise ApiError(400, "the request body is not JSON") from None
     if not isinstance(body, dict):
         raise ApiError(400, "the request body must be a JSON object")
     return body
+
+
+def _reader(state: Any) -> BodyReader:
+    """The app's reader of request bodies (harness.serve.bodies), made on first use."""
+    reader = getattr(state, "bodies", None)
+    if reader is None:
+        reader = state.bodies = BodyReader()
+    return reader
 
 
 # What a served fault that names no wait tells the client: a millisecond (docs/

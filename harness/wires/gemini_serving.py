@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import operator
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -96,12 +97,10 @@ def served_request(body: dict[str, Any], path: str = "") -> ServedRequest:
     contents = body.get("contents")
     if not isinstance(contents, list):
         raise WireError(400, "* GenerateContentRequest.contents: contents is not specified")
-    replies, previous = 0, False
-    for content in contents:
-        model = isinstance(content, dict) and content.get("role") == "model"
-        if model and not previous:
-            replies += 1
-        previous = model
+    models = [isinstance(content, dict) and content.get("role") == "model" for content in contents]
+    # A model turn after one that is not (True > False): the count, in C, as a long
+    # history's requests should cost no more per content than Chat Completions' count.
+    replies = sum(map(operator.gt, models, [False, *models]))
     strict = signs_every_call(path)
     if strict:
         unsigned = _unsigned_call(contents)
