@@ -4,15 +4,16 @@ Builds a throw-away project of N generated scenarios (scripted runs of three ite
 two tool plans and an answer, about 7.8 kB of results.json each),
 then measures, each `harness run` a process of its own:
 
-- one run of N scenarios (results.json and report.html written) in one pytest session:
+- one run of N scenarios (results.json and report.html written) in one pytest session
+  (``--chunk-size 0``):
   wall time and peak memory (``LAUNCHER``: the larger of its processes' summed PSS and
   the largest one's RSS), and beside it plain pytest over the same files as empty items
   (``floor``: pytest's own share of a suite's memory, which no one session of pytest
   items goes below);
-- the same run in parts of ``--chunk-size`` files (default 1,000: ``harness run
-  --chunk-size 1000``, pytest sessions one after another, each in a process forked from
-  harness's): wall time and peak memory against the 1,000-scenario run (target: at most
-  1.3x);
+- a plain ``harness run`` (in parts of harness's default size where the suite has more
+  files: pytest sessions one after another, each in a process forked from harness's), or
+  in parts of ``--chunk-size N``: wall time and peak memory against the 1,000-scenario
+  run's (target: at most 1.3x), and its results.json against the one session's;
 - the same N as 4 shards, each run in parts, then ``harness merge`` of them in a process
   of its own: the largest shard's peak and the merge's (target: at most 1.3x the 1,000
   run's), and the merge's time against reading the 4 shards' results.json one entry at a
@@ -150,19 +151,22 @@ threading.Thread(target=sample, daemon=True).start()
 _, status, usage = os.wait4(child.pid, 0)
 ended.set()
 with open(sys.argv[1], "w") as out:
-    out.write(f"{peak[0]} {usage.ru_maxrss}")
+    out.write(f"{peak[0]} {usage.ru_maxrss} {usage.ru_utime + usage.ru_stime}")
 sys.exit(os.waitstatus_to_exitcode(status))
 """
 
 
 class Run(NamedTuple):
     """A measured process: wall seconds, peak memory (MB, summed PSS of its processes),
-    the largest process's peak RSS (MB), and its output."""
+    the largest process's peak RSS (MB), its output, and the CPU seconds (user and
+    system) of it and the processes it waited for (its parts): on a machine others
+    share, a steadier figure of its work than the wall clock."""
 
     wall: float
     memory: float
     largest: float
     text: str
+    cpu: float = 0.0
 
 
 def measured(args: list[str], cwd: Path, env: dict[str, str]) -> Run:
@@ -174,12 +178,13 @@ def measured(args: list[str], cwd: Path, env: dict[str, str]) -> Run:
         elapsed = time.perf_counter() - started
         out.seek(0)
         text = out.read()
-        pss_kb, rss_kb = (int(kb) for kb in (peak.read() or "0 0").split())
+        pss, rss, cpu = (peak.read() or "0 0 0").split()
+        pss_kb, rss_kb = int(pss), int(rss)
     if child.returncode not in (0, 1) or not rss_kb:  # 1: failing scenarios, as they should
         raise SystemExit(f"{' '.join(args)} exited {child.returncode}:\n{text[-3000:]}")
     # The larger of the two: one process's RSS counts its shared libraries whole (and a
     # process shorter than a sample has no PSS figure); several processes' RSS, not summed.
-    return Run(elapsed, max(pss_kb, rss_kb) / 1024, rss_kb / 1024, text)
+    return Run(elapsed, max(pss_kb, rss_kb) / 1024, rss_kb / 1024, text, float(cpu))
 
 
 def harness(python: str, env: dict[str, str], root: Path, *args: str) -> Run:
@@ -297,8 +302,8 @@ def main() -> int:
     parser.add_argument(
         "--chunk-size",
         type=int,
-        default=1000,
-        help="the runs in parts and the shards: --chunk-size N (0: one session each)",
+        help="the runs in parts and the shards: --chunk-size N (default: none given, as a "
+        "plain `harness run` is; 0: one session each, and no second run)",
     )
     parser.add_argument("--keep", type=Path, help="build the projects here and keep them")
     args = parser.parse_args()
@@ -313,23 +318,27 @@ def main() -> int:
                 build(root, count)
             env = {**os.environ, "PYTHONPATH": os.pathsep.join([args.pythonpath, str(root)])}
             row = figures[count] = {}
-            wall, rss, largest, _ = harness(args.python, env, root, *run_args("one"), "--", "-q")
+            one = run_args("one", "--chunk-size=0")
+            wall, rss, largest, _, cpu = harness(args.python, env, root, *one, "--", "-q")
             row.update(session=wall, session_rss=rss, floor_rss=floor(args.python, env, root))
             row["json_mb"] = (root / "one.json").stat().st_size / 1e6
             row["html_mb"] = (root / "one.html").stat().st_size / 1e6
             print(
-                f"{count:>6} scenarios, one run in one session: {wall:6.1f} s, peak {rss:6.0f} "
-                f"MB; results.json {row['json_mb']:.1f} MB, report.html {row['html_mb']:.1f} "
-                f"MB; plain pytest over as many empty items: peak {row['floor_rss']:.0f} MB",
+                f"{count:>6} scenarios, one run in one session: {wall:6.1f} s (CPU {cpu:.1f} s), "
+                f"peak {rss:6.0f} MB; results.json {row['json_mb']:.1f} MB, report.html "
+                f"{row['html_mb']:.1f} MB; plain pytest over as many empty items: peak "
+                f"{row['floor_rss']:.0f} MB",
                 flush=True,
             )
-            parts = [f"--chunk-size={args.chunk_size}"] if args.chunk_size else []
-            if parts:
+            size = args.chunk_size
+            parts = [] if size is None else [f"--chunk-size={size}"]
+            if size != 0:
                 in_parts = run_args("parts", *parts)
-                wall, rss, largest, _ = harness(args.python, env, root, *in_parts, "--", "-q")
+                wall, rss, largest, _, cpu = harness(args.python, env, root, *in_parts, "--", "-q")
                 same = same_outside_wall_clock(args.python, root, "parts.json", "one.json")
+                how = "a plain harness run" if size is None else f"one run in parts of {size}"
                 print(
-                    f"{count:>6} scenarios, one run in parts of {args.chunk_size}: {wall:6.1f} s, "
+                    f"{count:>6} scenarios, {how}: {wall:6.1f} s (CPU {cpu:.1f} s), "
                     f"peak {rss:6.0f} MB (largest process {largest:.0f} MB); results.json "
                     + ("the same as one session's" if same else "DIFFERENT from one session's"),
                     flush=True,
@@ -341,11 +350,11 @@ def main() -> int:
                 for k in range(1, args.shards + 1):
                     shard = f"--shard={k}/{args.shards}"
                     shard_args = run_args(f"shard{k}", shard, *parts)
-                    wall, rss, _, _ = harness(args.python, env, root, *shard_args, "--", "-q")
+                    wall, rss, *_ = harness(args.python, env, root, *shard_args, "--", "-q")
                     row["shard_rss"] = max(row.get("shard_rss", 0.0), rss)
                     names.append(f"shard{k}.json")
                 merge = ["merge", *names, "--json", "merged.json", "--html", "merged.html"]
-                wall, rss, _, _ = harness(args.python, env, root, *merge)
+                wall, rss, *_ = harness(args.python, env, root, *merge)
                 reading, merging, whole = time_reading(args.python, env, root, names)
                 row.update(merge_cmd=wall, merge_rss=rss, reading=reading, merge=merging)
                 print(

@@ -322,3 +322,25 @@ def test_a_part_killed_from_outside_fails_the_run_and_says_so(project, run):
     assert status == 3, out + err
     assert "harness run: a part of the run ended with signal 9, without its results" in err
     assert not (project.path / "reports" / "results.json").exists()
+
+
+def test_a_plain_run_of_a_suite_past_the_default_size_runs_in_parts(project, run, monkeypatch):
+    # Runs in parts are the default where the platform forks: a suite of more files than
+    # harness's part size needs no flag (the size made small here, as 1,000 files would be).
+    for i in range(5):
+        add(project, f"greet{i}", PASSING)
+    status, one, _ = run("run", "--json", "one.json")
+    assert status == 0
+    assert one.count("test session starts") == 1  # within the size: one session, as ever
+    monkeypatch.setattr("harness.cli.run.DEFAULT_CHUNK_SIZE", 2)
+    status, out, _ = run("run", "--json", "parts.json")
+    assert status == 0
+    assert out.count("test session starts") == len(_parts_of_suite(project, 3)) + 1
+    same = _outside_meta_and_wall_times(project.path / "parts.json")
+    assert same == _outside_meta_and_wall_times(project.path / "one.json")
+    # Where parts cannot apply (pytest's options that work within one session, or
+    # --chunk-size 0), the run is one session, refused by nothing.
+    for args in (["--chunk-size", "0"], ["--", "--lf"], ["--", "--junitxml=out.xml"]):
+        status, out, _ = run("run", *args)
+        assert status == 0, args
+        assert out.count("test session starts") == 1, args

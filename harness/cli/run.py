@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 __all__ = ["add_arguments", "declare", "handle"]
 
 REPORTS = Path("reports")
+# A plain run's part size where the platform forks (docs/running.md#large-suites): a suite
+# of more scenario files runs in parts, so that its memory is that of this many files
+# whatever its size; measured in docs/performance.md#suites-past-one-machine.
+DEFAULT_CHUNK_SIZE = 1000
 _AUTOLOAD = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
 
 # pytest.hookimpl, without importing pytest where the command does not run it.
@@ -92,8 +96,8 @@ def _add_own(parser: Parser) -> None:
         metavar="N",
         help="run the suite about N scenario files at a time, one pytest session each in "
         "a process of its own, into one set of results and reports: memory stays that of N "
-        "files; 0: one session (default: the project's [tool.harness] chunk_size, else one "
-        "session; docs/running.md#large-suites)",
+        "files; 0: one session (default: the project's [tool.harness] chunk_size, else "
+        f"{DEFAULT_CHUNK_SIZE}: a smaller suite is one session; docs/running.md#large-suites)",
     )
     parser.add_argument(
         "--all-pytest-plugins",
@@ -257,16 +261,15 @@ def _within_one_session(options: argparse.Namespace) -> list[str]:
 
 def _chunk_size(options: argparse.Namespace, root: Path) -> int | None:
     """The run's parts' size: ``--chunk-size``, else the project's ``[tool.harness]
-    chunk_size`` where the run can be split (a platform that forks, none of pytest's
-    options that work within one session given); None (or 0): one session."""
+    chunk_size``, else DEFAULT_CHUNK_SIZE, where the run can be split (a platform that
+    forks, none of pytest's options that work within one session given); None (or 0):
+    one session."""
     if options.chunk_size is not None:
         return options.chunk_size or None
     from harness.cli.forked import can_fork
     from harness.project import project_config
 
-    value = project_config(root).get("chunk_size")
-    if value is None:
-        return None
+    value = project_config(root).get("chunk_size", DEFAULT_CHUNK_SIZE)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise UsageError(
             f"{root / 'pyproject.toml'}: [tool.harness] chunk_size must be a number of "
