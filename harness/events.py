@@ -352,7 +352,7 @@ Event = Annotated[_Builtin | OtherEvent, Field(union_mode="left_to_right")]
 
 BUILTIN_EVENTS = frozenset(kind.__dataclass_fields__["event"].default for kind in _KINDS)
 
-_BUILTIN: TypeAdapter[Any] = TypeAdapter(_Builtin)
+_BUILTIN: TypeAdapter[Any] = TypeAdapter(_Builtin, config=ConfigDict(defer_build=True))
 _EVENT_TYPES = (_Event, OtherEvent)
 
 
