@@ -344,3 +344,8 @@ def test_a_plain_run_of_a_suite_past_the_default_size_runs_in_parts(project, run
         status, out, _ = run("run", *args)
         assert status == 0, args
         assert out.count("test session starts") == 1, args
+    # A project turns the default off for every run with chunk_size = 0.
+    _chunked(project, "0")
+    status, out, _ = run("run")
+    assert status == 0
+    assert out.count("test session starts") == 1
