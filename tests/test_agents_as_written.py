@@ -112,7 +112,6 @@ AGENTS: dict[str, Spec] = {
 
 # What breaks today, one line each (issue 43; /work/agents-findings.md has the exact errors).
 # A fix flips its case to XPASS, which fails the suite (strict): delete the line then.
-AGENTS_SDK_FREEZE = "freeze exits 2 with the bare line 'Error getting response' (the SDK's)"
 LI_RECORD = (
     "the recording proxy sends google-genai's models.get upstream as /v1/v1beta/models/NAME (404)"
 )
@@ -127,8 +126,6 @@ XFAIL: dict[tuple[str, str], str] = {
         "results.json's transcript keeps langgraph-supervisor's uuid4 ids: two replays differ"
     ),
     ("langgraph-supervisor", "freeze"): "the recording splits into runs and the frozen run differs",
-    ("agents-sdk-as-tool", "freeze"): AGENTS_SDK_FREEZE,
-    ("agents-sdk-handoffs", "freeze"): AGENTS_SDK_FREEZE,
     ("openinference-genai", "trace"): (
         "freeze --trace reads OpenInference google-genai role: model turns as empty messages"
     ),

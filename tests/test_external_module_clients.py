@@ -55,6 +55,21 @@ AGENTS = {
             return agent.run_sync(question).output
         """,
     ),
+    # The Agents SDK's quickstart: a module-level Agent, run with Runner.run_sync, whose
+    # default client (one httpx pool for the process) keeps its connection to the address
+    # between runs; run_sync runs on the calling thread's event loop.
+    "agents_sdk": (
+        "agents",
+        """
+        from agents import Agent, Runner
+
+        agent = Agent(name="Assistant", instructions="Be concise.")
+
+
+        def answer(question):
+            return Runner.run_sync(agent, question).final_output
+        """,
+    ),
     "openai_client": (
         "openai",
         """

@@ -11,7 +11,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from harness.results import build_results
 from harness.scenario import run_scenario
 
 AGENT = '''
-import asyncio, json, sys, time
+import asyncio, json, sys, threading, time
 import openai
 
 TOOLS = [{"type": "function", "function": {"name": "lookup", "parameters": {
@@ -62,7 +61,11 @@ async def hang_async(question):
     await asyncio.sleep(3600)
 
 
+HUNG = []  # the threads hang_sync ran in
+
+
 def hang_sync(question):
+    HUNG.append(threading.current_thread())
     while True:
         time.sleep(0.02)
 
@@ -244,9 +247,12 @@ def test_a_hanging_python_target_is_stopped_at_its_timeout(project, fn):
         "the target did not finish within its timeout (0.5 s) and was stopped; raise "
         "target.timeout if it needs longer"
     )
-    # A sync target's thread is interrupted, not left running.
+    # A sync target's thread is interrupted, not left running (the idle threads of
+    # earlier runs, kept for the next ones, are not its).
+    hung = getattr(sys.modules[module], "HUNG", []) if fn == "hang_sync" else []
+    assert len(hung) == (fn == "hang_sync")
     deadline = time.monotonic() + 10
-    while any(t.name == "harness-target" for t in threading.enumerate()):
+    while any(t.is_alive() for t in hung):
         assert time.monotonic() < deadline, "the target's thread is still running"
         time.sleep(0.05)
 

@@ -18,6 +18,7 @@ import ctypes
 import importlib
 import inspect
 import os
+import queue
 import shutil
 import signal
 import sys
@@ -192,16 +193,84 @@ def _wanted(fn: Any) -> set[str]:
     return {name for name in _OPTIONAL if name in parameters}
 
 
-def _interrupt(thread: threading.Thread) -> None:
-    """Raise TargetStopped in ``thread`` (at its next Python instruction)."""
-    if thread.ident is not None and thread.is_alive():
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(
-            ctypes.c_ulong(thread.ident), ctypes.py_object(TargetStopped)
-        )
+class _TargetThread:
+    """A thread that runs sync targets one after another, kept for the process's life.
+
+    An application calls its agent from one thread for its whole life, and frameworks
+    rely on it: the Agents SDK's ``Runner.run_sync`` runs on the calling thread's event
+    loop, kept between calls, and its default client keeps one connection pool for the
+    process; a connection made on one thread's loop fails on another's ("bound to a
+    different event loop"). So each run takes an idle thread of the earlier runs (a new
+    one when all are busy, under ``--harness-concurrency``). A target interrupted at its
+    timeout is left to end in its own thread, which is never used again.
+    """
+
+    _lock = threading.Lock()
+    _idle: list[_TargetThread] = []
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._busy = False
+        self._retired = False
+        self._thread = threading.Thread(target=self._work, name="harness-target", daemon=True)
+        self._thread.start()
+
+    @classmethod
+    def take(cls) -> _TargetThread:
+        """An idle thread of an earlier run, else a new one, marked busy."""
+        with cls._lock:
+            while cls._idle:
+                worker = cls._idle.pop()
+                if worker._thread.is_alive():
+                    worker._busy = True
+                    return worker
+        worker = cls()
+        worker._busy = True
+        return worker
+
+    def submit(self, job: Any) -> None:
+        """Run ``job()`` in this thread (taken with ``take``), then call what it returns
+        once the thread is idle again: the next run, started when the caller hears of the
+        end, finds this thread idle."""
+        self._jobs.put(job)
+
+    def interrupt(self) -> None:
+        """Raise TargetStopped in the job still running, and retire the thread."""
+        with self._lock:
+            if self._busy and not self._retired:
+                self._retired = True
+                thread = self._thread
+                if thread.ident is not None and thread.is_alive():
+                    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                        ctypes.c_ulong(thread.ident), ctypes.py_object(TargetStopped)
+                    )
+
+    def _work(self) -> None:
+        # TargetStopped may come at any instruction after the job's end too, until the
+        # thread is back among the idle ones: it ends the thread, which is retired then.
+        with contextlib.suppress(TargetStopped):
+            while True:
+                settle = self._jobs.get()()
+                with self._lock:
+                    if self._retired:
+                        return
+                    self._busy = False
+                    _TargetThread._idle.append(self)
+                settle()
+
+    @classmethod
+    def forget(cls) -> None:
+        """In a forked child: the parent's threads are not this process's."""
+        cls._lock = threading.Lock()
+        cls._idle = []
+
+
+os.register_at_fork(after_in_child=_TargetThread.forget)
 
 
 async def _in_thread(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """``fn(*args, **kwargs)`` in a thread of its own, interrupted when cancelled.
+    """``fn(*args, **kwargs)`` in a target thread (``_TargetThread``), interrupted when
+    cancelled.
 
     Not the loop's default executor: asyncio.run waits for that one's threads, and a
     target that never returns would hold the run forever.
@@ -217,22 +286,26 @@ async def _in_thread(fn: Any, *args: Any, **kwargs: Any) -> Any:
         else:
             future.set_result(result)
 
-    def work() -> None:
+    def work() -> Any:
         try:
             result, error = fn(*args, **kwargs), None
         except TargetStopped:
-            return
+            raise
         except BaseException as exc:
             result, error = None, exc
-        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
-            loop.call_soon_threadsafe(settle, result, error)
 
-    thread = threading.Thread(target=work, name="harness-target", daemon=True)
-    thread.start()
+        def tell() -> None:
+            with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
+                loop.call_soon_threadsafe(settle, result, error)
+
+        return tell
+
+    worker = _TargetThread.take()
+    worker.submit(work)
     try:
         return await future
     except asyncio.CancelledError:
-        _interrupt(thread)
+        worker.interrupt()
         raise
 
 

@@ -500,8 +500,8 @@ def _check_passes(source: _Source, text: str, target: Path, first: ScenarioResul
             f"{source.shown}: the target ran differently when the frozen scenario was run "
             f"again ({unmet} not met; the first run ended {first.termination.value}, this one "
             f"{ended}): the agent depends on more than the model's replies (a time, a random "
-            "id, a file it left, a timeout on a loaded machine); make it repeatable and "
-            "freeze again"
+            "id, a file it left, state kept in the process since the first run, a timeout on "
+            "a loaded machine); make it repeatable and freeze again"
         )
     raise FreezeError(
         f"{source.shown}: the frozen scenario does not pass as written ({unmet}"
