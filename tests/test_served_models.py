@@ -77,3 +77,87 @@ def test_llamaindex_google_genai_is_built_from_the_served_metadata(monkeypatch):
     window = GEMINI_LIMITS["inputTokenLimit"] + GEMINI_LIMITS["outputTokenLimit"]
     assert llm.metadata.context_window == window
     assert llm.metadata.num_output == GEMINI_LIMITS["outputTokenLimit"]
+
+
+# -- recorded through the proxy ------------------------------------------------------------
+
+META_AGENTS = {
+    # LlamaIndex's GoogleGenAI does this at construction (models.get), then generates.
+    "gemini": (
+        "google.genai",
+        "gemini-2.5-flash",
+        """
+        from google import genai
+
+
+        def answer(question):
+            client = genai.Client()
+            info = client.models.get(model="gemini-2.5-flash")
+            reply = client.models.generate_content(model="gemini-2.5-flash", contents=question)
+            return f"{info.input_token_limit} {reply.text}"
+        """,
+        GEMINI_LIMITS["inputTokenLimit"],
+    ),
+    "anthropic": (
+        "anthropic",
+        "claude-sonnet-4-5",
+        """
+        import anthropic
+
+
+        def answer(question):
+            client = anthropic.Anthropic()
+            info = client.models.retrieve("claude-sonnet-4-5")
+            reply = client.messages.create(
+                model="claude-sonnet-4-5",
+                max_tokens=1024,
+                messages=[{"role": "user", "content": question}],
+            )
+            return f"{info.max_input_tokens} {reply.content[0].text}"
+        """,
+        ANTHROPIC_LIMITS["max_input_tokens"],
+    ),
+}
+UPSTREAM = {
+    "gemini": ("GOOGLE_GEMINI_BASE_URL", "GEMINI_API_KEY"),
+    "anthropic": ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"),
+}
+
+
+@pytest.mark.parametrize("vendor", sorted(META_AGENTS))
+def test_a_target_asking_for_its_model_records_and_replays(
+    tmp_path, monkeypatch, fresh_plugins, vendor
+):
+    """The recording proxy sends a metadata request to the vendor it belongs to (told by
+    its path and headers, as harness serve tells it), at the path the vendor serves it."""
+    import textwrap
+
+    from harness.scenario import run_scenario
+
+    module, model, code, limit = META_AGENTS[vendor]
+    pytest.importorskip(module)
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "t"\n')
+    (tmp_path / f"meta_{vendor}.py").write_text(textwrap.dedent(code))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(__import__("sys").modules, f"meta_{vendor}", raising=False)
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "GOOGLE_API_KEY", *UPSTREAM[vendor]):
+        monkeypatch.delenv(name, raising=False)
+    path = tmp_path / "meta.scenario.yaml"
+    path.write_text(
+        f"target: {{python: 'meta_{vendor}:answer', timeout: 60}}\n"
+        "input: Say hello.\n"
+        f"llm: {{provider: {vendor}, model: {model}, cassette: meta.yaml}}\n"
+        f"expect: {{termination: completed, final: {{equals: '{limit} hello'}}}}\n"
+    )
+    base, key = UPSTREAM[vendor]
+    with running_server(STEPS) as url:
+        monkeypatch.setenv(base, url.removesuffix("/v1"))
+        monkeypatch.setenv(key, "sk-upstream-key-0123456789")
+        recorded = run_scenario(path, record_mode="once")
+    monkeypatch.delenv(base)
+    monkeypatch.delenv(key)
+
+    assert recorded.status == "passed", (recorded.final, recorded.failed_expectations)
+    replayed = run_scenario(path)  # the upstream is gone: the cassette answers both
+    assert replayed.status == "passed", (replayed.final, replayed.failed_expectations)

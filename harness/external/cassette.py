@@ -20,7 +20,7 @@ from typing import Any
 
 from harness.cassettes.session import CassetteSession, key_refused, no_key_refusal
 from harness.secrets import Scrubber
-from harness.wires import OPENAI_CHAT, wire_for
+from harness.wires import OPENAI_CHAT, vendor_of, wire_for
 from harness.wires.neutral import WireError
 
 __all__ = ["DEFAULT_UPSTREAM", "GEMINI_UPSTREAM", "CassetteApp"]
@@ -97,21 +97,15 @@ _UPSTREAMS = {
         "{}",
     ),
 }
-# The vendor of each wire (by its name), and of the paths no wire reads.
-_VENDORS = {
-    "openai-chat": "openai",
-    "openai-responses": "openai",
-    "anthropic": "anthropic",
-    "gemini": "gemini",
-}
 
 
-def _vendor(path: str) -> str:
-    """Whose API a served path is (``/v1/messages/count_tokens`` is Anthropic's)."""
-    wire = wire_for(path)
-    if wire is not None:
-        return _VENDORS.get(wire.name, "openai")
-    return "anthropic" if path.startswith("/v1/messages/") else "openai"
+def _vendor(scope: dict[str, Any]) -> str:
+    """Whose API a served request is (harness.wires.vendor_of, as harness serve tells it:
+    a model's metadata at ``/v1/models/{id}`` is any vendor's, told by the headers)."""
+    headers = {
+        k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])
+    }
+    return vendor_of(scope["path"], headers)
 
 
 def _httpx() -> Any:
@@ -182,7 +176,7 @@ class CassetteApp:
         session.requests_sent += 1
         path = scope["path"]
         query = scope.get("query_string", b"").decode()
-        vendor = _vendor(path)
+        vendor = _vendor(scope)
         if session.replays_only and path in self._recorded_paths():
             # Served at the paths it was recorded on (pydantic-ai's `/v1beta/openai/...`).
             uri = f"{_origin(self.upstreams[vendor])}{path}"
@@ -215,7 +209,7 @@ class CassetteApp:
         return self._paths
 
     async def _forward(self, scope: dict[str, Any], request: Any, body: bytes) -> tuple:
-        vendor = _vendor(scope["path"])
+        vendor = _vendor(scope)
         spec, key = _UPSTREAMS[vendor], self.keys[vendor]
         if vendor == "gemini":
             from harness.providers.gemini import no_key

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.serve.http import json_response
+from harness.wires import vendor_of
 from harness.wires.neutral import MODEL_ID
 
 __all__ = ["ANTHROPIC_LIMITS", "GEMINI_LIMITS", "model", "models"]
@@ -25,15 +26,9 @@ ANTHROPIC_LIMITS = {"max_input_tokens": 200_000, "max_tokens": 64_000}
 
 
 def _api(request: Any) -> str:
-    """``openai``, ``anthropic`` or ``gemini``: the API whose client sent ``request``."""
-    if request.url.path.startswith("/v1beta/"):
-        return "gemini"
-    headers = request.headers
-    if "anthropic-version" in headers:
-        return "anthropic"
-    if "x-goog-api-client" in headers or "x-goog-api-key" in headers:
-        return "gemini"
-    return "openai"
+    """``openai``, ``anthropic`` or ``gemini``: the API whose client sent ``request`` (as
+    the recording proxy tells it: harness.wires.vendor_of)."""
+    return vendor_of(request.url.path, request.headers)
 
 
 def _openai(name: str) -> dict[str, Any]:

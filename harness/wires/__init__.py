@@ -58,6 +58,7 @@ from harness.wires.registry import (
     WIRES,
     Wire,
     read_answer,
+    vendor_of,
     wire_for,
     wire_named,
 )
@@ -70,6 +71,7 @@ __all__ = [
     "WIRES",
     "Wire",
     "read_answer",
+    "vendor_of",
     "wire_for",
     "wire_named",
 ]

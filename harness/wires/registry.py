@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from harness.wires.anthropic_messages import WIRE as ANTHROPIC_MESSAGES
 from harness.wires.gemini import WIRE as GEMINI
 from harness.wires.neutral import Wire, WireReply, answer_body
@@ -16,6 +18,7 @@ __all__ = [
     "WIRES",
     "Wire",
     "read_answer",
+    "vendor_of",
     "wire_for",
     "wire_named",
 ]
@@ -30,6 +33,34 @@ def wire_for(path: str) -> Wire | None:
         if wire.serves(path):
             return wire
     return None
+
+
+# The vendor of each wire, by its name.
+_VENDORS = {
+    "openai-chat": "openai",
+    "openai-responses": "openai",
+    "anthropic": "anthropic",
+    "gemini": "gemini",
+}
+
+
+def vendor_of(path: str, headers: Mapping[str, str]) -> str:
+    """``openai``, ``anthropic`` or ``gemini``: whose API a request to ``path`` is, the
+    model APIs' by their wire, the others' (``GET /v1/models/{id}``, which the three
+    share, ``/v1/messages/count_tokens``) by their path and the client's headers:
+    Anthropic's SDK always sends ``anthropic-version``, google-genai ``x-goog-api-client``
+    or ``x-goog-api-key``, and ``/v1beta/`` is Gemini's alone. ``headers``: lower-case
+    names (an ASGI scope's, a Starlette request's)."""
+    wire = wire_for(path)
+    if wire is not None:
+        return _VENDORS[wire.name]
+    if path.startswith("/v1beta/"):
+        return "gemini"
+    if "anthropic-version" in headers or path.startswith("/v1/messages/"):
+        return "anthropic"
+    if "x-goog-api-client" in headers or "x-goog-api-key" in headers:
+        return "gemini"
+    return "openai"
 
 
 def wire_named(api: str) -> Wire:
