@@ -214,3 +214,53 @@ def test_a_held_reply_is_continued_once():
         # As the API: the reply was continued; the thread is now at the next one.
         with pytest.raises(anthropic.NotFoundError):
             client.beta.messages.create(messages=more, thread=go_on, **asked)
+
+
+def test_a_tool_runner_recording_freezes_as_one_run(tmp_path, monkeypatch, fresh_plugins):
+    """A recording of thread continues (each with only its new tool results) is one run:
+    freeze reads each continue as the whole conversation it stands for, as serve does."""
+    from harness.freeze import freeze
+    from harness.scenario import run_scenario
+
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "t"\n')
+    (tmp_path / "runner_agent.py").write_text(RUNNER_AGENT)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    path = tmp_path / "runner.scenario.yaml"
+    path.write_text(
+        "target: {python: 'runner_agent:answer', timeout: 60}\n"
+        "input: Weather in Paris and Rome?\n"
+        "llm: {provider: anthropic, model: claude-sonnet-4-6, cassette: runner.yaml}\n"
+        "expect: {termination: completed, llm_calls: 3}\n"
+    )
+    with running_server(SCRIPT) as url:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", url.removesuffix("/v1"))
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-upstream-key-0123456789")
+        recorded = run_scenario(path, record_mode="once")
+    assert recorded.status == "passed", recorded.final
+    cassette = next(tmp_path.rglob("runner.yaml")).read_text()
+    assert cassette.count("previous_message_id") == 2  # recorded as the SDK sent it
+
+    frozen = freeze(scenario=path, output=tmp_path / "frozen.scenario.yaml")
+
+    assert (frozen.run, frozen.runs) == (1, 1)
+    (tmp_path / "frozen.scenario.yaml").write_text(frozen.text)
+    result = run_scenario(tmp_path / "frozen.scenario.yaml")
+    assert result.status == "passed", (result.final, result.failed_expectations)
+    assert [(c.name, c.result) for c in result.tool_calls] == [
+        ("get_weather", "sunny in Paris"),
+        ("get_weather", "sunny in Rome"),
+    ]
+
+    # A recording whose thread starts before it cannot be frozen, and freeze says why.
+    import yaml
+
+    from harness.freeze.recorded import FreezeError
+
+    data = yaml.safe_load(cassette)
+    del data["interactions"][0]
+    (tmp_path / "cut.yaml").write_text(yaml.safe_dump(data))
+    with pytest.raises(FreezeError, match=r"interaction 1: .*thread.*record the run from its"):
+        freeze(tmp_path / "cut.yaml", output=tmp_path / "cut.scenario.yaml")

@@ -22,8 +22,9 @@ from harness.canonical import canonical_json
 from harness.cassettes.format import LoadedInteraction, interaction_line
 from harness.cassettes.matching import parse_json_body
 from harness.errors import HarnessError
+from harness.serve.threads import Threads
 from harness.wires import Wire, wire_for, wire_named
-from harness.wires.neutral import Item, ToolSpec, WireReply, answer_body
+from harness.wires.neutral import Item, ToolSpec, WireError, WireReply, answer_body
 
 __all__ = [
     "FreezeError",
@@ -182,6 +183,24 @@ def _reply(wire: Wire, answer: tuple[Any, bool] | None, raw: Any) -> WireReply |
     return _unfinished(reply) or reply
 
 
+def _whole(threads: Threads, wire: Wire, body: dict[str, Any], failed: bool) -> Any:
+    """The whole request ``body`` stands for (a thread continue: the held conversation
+    then its new messages), or what is wrong with it. A continue the API refused (its
+    ``thread_not_found``, which the SDK answers by sending it all again) is kept as sent."""
+    try:
+        return threads.resume(wire, body)
+    except WireError as e:
+        if failed:
+            return body
+        if e.status != 404:
+            return f"a request the API would refuse: {e.message}"
+        return (
+            "a message thread's continue (thread.previous_message_id) of a reply the "
+            "cassette does not hold before it, so the conversation it stands for is not "
+            "recorded; record the run from its first request"
+        )
+
+
 def read_calls(interactions: list[LoadedInteraction], path: Path, shown: str) -> list[RecordedCall]:
     """The recorded requests to the model (other requests, such as GET /models, are skipped).
 
@@ -194,6 +213,7 @@ def read_calls(interactions: list[LoadedInteraction], path: Path, shown: str) ->
         return FreezeError(f"{shown}{f':{line}' if line else ''}: interaction {number}: {problem}")
 
     calls: list[RecordedCall] = []
+    threads = Threads()  # Anthropic's message threads, held as harness serve holds them
     for number, interaction in enumerate(interactions, 1):
         wire = wire_for(urlparse(interaction.request["uri"]).path)
         if wire is None:
@@ -215,6 +235,11 @@ def read_calls(interactions: list[LoadedInteraction], path: Path, shown: str) ->
             if isinstance(answered, str):
                 raise refuse(number, "response", answered)
             reply = answered
+        sent, body = body, _whole(threads, wire, body, error is not None)
+        if isinstance(body, str):
+            raise refuse(number, "request", body)
+        if reply is not None:
+            threads.keep(wire, sent, body, answer)
         try:
             conversation = wire.normalized(body)
         except (AttributeError, TypeError):
