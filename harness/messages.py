@@ -25,6 +25,7 @@ __all__ = [
     "clean_data",
     "clean_reply",
     "clean_text",
+    "client_ids_named",
     "messages_from_openai",
     "parse_arguments",
     "text_of",
@@ -441,3 +442,27 @@ def text_of(content: Any) -> str | None:
             if isinstance(part, dict)
         )
     return json.dumps(content, ensure_ascii=False)
+
+
+def client_ids_named(messages: list[Message], made: set[str]) -> list[Message]:
+    """``messages`` with the ids of calls the model did not make (not in ``made``: a
+    framework adds a call and its result to its history, langgraph-supervisor's
+    ``transfer_back_to_supervisor`` under a new uuid4 each run) named ``client_1``,
+    ``client_2``... by first appearance, so the same run is written the same
+    (docs/external.md#what-is-observed)."""
+    names: dict[str, str] = {}
+
+    def named(call_id: str) -> str:
+        if call_id in made or not call_id:
+            return call_id
+        return names.setdefault(call_id, f"client_{len(names) + 1}")
+
+    out: list[Message] = []
+    for message in messages:
+        if isinstance(message, AssistantMessage) and message.tool_calls:
+            calls = [c.model_copy(update={"id": named(c.id)}) for c in message.tool_calls]
+            message = message.model_copy(update={"tool_calls": calls})
+        elif isinstance(message, ToolMessage):
+            message = message.model_copy(update={"tool_call_id": named(message.tool_call_id)})
+        out.append(message)
+    return out

@@ -9,10 +9,12 @@ conversation with the handoff left ``not_run``. A supervisor's worker matched by
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
 from harness.scenario import run_scenario
 
@@ -188,14 +190,17 @@ def test_a_langgraph_supervisor_recording_replays_under_another_hash_seed(tmp_pa
     )
     app = create_app([parse_step(i, s) for i, s in enumerate(steps)], conversations=[research])
 
-    def harness_run(seed: str, **env: str) -> subprocess.CompletedProcess:
+    def harness_run(
+        seed: str, *args: str, command: str = "run", **env: str
+    ) -> subprocess.CompletedProcess:
         environ = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
         environ.update(
             env, PYTHONHASHSEED=seed, PYTHONPATH=str(Path(harness.__file__).resolve().parents[1])
         )
-        command = [sys.executable, "-m", "harness.cli", "run", "supervisor.scenario.yaml"]
         return subprocess.run(
-            command + (["--record-mode", "once"] if env else []),
+            [sys.executable, "-m", "harness.cli", command]
+            + (["--record-mode", "once"] if env else [])
+            + list(args),
             cwd=tmp_path,
             env=environ,
             capture_output=True,
@@ -205,11 +210,47 @@ def test_a_langgraph_supervisor_recording_replays_under_another_hash_seed(tmp_pa
 
     # Seeds 0 and 3 order the supervisor's two handoff tools (built from a set) apart.
     with running_app(app) as upstream:
-        recorded = harness_run("0", OPENAI_BASE_URL=upstream, OPENAI_API_KEY="sk-upstream")
+        recorded = harness_run(
+            "0", "supervisor.scenario.yaml", OPENAI_BASE_URL=upstream, OPENAI_API_KEY="sk-upstream"
+        )
     assert recorded.returncode == 0, recorded.stdout + recorded.stderr
     cassette = (tmp_path / "supervisor.yaml").read_text()
     assert "transfer_back_to_supervisor" in cassette
 
-    replayed = harness_run("3")
+    replayed = harness_run("3", "supervisor.scenario.yaml", "--json", "one.json")
+    again = harness_run("3", "supervisor.scenario.yaml", "--json", "two.json")
 
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert again.returncode == 0, again.stdout + again.stderr
+    # The ids it made up for the calls it adds are written by first appearance, so the
+    # same replay gives the same results (outside the wall clock).
+    one, two = (
+        json.loads((tmp_path / name).read_text())["scenarios"][0]
+        for name in ("one.json", "two.json")
+    )
+    transcript = one["transcript"]
+    back = [c for m in transcript for c in m.get("tool_calls") or [] if c["name"].endswith("visor")]
+    assert [c["id"] for c in back] == ["client_1"]
+    assert transcript == two["transcript"]
+
+    # Frozen: the supervisor's requests are its run, its worker's (sent with the
+    # supervisor's history and the worker's instructions) a conversation held beside it.
+    frozen = harness_run(
+        "3",
+        "--scenario",
+        "supervisor.scenario.yaml",
+        "-o",
+        "frozen.scenario.yaml",
+        command="freeze",
+    )
+    assert frozen.returncode == 0, frozen.stderr
+    assert "held during it" in frozen.stderr
+    script = yaml.safe_load((tmp_path / "frozen.scenario.yaml").read_text())["llm"]
+    assert [("tool_calls" in step, "content" in step) for step in script["script"]] == [
+        (True, False),
+        (False, True),
+    ]
+    (worker,) = script["conversations"]
+    assert "world class researcher" in worker["match"]["system_contains"]
+    ran = harness_run("5", "frozen.scenario.yaml")
+    assert ran.returncode == 0, ran.stdout + ran.stderr

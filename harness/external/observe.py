@@ -47,7 +47,7 @@ from harness.events import (
 )
 from harness.llm.base import LLMRequest, LLMResponse
 from harness.llm.config import ConversationRule
-from harness.messages import Conversation, ToolCall, clean_reply, clean_text
+from harness.messages import Conversation, ToolCall, clean_reply, clean_text, client_ids_named
 from harness.run import Run
 from harness.secrets import Scrubber
 from harness.serve.conversations import Conversations, Place
@@ -171,6 +171,7 @@ class Observation:
         # tool name, and the instructions it starts with.
         self._followed: tuple[int, Any] = (0, None)
         self._names: dict[str, str] = {}
+        self._made: set[str] = set()  # the ids of the calls served replies made
         self._head: list[Any] = []
         self._tools: list[ObservedTool] = []
         # final.error of the last answer when it was an error; the first stagnating plan.
@@ -301,6 +302,7 @@ class Observation:
                     self._places.keep(place, response_id)
             message = clean_reply(reply.message())
             self._last_reply = thread.last_reply = message
+            self._made.update(c.id for c in message.tool_calls)
             run._ledger.add_usage(reply.usage)
             for key, value in (reply.usage or {}).items():
                 thread.usage[key] = thread.usage.get(key, 0) + value
@@ -550,7 +552,7 @@ class Observation:
             final=final,
             events=events,
             usage=thread.usage,
-            transcript=transcript,
+            transcript=client_ids_named(transcript, self._made),
         )
 
     def _conversation(self) -> Conversation:
@@ -561,7 +563,7 @@ class Observation:
         messages = [*wire.instructions(body), *wire.messages(items)]
         if self.last_error is None and self._last_reply is not None:
             messages.append(self._last_reply)
-        return Conversation(messages=messages)
+        return Conversation(messages=client_ids_named(messages, self._made))
 
 
 def _answered(

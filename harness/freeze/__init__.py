@@ -330,10 +330,11 @@ def _notes(source: _Source, run: int | None) -> list[str]:
     apis = len({call.api for r in runs for call in r.calls}) > 1
     listing = "; ".join(r.describe(apis) for r in runs)
     which = "the last recorded" if run is None else "as asked"
+    left = len(runs) - 1 - len(source.conversations)
+    rest = "the other runs' requests are left out" if left else "the others are held during it"
     return [
         f"{source.shown} holds {len(runs)} runs ({listing}): froze run {source.chosen.number}, "
-        f"{which}; the other runs' requests are left out"
-        + ("; --run N picks another" if run is None else ""),
+        f"{which}; {rest}" + ("; --run N picks another" if run is None and left else ""),
         *source.notes,
     ]
 

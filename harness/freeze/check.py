@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.freeze.recorded import Item, RecordedCall, blank_free, dialogue, tool_items
+from harness.freeze.recorded import Item, RecordedCall, blank_free, dialogue, shape, tool_items
 from harness.hookspecs import hookimpl
 from harness.results import ScenarioResult
 from harness.secrets import masked_repr, scrub_text
@@ -98,7 +98,7 @@ def _item(item: Item | None) -> str:
 
 def _conversation_difference(sent: tuple[Item, ...], recorded: tuple[Item, ...]) -> str:
     at = next(
-        (i for i, (a, b) in enumerate(zip(sent, recorded, strict=False)) if a != b),
+        (i for i, (a, b) in enumerate(zip(shape(sent), shape(recorded), strict=False)) if a != b),
         min(len(sent), len(recorded)),
     )
     mine = sent[at] if at < len(sent) else None
@@ -210,7 +210,9 @@ def first_difference(
         mine, theirs = request.conversation, call.conversation
         if system_changes:
             mine, theirs = dialogue(mine), dialogue(theirs)
-        if mine != theirs:
+        # Call ids compared by which call each result answers (a client may make them up:
+        # docs/recording.md#matching), as the cassette matches them.
+        if shape(mine) != shape(theirs):
             contradiction = _contradiction(recorded[: number - 1], mine, theirs)
             if contradiction is not None:
                 return "contradiction", f"{where}: {contradiction}"

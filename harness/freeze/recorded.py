@@ -355,11 +355,34 @@ def fill_client_ids(run: RecordedRun) -> list[str]:
     return replaced
 
 
+def _system(call: RecordedCall) -> tuple[Item, ...]:
+    return tuple(item for item in call.conversation if item[:2] == ("message", "system"))
+
+
+def _returned(calls: list[RecordedCall], parent: list[int | None], i: int) -> None:
+    """When request ``i`` changed the system text of the request it extends back to that
+    of an earlier request of its run, it goes on in that request's conversation (a
+    supervisor after its worker answered: langgraph-supervisor sends the supervisor's
+    instructions and the worker's last message only), and the requests between are a
+    conversation of their own, held beside it (in place, on ``parent``). A system text
+    that changes for good is a handoff: the run goes on (the Agents SDK's)."""
+    at, below = parent[i], i
+    own = _system(calls[i])
+    if at is None or _system(calls[at]) == own:
+        return
+    while at is not None:
+        if _system(calls[at]) == own:
+            parent[i], parent[below] = at, None
+            return
+        at, below = parent[at], at
+
+
 def split_runs(calls: list[RecordedCall]) -> list[RecordedRun]:
     """The runs recorded in a cassette, in the order their last requests were recorded.
 
     A request belongs to the run of the latest earlier request whose conversation it
-    extends. One that extends none starts a new run; one that extends an earlier
+    extends (or, back at an earlier system text, to that one's: ``_returned``). One that
+    extends none starts a new run; one that extends an earlier
     request but not the one before it (``new_episodes`` after a change: the first
     requests were replayed, the rest recorded) continues from that request.
     """
@@ -371,6 +394,7 @@ def split_runs(calls: list[RecordedCall]) -> list[RecordedRun]:
             ((j, r) for j in range(i - 1, -1, -1) if (r := _relation(calls[j], call))), None
         )
         parent.append(found[0] if found is not None and found[1] == "next" else None)
+        _returned(calls, parent, i)
     has_child = {p for p in parent if p is not None}
     runs: list[RecordedRun] = []
     for leaf in (i for i in range(len(calls)) if i not in has_child):
