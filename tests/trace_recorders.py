@@ -160,9 +160,10 @@ def _anthropic_loop(url: str) -> str:
         messages.append({"role": "user", "content": results})
 
 
-def _genai_loop(url: str) -> str:
+def _genai_loop(url: str, ids: bool = True) -> str:
     """google-genai's manual function calling, as its docs show it (the model turn sent
-    back, a ``function_response`` part per call)."""
+    back, a ``function_response`` part per call: with the call's id, or without one, by
+    name only, as Google's function-calling page writes it)."""
     from google import genai
     from google.genai import types
 
@@ -194,7 +195,7 @@ def _genai_loop(url: str) -> str:
         parts = [
             types.Part(
                 function_response=types.FunctionResponse(
-                    id=call.id,
+                    id=call.id if ids else None,
                     name=call.name,
                     response={"result": functions[call.name or ""](**(call.args or {}))},
                 )
@@ -243,7 +244,7 @@ def record(kind: str, out: str) -> str:
         from openinference.instrumentation.anthropic import AnthropicInstrumentor
 
         instrumentor = AnthropicInstrumentor()
-    elif kind == "openinference-google-genai":
+    elif kind.startswith("openinference-google-genai"):
         from openinference.instrumentation.google_genai import GoogleGenAIInstrumentor
 
         instrumentor = GoogleGenAIInstrumentor()
@@ -253,6 +254,7 @@ def record(kind: str, out: str) -> str:
         "pydantic-ai": lambda url: _pydantic_ai(url, provider),
         "openinference-anthropic": _anthropic_loop,
         "openinference-google-genai": _genai_loop,
+        "openinference-google-genai-by-name": lambda url: _genai_loop(url, ids=False),
     }
     with running_server(STEPS) as url:
         answer = agents.get(kind, _openai_loop)(url)

@@ -250,6 +250,8 @@ def _numbered(
         message["role"] = "tool"
         message["tool_call_id"] = call_id
         message["content"] = _result(message["content"] or "", gemini)
+        if call_id is None:  # matched by its place and name (_answered_in_place)
+            message["name"] = _text_or_none(given.get(f"{prefix}name"), f"{at}.{prefix}name")
     finish = given.get("finish_reason")
     if isinstance(finish, str) and finish:
         message["finish_reason"] = finish
@@ -309,8 +311,35 @@ def read_call(attributes: dict[str, Any]) -> Read | None:
     for reader in _READERS:
         read = reader(attributes)
         if read is not None:
+            _answered_in_place(read[0])
             return read
     return None
+
+
+def _answered_in_place(messages: list[dict[str, Any]]) -> None:
+    """Give each tool result written without the id of its call (a Gemini function
+    response: OpenInference's google-genai instrumentation writes its name only) the id
+    of the call it answers, by place and name among the calls of the model turn before
+    it, as the Gemini wire matches them (in place)."""
+    waiting: list[tuple[Any, Any]] = []  # (id, name) of the last turn's unanswered calls
+    for message in messages:
+        if message["role"] == "assistant":
+            calls = message.get("tool_calls") or []
+            waiting = [(c["id"], c["function"]["name"]) for c in calls]
+        elif message["role"] == "tool":
+            name = message.pop("name", None)
+            answered = message.get("tool_call_id")
+            at = next(
+                (
+                    i
+                    for i, (call_id, called) in enumerate(waiting)
+                    if (call_id == answered if answered is not None else called == name)
+                ),
+                None,
+            )
+            if at is not None:
+                call_id, _ = waiting.pop(at)
+                message["tool_call_id"] = call_id
 
 
 def _count(attributes: dict[str, Any], *keys: str) -> int | None:
