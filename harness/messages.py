@@ -445,10 +445,12 @@ def text_of(content: Any) -> str | None:
 
 
 def client_ids_named(messages: list[Message], made: set[str]) -> list[Message]:
-    """``messages`` with the ids of calls the model did not make (not in ``made``: a
-    framework adds a call and its result to its history, langgraph-supervisor's
-    ``transfer_back_to_supervisor`` under a new uuid4 each run) named ``client_1``,
-    ``client_2``... by first appearance, so the same run is written the same
+    """``messages`` as results write them: the ids of calls the model did not make (not
+    in ``made``: a framework adds a call and its result to its history,
+    langgraph-supervisor's ``transfer_back_to_supervisor`` under a new uuid4 each run)
+    named ``client_1``, ``client_2``... by first appearance, and the results of a reply's
+    calls in the order of its calls (a client running them concurrently sends them in
+    the order they finished), so the same run is written the same
     (docs/external.md#what-is-observed)."""
     names: dict[str, str] = {}
 
@@ -458,11 +460,34 @@ def client_ids_named(messages: list[Message], made: set[str]) -> list[Message]:
         return names.setdefault(call_id, f"client_{len(names) + 1}")
 
     out: list[Message] = []
-    for message in messages:
+    order: dict[str, int] = {}  # the last reply's call ids -> their place
+    for message in [*messages, None]:
+        if not isinstance(message, ToolMessage):
+            _in_call_order(out, order)
+        if message is None:
+            break
         if isinstance(message, AssistantMessage) and message.tool_calls:
             calls = [c.model_copy(update={"id": named(c.id)}) for c in message.tool_calls]
+            order = {c.id: n for n, c in enumerate(calls)}
             message = message.model_copy(update={"tool_calls": calls})
         elif isinstance(message, ToolMessage):
             message = message.model_copy(update={"tool_call_id": named(message.tool_call_id)})
         out.append(message)
     return out
+
+
+def _in_call_order(out: list[Message], order: dict[str, int]) -> None:
+    """The tool messages at the end of ``out`` sorted by their calls' places in ``order``,
+    when each answers one of those calls."""
+    end = len(out)
+    start = end
+    while start > 0 and isinstance(out[start - 1], ToolMessage):
+        start -= 1
+    results = [m for m in out[start:end] if isinstance(m, ToolMessage)]
+    places = [order.get(m.tool_call_id) for m in results]
+    if len(results) > 1 and None not in places:
+        out[start:end] = [m for _, m in sorted(zip(places, results, strict=True), key=_first)]
+
+
+def _first(pair: tuple[Any, Any]) -> Any:
+    return pair[0]

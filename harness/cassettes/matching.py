@@ -243,7 +243,49 @@ def _numbered(field: str, item: Any, ids: dict[str, str]) -> Any:
 
     for wire in _WIRES_OF.get(field, ()):
         item = wire.with_call_ids(item, number)
-    return item
+    return _results_in_call_order(item)
+
+
+def _result_number(part: Any) -> int | None:
+    """The number of the call a result part answers (a Gemini ``functionResponse``, an
+    Anthropic ``tool_result``), -1 for a result naming no numbered call; None otherwise."""
+    if not isinstance(part, dict):
+        return None
+    answer = part.get("functionResponse", part.get("function_response"))
+    if isinstance(answer, dict):
+        call_id = answer.get("id")
+    elif part.get("type") == "tool_result":
+        call_id = part.get("tool_use_id")
+    else:
+        return None
+    if isinstance(call_id, str) and call_id.startswith("<call ") and call_id[6:-1].isdigit():
+        return int(call_id[6:-1])
+    return -1
+
+
+def _results_in_call_order(item: Any) -> Any:
+    """``item`` with the results it carries for the calls of one reply in the order of
+    those calls: a client that runs parallel calls concurrently sends their results in
+    the order they finished (LlamaIndex's FunctionAgent), and which result answers which
+    call is what a request asks. Results by name only (no id) keep their places: their
+    order says which call each answers."""
+    if not isinstance(item, dict):
+        return item
+    key = "parts" if isinstance(item.get("parts"), list) else "content"
+    parts = item.get(key)
+    if not isinstance(parts, list):
+        return item
+    numbers = [_result_number(part) for part in parts]
+    slots = [i for i, n in enumerate(numbers) if n is not None]
+    if len(slots) < 2 or any(numbers[i] == -1 for i in slots):
+        return item
+    ordered = sorted(slots, key=lambda i: numbers[i] or 0)
+    if ordered == slots:
+        return item
+    placed = list(parts)
+    for slot, source in zip(slots, ordered, strict=True):
+        placed[slot] = parts[source]
+    return {**item, key: placed}
 
 
 def _unordered(tools: list[Any]) -> list[Any]:
