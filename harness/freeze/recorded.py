@@ -374,7 +374,7 @@ def _returned(calls: list[RecordedCall], parent: list[int | None], i: int) -> No
         if _system(calls[at]) == own:
             parent[i], parent[below] = at, None
             return
-        at, below = parent[at], at
+        below, at = at, parent[at]
 
 
 def split_runs(calls: list[RecordedCall]) -> list[RecordedRun]:
