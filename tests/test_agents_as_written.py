@@ -48,9 +48,7 @@ TIMEOUT = 1200  # wall seconds for one part's commands on a loaded 2-core machin
 # What breaks today, one line each (issue 43; /work/agents-findings.md has the exact errors).
 # A fix flips its case to XPASS, which fails the suite (strict): delete the line then.
 XFAIL: dict[tuple[str, str], str] = {
-    ("smolagents-code-agent", "freeze"): (
-        "merged turns split the recording into runs (content parts read as text): freeze refuses"
-    ),
+    # As documented (docs/external.md#what-is-observed): not a call of the API's own.
     ("smolagents-code-agent", "observe"): (
         "CodeAgent's tool calls are Python in the reply's text: harness observes none"
     ),

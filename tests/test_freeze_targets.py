@@ -39,6 +39,23 @@ def get_weather(city: str) -> str:
     return f"18C, cloudy in {city}"
 
 
+def react(question):
+    # A ReAct text loop, as agents without tool calling write it (smolagents' CodeAgent
+    # too): the model's action is text, its observation goes back as a user message.
+    client = openai.OpenAI(max_retries=0)
+    messages = [{"role": "user", "content": question}]
+    while True:
+        reply = client.chat.completions.create(model="gpt-4o-mini", messages=messages)
+        text = reply.choices[0].message.content
+        if text.startswith("Final Answer:"):
+            return text.removeprefix("Final Answer:").strip()
+        city = text.removeprefix("Action: lookup ").strip()
+        messages += [
+            {"role": "assistant", "content": text},
+            {"role": "user", "content": f"Observation: {get_weather(city)}"},
+        ]
+
+
 def raising(question):
     answer = _ask(question)
     raise ValueError(f"cannot parse {answer!r}")
@@ -240,3 +257,24 @@ def test_a_target_that_fails_on_the_check_run_is_named_not_harness(project, monk
         "(freeze_targets_agents.py:" in err
     )
     assert not (project / "frozen.scenario.yaml").exists()
+
+
+def test_a_text_loops_own_user_turns_are_one_run(project, monkeypatch, capsys):
+    """A target given one input whose client answers each plain reply with a user turn
+    of its own (a ReAct text loop, smolagents): one run, frozen whole, not the last turn."""
+    path = project / "react.scenario.yaml"
+    path.write_text(
+        "target: {python: 'freeze_targets_agents:react', timeout: 30}\n"
+        "input: Weather in Paris?\n"
+        "llm: {provider: openai, model: gpt-4o-mini, cassette: react.yaml}\n"
+    )
+    steps = [{"content": "Action: lookup Paris"}, {"content": "Final Answer: 18C in Paris."}]
+    assert _record(monkeypatch, path, steps).status == "passed"
+
+    assert main(["freeze", "--scenario", str(path), "-o", "frozen.scenario.yaml"]) == 0, (
+        capsys.readouterr().err
+    )
+    frozen = yaml.safe_load((project / "frozen.scenario.yaml").read_text())
+    assert [step["content"] for step in frozen["llm"]["script"]] == [s["content"] for s in steps]
+    result = run_scenario(project / "frozen.scenario.yaml")
+    assert result.status == "passed" and result.final.content == "18C in Paris."

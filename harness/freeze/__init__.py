@@ -167,7 +167,9 @@ def _cassette_of(original: Any, shown: str) -> Path:
     return original.cassette_path()
 
 
-def _recorded_runs(path: Path, shown: str) -> tuple[list[RecordedRun], list[str]]:
+def _recorded_runs(
+    path: Path, shown: str, one_input: bool = False
+) -> tuple[list[RecordedRun], list[str]]:
     """The runs the cassette recorded, all through one API, and notes on what was left out."""
     interactions = _load(path, shown)
     calls = read_calls(interactions, path, shown)
@@ -197,7 +199,7 @@ def _recorded_runs(path: Path, shown: str) -> tuple[list[RecordedRun], list[str]
             "requests chained on earlier responses (previous_response_id, conversation) "
             "were compared on the whole conversation rebuilt from the recorded responses"
         )
-    return split_runs(calls), notes
+    return split_runs(calls, one_input), notes
 
 
 def _pick(runs: list[RecordedRun], wanted: int | None, shown: str) -> RecordedRun:
@@ -232,7 +234,9 @@ def _source(cassette: str | Path | None, scenario: str | Path | None, run: int |
         cassette = _cassette_of(original, str(scenario))
     path = Path(cassette)
     shown = os.path.normpath(str(cassette))
-    runs, notes = _recorded_runs(path, shown)
+    # A target given one input: each user turn after the first is its client's own.
+    one_input = original is not None and original.target is not None and not original.turns
+    runs, notes = _recorded_runs(path, shown, one_input)
     chosen = _pick(runs, run, shown)
     replaced = fill_client_ids(chosen)
     if replaced:

@@ -377,14 +377,17 @@ def _returned(calls: list[RecordedCall], parent: list[int | None], i: int) -> No
         below, at = at, parent[at]
 
 
-def split_runs(calls: list[RecordedCall]) -> list[RecordedRun]:
+def split_runs(calls: list[RecordedCall], one_input: bool = False) -> list[RecordedRun]:
     """The runs recorded in a cassette, in the order their last requests were recorded.
 
     A request belongs to the run of the latest earlier request whose conversation it
     extends (or, back at an earlier system text, to that one's: ``_returned``). One that
     extends none starts a new run; one that extends an earlier
     request but not the one before it (``new_episodes`` after a change: the first
-    requests were replayed, the rest recorded) continues from that request.
+    requests were replayed, the rest recorded) continues from that request. A request
+    after an answer with no tool calls is a new user turn, another run, unless the
+    recording's scenario gave its target ``one_input``: then the target's client made
+    that turn up itself (smolagents sends its code's output as a user message).
     """
     parent: list[int | None] = []
     for i, call in enumerate(calls):
@@ -393,7 +396,8 @@ def split_runs(calls: list[RecordedCall]) -> list[RecordedRun]:
         found = next(
             ((j, r) for j in range(i - 1, -1, -1) if (r := _relation(calls[j], call))), None
         )
-        parent.append(found[0] if found is not None and found[1] == "next" else None)
+        goes_on = found is not None and (found[1] == "next" or one_input)
+        parent.append(found[0] if found is not None and goes_on else None)
         _returned(calls, parent, i)
     has_child = {p for p in parent if p is not None}
     runs: list[RecordedRun] = []
