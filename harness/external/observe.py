@@ -129,6 +129,9 @@ class Refusal(Exception):
 class Observation:
     """The run rebuilt from the traffic of one target run."""
 
+    _names: dict[str, str]  # call id -> tool name, in run.conversation
+    _made: set[str]  # the ids of the calls the replies made
+
     def __init__(
         self,
         plugins: Any,
@@ -168,10 +171,9 @@ class Observation:
         self._following: int | None = None  # the thread run.conversation follows
         self._tools_raw: Any = None
         # What run.conversation holds: (items converted, the last of them), call id ->
-        # tool name, and the instructions it starts with.
+        # tool name, and the instructions it starts with; the ids of the calls replies made.
         self._followed: tuple[int, Any] = (0, None)
-        self._names: dict[str, str] = {}
-        self._made: set[str] = set()  # the ids of the calls served replies made
+        self._names, self._made = {}, set()
         self._head: list[Any] = []
         self._tools: list[ObservedTool] = []
         # final.error of the last answer when it was an error; the first stagnating plan.
