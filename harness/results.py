@@ -164,12 +164,14 @@ class ScenarioResult(RunData, _Identity):
     transcript: list[Message] = Field(default_factory=list)
     # None when the scenario never got as far as a run (it crashed before).
     agent: AgentConfig | None = None
-    # These four are absent from the JSON when unset (exclude_if: pydantic leaves them out
+    # These are absent from the JSON when unset (exclude_if: pydantic leaves them out
     # as it writes), so an entry that ran once, outside a matrix, in one turn reads as
     # before they existed. A `turns:` scenario's turns, in order.
     turns: list[TurnResult] = Field(default_factory=list, exclude_if=lambda value: not value)
     # The matrix combination this entry ran ({model: ..., planner: ...}); None outside one.
     matrix: dict[str, Any] | None = Field(default=None, exclude_if=lambda value: value is None)
+    # The id of the case this entry ran (a scenario's `cases:`); None outside one.
+    case: str | None = Field(default=None, exclude_if=lambda value: value is None)
     # Which run of a repeated scenario this is (1-based; its id ends in ``[run]``) and how
     # all its runs came out.
     run: int | None = Field(default=None, ge=1, exclude_if=lambda value: value is None)

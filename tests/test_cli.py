@@ -26,7 +26,7 @@ FAILING = (
     .replace("contains: 72F", "contains: rain")
     .replace("[smoke]", "[nightly]")
 )
-ERRORING = PASSING.replace("name: greet", "name: broken").replace("args.city", "args.cty.x")
+ERRORING = PASSING.replace("name: greet", "name: broken").replace("args.city", "args.city.x.y")
 BAD = "input: hi\nagent: {max_iteration: 3}\n"
 
 PROBE_LLM = """\

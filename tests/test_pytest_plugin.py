@@ -33,7 +33,7 @@ input: hi
 tools:
   get_weather:
     parameters: {city: str}
-    returns: "{{ args.cty.upper() }}"
+    returns: "{{ args.city.nope() }}"
 llm:
   script:
     - tool_calls: [{get_weather: {city: SF}}]

@@ -206,7 +206,7 @@ def test_template_failure_while_rendering_ends_the_run_in_error_with_file_and_li
         tools:
           get_weather:
             parameters: {city: str}
-            returns: "sunny in {{ args.cty }}"
+            returns: "sunny in {{ args.city.nope.x }}"
         llm:
           script:
             - tool_calls: [{get_weather: {city: SF}}]
@@ -218,7 +218,7 @@ def test_template_failure_while_rendering_ends_the_run_in_error_with_file_and_li
     assert result.termination == "error"
     message = result.final.error["message"]
     assert f"{path.as_posix()}:6: tools.get_weather.returns" in message
-    assert "cty" in message
+    assert "nope" in message
 
 
 def test_latency_is_simulated_not_slept(tmp_path, no_real_sleep):
@@ -338,7 +338,7 @@ def test_template_error_names_the_file_from_the_project_root_wherever_the_run_st
           get_weather:
             parameters: {city: str}
             returns:
-              text: "sunny in {{ args.cty }}"
+              text: "sunny in {{ args.city.nope.x }}"
         llm:
           script:
             - tool_calls: [{get_weather: {city: SF}}]
@@ -355,7 +355,7 @@ def test_template_error_names_the_file_from_the_project_root_wherever_the_run_st
     assert outputs[0] == outputs[1] == outputs[2]
     result = outputs[0]
     where = "scenarios/deep/case.scenario.yaml:7: tools.get_weather.returns.text"
-    message = f"{where}: template error: 'dict object' has no attribute 'cty'"
+    message = f"{where}: template error: 'str object' has no attribute 'nope'"
     assert result["final"]["error"]["message"] == message
     # Seen by people as the tool's result and in memory: without an internal class name.
     assert result["tool_calls"][0]["result"] == message
@@ -373,7 +373,7 @@ def test_template_error_in_a_block_names_the_line_inside_it(tmp_path):
             returns: |
               line one
               line two
-              {{ args.nope }}
+              {{ call.nope.x }}
         llm:
           script:
             - tool_calls: [{t: {}}]

@@ -26,7 +26,7 @@ from harness.shards import MergeError, Shard, merge, merge_files, plan, plan_dig
 pytestmark = SESSION_TESTS
 
 FAILING = PASSING.replace("contains: 72F", "contains: rain")
-ERRORING = PASSING.replace("args.city", "args.cty.x")
+ERRORING = PASSING.replace("args.city", "args.city.x.y")
 # Several rounds: a scenario that takes longer than the others.
 LONG = PASSING.replace(
     "    - content: It is 72F in SF.",

@@ -1,6 +1,7 @@
 """Scenario files as pytest items: collection, running, and how a failure reads.
 
-One item per ``*.scenario.yaml`` file (other YAML is ignored); its tags become
+One item per ``*.scenario.yaml`` file (other YAML is ignored; more with cases, a matrix
+or repeats); its tags become
 registered markers; a file that does not load is a collection error showing the
 ``path:line: field: message`` lines, no traceback. An exception raised in a plugin (or
 other user code) during a run is that scenario's error; one raised in harness's own code
@@ -81,19 +82,19 @@ class ScenarioFile(pytest.File):
 
         scenario = load_scenario(self.path)
         state = get_state(self.config)
-        if state is not None and state.options.max_cost is not None:
-            check_price(scenario)  # before any runs: a budget it could not keep
-        marks = _marks(self.config, scenario.tags)
-        repeat = _repeat(scenario, self.config)
-        runs = [None] if repeat == 1 else range(1, repeat + 1)
-        minimum = _min_pass_rate(scenario, self.config) if repeat > 1 else None
-        plan = sequential_plan(scenario, get_state(self.config), repeat, minimum)
-        if plan is not None:
-            minimum = plan.min_pass_rate
         items: list[pytest.Item] = []
-        # A matrix's combinations first (name[model=a,planner=b]), then repeats of each
-        # (name[model=a,planner=b][k]).
+        # Cases first (name[paris]), then a matrix's combinations (name[paris][model=a]),
+        # then repeats of each (name[paris][model=a][k]).
         for name, each in _expanded(scenario):
+            marks = _marks(self.config, each.tags)
+            repeat = _repeat(each, self.config)
+            runs = [None] if repeat == 1 else range(1, repeat + 1)
+            minimum = _min_pass_rate(each, self.config) if repeat > 1 else None
+            if state is not None and state.options.max_cost is not None:
+                check_price(each)  # before any runs: a budget it could not keep
+            plan = sequential_plan(each, state, repeat, minimum)
+            if plan is not None:
+                minimum = plan.min_pass_rate
             for run in runs:
                 shown = name if run is None else f"{name}[{run}]"
                 item = ScenarioItem.from_parent(
@@ -152,10 +153,10 @@ def _expanded(scenario: Scenario) -> list[tuple[str, Scenario]]:
     """The items one scenario runs as, (name, scenario) pairs: one, or more after the
     expansions, applied in order, each extending the names the one before gave
     (``name[model=a,planner=b]``)."""
-    from harness.pytest_plugin.matrix import expand_matrix_items
+    from harness.pytest_plugin.matrix import expand_case_items, expand_matrix_items
 
     pairs = [(scenario.display_name, scenario)]
-    for expand in (expand_matrix_items,):
+    for expand in (expand_case_items, expand_matrix_items):
         pairs = expand(pairs)
     return pairs
 
@@ -496,6 +497,7 @@ def _error_result(scenario: Scenario, exc: BaseException) -> ScenarioResult:
         description=scenario.description,
         tags=list(scenario.tags),
         matrix=scenario.combination,
+        case=scenario.case_id,
         status="error",
         termination="error",
         final=FinalResponse(

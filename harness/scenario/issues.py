@@ -202,7 +202,8 @@ def validation_issues(exc: ValidationError, located: Located) -> list[Issue]:
         line = located.line_of(path)
         form = _form(path, _value_at(located.data, path))
         # Several messages at one place come from the branches of a union: any would do.
-        issues.append((located.file, line, dotted(path), form or " or ".join(messages)))
+        file = located.file_of(path)
+        issues.append((file, line, dotted(path), form or " or ".join(messages)))
     return issues
 
 

@@ -25,6 +25,7 @@ from harness.messages import Conversation, MessageItemError, messages_from_opena
 from harness.plugins import PluginError, Plugins, discover
 from harness.project import display_path, project_relative, project_root
 from harness.scenario.agents import SubAgents, agent_cycles
+from harness.scenario.cases import load_cases
 from harness.scenario.dotted import DottedKeyError, expand_dotted, split_dotted
 from harness.scenario.expect_schema import ExpectSection
 from harness.scenario.expected_tools import check_expected_tools
@@ -38,6 +39,7 @@ from harness.scenario.mcp_tools import (
     tool_names,
     unknown_server_tools,
 )
+from harness.scenario.overlay import with_extends
 from harness.scenario.params import SpecError
 from harness.scenario.remote import Serve, remote_tool
 from harness.scenario.schema import Scenario, SubAgentSpec, TargetSection, scenario_name
@@ -128,6 +130,20 @@ def load_scenario_data(data: dict[str, Any], path: Path | Place) -> Scenario:
 def _load_located(located: Located, path: Path, place: Place | None = None) -> Scenario:
     if not isinstance(located.data, dict):
         raise located.error((), "a scenario file is a mapping (name:, llm:, expect: ...)")
+    located = with_extends(located, path)
+    if "cases" in located.data:
+        return load_cases(located, path, lambda doc, at, case: _validated(doc, at, case, place))
+    return _validated(located, path, None, place)
+
+
+def _validated(
+    located: Located,
+    path: Path,
+    case: tuple[str, dict[str, Any]] | None = None,
+    place: Place | None = None,
+) -> Scenario:
+    """The scenario of one document (of the case ``case``: its id and keys; at ``place``,
+    if found already): its schema, then every check beyond it."""
     _expand_dotted_expect(located)
     try:
         # Strict: no coercion, so `max_iterations: true` or `parallel_tools: 1` is an error
@@ -140,6 +156,8 @@ def _load_located(located: Located, path: Path, place: Place | None = None) -> S
         scenario.bind(path.resolve(), located)
     else:
         scenario.bind(place.path, located, root=place.root, id_path=place.id_path)
+    if case is not None:
+        scenario.set_case(*case)
     issues = _check(scenario, located)
     if issues:
         raise ScenarioError(issues)
@@ -248,7 +266,10 @@ def _build_tools(
         def where(field: tuple[Any, ...], line_in_text: int | None = None) -> str:
             path = (*at, "tools", name, *field)
             line = _line(located, path, line_in_text)
-            return ScenarioError.format_issue(run_file, line, dotted(path), "").rstrip(": ")
+            # A tool from the file the scenario extends (or a case's file) names that file.
+            other = located.file_of(path) if located else file
+            shown = run_file if other == file else other
+            return ScenarioError.format_issue(shown, line, dotted(path), "").rstrip(": ")
 
         return where
 
@@ -270,10 +291,13 @@ def _build_tools(
                 registered=plugins.tool,
                 where=where_for(name),
                 agents=agents,
+                case=scenario.case_values,
             )
         except SpecError as exc:
             path = (*at, "tools", name, *exc.field)
-            issues.append((file, _line(located, path, exc.line_in_text), dotted(path), exc.message))
+            shown = located.file_of(path) if located else file
+            line = _line(located, path, exc.line_in_text)
+            issues.append((shown, line, dotted(path), exc.message))
     return tools
 
 
@@ -328,7 +352,7 @@ def _registry_issues(located: Located, path: Path) -> list[Issue]:
     issues: list[Issue] = []
 
     def issue(at: tuple[str | int, ...], message: str) -> None:
-        issues.append((located.file, located.line_of(at), dotted(at), message))
+        issues.append((*located.where(at), dotted(at), message))
 
     _check_expectation_keys(extra, plugins, issue)
     if isinstance(target, dict):
@@ -344,15 +368,14 @@ def _registry_issues(located: Located, path: Path) -> list[Issue]:
 
 def _check(scenario: Scenario, located: Located) -> list[Issue]:
     issues: list[Issue] = []
-    file = located.file
 
     def issue(path: tuple[str | int, ...], message: str) -> None:
-        issues.append((file, located.line_of(path), dotted(path), message))
+        issues.append((*located.where(path), dotted(path), message))
 
     try:
         plugins = discover(scenario.root)
     except PluginError as exc:  # the scenario's project lists a plugin that does not load
-        return [(file, None, "", str(exc))]
+        return [(located.file, None, "", str(exc))]
     _check_agent(scenario, plugins, issue)
     check_matrix(scenario, plugins, issue)
     check_judges(scenario, issue)

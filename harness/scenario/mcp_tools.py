@@ -12,7 +12,6 @@ from harness.errors import ToolServerError
 from harness.hookspecs import hookimpl
 from harness.llm.config import LLMContext
 from harness.project import project_relative
-from harness.results import combination_label
 from harness.scenario.params import SpecError
 from harness.scenario.schema import Scenario
 from harness.tools import Tool
@@ -82,7 +81,7 @@ def recording_path(scenario: Scenario) -> Path:
     context = LLMContext(
         scenario_file=scenario.path,
         project_root=scenario.root,
-        variant=combination_label(scenario.combination) if scenario.combination else None,
+        variant=scenario.variant,
     )
     cassette = resolve_cassette_path(scenario.llm.with_context(context))
     return cassette.with_suffix(".mcp.yaml")

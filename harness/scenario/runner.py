@@ -229,6 +229,7 @@ def _result(
         tags=list(scenario.tags),
         agent=agent_config,
         matrix=scenario.combination,
+        case=scenario.case_id,
         turns=turns,
         # The seed its stochastic steps were drawn with (absent without them).
         seed=scenario.draw[1] if scenario.stochastic else None,
@@ -246,6 +247,12 @@ def _runnable(
         )
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
+    if scenario.cases is not None:
+        ids = ", ".join(str(c.case_id) for c in scenario.case_scenarios)
+        raise HarnessError(
+            f"{scenario_id(scenario)} has cases ({ids}): run each case "
+            "(scenario.case_scenarios gives them), or run the file with `harness run`"
+        )
     if scenario.matrix:
         raise HarnessError(
             f"{scenario_id(scenario)} has a matrix: run each combination "

@@ -18,6 +18,7 @@ from pydantic import (
 from harness.config import AgentConfig, BudgetSettings, DetectorSettings, ModelPrice
 from harness.llm.config import LLMConfig
 from harness.markers import check_tag
+from harness.results import combination_label
 from harness.scenario.expect_schema import ExpectSection
 from harness.scenario.fields import CLOSED, TOOL_NAME
 from harness.scenario.tool_schema import ToolSpec
@@ -367,6 +368,18 @@ class Scenario(BaseModel):
         description="USD per million tokens by model, for budget.cost (over the defaults and "
         "[tool.harness.prices])",
     )
+    extends: str | None = Field(
+        default=None,
+        description="a file (relative to this one) whose keys this scenario starts from, "
+        "merged as mappings: shared tools, agent and llm settings (docs/scenarios.md#extends)",
+    )
+    cases: list[dict[str, Any]] | str | None = Field(
+        default=None,
+        description="run the scenario once per case: a list of mappings, or a .jsonl / .csv "
+        "file beside it; a case's scenario keys (input, expect, ...) are merged over the "
+        "scenario's, every key is {{ case.KEY }} in its texts; ids path::name[case-id] "
+        "(docs/scenarios.md#cases)",
+    )
 
     # Set by the loader: where the file is (tools and history are built from it per run).
     _path: Path | None = PrivateAttr(default=None)
@@ -409,6 +422,45 @@ class Scenario(BaseModel):
             for script in (llm.script, llm.judge_script, *(r.script for r in llm.conversations))
         ]
         return any(step.stochastic for script in scripts for step in script)
+
+    # The case this scenario is (harness.scenario.cases): its id and keys; and, for the
+    # scenario of a file with cases, every case's scenario.
+    _case_id: str | None = PrivateAttr(default=None)
+    _case_values: dict[str, Any] | None = PrivateAttr(default=None)
+    _variants: list[Scenario] | None = PrivateAttr(default=None)
+
+    @property
+    def case_id(self) -> str | None:
+        """The id of the case this scenario is (``cases:``), if any."""
+        return self._case_id
+
+    @property
+    def case_values(self) -> dict[str, Any] | None:
+        """The keys of the case this scenario is (``{{ case.KEY }}``), if any."""
+        return self._case_values
+
+    def set_case(self, case_id: str | None, values: dict[str, Any] | None) -> None:
+        """Make this scenario the case ``case_id`` (the loader's)."""
+        self._case_id, self._case_values = case_id, values
+
+    @property
+    def case_scenarios(self) -> list[Scenario]:
+        """One scenario per case of a file with ``cases:`` (else this scenario alone)."""
+        return list(self._variants) if self._variants is not None else [self]
+
+    def set_variants(self, variants: list[Scenario]) -> None:
+        """The scenarios of this file's cases (the loader's)."""
+        self._variants = variants
+
+    @property
+    def variant(self) -> str | None:
+        """The case and matrix combination as one label (``paris``, ``paris,model=a``):
+        the name of a recorded variant's own cassette."""
+        parts = [
+            *([self._case_id] if self._case_id is not None else []),
+            *([combination_label(self._combination)] if self._combination else []),
+        ]
+        return ",".join(parts) or None
 
     @property
     def runs(self) -> int:
@@ -500,6 +552,8 @@ class Scenario(BaseModel):
         from harness.cassettes import resolve_cassette_path
         from harness.llm.config import LLMContext
 
+        # A case's or combination's cassette is its own (as its run's source is told).
+        context.setdefault("variant", self.variant)
         where = LLMContext(scenario_file=self._path, project_root=self.root, **context)
         return resolve_cassette_path(self.llm.with_context(where))
 

@@ -45,8 +45,10 @@ __all__ = [
 
 def scenario_id(scenario: Scenario) -> ScenarioId:
     """The scenario's id: its file relative to the project root, and its name (with its
-    matrix combination: ``name[model=a,planner=b]``)."""
+    case and matrix combination: ``name[paris][model=a,planner=b]``)."""
     name = scenario.display_name
+    if scenario.case_id is not None:
+        name = f"{name}[{scenario.case_id}]"
     if scenario.combination is not None:
         name = f"{name}[{combination_label(scenario.combination)}]"
     return ScenarioId(scenario.id_path or "<python>", name)
@@ -71,7 +73,7 @@ def llm_source(
         project_root=scenario.root,
         record_mode=record_mode,
         disable_recording=disable_recording,
-        variant=combination_label(scenario.combination) if scenario.combination else None,
+        variant=scenario.variant,
         draws=draw_material(sid, *scenario.draw) + (f"\x00{part}" if part else ""),
     )
     source = plugins.llm_factory(config.provider)(config.with_context(context))

@@ -117,12 +117,21 @@ class _Faults:
 class _Stub(_Faults):
     """The callable behind a stub tool: call numbers, errors, latency, templates."""
 
-    def __init__(self, name: str, spec: ToolSpec, seed: int | str, where: Callable[..., str]):
+    def __init__(
+        self,
+        name: str,
+        spec: ToolSpec,
+        seed: int | str,
+        where: Callable[..., str],
+        case: dict[str, Any] | None = None,
+    ):
         super().__init__(spec)
         self.name = name
         self.seed = seed
         self.where = where
-        self.default = compile_value(spec.returns, ("returns",))
+        self.case = case
+        arguments = _argument_names(spec)
+        self.default = compile_value(spec.returns, ("returns",), arguments=arguments, case=case)
         self.per_call: dict[int, Any] = {}
         # Calls whose result is an error result, its text as given (``is_error: true``).
         self.error_results: set[int] = set()
@@ -137,7 +146,9 @@ class _Stub(_Faults):
                 )
             seen.add(r.on_call)
             if r.has_returns or r.is_error:
-                self.per_call[r.on_call] = compile_value(r.returns, ("results", i, "returns"))
+                self.per_call[r.on_call] = compile_value(
+                    r.returns, ("results", i, "returns"), arguments=arguments, case=case
+                )
             if r.is_error:
                 self.error_results.add(r.on_call)
             if r.pad_to is not None:
@@ -146,7 +157,9 @@ class _Stub(_Faults):
     async def __call__(self, **args: Any) -> Any:
         call = self.next_call()
         value = self.per_call.get(call, self.default)
-        context = {"args": args, "call": call}
+        context: dict[str, Any] = {"args": args, "call": call}
+        if self.case is not None:
+            context["case"] = self.case
         if uses_faker(value):
             faker = faker_instance()
             faker.seed_instance(seed_for(self.seed, self.name, call))
@@ -233,6 +246,19 @@ def _fault_type(name: str) -> type[ToolFault]:
     return _FAULTS[name]
 
 
+def _argument_names(spec: ToolSpec) -> frozenset[str] | None:
+    """The arguments a stub takes, when its schema says them all (``args.KEY`` must name
+    one); None when other keys may come."""
+    if spec.schema_ is None:
+        return frozenset(spec.parameters or {})
+    properties = spec.schema_.get("properties", {})
+    if not isinstance(properties, dict) or spec.schema_.get("additionalProperties", False):
+        return None
+    if any(k in spec.schema_ for k in ("patternProperties", "allOf", "anyOf", "oneOf", "$ref")):
+        return None
+    return frozenset(properties)
+
+
 def _result_injections(spec: ToolSpec) -> bool:
     return any(i.into == "result" for i in spec.injections)
 
@@ -278,14 +304,23 @@ def build_tool(
     registered: Callable[[str], Tool],
     where: Callable[..., str],
     agents: Callable[[str], Any] | None = None,
+    case: dict[str, Any] | None = None,
 ) -> Tool:
     """The Tool for one ``tools:`` entry; SpecError for anything that cannot work.
 
     ``agents`` gives the Agent and description of a name of the scenario's ``agents:``
     section (SpecError for an unknown one). ``ends_run: true`` makes it an output tool.
+    ``case``: the keys of the case the scenario is (its stubs' templates read them).
     """
     tool = _build(
-        name, spec, seed=seed, root=root, registered=registered, where=where, agents=agents
+        name,
+        spec,
+        seed=seed,
+        root=root,
+        registered=registered,
+        where=where,
+        agents=agents,
+        case=case,
     )
     if spec.ends_run:
         # A copy: a registered or imported tool is shared, and only here it ends runs.
@@ -303,6 +338,7 @@ def _build(
     registered: Callable[[str], Tool],
     where: Callable[..., str],
     agents: Callable[[str], Any] | None = None,
+    case: dict[str, Any] | None = None,
 ) -> Tool:
     """The Tool for one ``tools:`` entry, before ``ends_run``.
 
@@ -329,7 +365,7 @@ def _build(
             strict=spec.strict or real.strict,
         )
 
-    stub = _Stub(name, spec, seed, where)
+    stub = _Stub(name, spec, seed, where, case)
     description = described(spec, spec.description or "")
     if spec.schema_ is not None:
         try:

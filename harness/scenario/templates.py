@@ -1,8 +1,10 @@
-"""Templates in stub results: Jinja2 (sandboxed) over ``args``, ``call`` and ``faker``,
-compiled once per file and checked for unknown names, and Faker seeded per call."""
+"""Templates in stub results: Jinja2 (sandboxed) over ``args``, ``call``, ``faker`` (and
+``case``, in a scenario with cases), compiled once per file and checked for unknown names
+and arguments, and Faker seeded per call."""
 
 from __future__ import annotations
 
+import difflib
 import functools
 import hashlib
 from dataclasses import dataclass
@@ -18,8 +20,10 @@ __all__ = [
     "TEMPLATE_MARKERS",
     "TEMPLATE_NAMES",
     "Template",
+    "case_fields",
     "compile_value",
     "faker_instance",
+    "parse_template",
     "seed_for",
     "template_line",
     "uses_faker",
@@ -31,6 +35,8 @@ TEMPLATE_MARKERS = ("{{", "{%", "{#")
 # The names a template sees (with the environment's globals: range, dict, ...).
 TEMPLATE_NAMES = ("args", "call", "faker")
 _KNOWN_NAMES = frozenset(TEMPLATE_NAMES) | frozenset(_ENV.globals)
+# What a mapping answers to as an attribute: `args.get('city')` reads no argument `get`.
+_DICT_METHODS = frozenset(dir(dict))
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,9 @@ class _Compiled:
     template: Any  # jinja2.Template
     # Names the template reads but never sets, with the line of their first use.
     free: dict[str, int]
+    # The keys read from each free name as `name.key`, `name['key']` or `name.get('key')`,
+    # with the line of their first use: {"args": {"city": 1}}.
+    keys: dict[str, dict[str, int]]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -59,11 +68,62 @@ def _template(source: str) -> _Compiled:
     for node in tree.find_all(nodes.Name):
         if node.name in free:
             lines.setdefault(node.name, node.lineno)
-    return _Compiled(_ENV.from_string(bound(tree)), lines)
+    return _Compiled(_ENV.from_string(bound(tree)), lines, _keys_read(tree, free))
 
 
-def compile_value(value: Any, field: tuple[str | int, ...]) -> Any:
-    """Compile every templated string in a (nested) value; plain strings stay as they are."""
+def _keys_read(tree: nodes.Template, free: set[str]) -> dict[str, dict[str, int]]:
+    keys: dict[str, dict[str, int]] = {}
+
+    def of(node: nodes.Node) -> str | None:
+        return node.name if isinstance(node, nodes.Name) and node.name in free else None
+
+    for node in tree.find_all((nodes.Getattr, nodes.Getitem, nodes.Call)):
+        name, key = None, None
+        if isinstance(node, nodes.Getattr) and node.attr not in _DICT_METHODS:
+            name, key = of(node.node), node.attr
+        elif isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Const):
+            name, key = of(node.node), node.arg.value
+        elif (
+            isinstance(node, nodes.Call)
+            and isinstance(node.node, nodes.Getattr)
+            and node.node.attr == "get"
+            and node.args
+            and isinstance(node.args[0], nodes.Const)
+        ):
+            name, key = of(node.node.node), node.args[0].value
+        if name is not None and isinstance(key, str):
+            keys.setdefault(name, {}).setdefault(key, node.lineno)
+    return keys
+
+
+def parse_template(source: str) -> _Compiled | None:
+    """The compiled template of a text (its free names in ``.free``), None when it does
+    not parse."""
+    try:
+        return _template(source)
+    except TemplateSyntaxError:
+        return None
+
+
+def case_fields(source: str) -> list[str]:
+    """The case keys a text reads (``{{ case.city }}``), in order; none when it does not
+    parse as a template."""
+    compiled = parse_template(source) if any(m in source for m in TEMPLATE_MARKERS) else None
+    return list(compiled.keys.get("case", {})) if compiled is not None else []
+
+
+def compile_value(
+    value: Any,
+    field: tuple[str | int, ...],
+    *,
+    arguments: frozenset[str] | None = None,
+    case: dict[str, Any] | None = None,
+) -> Any:
+    """Compile every templated string in a (nested) value; plain strings stay as they are.
+
+    ``arguments``: the tool's argument names, when known (``args.KEY`` must name one);
+    ``case``: the case's keys, in a scenario with cases (``case.KEY`` must name one).
+    """
     if isinstance(value, str):
         if not any(marker in value for marker in TEMPLATE_MARKERS):
             return value
@@ -75,21 +135,66 @@ def compile_value(value: Any, field: tuple[str | int, ...]) -> Any:
                 f"template does not parse: {exc.message} (template line {exc.lineno})",
                 line_in_text=exc.lineno or 1,
             ) from None
-        unknown = {n: line for n, line in compiled.free.items() if n not in _KNOWN_NAMES}
-        if unknown:
-            names = ", ".join(repr(n) for n in unknown)
-            raise SpecError(
-                field,
-                f"unknown name{'s' if len(unknown) > 1 else ''} {names} "
-                f"(templates see {', '.join(TEMPLATE_NAMES)})",
-                line_in_text=min(unknown.values()),
-            )
+        _check_names(compiled, field, case)
+        _check_keys(compiled, field, "args", arguments, "argument")
+        _check_keys(compiled, field, "case", None if case is None else frozenset(case), "case key")
         return Template(compiled.template, field, "faker" in compiled.free)
     if isinstance(value, dict):
-        return {k: compile_value(v, (*field, k)) for k, v in value.items()}
+        return {
+            k: compile_value(v, (*field, k), arguments=arguments, case=case)
+            for k, v in value.items()
+        }
     if isinstance(value, list):
-        return [compile_value(v, (*field, i)) for i, v in enumerate(value)]
+        return [
+            compile_value(v, (*field, i), arguments=arguments, case=case)
+            for i, v in enumerate(value)
+        ]
     return value
+
+
+def _check_names(
+    compiled: _Compiled, field: tuple[str | int, ...], case: dict[str, Any] | None
+) -> None:
+    known = _KNOWN_NAMES | ({"case"} if case is not None else set())
+    unknown = {n: line for n, line in compiled.free.items() if n not in known}
+    if not unknown:
+        return
+    names = ", ".join(repr(n) for n in unknown)
+    seen = ", ".join([*TEMPLATE_NAMES, *(["case"] if case is not None else [])])
+    why = (
+        "; case is known in a scenario with cases: (docs/scenarios.md#cases)"
+        if "case" in unknown
+        else ""
+    )
+    raise SpecError(
+        field,
+        f"unknown name{'s' if len(unknown) > 1 else ''} {names} (templates see {seen}){why}",
+        line_in_text=min(unknown.values()),
+    )
+
+
+def _check_keys(
+    compiled: _Compiled,
+    field: tuple[str | int, ...],
+    name: str,
+    known: frozenset[str] | None,
+    what: str,
+) -> None:
+    """``name.KEY`` for a KEY ``known`` does not hold: it would fail when rendered."""
+    if known is None:
+        return
+    for key, line in compiled.keys.get(name, {}).items():
+        if key in known:
+            continue
+        hint = difflib.get_close_matches(key, sorted(known), n=1)
+        listed = ", ".join(sorted(known)) or "none"
+        raise SpecError(
+            field,
+            f"{name}.{key}: no {what} {key!r}"
+            + (f" (did you mean {name}.{hint[0]}?)" if hint else "")
+            + f"; {what}s: {listed}",
+            line_in_text=line,
+        )
 
 
 def uses_faker(value: Any) -> bool:

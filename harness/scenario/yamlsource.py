@@ -33,6 +33,9 @@ class Located:
     # Literal block scalars (``key: |``): the line of their first line of text, so that a
     # line inside the text (a template's error, say) maps to a line of the file.
     literal_blocks: dict[Path_, int] = field(default_factory=dict)
+    # Paths whose node came from another file (``extends:``, a cases file): that file's
+    # name. Any other node is in ``file``.
+    files: dict[Path_, str] = field(default_factory=dict)
 
     def line_of(self, path: Path_) -> int | None:
         """The line of ``path``, or of its nearest ancestor present in the file."""
@@ -43,6 +46,19 @@ class Located:
                 return line
             path = path[:-1]
         return self.lines.get(())
+
+    def file_of(self, path: Path_) -> str:
+        """The file ``path`` (or its nearest ancestor present) was written in."""
+        path = tuple(path)
+        while path:
+            if path in self.lines:
+                return self.files.get(path, self.file)
+            path = path[:-1]
+        return self.file
+
+    def where(self, path: Path_) -> tuple[str, int | None]:
+        """The file and line of ``path``: where a problem with it is shown."""
+        return self.file_of(path), self.line_of(path)
 
     def text_line(self, path: Path_, line_in_text: int) -> int | None:
         """The file line of line ``line_in_text`` (1-based) of the string at ``path``.
@@ -57,7 +73,7 @@ class Located:
 
     def error(self, path: Path_, message: str) -> ScenarioError:
         """A ScenarioError pointing at ``path``."""
-        return ScenarioError.single(self.file, self.line_of(path), dotted(path), message)
+        return ScenarioError.single(*self.where(path), dotted(path), message)
 
 
 def dotted(path: Path_) -> str:
