@@ -131,15 +131,31 @@ def check_sequence(result: CheckContext, expected: list[str]) -> tuple[bool, Any
     return all(name in remaining for name in expected), names
 
 
+def _matches(item: Any, record: Any) -> bool:
+    """A requested call matches an ``include`` / ``forbid`` item: its name, its arguments
+    partially, and its status when the item gives one."""
+    status = getattr(item, "status", None)
+    return (
+        record.name == item.name
+        and partial_match(item.args, record.arguments)
+        and (status is None or record.status == status)
+    )
+
+
 def check_include(result: CheckContext, expected: list[Any]) -> tuple[bool, Any]:
-    """``tool_calls.include``: each listed call was asked for (arguments match partially)."""
+    """``tool_calls.include``: each listed call was asked for (arguments match partially,
+    and its status is the one given, if any)."""
     missing, seen = [], {}
     for item in expected:
-        name, args = item.name, item.args
-        calls = [r.arguments for r in _called(result) if r.name == name]
-        seen[name] = calls
-        if not any(partial_match(args, actual) for actual in calls):
-            missing.append({"name": name, "args": args})
+        records = [r for r in _called(result) if r.name == item.name]
+        with_status = getattr(item, "status", None) is not None
+        seen[item.name] = [
+            {"args": r.arguments, "status": r.status} if with_status else r.arguments
+            for r in records
+        ]
+        if not any(_matches(item, r) for r in records):
+            wanted = {"name": item.name, "args": item.args}
+            missing.append({**wanted, "status": item.status} if with_status else wanted)
     actual = {"missing": missing, "calls": seen} if missing else seen
     return not missing, actual
 
@@ -245,7 +261,7 @@ def check_forbid(result: CheckContext, expected: list[Any]) -> tuple[bool, Any]:
     found = [
         {"name": r.name, "args": r.arguments, "iteration": r.iteration}
         for r in _called(result)
-        if any(r.name == item.name and partial_match(item.args, r.arguments) for item in expected)
+        if any(_matches(item, r) for item in expected)
     ]
     return not found, found or "no forbidden call"
 

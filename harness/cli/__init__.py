@@ -11,6 +11,7 @@ in ``COMMANDS``), so that ``harness --version`` and the pytest plugin (which rea
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import sys
 from collections.abc import Callable, Sequence
@@ -97,6 +98,13 @@ def _main(argv: Sequence[str] | None) -> int:
 def _refuse(sub: Parser, unknown: list[str]) -> int:
     """Arguments the command does not know: its parser says how they are refused."""
     message = f"unrecognized arguments: {' '.join(unknown)}"
+    known = [o for o in sub._option_string_actions if o.startswith("--")]
+    for argument in unknown:
+        flag = argument.split("=", 1)[0]
+        hint = difflib.get_close_matches(flag, known, n=1) if flag.startswith("-") else []
+        if hint:
+            message += f" (did you mean {hint[0]}?)"
+            break
     if sub.unknown_hint is None:
         try:
             sub.error(message)

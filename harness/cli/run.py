@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 from harness.cli.baseline import load_baseline, update_baseline
+from harness.cli.hints import refuse_misnamed, say_misnamed, say_nothing_to_record
 from harness.cli.parsing import Parser, UsageError, to_stderr
 from harness.cli.parts import PER_SESSION, Around, count_parts, run_in_parts
 from harness.cli.plugins import load_plugin_options
@@ -297,6 +298,7 @@ def _project_coverage(root: Path) -> bool:
 def handle(options: argparse.Namespace) -> int:
     """``harness run`` / ``harness record``; ``options.passed_on``: pytest's, after ``--``."""
     _check(options)
+    refuse_misnamed(options.paths)
     root, paths = _scenario_paths(options.paths)
     # Defaults live in the project's reports/ (where baseline.json is committed), so a
     # run started from a subfolder writes the same files; given paths are cwd-relative.
@@ -322,7 +324,11 @@ def handle(options: argparse.Namespace) -> int:
     else:
         args = pytest_args(options, paths, (json_path, html_path))
         capture = Capture(compare)  # the baseline, as --harness-baseline would load it
+        if options.command == "record":
+            say_nothing_to_record(paths)
         status = call_pytest(args, capture, lean=not options.all_pytest_plugins)
+    if status == EXIT["nothing"]:
+        say_misnamed(paths, options.command)
     return _after(options, baseline, capture, status)
 
 

@@ -5,14 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from harness.cli.hints import say_misnamed
 from harness.cli.parsing import Parser, UsageError, to_stderr
 from harness.cli.plugins import PLUGIN_HELP, load_plugin_options
 from harness.exitcodes import EXIT
 
 __all__ = ["add_arguments", "handle"]
-
-# What `harness validate DIR` does not descend into (pytest's norecursedirs defaults).
-_SKIP_DIRS = {"node_modules", "venv", "build", "dist", "_darcs", "CVS", "__pycache__"}
 
 
 def add_arguments(parser: Parser) -> None:
@@ -29,22 +27,19 @@ def add_arguments(parser: Parser) -> None:
 
 
 def _scenario_files(paths: list[str]) -> list[Path]:
-    from harness.scenario import SUFFIXES
+    from harness.scenario.naming import is_scenario_file, rename_hint, scenario_files
 
-    files: list[Path] = []
     for given in paths:
         path = Path(given)
-        if path.is_dir():
-            found_files = (f for suffix in SUFFIXES for f in path.rglob(f"*{suffix}"))
-            for found in sorted(found_files):
-                parts = found.relative_to(path).parts[:-1]
-                if not any(p.startswith(".") or p in _SKIP_DIRS for p in parts):
-                    files.append(found)
-        elif path.is_file():
-            files.append(path)
-        else:
+        if not path.exists():
             raise UsageError(f"no such file or folder: {given}")
-    return files
+        if path.is_file() and not is_scenario_file(path):
+            # harness run would never collect it: validate does not call it OK either.
+            raise UsageError(
+                f"{given}: not a scenario file name, so harness run never collects it; "
+                f"{rename_hint(path)}"
+            )
+    return scenario_files(paths)
 
 
 def handle(options: argparse.Namespace) -> int:
@@ -56,16 +51,24 @@ def handle(options: argparse.Namespace) -> int:
     files = _scenario_files(options.paths)
     if not files:
         print(f"no scenario files (*.scenario.yaml) in {', '.join(options.paths)}")
+        say_misnamed(options.paths, "validate")
         return EXIT["nothing"]
     bad = 0
+    skipped: list[str] = []
     for file in files:
         try:
-            load_scenario(file)
+            scenario = load_scenario(file)
         except HarnessError as exc:
             bad += 1
             print(str(exc))
+            continue
+        if scenario.skip_reason is not None:
+            skipped.append(f"{file.as_posix()}: {scenario.skip_reason}")
     if bad:
         to_stderr(f"{bad} of {len(files)} scenario file(s) invalid")
         return EXIT["bad_input"]
     print(f"{len(files)} scenario(s) OK")
+    for line in skipped:
+        # Valid, but a run here skips it: said, so a skip is never a surprise.
+        print(f"skipped when run here: {line}")
     return EXIT["passed"]

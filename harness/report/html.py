@@ -42,6 +42,7 @@ from harness.report.markup import (
     compact,
     seconds,
     signed,
+    stderr_apart,
     to_text,
     transcript_text,
     value_text,
@@ -86,6 +87,7 @@ def _environment() -> Environment:
     env.filters.update(clip=clip, compact=compact, seconds=seconds, signed=signed)
     env.filters["text"] = to_text
     env.filters["value"] = value_text
+    env.filters["stderr_apart"] = stderr_apart
     env.globals["transcript_text"] = transcript_text
     env.globals["word_diff"] = word_diff
     env.globals["rate_sentence"] = rate_sentence

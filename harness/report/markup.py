@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from markupsafe import Markup, escape
+from pydantic_core import to_jsonable_python
 
 __all__ = [
     "WORD_DIFF_BUDGET",
@@ -21,6 +22,7 @@ __all__ = [
     "compact",
     "seconds",
     "signed",
+    "stderr_apart",
     "to_text",
     "transcript_text",
     "value_text",
@@ -109,18 +111,24 @@ def word_diff(old: Any, new: Any, limit: int) -> tuple[Markup | None, Markup | N
     return Markup("".join(left)), Markup("".join(right))
 
 
+def _jsonable(value: Any) -> Any:
+    """``value`` as JSON data: a model (``final.error``, ``final.data``) as its JSON, the
+    keys results.json holds, never its Python repr."""
+    return to_jsonable_python(value, fallback=str)
+
+
 def to_text(value: Any) -> str:
     """A value as readable text: strings as they are, anything else as indented JSON."""
     if isinstance(value, str):
         return value
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    return json.dumps(_jsonable(value), indent=2, ensure_ascii=False, default=str)
 
 
 def value_text(value: Any) -> str:
     """An expected or actual value: one line of JSON when short, indented when long."""
     if isinstance(value, str):
         return value
-    line = json.dumps(value, ensure_ascii=False, default=str)
+    line = json.dumps(_jsonable(value), ensure_ascii=False, default=str)
     return line if len(line) <= 80 else to_text(value)
 
 
@@ -128,7 +136,17 @@ def compact(value: Any) -> str:
     """A value as one line of JSON (strings as they are)."""
     if isinstance(value, str):
         return value
-    return json.dumps(value, ensure_ascii=False, default=str)
+    return json.dumps(_jsonable(value), ensure_ascii=False, default=str)
+
+
+def stderr_apart(error: Any) -> tuple[Any, str | None]:
+    """``final.error`` as JSON data without its ``stderr``, and the stderr: a command
+    target's output is lines to read as they were, not one escaped JSON string."""
+    data = _jsonable(error)
+    if not isinstance(data, dict) or not isinstance(data.get("stderr"), str):
+        return data, None
+    rest = {k: v for k, v in data.items() if k != "stderr"}
+    return rest, data["stderr"]
 
 
 def seconds(value: float | None) -> str:

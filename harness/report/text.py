@@ -75,6 +75,7 @@ def format_failure(result: ScenarioResult, *, verbose: bool = False) -> str:
     limit = None if verbose else 300
     message = _error_message(result)
     lines = _error_header(result, message)
+    lines.extend(_stderr_lines(result, verbose))
     lines.extend(_unmet_expectations(result, limit))
     lines.append(
         f"trajectory ({result.agent.planner if result.agent else 'planner'}, "
@@ -111,13 +112,38 @@ def _error_header(result: ScenarioResult, message: str) -> list[str]:
 
 def target_failure(error: RunError, message: str) -> str:
     """How a target failed: ``the target raised ValueError (at myagents/bad.py:12 in
-    raises): my agent broke``, its command's exit, or its timeout."""
+    raises): my agent broke``, its command's exit (with the last line of its stderr), or
+    its timeout."""
     if error.type == "timeout":
         return message
     if error.exit_status is not None:
-        return f"the target failed: {message}"
+        last = _last_line(error.stderr)
+        return f"the target failed: {message}" + (f": {last}" if last else "")
     at = f" (at {error.where})" if error.where else ""
     return f"the target raised {error.exception or 'an exception'}{at}: {message}"
+
+
+# A crashed command's stderr lines shown under its failure (-v shows them all).
+_STDERR_LINES = 20
+
+
+def _last_line(text: str | None) -> str:
+    """The last line of a text that says something (a traceback's exception)."""
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def _stderr_lines(result: ScenarioResult, verbose: bool) -> list[str]:
+    """A command target's stderr, as the lines it wrote (its tail, unless ``verbose``)."""
+    error = result.final.error
+    if error is None or not error.stderr or result.status != "error":
+        return []
+    lines = error.stderr.rstrip().splitlines()
+    head = "the target's stderr:"
+    if not verbose and len(lines) > _STDERR_LINES:
+        head = f"the target's stderr (its last {_STDERR_LINES} lines; -v shows all):"
+        lines = lines[-_STDERR_LINES:]
+    return [head, *("  " + line for line in lines)]
 
 
 def _unmet_expectations(result: ScenarioResult, limit: int | None) -> list[str]:

@@ -90,6 +90,8 @@ def _errors(scenario: ScenarioResult) -> list[dict[str, Any]]:
             {
                 "kind": error.type,
                 "message": message,
+                # A command target's stderr: lines to read, shown as a block of its own.
+                "stderr": details.pop("stderr", None),
                 "details": details,
                 "memory": False,
             }
@@ -102,7 +104,9 @@ def _errors(scenario: ScenarioResult) -> list[dict[str, Any]]:
         # The loop's memory entry often restates the final error: show it once.
         if any(m and (m in content or content in m) for m in known):
             continue
-        out.append({"kind": "memory", "message": content, "details": {}, "memory": True})
+        out.append(
+            {"kind": "memory", "message": content, "stderr": None, "details": {}, "memory": True}
+        )
     return out
 
 

@@ -97,7 +97,8 @@ def _inline(located: Located, given: list[Any]) -> Iterator[tuple[Any, Located]]
         at = ("cases", i)
         lines = {p[2:]: n for p, n in located.lines.items() if p[:2] == at}
         blocks = {p[2:]: n for p, n in located.literal_blocks.items() if p[:2] == at}
-        yield item, Located(item, lines, located.file_of(at), blocks)
+        spelled = {p[2:]: t for p, t in located.spelled.items() if p[:2] == at}
+        yield item, Located(item, lines, located.file_of(at), blocks, spelled=spelled)
 
 
 def _from_file(located: Located, file: Path, given: str) -> Iterator[tuple[Any, Located]]:
@@ -260,9 +261,12 @@ class CaseDocument:
 def case_document(located: Located, case: Case) -> CaseDocument:
     """The scenario's document with the case merged over it and its texts filled in."""
     base = {k: v for k, v in located.data.items() if k != "cases"}
-    under = Located(base, located.lines, located.file, located.literal_blocks, located.files)
+    under = Located(
+        base, located.lines, located.file, located.literal_blocks, located.files, located.spelled
+    )
     keys = {k: v for k, v in case.values.items() if k in _SCENARIO_KEYS}
-    over = Located(keys, case.source.lines, case.source.file, case.source.literal_blocks)
+    source = case.source
+    over = Located(keys, source.lines, source.file, source.literal_blocks, spelled=source.spelled)
     document = CaseDocument(overlay(under, over, file=located.file), [], set(keys))
     document.located.data = _fill(document.located.data, (), case, document)
     _unread_keys(case, document.located.data, document.issues)

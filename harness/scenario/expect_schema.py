@@ -16,6 +16,7 @@ from pydantic import (
 )
 
 from harness.actions import Termination
+from harness.events import ToolCallStatus
 from harness.scenario.dotted import DottedKeyError, expand_dotted
 from harness.scenario.fields import CLOSED, Count, Range
 
@@ -73,11 +74,16 @@ class ToolCallsExpect(Ordered):
 
 
 class IncludeCall(BaseModel):
-    """A call that must have been made; ``args`` match partially."""
+    """A call that must have been made; ``args`` match partially, ``status`` (when given)
+    is what became of it."""
 
     model_config = CLOSED
     name: str
     args: dict[str, Any] = Field(default_factory=dict)
+    status: ToolCallStatus | None = Field(
+        default=None,
+        description="what became of the call: ok, error, invalid, unknown_tool or not_run",
+    )
 
 
 def _as_list(value: Any) -> Any:

@@ -9,8 +9,6 @@ allows it). The engine part is ``harness.external``; this module reads the scena
 from __future__ import annotations
 
 import difflib
-import importlib.util
-import shutil
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from harness.errors import HarnessError
 from harness.llm.config import RECORDED_PROVIDERS
 from harness.plugins import Plugins
 from harness.scenario.issues import IssueSink
+from harness.scenario.requires import available, misspelt
 from harness.scenario.schema import Scenario, TargetSection
 
 __all__ = ["arun_target", "check_target", "check_target_section", "target_key_problems"]
@@ -30,16 +29,6 @@ _APPLIES = {"stagnation"}
 _SERVED_PROVIDERS = ("scripted", *RECORDED_PROVIDERS)
 # The keys of target: beside its kind.
 _OPTIONS = tuple(k for k in TargetSection.model_fields if k not in ("python", "command"))
-
-
-def _available(requirement: str) -> bool:
-    """A Python module that imports or a program on PATH."""
-    if shutil.which(requirement) is not None:
-        return True
-    try:
-        return importlib.util.find_spec(requirement) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 def target_key_problems(
@@ -129,7 +118,12 @@ def check_target_section(
     if problems:
         return None
     ((kind, value),) = target.kinds().items()
-    missing = [r for r in target.requires if not _available(r)]
+    missing = [r for r in target.requires if not available(r)]
+    for i, requirement in enumerate(target.requires):
+        problem = misspelt(requirement) if requirement in missing else None
+        if problem is not None:
+            issue(("target", "requires", i), problem)
+            missing = []  # an error, not a skip
     if missing:
         names = ", ".join(repr(m) for m in missing)
         return f"the target needs {names}, which is not installed"

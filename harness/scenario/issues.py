@@ -53,7 +53,7 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
 _WORDS = sorted(_vocabulary(Scenario))
 
 
-def _message(err: Mapping[str, Any]) -> str:
+def _message(err: Mapping[str, Any], spelled: str | None = None) -> str:
     if err["type"] == "extra_forbidden":
         name = str(err["loc"][-1])
         # The key itself is a known word when it sits at the wrong level: no "did you
@@ -75,11 +75,27 @@ def _message(err: Mapping[str, Any]) -> str:
         and isinstance(key, str)
     ):
         message += f', got {value!r}: quote it to make it text ({key}: "{value}")'
+    if err["type"] == "string_type" and isinstance(value, bool) and isinstance(key, str):
+        # YAML 1.1 reads an unquoted yes/no/on/off/true/false as a boolean.
+        word = spelled or str(value).lower()
+        message += (
+            f", got the boolean {str(value).lower()} (YAML reads an unquoted {word} as one): "
+            f'quote it to make it text ({key}: "{word}")'
+        )
     if err["type"] == "list_type" and isinstance(key, str):
         if isinstance(value, str):
             message += f": write {key}: [{_flow_item(value)}]"
         elif isinstance(value, dict):
             message += f": put the mapping in a list, {key}: [{{...}}]"
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            # `contains: 72`: a number where text (or a list of texts) goes.
+            quoted = f'"{value}"'
+            example = quoted if key == "contains" else f"[{quoted}]"
+            if key == "contains":
+                message = "expected a text or a list of texts"
+            message = (
+                f"{message}, got the number {value!r}: quote it to make it text ({key}: {example})"
+            )
     return message
 
 
@@ -184,7 +200,7 @@ def validation_issues(exc: ValidationError, located: Located) -> list[Issue]:
         path = _real_path(located.data, tuple(err["loc"]), keep_last)
         if len(path) < len(err["loc"]) and not keep_last:
             branches.add(path)
-        message = _message(err)
+        message = _message(err, located.spelled.get(path))
         if path[:5] in odd:
             path, message = path[:5], odd[path[:5]]
         hint = dedent_hint(Scenario, located.data, path)

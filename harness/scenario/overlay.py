@@ -43,7 +43,8 @@ def overlay(under: Located, over: Located, *, file: str | None = None) -> Locate
         else:
             files.pop(path, None)
     blocks.update(over.literal_blocks)
-    return Located(data, lines, file, blocks, files)
+    spelled = {p: t for p, t in under.spelled.items() if kept(p)} | over.spelled
+    return Located(data, lines, file, blocks, files, spelled)
 
 
 def _merged(under: Any, over: Any, path: Path_, replaced: list[Path_]) -> Any:
@@ -98,6 +99,7 @@ def _without_own_keys(base: Located) -> Located:
         base.file,
         {p: n for p, n in base.literal_blocks.items() if shared(p)},
         {p: f for p, f in base.files.items() if shared(p)},
+        {p: t for p, t in base.spelled.items() if shared(p)},
     )
 
 

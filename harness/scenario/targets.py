@@ -45,7 +45,13 @@ def real_tool(use: str, root: Path, registered: Callable[[str], Tool]) -> Tool:
         try:
             target = registered(use)
         except HarnessError as exc:
-            raise SpecError(("use",), str(exc)) from None
+            # A name alone is a tool a plugin registers; the other form is an import path.
+            raise SpecError(
+                ("use",),
+                f"{exc}: a name alone is a tool a plugin registers (harness_register_tools); "
+                f'a function of your own is use: "module:function" (say, "myagent.tools:{use}", '
+                "imported from the project root; docs/scenarios.md#tools)",
+            ) from None
     if not callable(target):
         # Named by its import path: the object's repr may hold a memory address.
         kind = where_defined(type(target))

@@ -36,6 +36,8 @@ class Located:
     # Paths whose node came from another file (``extends:``, a cases file): that file's
     # name. Any other node is in ``file``.
     files: dict[Path_, str] = field(default_factory=dict)
+    # Booleans as the file spelled them (`yes`, `on`, `True`): a message about one quotes it.
+    spelled: dict[Path_, str] = field(default_factory=dict)
 
     def line_of(self, path: Path_) -> int | None:
         """The line of ``path``, or of its nearest ancestor present in the file."""
@@ -123,6 +125,7 @@ class _Builder:
         self.file = file
         self.lines: dict[Path_, int] = {}
         self.literal_blocks: dict[Path_, int] = {}
+        self.spelled: dict[Path_, str] = {}
         self.count = 0
 
     def fail(self, node: yaml.Node, path: Path_, message: str) -> ScenarioError:
@@ -206,6 +209,8 @@ class _Builder:
             )
         if node.id == "scalar" and node.style == "|":
             self.literal_blocks[path] = node.start_mark.line + 2
+        if isinstance(value, bool):
+            self.spelled[path] = node.value
         return value
 
 
@@ -328,6 +333,6 @@ def load_yaml(text: str, file: str = "<string>") -> Located:
             ) from None
         except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:
             raise ScenarioError.single(file, None, "", f"YAML error: {exc}") from None
-        return Located(data, builder.lines, file, builder.literal_blocks)
+        return Located(data, builder.lines, file, builder.literal_blocks, spelled=builder.spelled)
     finally:
         loader.dispose()
