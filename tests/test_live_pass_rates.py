@@ -12,13 +12,15 @@ from typing import Any
 
 import pytest
 
-# numpy loads once per process, and pytester drops the modules a test imported when the
-# test ends: imported here, before any test, scipy.stats stays loaded for every test.
-import scipy.stats  # noqa: F401
+# The reference for harness's own Fisher test (scipy stays a test dependency only). numpy
+# loads once per process, and pytester drops the modules a test imported when the test
+# ends: imported here, before any test, scipy.stats stays loaded for every test.
+import scipy.stats
 from scenario_texts import SESSION_TESTS
 
 from harness import cli
 from harness.llm.script import parse_step
+from harness.report.passrates import fisher_less
 from harness.repeats import wilson_interval
 from harness.results import load_results
 from harness.serve import create_app, running_app
@@ -171,3 +173,22 @@ def test_a_significant_drop_of_a_live_pass_rate_is_a_regression(project, capsys)
     [chip] = re.findall(r'<a class="chip cat-regressions" href="#([\w-]+)"', html)
     assert chip == "diff-pass-rates"
     assert f'id="{chip}"' in html
+
+
+def _tables():
+    """Every 2x2 table of runs up to 6 a side, and larger ones like long live runs."""
+    small = range(7)
+    for a in small:
+        for b in small:
+            for c in small:
+                for d in small:
+                    yield a, b, c, d
+    yield from [(80, 20, 95, 5), (150, 50, 190, 10), (0, 200, 200, 0), (500, 500, 520, 480)]
+
+
+def test_the_fisher_test_gives_scipys_p_values():
+    """harness sums the hypergeometric tail itself (no scipy in a base install): its p-value
+    of a drop is scipy.stats.fisher_exact's, table by table."""
+    for a, b, c, d in _tables():
+        expected = scipy.stats.fisher_exact([[a, b], [c, d]], alternative="less").pvalue
+        assert fisher_less(a, b, c, d) == pytest.approx(expected, rel=1e-9, abs=1e-12), (a, b, c, d)
