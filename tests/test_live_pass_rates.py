@@ -20,8 +20,8 @@ from scenario_texts import SESSION_TESTS
 
 from harness import cli
 from harness.llm.script import parse_step
-from harness.report.passrates import fisher_less
 from harness.repeats import wilson_interval
+from harness.report.passrates import fisher_less
 from harness.results import load_results
 from harness.serve import create_app, running_app
 
