@@ -22,6 +22,48 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 # pytester: the plugin and CLI tests run real pytest sessions (tests/test_pytest_plugin.py).
 pytest_plugins = ["pytester"]
 
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """A plain `pytest` (the whole suite, from testpaths) runs on every core, as `-n auto`
+    does; a file or folder named on the command line runs in one process, unless `-n` is
+    given. `-n 0` or `-p no:xdist` runs the whole suite in one process too."""
+    if (
+        config.args_source == pytest.Config.ArgsSource.TESTPATHS
+        and config.pluginmanager.hasplugin("xdist")
+        and getattr(config.option, "numprocesses", 0) is None
+        and not hasattr(config, "workerinput")
+        and not config.option.collectonly
+    ):
+        config.option.numprocesses = "auto"
+        # Work stealing: a worker left with the slow end of its share hands some over.
+        if config.option.dist == "no":
+            config.option.dist = "worksteal"
+
+
+@pytest.fixture
+def pytester(pytester, monkeypatch):
+    """pytester whose subprocess sessions load only the pytest plugins they need.
+
+    A subprocess session (`runpytest_subprocess`) otherwise autoloads every installed
+    pytest plugin (hypothesis's, Faker's, langsmith's, ...): about 2.7 s a process here,
+    three processes for a session with `-n 2`. It loads harness's plugin, and
+    pytest-xdist's when `-n` is given.
+    """
+    subprocess_session = pytester.runpytest_subprocess
+
+    def lean(*args, **kwargs):
+        needed = ["-p", "harness.pytest_plugin"]
+        if any(str(a) == "-n" or str(a).startswith("--numprocesses") for a in args):
+            needed += ["-p", "xdist.plugin"]
+        with monkeypatch.context() as env:
+            env.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+            return subprocess_session(*needed, *args, **kwargs)
+
+    monkeypatch.setattr(pytester, "runpytest_subprocess", lean)
+    return pytester
+
+
 # Test data, never test items: the report's sample scenarios (tests/report_samples.py)
 # fail and err on purpose.
 collect_ignore = ["fixtures"]

@@ -525,3 +525,24 @@ def test_freeze_of_a_scenario_with_cases_writes_one_case_per_recording(
     status, out = harness(capsys, "freeze", str(frozen), "--scenario", str(source))
     assert status == 2
     assert "is not the recording of a case of" in out and "jp (cassettes/capitals/jp.yaml)" in out
+
+
+@pytest.mark.parametrize("command", ["serve", "mcp-serve", "agent-serve"])
+def test_what_serves_one_scenario_refuses_a_file_with_cases(project, capsys, command):
+    write(project, "weather.scenario.yaml", INLINE)
+    status, out = harness(capsys, command, FILE)
+    assert status == 2
+    assert f"{FILE} has cases (sf, oslo), and " in out and "serves one scenario" in out
+
+
+def test_a_remote_scenario_with_cases_is_a_load_error(project):
+    write(project, "weather.scenario.yaml", INLINE)
+    path = write(
+        project,
+        "coordinator.scenario.yaml",
+        "input: hi\ntools:\n  w: {remote: {scenario: weather.scenario.yaml}}\n"
+        "llm: {script: [{content: ok}]}\n",
+    )
+    [line] = errors_of(path)
+    assert line.startswith("scenarios/coordinator.scenario.yaml:3: tools.w.remote.scenario: ")
+    assert "has cases (sf, oslo)" in line

@@ -109,3 +109,44 @@ def test_ci_needs_no_python_on_path_but_python3(tmp_path):
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 passed" in result.stdout
+
+
+def _suite(tmp_path: Path) -> Path:
+    """A project with harness's tests/conftest.py and one test saying where it ran."""
+    (tmp_path / "tests").mkdir()
+    shutil.copy(ROOT / "tests" / "conftest.py", tmp_path / "tests" / "conftest.py")
+    (tmp_path / "tests" / "test_one.py").write_text(
+        "import os\n\n\ndef test_where():\n"
+        "    print('ran in', os.environ.get('PYTEST_XDIST_WORKER', 'the main process'))\n"
+    )
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\ntestpaths = ["tests"]\naddopts = "-p no:cacheprovider"\n\n'
+        "[tool.harness]\nplugins = []\n"
+    )
+    return tmp_path
+
+
+def _pytest(project: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTEST_XDIST_AUTO_NUM_WORKERS": "2"}
+    env.pop("PYTEST_ADDOPTS", None)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-s", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_the_readmes_pytest_runs_the_suite_on_every_core(tmp_path):
+    """A plain `pytest` is `-n auto` (the README's command, and CI's); a file named, `-n 0`
+    and `-p no:xdist` run in one process."""
+    project = _suite(tmp_path)
+    whole = _pytest(project)
+    assert whole.returncode == 0, whole.stdout + whole.stderr
+    assert "2 workers [1 item]" in whole.stdout
+    for args in (["tests/test_one.py"], ["-n", "0"], ["-p", "no:xdist"]):
+        one = _pytest(project, *args)
+        assert one.returncode == 0, one.stdout + one.stderr
+        assert "ran in the main process" in one.stdout, args

@@ -18,12 +18,16 @@ __all__ = ["refuse_misnamed", "say_misnamed", "say_nothing_to_record"]
 def refuse_misnamed(paths: list[str]) -> None:
     """UsageError for a YAML file named on the command line that is no scenario file: it
     would be passed over (pytest collects scenario files by their names)."""
+    # The names are checked without importing the scenario layer: it imports vcrpy, which
+    # must come after pytest-recording's register_assert_rewrite (a warning otherwise).
+    from harness.pytest_plugin.options import SUFFIXES
     from harness.results import ScenarioId
-    from harness.scenario.naming import is_scenario_file, rename_hint
 
     for given in paths:
         path = Path(ScenarioId.file_of(given))
-        if path.is_file() and path.suffix in (".yaml", ".yml") and not is_scenario_file(path):
+        if path.suffix in (".yaml", ".yml") and not path.name.endswith(SUFFIXES) and path.is_file():
+            from harness.scenario.naming import rename_hint
+
             raise UsageError(
                 f"{given}: not a scenario file name, so never collected; {rename_hint(path)}"
             )

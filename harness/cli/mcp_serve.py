@@ -41,10 +41,11 @@ def add_arguments(parser: Parser) -> None:
 def _server(path: Path) -> Any:
     """The scenario's tools as harness's MCP server; HarnessError when it has none."""
     from harness.scenario import load_scenario
+    from harness.scenario.cases import one_scenario
     from harness.scenario.loader import build_tools
     from harness.scenario.mcp_tools import served_tools
 
-    scenario = load_scenario(path)
+    scenario = one_scenario(load_scenario(path), "harness mcp-serve")
     if not scenario.tools:
         raise HarnessError(f"{path}: the scenario has no tools: to serve")
     return served_tools(scenario, build_tools(scenario))

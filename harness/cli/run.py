@@ -324,11 +324,11 @@ def handle(options: argparse.Namespace) -> int:
     else:
         args = pytest_args(options, paths, (json_path, html_path))
         capture = Capture(compare)  # the baseline, as --harness-baseline would load it
-        if options.command == "record":
-            say_nothing_to_record(paths)
         status = call_pytest(args, capture, lean=not options.all_pytest_plugins)
     if status == EXIT["nothing"]:
         say_misnamed(paths, options.command)
+    elif options.command == "record":
+        say_nothing_to_record(paths)
     return _after(options, baseline, capture, status)
 
 

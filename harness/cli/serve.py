@@ -70,8 +70,9 @@ def _script_of(path: Path) -> tuple[list[ScriptStep], list[ScriptStep], str | No
     the agent's requests and a judge's from), what to serve instead when its model is
     recorded, and its ``llm.conversations``."""
     from harness.scenario import load_scenario
+    from harness.scenario.cases import one_scenario
 
-    scenario = load_scenario(path)
+    scenario = one_scenario(load_scenario(path), "harness serve")
     llm = scenario.llm
     conversations = llm.served_conversations()
     return list(llm.scripted()), list(llm.judge_script), _recorded(scenario, path), conversations

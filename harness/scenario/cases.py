@@ -23,7 +23,7 @@ from typing import Any
 
 from jinja2 import TemplateError
 
-from harness.errors import ScenarioError
+from harness.errors import HarnessError, ScenarioError
 from harness.files import read_bounded
 from harness.project import display_path
 from harness.scenario.issues import Issue
@@ -33,7 +33,7 @@ from harness.scenario.template_bounds import render
 from harness.scenario.templates import TEMPLATE_MARKERS, case_fields, parse_template
 from harness.scenario.yamlsource import Located, Path_, dotted
 
-__all__ = ["Case", "load_cases", "read_cases"]
+__all__ = ["Case", "load_cases", "one_scenario", "read_cases"]
 
 # Keys a case cannot set: they are the file's, not a case's.
 _NOT_IN_A_CASE = ("cases", "extends", "name")
@@ -52,6 +52,19 @@ class Case:
     id: str
     values: dict[str, Any]
     source: Located  # its keys' lines, in its own file (the scenario's or a cases file)
+
+
+def one_scenario(scenario: Scenario, doing: str) -> Scenario:
+    """``scenario``, unless its file has cases: what serves one scenario (``harness
+    serve``, an A2A agent) cannot tell which case to serve. HarnessError then."""
+    if scenario.cases is None:
+        return scenario
+    ids = ", ".join(str(case.case_id) for case in scenario.case_scenarios)
+    raise HarnessError(
+        f"{scenario.id_path or scenario.display_name} has cases ({ids}), and {doing} serves "
+        "one scenario: give it a file of its own (extends: shares the rest; "
+        "docs/scenarios.md#extends)"
+    )
 
 
 # -- reading -----------------------------------------------------------------------------

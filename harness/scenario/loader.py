@@ -25,7 +25,7 @@ from harness.messages import Conversation, MessageItemError, messages_from_opena
 from harness.plugins import PluginError, Plugins, discover
 from harness.project import display_path, project_relative, project_root
 from harness.scenario.agents import SubAgents, agent_cycles
-from harness.scenario.cases import load_cases
+from harness.scenario.cases import load_cases, one_scenario
 from harness.scenario.dotted import DottedKeyError, expand_dotted, split_dotted
 from harness.scenario.expect_schema import ExpectSection
 from harness.scenario.expected_tools import check_expected_tools
@@ -444,8 +444,8 @@ def _check_served(scenario: Scenario, issue: Callable[[tuple, str], None]) -> No
             continue
         token = _serving.set(chain)
         try:
-            load_scenario(path)
-        except ScenarioError as exc:
+            one_scenario(load_scenario(path), "remote: {scenario: FILE}")
+        except HarnessError as exc:
             issue(at, f"{remote.scenario} cannot be served: {exc}")
         finally:
             _serving.reset(token)

@@ -25,6 +25,7 @@ from harness.llm.script import draw_material
 from harness.plugins import Plugins, discover
 from harness.results import ScenarioId, combination_label
 from harness.scenario.agents import KeptOpen, SubAgents
+from harness.scenario.cases import one_scenario
 from harness.scenario.guards import with_prices
 from harness.scenario.loader import build_tools, load_scenario
 from harness.scenario.mcp_tools import entry_path, mcp_entries
@@ -135,7 +136,7 @@ def agent_factory(scenario: str | Path | Scenario) -> Callable[[], Agent]:
     """A function that makes a fresh Agent for the scenario each time it is called."""
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
-    loaded = scenario
+    loaded = one_scenario(scenario, "an A2A agent")
 
     def make() -> Agent:
         return scenario_agent(loaded)
