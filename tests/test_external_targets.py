@@ -362,9 +362,13 @@ def test_a_timed_out_or_failed_command_target_is_not_blamed_on_harness(project):
         "raise target.timeout if it needs longer"
     )
     assert "where" not in failed.final.error
-    assert format_failure(failed).splitlines()[0] == (
-        "scenario 'bad': the target failed: the command exited with status 3"
-    )
+    # The last line of its stderr says what broke (the whole of it is under it).
+    assert format_failure(failed).splitlines()[:4] == [
+        "scenario 'bad': the target failed: the command exited with status 3: exit now",
+        "the target's stderr:",
+        "  something broke",
+        "  exit now",
+    ]
 
 
 def test_a_client_built_at_import_time_gets_a_hint(project):

@@ -179,8 +179,12 @@ def test_a_target_that_does_not_import_is_reported_with_the_schemas_errors(proje
             "t.scenario.yaml:1: input: expected a valid string, got 42: quote it to make it "
             'text (input: "42")',
         ),
-        # `true` is a boolean: no quoting hint that would show it as "True".
-        ("input: true\n", "t.scenario.yaml:1: input: expected a valid string"),
+        # `true` is a boolean: the hint quotes it as written, never as Python's "True".
+        (
+            "input: true\n",
+            "t.scenario.yaml:1: input: expected a valid string, got the boolean true (YAML "
+            'reads an unquoted true as one): quote it to make it text (input: "true")',
+        ),
         ("tags: smoke\n", "t.scenario.yaml:1: tags: expected a list: write tags: [smoke]"),
         (
             "target: {command: []}\ninput: hi\n",
