@@ -93,7 +93,7 @@ def _run_steps(steps, monkeypatch, capsys, port, background) -> None:
     assert commands[:7] == [
         "python -m venv .venv && . .venv/bin/activate",
         "pip wheel --no-deps -w wheels path/to/harness",
-        "pip install wheels/loop_harness-0.1.0-py3-none-any.whl",
+        "pip install wheels/loop_harness-*.whl",
         "harness init weather",
         "cd weather",
         "pip install -e .",
