@@ -127,8 +127,9 @@ def _suite(tmp_path: Path) -> Path:
 
 
 def _pytest(project: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTEST_XDIST_AUTO_NUM_WORKERS": "2"}
-    env.pop("PYTEST_ADDOPTS", None)
+    # Not this run's xdist worker's variables: the inner test reads its own.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["PYTEST_XDIST_AUTO_NUM_WORKERS"] = "2"
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-s", *args],
         cwd=project,
