@@ -164,13 +164,11 @@ class ScenarioResult(RunData, _Identity):
     transcript: list[Message] = Field(default_factory=list)
     # None when the scenario never got as far as a run (it crashed before).
     agent: AgentConfig | None = None
-    # These are absent from the JSON when unset (exclude_if: pydantic leaves them out
-    # as it writes), so an entry that ran once, outside a matrix, in one turn reads as
-    # before they existed. A `turns:` scenario's turns, in order.
+    # Absent from the JSON when unset (exclude_if), so an entry that ran once, outside a
+    # matrix and cases, in one turn reads as before they existed. A `turns:` run's turns.
     turns: list[TurnResult] = Field(default_factory=list, exclude_if=lambda value: not value)
-    # The matrix combination this entry ran ({model: ..., planner: ...}); None outside one.
+    # The matrix combination ({model: ..., planner: ...}) and the case id this entry ran.
     matrix: dict[str, Any] | None = Field(default=None, exclude_if=lambda value: value is None)
-    # The id of the case this entry ran (a scenario's `cases:`); None outside one.
     case: str | None = Field(default=None, exclude_if=lambda value: value is None)
     # Which run of a repeated scenario this is (1-based; its id ends in ``[run]``) and how
     # all its runs came out.

@@ -33,6 +33,7 @@ from harness.freeze.build import (
     replayed_calls,
     stopped_by_limit,
 )
+from harness.freeze.cases import case_recorded_in, check_cases_pass, combined, recordings
 from harness.freeze.chains import rebuild_chains, skipped_interactions
 from harness.freeze.check import (
     Sent,
@@ -553,7 +554,7 @@ def freeze(
         if original is not None and original.cases is not None:
             if cassette is None:
                 return _freeze_cases(original, scenario, run, output)
-            original = _case_recorded_in(original, Path(cassette), scenario)
+            original = case_recorded_in(original, Path(cassette), scenario, _cassette_of)
         source = _source(cassette, scenario, run, original)
     target = _target(source, output)
     header = _header(source)
@@ -567,8 +568,7 @@ def freeze(
 
 def _target(source: _Source, output: str | Path | None) -> Path:
     """Where the frozen scenario goes (its path names it)."""
-    target = Path(output) if output is not None else Path(f"{source.path.stem}.scenario.yaml")
-    return target.resolve()
+    return Path(output if output is not None else f"{source.path.stem}.scenario.yaml").resolve()
 
 
 def _frozen(source: _Source, target: Path) -> tuple[dict[str, Any], ScenarioResult]:
@@ -589,77 +589,17 @@ def _frozen(source: _Source, target: Path) -> tuple[dict[str, Any], ScenarioResu
 # -- a scenario with cases: each case's recording --------------------------------------------
 
 
-def _case_recorded_in(original: Any, cassette: Path, given: Any) -> Any:
-    """The case of ``original`` whose recording ``cassette`` is (each case records into a
-    cassette of its own)."""
-    wanted = cassette.resolve()
-    found = {}
-    for case in original.case_scenarios:
-        path = _cassette_of(case, str(given))
-        if path.resolve() == wanted:
-            return case
-        found[case.case_id] = os.path.relpath(path)
-    listing = ", ".join(f"{case} ({path})" for case, path in found.items())
-    raise FreezeError(
-        f"{cassette} is not the recording of a case of {given}; its cases record into: "
-        f"{listing}. Give one of them, or no cassette to freeze every case"
-    )
-
-
 def _freeze_cases(original: Any, given: Any, run: int | None, output: Any) -> Frozen:
-    """Every case's recording frozen into one scenario with ``cases:``: what all cases
-    share at the top, what each has of its own in its case."""
+    """Every case's recording frozen into one scenario with ``cases:``."""
     per_case: list[tuple[str, dict[str, Any]]] = []
     notes: list[str] = []
     target = Path(output).resolve() if output is not None else None
-    for case in original.case_scenarios:
-        cassette = _cassette_of(case, str(given))
-        if not cassette.is_file():
-            raise FreezeError(
-                f"case {case.case_id!r} of {given} has no recording ({os.path.relpath(cassette)}"
-                f"): record it first (harness record {given})"
-            )
+    for case, cassette in recordings(original, given, _cassette_of):
         source = _source(cassette, given, run, case)
         data, _ = _frozen(source, target or _target(source, None))
-        data.pop("description", None)
         per_case.append((str(case.case_id), data))
         notes += [f"case {case.case_id!r}: {note}" for note in _notes(source, run)]
-    shared = {
-        key: value
-        for key, value in per_case[0][1].items()
-        if all(key in data and data[key] == value for _, data in per_case)
-    }
-    cases = [
-        {"id": case_id, **{k: v for k, v in data.items() if k not in shared}}
-        for case_id, data in per_case
-    ]
-    name = Path(str(given)).name
-    combined = {
-        "name": original.display_name,
-        "description": f"The runs recorded by {name}, one case each, as scripts.",
-        **shared,
-        "cases": cases,
-    }
-    header = (
-        f"# Frozen from the recordings of {name}'s {len(cases)} cases by `harness freeze`:\n"
-        "# a scripted scenario that replays each case's recorded run with no cassette.\n"
-        "# Edit replies and tool results to make edge cases.\n"
-    )
-    text = _written(header, combined)
-    _check_cases_pass(text, target or Path(f"{original.display_name}.scenario.yaml").resolve())
-    return Frozen(text=text, run=run or 0, runs=len(cases), notes=notes)
-
-
-def _check_cases_pass(text: str, target: Path) -> None:
-    """Every case of the frozen scenario passes (each was checked alone already)."""
-    from harness.scenario import run_scenario
-    from harness.scenario.loader import load_scenario_text
-
-    for case in load_scenario_text(text, target).case_scenarios:
-        result = run_scenario(case)
-        if result.status != "passed":
-            unmet = ", ".join(e.path for e in result.expectations if not e.ok) or result.status
-            raise FreezeError(
-                f"case {case.case_id!r}: the frozen scenario does not pass as written ({unmet}): "
-                "a bug in harness freeze, please report it"
-            )
+    header, data = combined(original, given, per_case)
+    text = _written(header, data)
+    check_cases_pass(text, target or Path(f"{original.display_name}.scenario.yaml").resolve())
+    return Frozen(text=text, run=run or 0, runs=len(per_case), notes=notes)
