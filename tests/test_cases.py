@@ -546,3 +546,9 @@ def test_a_remote_scenario_with_cases_is_a_load_error(project):
     [line] = errors_of(path)
     assert line.startswith("scenarios/coordinator.scenario.yaml:3: tools.w.remote.scenario: ")
     assert "has cases (sf, oslo)" in line
+
+
+def test_validate_counts_the_cases(project, capsys):
+    write(project, "weather.scenario.yaml", INLINE)
+    status, out = harness(capsys, "validate", "scenarios")
+    assert status == 0 and "1 scenario(s) OK (2 cases)" in out

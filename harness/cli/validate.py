@@ -53,7 +53,7 @@ def handle(options: argparse.Namespace) -> int:
         print(f"no scenario files (*.scenario.yaml) in {', '.join(options.paths)}")
         say_misnamed(options.paths, "validate")
         return EXIT["nothing"]
-    bad = 0
+    bad = cases = 0
     skipped: list[str] = []
     for file in files:
         try:
@@ -62,12 +62,14 @@ def handle(options: argparse.Namespace) -> int:
             bad += 1
             print(str(exc))
             continue
+        if scenario.cases is not None:
+            cases += len(scenario.case_scenarios)
         if scenario.skip_reason is not None:
             skipped.append(f"{file.as_posix()}: {scenario.skip_reason}")
     if bad:
         to_stderr(f"{bad} of {len(files)} scenario file(s) invalid")
         return EXIT["bad_input"]
-    print(f"{len(files)} scenario(s) OK")
+    print(f"{len(files)} scenario(s) OK" + (f" ({cases} cases)" if cases else ""))
     for line in skipped:
         # Valid, but a run here skips it: said, so a skip is never a surprise.
         print(f"skipped when run here: {line}")
