@@ -316,11 +316,11 @@ def test_running_md_says_scenario_yml_files_are_collected():
 def test_scenarios_md_shows_simclock_sleep_in_a_real_tool(project):
     """The docs' example of a real tool spending simulated time runs as written."""
     text = (ROOT / "docs" / "scenarios.md").read_text(encoding="utf-8")
-    [code] = re.findall(r"```python\n(# file: slow_tools\.py\n.*?)```", text, re.S)
+    [code] = re.findall(r"```python\n(# file: sales_tools\.py\n.*?)```", text, re.S)
     [scenario] = re.findall(
         r"```yaml\n(# file: scenarios/slow\.scenario\.yaml\n.*?)```", text, re.S
     )
-    (project / "slow_tools.py").write_text(code, encoding="utf-8")
+    (project / "sales_tools.py").write_text(code, encoding="utf-8")
     path = write(project, "slow.scenario.yaml", scenario)
     result = run_scenario(path)
     assert result.status == "passed", result.expectations
