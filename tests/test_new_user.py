@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import sys
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,12 +26,19 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
-def project(tmp_path, monkeypatch) -> Path:
+def project(tmp_path, monkeypatch) -> Iterator[Path]:
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'p'\n", encoding="utf-8")
     (tmp_path / "scenarios").mkdir()
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    return tmp_path
+    # A python: target's module (agent.py) is imported from the project root, which joins
+    # sys.path: both are forgotten after the test, as pytester does, or a later test's own
+    # agent.py in the same process would be this one (without its function).
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    yield tmp_path
+    for name, module in list(sys.modules.items()):
+        if str(getattr(module, "__file__", None) or "").startswith(str(tmp_path)):
+            del sys.modules[name]
 
 
 def write(project: Path, name: str, text: str) -> Path:
