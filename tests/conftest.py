@@ -4,9 +4,12 @@ unless several test modules need them)."""
 import os
 import sys
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
+import _pytest.pytester
 import pytest
+from _pytest.pytester import SysModulesSnapshot
 from hypothesis import HealthCheck, settings
 
 # Property tests search widely when run by hand, and the same way every time in CI
@@ -41,9 +44,26 @@ def pytest_cmdline_main(config):
             config.option.dist = "worksteal"
 
 
+class _SnapshotKeepingLibraries(SysModulesSnapshot):
+    """pytester's snapshot of sys.modules whose restore forgets only the modules of the
+    test's own projects (those under pytest's base temporary folder): harness's modules,
+    and the libraries they import, stay."""
+
+    base = ""  # set by the pytester fixture below
+
+    def __init__(self, preserve: Callable[[str], bool] | None = None) -> None:
+        super().__init__(lambda name: _a_library(name) or bool(preserve and preserve(name)))
+
+
+def _a_library(name: str) -> bool:
+    where = getattr(sys.modules.get(name), "__file__", None)
+    return bool(where) and not str(where).startswith(_SnapshotKeepingLibraries.base)
+
+
 @pytest.fixture
-def pytester(pytester, monkeypatch):
-    """pytester whose subprocess sessions load only the pytest plugins they need.
+def pytester(pytester, monkeypatch, tmp_path_factory):
+    """pytester whose subprocess sessions load only the pytest plugins they need, and
+    whose restores of sys.modules keep harness's modules and their libraries.
 
     A subprocess session (`runpytest_subprocess`) otherwise autoloads every installed
     pytest plugin (hypothesis's, Faker's, langsmith's, ...): about 2.7 s a process here,
@@ -61,6 +81,16 @@ def pytester(pytester, monkeypatch):
             return subprocess_session(*needed, *args, **kwargs)
 
     monkeypatch.setattr(pytester, "runpytest_subprocess", lean)
+    # pytester forgets the modules a test (or an in-process session) imported: a test
+    # project's own, rightly, but harness's and its libraries' too, which the next test
+    # imported again; and pytest rewrites the asserts of every module of a plugin's
+    # distribution (harness's) as it imports it, parsing it: about 1 s of CPU for each
+    # test that ran harness in-process.
+    _SnapshotKeepingLibraries.base = str(tmp_path_factory.getbasetemp())
+    monkeypatch.setattr(_pytest.pytester, "SysModulesSnapshot", _SnapshotKeepingLibraries)
+    pytester._sys_modules_snapshot = _SnapshotKeepingLibraries(
+        lambda name: name.startswith(("zope", "readline"))  # as pytester's own
+    )
     return pytester
 
 
