@@ -227,7 +227,7 @@ def test_harness_validate_reports_unknown_matrix_keys_and_values(project, capsys
         "matrix varies model (llm.model), wire (for a target) or an agent setting: planner, "
         "max_iterations, "
         "stagnation, on_validation_error, on_max_iterations, parallel_tools, system, "
-        "planner_options, detectors, on_stuck, budget"
+        "planner_options, detectors, on_stuck, budget, llm_retries"
     )
     assert lines[2] == f"{FILE}:6: matrix.max_iterations.1: 'zero': expected a valid integer"
     assert lines[3].startswith(
