@@ -3,9 +3,10 @@
 a free port (tests, and scenarios that serve another scenario).
 
 Every server cuts off slow clients (``ServerLimits``): a request's head and body must
-arrive within ``request_timeout`` seconds, and at most ``max_connections`` connections
-are open at once (the ones beyond get a 503 and are closed at once). uvicorn alone keeps
-a connection that sends half a request head open forever.
+arrive within ``request_timeout`` seconds, an answer the client stopped reading is cut
+off after ``send_timeout`` seconds, and at most ``max_connections`` connections are open
+at once (the ones beyond get a 503 and are closed at once). uvicorn alone keeps a
+connection that sends half a request head, or never reads its answer, open forever.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import contextlib
 import logging
 import resource
 import socket
+import sys
 import threading
 import time
 from collections import Counter
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.secrets import URL_SECRET_PARAMS, ScrubbingFilter, scrub_text
 
 __all__ = [
     "SERVER_THREAD",
@@ -66,7 +69,8 @@ class ServerLimits:
     """What a server allows its clients: seconds to send a request (its head and body,
     from the connection or the first byte of the next request on it), connections open
     at once (never more than half the process's open-file limit), seconds an idle
-    kept-alive connection stays open, and bytes of a request head."""
+    kept-alive connection stays open, bytes of a request head, and seconds an answer may
+    wait for a client that stopped reading it (its buffers full)."""
 
     request_timeout: float = 10.0
     max_connections: int = 500
@@ -76,6 +80,7 @@ class ServerLimits:
     # moment the server closed it, and get a connection error (a ReadError) for nothing.
     keep_alive: int = 20
     max_head: int = 16 * 1024
+    send_timeout: float = 30.0
 
     def connections(self) -> int:
         """``max_connections``, within half the open-file limit (each is a file)."""
@@ -83,6 +88,47 @@ class ServerLimits:
         if soft == resource.RLIM_INFINITY:
             return self.max_connections
         return max(1, min(self.max_connections, soft // 2))
+
+
+def _without_keys(path: str) -> str:
+    """A request's path and query as the access log shows it: every value of a key
+    parameter (``?key=``: a Gemini client's way to send its key) masked, however its name
+    is spelled or encoded, and any secret value the environment holds."""
+    from urllib.parse import unquote_plus
+
+    where, mark, query = path.partition("?")
+    if mark:
+        pairs = [pair.partition("=") for pair in query.split("&")]
+        query = "&".join(
+            f"{name}=<credentials>"
+            if unquote_plus(name).lower() in URL_SECRET_PARAMS
+            else name + eq + value
+            for name, eq, value in pairs
+        )
+    return scrub_text(where + mark + query)
+
+
+class _ScrubbedAccess(logging.Filter):
+    """uvicorn's access lines without secrets. Its formatter reads the record's
+    arguments one by one (address, method, path, version, status): the path is scrubbed
+    in place."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) == 5 and isinstance(args[2], str):
+            record.args = (args[0], args[1], _without_keys(args[2]), *args[3:])
+        else:  # not uvicorn's usual line: masked as any other
+            ScrubbingFilter().filter(record)
+        return True
+
+
+def _scrub_server_logs() -> None:
+    """Mask secrets in what uvicorn logs (after it set up its loggers: a dictConfig keeps
+    the filters a logger has)."""
+    for name, kind in (("uvicorn.access", _ScrubbedAccess), ("uvicorn.error", ScrubbingFilter)):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, kind) for f in logger.filters):
+            logger.addFilter(kind())
 
 
 class _Tally:
@@ -106,6 +152,21 @@ class _Tally:
             self.counts.clear()
 
 
+def _unsent(transport: Any) -> int:
+    """Bytes written to ``transport`` that its client has not taken yet: in its buffer,
+    and in the kernel's send queue (Linux: TIOCOUTQ) where that can be read."""
+    unsent = int(transport.get_write_buffer_size())
+    sock = transport.get_extra_info("socket")
+    try:
+        import fcntl
+        import termios
+
+        queued = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0")
+    except (AttributeError, ImportError, OSError, ValueError):
+        return unsent
+    return unsent + int.from_bytes(queued, sys.byteorder, signed=True)
+
+
 def _protocol(limits: ServerLimits) -> type:
     """uvicorn's h11 protocol with ``limits``: a deadline for each request and a cap on
     the connections open at once."""
@@ -126,6 +187,8 @@ def _protocol(limits: ServerLimits) -> type:
         # uvicorn's own limit_concurrency answers 503 only once a whole request head has
         # come, so it never frees a connection that sends nothing: the cap applies here.
         deadline: Any = None
+        stalled: Any = None  # the deadline of an answer the client does not read
+        unsent = 0  # bytes of the answer not yet taken by the client, when last looked
 
         def connection_made(self, transport: Any) -> None:
             if len(self.connections) >= most:
@@ -146,10 +209,36 @@ def _protocol(limits: ServerLimits) -> type:
                 self.deadline = None
 
         def connection_lost(self, exc: Exception | None) -> None:
-            if self.deadline is not None:
-                self.deadline.cancel()
-                self.deadline = None
+            for timer in (self.deadline, self.stalled):
+                if timer is not None:
+                    timer.cancel()
+            self.deadline = self.stalled = None
             super().connection_lost(exc)
+
+        def pause_writing(self) -> None:
+            # The client's buffers are full: it reads slower than the answer is made, or
+            # not at all. Cut off once it took nothing of it for send_timeout seconds.
+            super().pause_writing()
+            if self.stalled is None:
+                self.unsent = _unsent(self.transport)
+                self.stalled = self.loop.call_later(limits.send_timeout, self._unread)
+
+        def resume_writing(self) -> None:
+            super().resume_writing()
+            if self.stalled is not None:
+                self.stalled.cancel()
+                self.stalled = None
+
+        def _unread(self) -> None:
+            self.stalled = None
+            unsent = _unsent(self.transport)
+            if unsent < self.unsent:  # it took some: a slow reader, still reading
+                self.unsent = unsent
+                self.stalled = self.loop.call_later(limits.send_timeout, self._unread)
+                return
+            tally.add(f"connections not reading their answer for {limits.send_timeout:g} s closed")
+            # Aborted: a close would wait for the unread answer to be sent, forever.
+            self.transport.abort()
 
         def _arm(self) -> None:
             # From the connection, or the first byte of the next request on it.
@@ -248,6 +337,7 @@ def _server(
     )
     if _dropped_on_purpose not in server_log.filters:
         server_log.addFilter(_dropped_on_purpose)
+    _scrub_server_logs()
     return Server(config)
 
 

@@ -18,6 +18,8 @@ from harness.exitcodes import EXIT
 from harness.llm.config import RECORDED_PROVIDERS
 from harness.llm.script import ScriptStep
 from harness.serve import DEFAULT_MAX_DELAY, DEFAULT_PORT, serve
+from harness.serve.bounds import DEFAULT_MAX_BODY, BodyLimits
+from harness.serve.conversations import ConversationLimits
 
 __all__ = ["add_arguments", "handle"]
 
@@ -62,6 +64,29 @@ def add_arguments(parser: Parser) -> None:
         default=0,
         help="what one_of steps are drawn with: each request a one_of step answers draws "
         "anew (default 0)",
+    )
+    parser.add_argument(
+        "--max-body",
+        type=int,
+        default=DEFAULT_MAX_BODY,
+        metavar="B",
+        help=f"bytes of one request body; larger ones get a 413 (default {DEFAULT_MAX_BODY})",
+    )
+    kept = ConversationLimits()
+    parser.add_argument(
+        "--max-conversations",
+        type=int,
+        default=kept.max_conversations,
+        metavar="N",
+        help="conversations kept, the least recently continued forgotten first "
+        f"(default {kept.max_conversations})",
+    )
+    parser.add_argument(
+        "--conversation-ttl",
+        type=float,
+        default=kept.ttl,
+        metavar="S",
+        help=f"seconds a conversation may stay idle before it is forgotten (default {kept.ttl:g})",
     )
 
 
@@ -115,8 +140,17 @@ def _problem(args: Any, steps: list[ScriptStep], recorded: str | None) -> str | 
     """What is wrong with the options once the script is read (None when nothing)."""
     if not steps:
         return f"{args.scenario} has no llm.script to serve" + (f"; {recorded}" if recorded else "")
+    return _bad_option(args)
+
+
+def _bad_option(args: Any) -> str | None:
+    """What is wrong with the options every mode reads (None when nothing)."""
     if args.max_delay < 0 or not 0 <= args.port <= 65535:
         return "--port must be 0-65535 and --max-delay >= 0"
+    if args.max_body < 1:
+        return "--max-body must be a number of bytes, 1 or more"
+    if args.max_conversations < 1 or not 0 < args.conversation_ttl < float("inf"):
+        return "--max-conversations must be 1 or more and --conversation-ttl more than 0"
     return None
 
 
@@ -155,6 +189,10 @@ def handle(args: argparse.Namespace) -> int:
             judge_steps=judge_steps,
             conversations=conversations,
             draws=f"harness serve\x00seed {args.seed}",
+            bounds=BodyLimits(max_body=args.max_body),
+            limits=ConversationLimits(
+                max_conversations=args.max_conversations, ttl=args.conversation_ttl
+            ),
         ),
     )
 
@@ -187,8 +225,9 @@ def _serve_cassette(args: Any) -> int:
     if not path.is_file():
         to_stderr(f"harness serve: no cassette file {path}")
         return EXIT["bad_input"]
-    if not 0 <= args.port <= 65535:
-        to_stderr("harness serve: --port must be 0-65535")
+    problem = _bad_option(args)
+    if problem is not None:
+        to_stderr(f"harness serve: {problem}")
         return EXIT["bad_input"]
     try:
         session = CassetteSession(path, record_mode="none", shown_path=str(path))
@@ -200,5 +239,11 @@ def _serve_cassette(args: Any) -> int:
     return _until_stopped(
         path,
         args.host,
-        lambda started: serve_app(app, args.host, args.port, on_started=started),
+        lambda started: serve_app(
+            app,
+            args.host,
+            args.port,
+            on_started=started,
+            bounds=BodyLimits(max_body=args.max_body),
+        ),
     )

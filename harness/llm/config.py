@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from harness.llm.faults import ModelFault, check_recorded, with_faults
-from harness.llm.script import ScriptStep
+from harness.llm.script import Script, ScriptStep
 
 __all__ = [
     "RECORDED_PROVIDERS",
@@ -90,7 +90,7 @@ class ConversationRule(BaseModel):
         default=None, description="the conversation's name in results (default: conversation N)"
     )
     match: ConversationMatch
-    script: list[ScriptStep] = Field(description="the conversation's scripted replies, in order")
+    script: Script = Field(description="the conversation's scripted replies, in order")
 
 
 class LLMConfig(BaseModel):
@@ -102,7 +102,7 @@ class LLMConfig(BaseModel):
         default="scripted",
         description="scripted (default), openai, anthropic, or a plugin's LLM source",
     )
-    script: list[ScriptStep] = Field(default_factory=list, description="scripted replies, in order")
+    script: Script = Field(default_factory=list, description="scripted replies, in order")
     conversations: list[ConversationRule] = Field(
         default_factory=list,
         description="scripts of the target's other conversations, each matched by its first "
@@ -114,7 +114,7 @@ class LLMConfig(BaseModel):
         "(http_429, timeout, stream_cut, malformed_arguments, outage, ...; "
         "docs/scenarios.md#model-faults)",
     )
-    judge_script: list[ScriptStep] = Field(
+    judge_script: Script = Field(
         default_factory=list,
         description="scripted replies of the judge (JSON verdicts {pass, score, reason}), "
         "in order, one per judged expectation; `harness serve` answers judge requests "

@@ -8,6 +8,7 @@ import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -23,7 +24,16 @@ from harness.llm.chunks import ChunkAccumulator, LLMChunk, ToolCallDelta, reply_
 from harness.messages import parse_arguments
 from harness.simclock import MAX_SECONDS
 
+# Replies of one step, and of one script (steps times their repeat): far more than any run
+# asks for, far fewer than would cost a server its memory (it lays a script out reply by
+# reply; a repeat of 10**8 took 1.7 GB).
+MAX_REPEAT = 10_000
+MAX_REPLIES = 100_000
+
 __all__ = [
+    "MAX_REPEAT",
+    "MAX_REPLIES",
+    "Script",
     "ScriptChunk",
     "ScriptChunkCall",
     "ScriptError",
@@ -193,7 +203,12 @@ class ScriptStep(BaseModel):
         "cut mid-reply): the client never gets it whole; like an error step it takes no "
         "place in the script, so the next request gets the next step",
     )
-    repeat: int = Field(default=1, ge=1, description="give this reply this many times")
+    repeat: int = Field(
+        default=1,
+        ge=1,
+        le=MAX_REPEAT,
+        description=f"give this reply this many times ({MAX_REPEAT} at most)",
+    )
     unknown_tools: bool = Field(
         default=False, description="the step names tools the scenario does not define, on purpose"
     )
@@ -456,3 +471,17 @@ def parse_step(index: int, step: ScriptStep | dict[str, Any]) -> ScriptStep:
 def _yaml_key(key: str) -> str:
     """``key`` as written in a YAML hint: plain when it can be, else quoted."""
     return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else repr(key)
+
+
+def _within_bound(steps: list[ScriptStep]) -> list[ScriptStep]:
+    total = sum(step.repeat for step in steps)
+    if total > MAX_REPLIES:
+        raise ValueError(
+            f"the script gives {total} replies (its steps times their repeat); "
+            f"{MAX_REPLIES} at most"
+        )
+    return steps
+
+
+# A script: its steps, at most MAX_REPLIES replies in all.
+Script = Annotated[list[ScriptStep], AfterValidator(_within_bound)]

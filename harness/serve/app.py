@@ -12,6 +12,7 @@ from starlette.routing import Route
 from harness.llm.config import ConversationRule
 from harness.llm.script import ScriptStep
 from harness.serve.answer import count_endpoint, endpoint
+from harness.serve.conversations import ConversationLimits
 from harness.serve.http import ApiError, http_error
 from harness.serve.models import model, models
 from harness.serve.state import DEFAULT_MAX_DELAY, ScriptState
@@ -32,10 +33,12 @@ def create_app(
     judge_steps: Sequence[ScriptStep] = (),
     conversations: Sequence[ConversationRule] = (),
     draws: str = "",
+    limits: ConversationLimits | None = None,
 ) -> Any:
     """The Starlette application answering from ``steps`` (and a judge's requests from
     ``judge_steps``, the conversations ``conversations`` match from their scripts; the
-    stochastic steps drawn with ``draws``, harness.llm.script.draw_material)."""
+    stochastic steps drawn with ``draws``, harness.llm.script.draw_material), keeping
+    conversations within ``limits``."""
     app = Starlette(
         routes=[
             *(
@@ -62,7 +65,7 @@ def create_app(
         # 405 (an error step's) reaches the same handler, which answers it as raised.
         exception_handlers={404: http_error, 405: http_error, ApiError: http_error},
     )
-    app.state.script = ScriptState(steps, max_delay, judge_steps, conversations, draws)
+    app.state.script = ScriptState(steps, max_delay, judge_steps, conversations, draws, limits)
     return app
 
 

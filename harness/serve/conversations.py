@@ -17,8 +17,10 @@ its conversation.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from dataclasses import dataclass
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.canonical import canonical_json
@@ -26,7 +28,19 @@ from harness.llm.config import ConversationMatch, ConversationRule
 from harness.messages import text_of
 from harness.wires.neutral import Wire
 
-__all__ = ["Conversations", "Place", "matching_rule"]
+__all__ = ["ConversationLimits", "Conversations", "Place", "matching_rule"]
+
+
+@dataclass(frozen=True)
+class ConversationLimits:
+    """How long a server keeps a conversation (docs/wires.md#limits): at most
+    ``max_conversations`` at once (the least recently continued forgotten first), at most
+    ``max_requests`` requests kept across them, none idle longer than ``ttl`` seconds. A
+    request continuing a forgotten conversation starts a new one."""
+
+    max_conversations: int = 1000
+    max_requests: int = 100_000
+    ttl: float = 3600.0
 
 
 @dataclass(frozen=True)
@@ -136,11 +150,33 @@ class _Node:
     ordinal: int = 1
 
 
+@dataclass
+class _Kept:
+    """What one conversation put in the tables (to forget it whole), and when it was last
+    continued."""
+
+    used: float
+    keys: list[str] = field(default_factory=list)
+    stems: list[str] = field(default_factory=list)
+    responses: list[str] = field(default_factory=list)
+    dialogues: list[str] = field(default_factory=list)
+
+
 class Conversations:
     """The conversations of one run (or of one server's life), request by request."""
 
-    def __init__(self, rules: Sequence[ConversationRule] = ()) -> None:
+    def __init__(
+        self,
+        rules: Sequence[ConversationRule] = (),
+        limits: ConversationLimits | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.rules = list(rules)
+        self.limits = limits or ConversationLimits()
+        self.clock = clock
+        # Conversation number -> what it keeps, the least recently continued first.
+        self._kept: OrderedDict[int, _Kept] = OrderedDict()
+        self._requests = 0
         # The key of every request kept -> its place; a response id -> the request's key;
         # the key of a request's messages but its last -> (that last message's role and
         # text, the request's key), for a client that merges its next turn into it.
@@ -159,6 +195,8 @@ class Conversations:
 
     def reset(self) -> None:
         """Forget every conversation."""
+        self._kept.clear()
+        self._requests = 0
         self._nodes.clear()
         self._stems.clear()
         self._responses.clear()
@@ -171,6 +209,7 @@ class Conversations:
         """Where the request ``body`` of ``wire`` stands (``replies``: the model replies its
         input holds, the position of a new main conversation, as a stateless server
         counts them). Nothing is kept until ``keep``."""
+        self._forget(self.clock())
         previous = wire.previous(body)
         start = self._responses.get(previous) if previous else None
         items = wire.items(body)
@@ -250,7 +289,10 @@ class Conversations:
                 chain = known
         for item in items[len(chain) - 1 :]:
             chain.append(_digest(chain[-1], item))
-        self._recent[first] = chain
+        self._recent.pop(first, None)
+        self._recent[first] = chain  # the most recent last: a cache of the latest few
+        if len(self._recent) > _RECENT:
+            del self._recent[next(iter(self._recent))]
         return chain
 
     def _parent(
@@ -281,16 +323,65 @@ class Conversations:
         if place.number > self.started:
             self.started = place.number
             self._per_rule[place.rule] = place.ordinal
+        now = self.clock()
+        kept = self._kept.pop(place.number, None) or _Kept(now)
+        kept.used = now
+        self._kept[place.number] = kept  # the most recently continued, last
         if place.key not in self._nodes:
             node = _Node(place.number, place.rule, place.position, place.ordinal)
             self._nodes[place.key] = node
+            kept.keys.append(place.key)
+            self._requests += 1
             if place.last is not None:
                 self._stems.setdefault(place.stem, []).append((*place.last, place.key))
+                kept.stems.append(place.stem)
             if place.dialogue:
                 self._dialogues[place.dialogue] = node
+                kept.dialogues.append(place.dialogue)
         if response_id is not None:
+            kept.responses.append(response_id)
             # Two conversations' responses may share an id (serve names a response by its
             # reply's number): a chain on such an id is then read statelessly.
             earlier = self._responses.setdefault(response_id, place.key)
             if earlier != place.key:
                 self._responses[response_id] = ""
+        self._forget(now)
+
+    def _forget(self, now: float) -> None:
+        """Forget the conversations past the limits: idle past the ttl, or the least
+        recently continued while there are too many (or they keep too many requests)."""
+        limits = self.limits
+        while self._kept:
+            number, oldest = next(iter(self._kept.items()))
+            if (
+                len(self._kept) <= limits.max_conversations
+                and self._requests <= limits.max_requests
+                and now - oldest.used < limits.ttl
+            ):
+                return
+            del self._kept[number]
+            self._drop(number, oldest)
+
+    def _drop(self, number: int, kept: _Kept) -> None:
+        keys = set(kept.keys)
+        self._requests -= len(keys)
+        for key in keys:
+            self._nodes.pop(key, None)
+        for stem in set(kept.stems):
+            left = [entry for entry in self._stems.get(stem, ()) if entry[2] not in keys]
+            if left:
+                self._stems[stem] = left
+            else:
+                self._stems.pop(stem, None)
+        for response in kept.responses:
+            if self._responses.get(response) in (*keys, ""):
+                del self._responses[response]
+        for dialogue in kept.dialogues:
+            node = self._dialogues.get(dialogue)
+            if node is not None and node.number == number:
+                del self._dialogues[dialogue]
+
+
+# The hash chains kept of the latest conversation starts (``_chain``): what makes a
+# request that extends its conversation's last one cost its new items only.
+_RECENT = 256

@@ -65,9 +65,9 @@ def cut_answer(sent: list[str], media_type: str) -> StreamingResponse:
 def error_answer(
     path: str, error: WireError, headers: Mapping[str, str] | None = None
 ) -> JSONResponse:
-    """``error`` answered in the form of the wire ``path`` belongs to (OpenAI's for a path
-    that is no model API's)."""
-    wire = wire_for(path) or OPENAI_CHAT
+    """``error`` answered in the form of the wire ``path`` belongs to (Anthropic's for its
+    ``/v1/messages/count_tokens``, OpenAI's for a path that is no model API's)."""
+    wire = wire_for(path) or (ANTHROPIC_MESSAGES if "/v1/messages/" in path else OPENAI_CHAT)
     return JSONResponse(wire.render_error(error), status_code=error.status, headers=headers)
 
 

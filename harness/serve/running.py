@@ -11,6 +11,8 @@ from harness.asgi import ServerLimits, serve_forever, serving_in_thread
 from harness.llm.config import ConversationRule
 from harness.llm.script import ScriptStep, parse_step
 from harness.serve.app import create_app, find_state
+from harness.serve.bounds import BodyLimits, BoundedApp
+from harness.serve.conversations import ConversationLimits
 from harness.serve.state import DEFAULT_MAX_DELAY
 
 __all__ = [
@@ -35,6 +37,8 @@ def serve(
     judge_steps: Sequence[ScriptStep] = (),
     conversations: Sequence[ConversationRule] = (),
     draws: str = "",
+    bounds: BodyLimits | None = None,
+    limits: ConversationLimits | None = None,
 ) -> None:
     """Serve ``steps`` (and ``conversations``, a scenario's ``llm.conversations``) until
     SIGTERM or Ctrl-C (blocking; call it from the main thread).
@@ -42,11 +46,12 @@ def serve(
     HarnessError when ``host:port`` cannot be listened on (a busy port, an unknown host).
     """
     serve_app(
-        create_app(steps, max_delay, judge_steps, conversations, draws),
+        create_app(steps, max_delay, judge_steps, conversations, draws, limits),
         host,
         port,
         log_level=log_level,
         on_started=on_started,
+        bounds=bounds,
     )
 
 
@@ -58,11 +63,13 @@ def serve_app(
     log_level: str = "info",
     on_started: Any = None,
     limits: ServerLimits | None = None,
+    bounds: BodyLimits | None = None,
 ) -> None:
-    """Serve any ASGI ``app`` like ``serve`` (a cassette, say): blocking, until a signal."""
+    """Serve any ASGI ``app`` like ``serve`` (a cassette, say): blocking, until a signal.
+    Its requests are bounded by ``bounds`` (harness.serve.bounds)."""
     state = find_state(app)
     serve_forever(
-        app,
+        BoundedApp(app, bounds),
         host,
         port,
         log_level=log_level,
@@ -90,12 +97,21 @@ def running_server(
 
 @contextlib.contextmanager
 def running_app(
-    app: Any, *, host: str = "127.0.0.1", limits: ServerLimits | None = None
+    app: Any,
+    *,
+    host: str = "127.0.0.1",
+    limits: ServerLimits | None = None,
+    bounds: BodyLimits | None = None,
 ) -> Iterator[str]:
-    """Serve an app made by ``create_app`` (possibly wrapped) like ``running_server``."""
+    """Serve an app made by ``create_app`` (possibly wrapped) like ``running_server``,
+    its requests bounded by ``bounds`` (harness.serve.bounds)."""
     state = find_state(app)
     stopping = state.stopping if state is not None else None
     with serving_in_thread(
-        app, host=host, name="harness serve", on_stopping=stopping, limits=limits
+        BoundedApp(app, bounds),
+        host=host,
+        name="harness serve",
+        on_stopping=stopping,
+        limits=limits,
     ) as url:
         yield f"{url}/v1"

@@ -13,13 +13,16 @@ from harness.canonical import canonical_json
 from harness.llm.chunks import LLMChunk, reply_chunks
 from harness.llm.config import ConversationRule
 from harness.llm.script import ScriptStep, uniform, wire_calls
-from harness.serve.conversations import Conversations
+from harness.serve.conversations import ConversationLimits, Conversations
 from harness.serve.threads import Threads
 from harness.wires.neutral import ServedReply, ServedRequest, Wire
 
 __all__ = ["DEFAULT_MAX_DELAY", "Reply", "ScriptState"]
 
 DEFAULT_MAX_DELAY = 30.0
+# Attempt counts kept (one per conversation at a position an error step fails), the
+# oldest forgotten first: a retry comes at once, not a hundred thousand requests later.
+_MAX_ATTEMPTS = 100_000
 
 
 @dataclass
@@ -129,6 +132,7 @@ class ScriptState:
         judge_steps: Sequence[ScriptStep] = (),
         conversations: Sequence[ConversationRule] = (),
         draws: str = "",
+        limits: ConversationLimits | None = None,
     ) -> None:
         self.positions, self.trailing_errors = _positions(steps)
         # A one_of step draws anew for each request it answers: the n-th request at a
@@ -141,7 +145,7 @@ class ScriptState:
             f"conversations[{n}] ({rule.name})" if rule.name else f"conversations[{n}]"
             for n, rule in enumerate(conversations)
         ]
-        self.conversations = Conversations(conversations)
+        self.conversations = Conversations(conversations, limits)
         # The conversations held for requests that continue them (Anthropic threads).
         self.threads = Threads()
         # A judge's replies (requests marked x-harness-role: judge), in turn.
@@ -270,6 +274,8 @@ class ScriptState:
         digest = hashlib.sha256(key.encode()).hexdigest()
         attempt = self.attempts[digest]
         self.attempts[digest] += 1
+        if len(self.attempts) > _MAX_ATTEMPTS:
+            del self.attempts[next(iter(self.attempts))]
         if attempt < len(errors):
             return self._failing(k, errors[attempt], number)
         return self._reply(k, step, number, script)
