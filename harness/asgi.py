@@ -31,8 +31,10 @@ __all__ = [
     "DroppedConnection",
     "ServerLimits",
     "listening_sockets",
+    "scrub_server_logs",
     "serve_forever",
     "serving_in_thread",
+    "uvicorn_options",
 ]
 
 # Where uvicorn says what its server did (it gives this logger a handler): the operator
@@ -122,7 +124,7 @@ class _ScrubbedAccess(logging.Filter):
         return True
 
 
-def _scrub_server_logs() -> None:
+def scrub_server_logs() -> None:
     """Mask secrets in what uvicorn logs (after it set up its loggers: a dictConfig keeps
     the filters a logger has)."""
     for name, kind in (("uvicorn.access", _ScrubbedAccess), ("uvicorn.error", ScrubbingFilter)):
@@ -256,6 +258,16 @@ def _protocol(limits: ServerLimits) -> type:
     return Protocol
 
 
+def uvicorn_options(limits: ServerLimits) -> dict[str, Any]:
+    """The options of ``uvicorn.Config`` that hold a server to ``limits`` (for a server
+    that makes its own uvicorn: ``harness mcp-serve``)."""
+    return {
+        "http": _protocol(limits),
+        "timeout_keep_alive": limits.keep_alive,
+        "h11_max_incomplete_event_size": limits.max_head,
+    }
+
+
 def listening_sockets(host: str, port: int) -> list[socket.socket]:
     """Bound sockets for ``host:port``, one per address the host resolves to.
 
@@ -322,7 +334,6 @@ def _server(
                     return int(sock.getsockname()[1])
             return port
 
-    limits = limits or ServerLimits()
     config = uvicorn.Config(
         app,
         host=host,
@@ -331,13 +342,11 @@ def _server(
         lifespan="off",
         timeout_graceful_shutdown=5,
         access_log=log_level == "info",
-        http=_protocol(limits),
-        timeout_keep_alive=limits.keep_alive,
-        h11_max_incomplete_event_size=limits.max_head,
+        **uvicorn_options(limits or ServerLimits()),
     )
     if _dropped_on_purpose not in server_log.filters:
         server_log.addFilter(_dropped_on_purpose)
-    _scrub_server_logs()
+    scrub_server_logs()
     return Server(config)
 
 

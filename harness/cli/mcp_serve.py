@@ -36,6 +36,23 @@ def add_arguments(parser: Parser) -> None:
     parser.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}; 0 picks a free one"
     )
+    from harness.mcp.hosting import SessionLimits
+
+    kept = SessionLimits()
+    parser.add_argument(
+        "--session-ttl",
+        type=float,
+        default=kept.ttl,
+        metavar="S",
+        help=f"seconds a session may go without a request (http; default {kept.ttl:g})",
+    )
+    parser.add_argument(
+        "--max-sessions",
+        type=int,
+        default=kept.max_sessions,
+        metavar="N",
+        help=f"sessions open at once (http; default {kept.max_sessions})",
+    )
 
 
 def _server(path: Path) -> Any:
@@ -54,10 +71,15 @@ def _server(path: Path) -> Any:
 def handle(args: argparse.Namespace) -> int:
     """``harness mcp-serve``: serve until the client leaves (stdio) or Ctrl-C / SIGTERM
     (http); 0 then, 2 on bad input."""
-    from harness.mcp.hosting import serve_http_forever, serve_stdio
+    from harness.mcp.hosting import SessionLimits, serve_http_forever, serve_stdio
 
     if not 0 <= args.port <= 65535:
         to_stderr("harness mcp-serve: --port must be 0-65535")
+        return EXIT["bad_input"]
+    if args.max_sessions < 1 or not 0 < args.session_ttl < float("inf"):
+        to_stderr(
+            "harness mcp-serve: --max-sessions must be 1 or more and --session-ttl more than 0"
+        )
         return EXIT["bad_input"]
     try:
         server = _server(args.scenario)
@@ -74,7 +96,8 @@ def handle(args: argparse.Namespace) -> int:
         print(f"harness mcp-serve: {args.scenario} at {url} (Ctrl-C to stop)", flush=True)
 
     try:
-        serve_http_forever(server, args.host, args.port, on_started=started)
+        sessions = SessionLimits(max_sessions=args.max_sessions, ttl=args.session_ttl)
+        serve_http_forever(server, args.host, args.port, on_started=started, sessions=sessions)
     except HarnessError as exc:
         to_stderr(f"harness mcp-serve: {exc}")
         return EXIT["bad_input"]
