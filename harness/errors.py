@@ -22,6 +22,7 @@ __all__ = [
     "describe_errors",
     "exception_chain",
     "format_errors",
+    "printable",
     "validation_message",
     "where_defined",
 ]
@@ -128,6 +129,15 @@ class ScenarioError(HarnessError):
     def single(cls, path: str, line: int | None, field: str, message: str) -> ScenarioError:
         """An error with one problem."""
         return cls([(path, line, field, message)])
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print on a terminal: each character a terminal would act on (an
+    escape code, a carriage return, a line break) written as its escape (``\\x1b``).
+    For names and lines that come from outside (an MCP server's tool names, its stderr)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
 
 
 def where_defined(obj: Any) -> str:

@@ -6,6 +6,7 @@ names a server gives harmlessly."""
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -128,8 +129,9 @@ def test_a_stream_held_open_without_requests_does_not_keep_its_session_for_ever(
 
 
 def test_the_mcp_server_cuts_off_slow_clients_as_every_server_of_harness():
-    from harness.mcp.hosting import serving_http
     from test_mcp import served
+
+    from harness.mcp.hosting import serving_http
 
     server, _ = served(parameters={"q": "str"}, returns="found")
     with serving_http(server, limits=ServerLimits(request_timeout=0.5, max_connections=50)) as url:
@@ -166,3 +168,213 @@ def test_mcp_serve_refuses_bad_session_limits_in_one_line():
         assert len(done.stderr.splitlines()) == 1 and option[0] in done.stderr
 
 
+# -- harness as an MCP client -------------------------------------------------------------------
+
+# A server written by hand: the handshake, then tools/list pages as PAGES says (a list of
+# (tool names, nextCursor) for the cursors it is asked, by the cursor asked), tools/call
+# answered with the tool's name; STDERR written first.
+PAGING_SERVER = """\
+import json, sys
+
+PAGES = {pages}
+sys.stderr.write({stderr})
+sys.stderr.flush()
+for line in sys.stdin:
+    message = json.loads(line)
+    method, id_ = message.get("method"), message.get("id")
+    if id_ is None:
+        continue
+    if method == "initialize":
+        result = {{"protocolVersion": message["params"]["protocolVersion"],
+                  "capabilities": {{"tools": {{}}}}, "serverInfo": {{"name": "raw", "version": "1"}}}}
+    elif method == "tools/list":
+        cursor = (message.get("params") or {{}}).get("cursor")
+        names, after = PAGES(cursor) if callable(PAGES) else PAGES[cursor or ""]
+        result = {{"tools": [{{"name": n, "inputSchema": {{"type": "object"}}}} for n in names]}}
+        if after:
+            result["nextCursor"] = after
+    elif method == "tools/call":
+        name = message["params"]["name"]
+        result = {{"content": [{{"type": "text", "text": "called " + name}}]}}
+    else:
+        print(json.dumps({{"jsonrpc": "2.0", "id": id_, "error": {{"code": -32601, "message": "no"}}}}), flush=True)
+        continue
+    print(json.dumps({{"jsonrpc": "2.0", "id": id_, "result": result}}), flush=True)
+"""
+
+
+def paging_server(
+    project: Path, pages: str, stderr: str = '""', only: str = "", call: str = "c"
+) -> Path:
+    """A scenario whose model calls ``call`` of a hand-written server listing ``pages``."""
+    (project / "server.py").write_text(PAGING_SERVER.format(pages=pages, stderr=stderr))
+    path = project / "scenarios" / "paged.scenario.yaml"
+    path.write_text(
+        "input: go\n"
+        "tools:\n"
+        "  paged:\n"
+        "    mcp:\n"
+        "      command: [python, server.py]\n"
+        "      timeout: 60\n"
+        + (f"      only: {only}\n" if only else "")
+        + f"llm:\n  script:\n    - tool_calls: [{{{call}: {{}}}}]\n    - content: done\n"
+    )
+    return path
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch, fresh_plugins):
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "t"\n')
+    (tmp_path / "scenarios").mkdir()
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_the_pages_of_tools_list_are_all_listed_recorded_and_replayed(project):
+    from harness.scenario import run_scenario
+
+    pages = '{"": (["a"], "p2"), "p2": (["b"], "p3"), "p3": (["c"], None)}'
+    path = paging_server(project, pages)
+    recorded = run_scenario(path, "once")
+    assert recorded.termination == "completed", recorded.final
+    assert [(c.name, c.result) for c in recorded.tool_calls] == [("c", "called c")]
+    calls = (project / "cassettes" / "paged.mcp.yaml").read_text()
+    assert calls.count("tools/list") == 3 and "cursor: p3" in calls
+    (project / "server.py").unlink()  # replayed, every page, with the server gone
+    replayed = run_scenario(path, "none")
+    assert [(c.name, c.result) for c in replayed.tool_calls] == [("c", "called c")]
+
+
+@pytest.mark.parametrize(
+    ("pages", "said"),
+    [
+        # A new cursor each time, for ever (16,344 pages in 15 s before).
+        (
+            "lambda cursor: ([f'tool{int(cursor or 0)}'], str(int(cursor or 0) + 1))",
+            "more than 100 pages",
+        ),
+        ('lambda cursor: (["a"], "again")', "a nextCursor it gave before ('again')"),
+    ],
+    ids=["new cursor each time", "same cursor again"],
+)
+def test_tools_list_pages_that_never_end_end_the_run_in_one_line(project, pages, said):
+    from harness.scenario import run_scenario
+
+    result = run_scenario(paging_server(project, pages), "once")
+    assert result.termination == "tool_error", result.final
+    message = result.final.error.message
+    assert said in message and "\n" not in message, message
+    recorded = (project / "cassettes" / "paged.mcp.yaml").read_text()
+    assert recorded.count("method: tools/list") <= 100 and len(recorded) < 100_000
+
+
+def test_a_tool_only_names_that_the_server_lacks_ends_the_run_in_one_line(project):
+    from harness.scenario import run_scenario
+
+    path = paging_server(project, '{"": (["a", "b"], None)}', only="[a, nope]", call="a")
+    result = run_scenario(path, "once")
+    assert result.termination == "tool_error", result.final
+    assert result.final.error.message.endswith(
+        "has no tool nope (tools: paged: mcp: only:); it has a, b"
+    )
+    assert result.llm_calls == 0
+
+
+def test_a_tool_name_with_escape_codes_is_printed_harmlessly(project):
+    # A hostile server's tool name that clears the screen and turns it red.
+    pages = '{"": (["\\x1b[2J\\x1b[31mpwned", "fine"], None)}'
+    path = paging_server(project, pages, call="fine")
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "run", str(path), "--record-mode", "once"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=project,
+    )
+    said = done.stdout + done.stderr
+    assert done.returncode == 1, said
+    assert "\x1b" not in said, said
+    assert "lists a tool named '\\x1b[2J\\x1b[31mpwned'" in said, said
+    assert "leave it out with only: (tools: paged: mcp: only:)" in said
+    results = json.loads((project / "reports" / "results.json").read_text())
+    assert "\\x1b[2J" in results["scenarios"][0]["final"]["error"]["message"]
+    from harness.scenario import run_scenario
+
+    # Named in a line that lists the server's tools: escaped there too.
+    text = path.read_text()
+    named = text.replace("      timeout: 60\n", "      only: [nope]\n").replace("fine:", "nope:")
+    path.write_text(named)
+    (project / "cassettes" / "paged.mcp.yaml").unlink(missing_ok=True)
+    message = run_scenario(path, "once").final.error.message
+    assert message.endswith("it has \\x1b[2J\\x1b[31mpwned, fine"), message
+    # Left out with only:, the server's other tools serve the run.
+    path.write_text(text.replace("      timeout: 60\n", "      only: [fine]\n"))
+    (project / "cassettes" / "paged.mcp.yaml").unlink(missing_ok=True)
+    result = run_scenario(path, "once")
+    assert [(c.name, c.result) for c in result.tool_calls] == [("fine", "called fine")]
+
+
+def test_a_servers_stderr_is_kept_bounded_and_its_last_line_printed_harmlessly(project):
+    # 200 MB on stderr, then a last line with an escape code, then it exits: harness
+    # kept it whole (400 MB cost 925 MB) and printed the code as it came.
+    flood = '("x" * 1023 + "\\n") * 200_000 + "\\x1b[31mnotes: gave up\\n"'
+    (project / "server.py").write_text(f"import sys\nsys.stderr.write({flood})\nsys.exit(3)\n")
+    path = project / "scenarios" / "noisy.scenario.yaml"
+    path.write_text(
+        "input: go\ntools:\n  noisy:\n    mcp:\n      command: [python, server.py]\n"
+        "llm:\n  script:\n    - content: done\n"
+    )
+    code = (
+        "import json, resource, sys\n"
+        "from harness.scenario import run_scenario\n"
+        "result = run_scenario(sys.argv[1], 'once')\n"
+        "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024\n"
+        "print(json.dumps([result.final.error.message, peak]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=project,
+    )
+    message, peak = json.loads(done.stdout.splitlines()[-1])
+    baseline = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import resource, harness.scenario; "
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert message.endswith("(its last line on stderr: \\x1b[31mnotes: gave up)"), message
+    assert peak - int(baseline.stdout) < 100, (peak, baseline.stdout)
+
+
+def test_a_called_tool_name_with_escape_codes_is_printed_harmlessly_in_a_failure(project):
+    # The name a model (or a target calling harness's MCP server) gave a call is printed
+    # in the failure's trajectory: escaped, never acted on by the terminal.
+    path = project / "scenarios" / "odd.scenario.yaml"
+    path.write_text(
+        "input: go\n"
+        "llm:\n"
+        "  script:\n"
+        '    - tool_calls: [{"\\e[2J\\e[31mpwned": {}}]\n      unknown_tools: true\n'
+        "    - content: done\n"
+        "expect:\n"
+        "  termination: max_iterations\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "run", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=project,
+    )
+    said = done.stdout + done.stderr
+    assert done.returncode == 1, said
+    assert "\x1b" not in said, said
+    assert "llm#1 -> \\x1b[2J\\x1b[31mpwned" in said, said

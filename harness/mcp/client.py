@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import tempfile
+import os
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import Any, TextIO
 from urllib.parse import urlsplit, urlunsplit
 
-from harness.errors import ToolServerError
+from harness.errors import ToolServerError, printable
 from harness.mcp.recording import (
     MCPRecording,
     RecordedCall,
@@ -36,6 +36,58 @@ __all__ = ["MCPServerConfig", "MCPServers", "MCPTools"]
 LIST_CHANGED = "notifications/tools/list_changed"
 # Each recorded source of calls: replay only, replay then live for misses, live only.
 _REPLAY, _NEW_EPISODES, _LIVE = "replay", "new_episodes", "live"
+# Pages of one tools/list: far more than a server needs to list its tools, far fewer than
+# a server handing out a new nextCursor each time would make (16,344 pages and a 16 MB
+# recording in 15 s).
+MAX_PAGES = 100
+# The end of a server's stderr that is kept (its last line says why it stopped).
+STDERR_KEPT = 64 * 1024
+
+
+class _StderrTail:
+    """A server's stderr, read from a pipe as it comes, its last ``STDERR_KEPT`` bytes
+    kept: a server writing 400 MB to stderr cost harness 925 MB when it was kept whole."""
+
+    def __init__(self) -> None:
+        read, write = os.pipe()
+        os.set_blocking(read, False)
+        self._read = read
+        # Handed to the process as its stderr (the SDK's errlog), closed by close().
+        self.writer: TextIO = os.fdopen(write, "w")
+        self.tail = bytearray()
+        self._loop = asyncio.get_running_loop()
+        self._loop.add_reader(read, self._take)
+
+    def _take(self) -> None:
+        try:
+            data = os.read(self._read, 65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            with contextlib.suppress(ValueError, OSError):
+                self._loop.remove_reader(self._read)
+            return
+        self.tail += data
+        if len(self.tail) > STDERR_KEPT:
+            del self.tail[: len(self.tail) - STDERR_KEPT]
+
+    def last_line(self) -> str:
+        """Its last line that says something, at most 200 characters, printable."""
+        self._take()  # what came since the loop last looked (a pipe holds 64 KiB: all of it)
+        text = self.tail.decode("utf-8", errors="replace")
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        return printable(lines[-1][:200]) if lines else ""
+
+    def close(self) -> None:
+        """Stop reading and close both ends."""
+        with contextlib.suppress(ValueError, OSError):
+            self._loop.remove_reader(self._read)
+        with contextlib.suppress(OSError):
+            os.close(self._read)
+        with contextlib.suppress(OSError):
+            self.writer.close()
 
 
 @dataclass(frozen=True)
@@ -98,7 +150,7 @@ class _Live:
         self._broken = asyncio.Event()
         self._ready = asyncio.Event()
         self._closing = asyncio.Event()
-        self._stderr: IO[str] | None = None
+        self._stderr: _StderrTail | None = None
         self._task: asyncio.Task[None] | None = None
         import anyio
 
@@ -142,11 +194,11 @@ class _Live:
 
         assert config.command
         # Closed by close(): it outlives this call, as the process does.
-        self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+        self._stderr = _StderrTail()
         params = StdioServerParameters(
             command=config.command[0], args=config.command[1:], env=config.env, cwd=config.cwd
         )
-        return stdio_client(params, errlog=self._stderr)
+        return stdio_client(params, errlog=self._stderr.writer)
 
     async def _message(self, message: Any) -> None:
         from mcp import types
@@ -166,7 +218,7 @@ class _Live:
 
     def _why(self, exc: BaseException | None) -> str:
         leaves = list(_leaves(exc)) if exc is not None else []
-        text = "; ".join(_first_line(e) for e in leaves) or "it ended"
+        text = printable("; ".join(_first_line(e) for e in leaves) or "it ended")
         if any(isinstance(e, FileNotFoundError | PermissionError) for e in leaves):
             return f"could not be started: {text}"
         last = self._last_stderr()
@@ -174,13 +226,7 @@ class _Live:
         return f"closed the connection: {text}{said}"
 
     def _last_stderr(self) -> str:
-        if self._stderr is None:
-            return ""
-        with contextlib.suppress(OSError, ValueError):
-            self._stderr.seek(0)
-            lines = [line.strip() for line in self._stderr.read().splitlines() if line.strip()]
-            return lines[-1][:200] if lines else ""
-        return ""
+        return self._stderr.last_line() if self._stderr is not None else ""
 
     async def _wait(self, awaitable: Any, what: str) -> Any:
         """``awaitable``'s value, unless the server breaks or the timeout runs out first."""
@@ -272,24 +318,54 @@ class MCPTools:
         await self._list()
 
     async def _list(self) -> None:
-        listed: list[dict[str, Any]] = []
-        cursor: str | None = None
-        while True:
-            page = await self._request("tools/list", {"cursor": cursor} if cursor else {})
-            listed += page.get("tools") or []
-            cursor = page.get("nextCursor")
-            if not cursor:
-                break
+        """List the server's tools (every page), checked against ``only:``."""
+        listed = await self._pages()
         names = [t.get("name") for t in listed]
         missing = [n for n in self.config.only or [] if n not in names]
         if missing:
+            have = ", ".join(printable(str(n)) for n in names[:50]) or "none"
             raise ToolServerError(
                 f"MCP server {self.config.shown} has no tool {', '.join(missing)} (tools: "
-                f"{self.config.name}: mcp: only:); it has {', '.join(map(str, names)) or 'none'}",
+                f"{self.config.name}: mcp: only:); it has {have}"
+                + (f" and {len(names) - 50} more" if len(names) > 50 else ""),
                 server=self.config.name,
             )
         only = self.config.only
         self.listed = [t for t in listed if only is None or t.get("name") in only]
+        for tool in self.listed:
+            name = tool.get("name")
+            if not isinstance(name, str) or not name.isprintable():
+                raise ToolServerError(
+                    f"MCP server {self.config.shown} lists a tool named "
+                    f"{printable(repr(name))[:80]}, with characters no model API takes in "
+                    f"a name: leave it out with only: (tools: {self.config.name}: mcp: only:)",
+                    server=self.config.name,
+                )
+
+    async def _pages(self) -> list[dict[str, Any]]:
+        """Every page of the server's tools/list, at most MAX_PAGES of them."""
+        listed: list[dict[str, Any]] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        for _ in range(MAX_PAGES):
+            page = await self._request("tools/list", {"cursor": cursor} if cursor else {})
+            tools = page.get("tools")
+            listed += [t for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
+            cursor = page.get("nextCursor")
+            if not cursor:
+                return listed
+            if not isinstance(cursor, str) or cursor in seen:
+                raise ToolServerError(
+                    f"MCP server {self.config.shown} answered tools/list with a nextCursor "
+                    f"it gave before ({printable(repr(cursor)[:60])}): its pages never end",
+                    server=self.config.name,
+                )
+            seen.add(cursor)
+        raise ToolServerError(
+            f"MCP server {self.config.shown} answered tools/list with more than {MAX_PAGES} "
+            "pages (a new nextCursor each time): harness lists at most that many",
+            server=self.config.name,
+        )
 
     def tools(self) -> list[Tool]:
         """The listed tools as harness tools (their schema as the server gives it)."""

@@ -19,6 +19,7 @@ from typing import Any
 
 from harness.actions import RunError
 from harness.baseline import BaselineDiff
+from harness.errors import printable
 from harness.events import LLMFailedEvent, LLMRequestEvent, LLMResponseEvent
 from harness.repeats import Repeats
 from harness.report.changes import (
@@ -199,6 +200,8 @@ def trajectory_lines(result: ScenarioResult, *, verbose: bool = False) -> list[s
         elif it < last:
             lines.append(f"{it:>3}  (planner step, no LLM call or tool)")
     lines.append(f"  => {_trajectory_ending(result, limit)}")
+    # Tool names may come from outside (a target's calls to harness's MCP server).
+    lines = [printable(line) for line in lines]
     if not verbose and len(lines) > 24:
         hidden = len(lines) - 20
         lines = [*lines[:10], f"  ... {hidden} more iteration(s); -v shows all ...", *lines[-10:]]
