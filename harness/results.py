@@ -11,6 +11,7 @@ import contextlib
 import functools
 import json
 import platform
+import stat
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
@@ -54,6 +55,7 @@ __all__ = [
     "TurnResult",
     "assembled",
     "build_results",
+    "check_file",
     "check_version",
     "combination_label",
     "count_repeats",
@@ -486,6 +488,25 @@ def check_version(data: dict[str, Any], where: str) -> None:
         raise ResultsFileError(f"{where} has schema_version {version}; {_supported()}")
 
 
+def check_file(path: Path, where: str) -> int:
+    """The size of the regular file ``path``; ResultsFileError, in one line, for a path
+    that is none (missing, a folder, a device such as /dev/zero, a pipe), before anything
+    is read from it."""
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise ResultsFileError(f"{where} does not exist") from None
+    except OSError as exc:
+        raise ResultsFileError(f"cannot read {where}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise ResultsFileError(f"{where} is a directory, not a file")
+    if not stat.S_ISREG(info.st_mode):
+        raise ResultsFileError(
+            f"{where} is not a regular file (a device or a pipe): give a results.json file"
+        )
+    return info.st_size
+
+
 def load_results(path: str | Path, *, what: str = "results file") -> Results:
     """Read a results.json file, or raise ResultsFileError saying in one line what is wrong.
 
@@ -494,12 +515,11 @@ def load_results(path: str | Path, *, what: str = "results file") -> Results:
     """
     path = Path(path)
     where = f"{what} {str(path)!r}"
+    check_file(path, where)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ResultsFileError(f"{where} does not exist") from None
-    except IsADirectoryError:
-        raise ResultsFileError(f"{where} is a directory, not a file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ResultsFileError(f"cannot read {where}: {exc}") from None
     try:

@@ -7,7 +7,9 @@ of the file (``scenarios`` empty); ``load_streamed`` is ``load_results`` with
 ``scenarios`` a ScenarioList on disk. Both parse with ijson (its C backend, yajl2_c). A
 file they cannot take is refused with ``load_results``' own one-line error, the same
 for either reader: that file is read again by ``load_results`` to say it (an error path:
-the file is then whole in memory, as every file was before).
+the file is then whole in memory, as every file was before), when it is at most
+``WHOLE_ON_ERROR`` bytes; a larger one is refused with the streamed reader's own words,
+and a path that is no regular file (``/dev/zero``, a pipe) before anything is read.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, cast
 
 import ijson
+from pydantic import ValidationError
 from pydantic_core import to_json
 
 from harness.actions import Termination
@@ -37,6 +40,7 @@ from harness.results import (
     Status,
     Summary,
     assembled,
+    check_file,
     check_version,
     harness_version,
     load_results,
@@ -57,6 +61,8 @@ class _NotTaken(Exception):
 
 # ValueError: pydantic's ValidationError, and a file that is not UTF-8.
 _UNTAKEN = (OSError, ValueError, ijson.JSONError, _NotTaken)
+# The largest file read whole to say what is wrong with it (load_results' words).
+WHOLE_ON_ERROR = 16 * 2**20
 
 
 class Entry(NamedTuple):
@@ -82,6 +88,7 @@ def read_streamed(
     first one that is wrong.
     """
     path = Path(path)
+    check_file(path, f"{what} {str(path)!r}")
     try:
         head = _head(path, f"{what} {str(path)!r}")
     except _UNTAKEN as exc:
@@ -184,7 +191,11 @@ def _value(events: Iterator[tuple[str, str, Any]]) -> Any:
 
 
 def _refused(path: Path, what: str, problem: Exception) -> ResultsFileError:
-    """load_results' one-line error for this file (its checks, its wording)."""
+    """load_results' one-line error for this file (its checks, its wording); for a file
+    too large to read whole, the streamed reader's own, which quotes none of it."""
+    where = f"{what} {str(path)!r}"
+    if check_file(path, where) > WHOLE_ON_ERROR:
+        return ResultsFileError(f"{where} is not a harness results file: {_why(problem)}")
     try:
         load_results(path, what=what)
     except ResultsFileError as exc:
@@ -195,6 +206,21 @@ def _refused(path: Path, what: str, problem: Exception) -> ResultsFileError:
         f"{what} {str(path)!r} cannot be read one entry at a time: {shown}; write it again "
         "with `harness run --json FILE`"
     )
+
+
+def _why(problem: Exception) -> str:
+    """What the streamed reader found wrong, in one line that quotes nothing of the file."""
+    if isinstance(problem, ValidationError):
+        first = problem.errors(include_url=False, include_input=False)[0]
+        field = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        return f"an entry's {field}: {' '.join(str(first['msg']).split())}"
+    if isinstance(problem, ResultsFileError):
+        return str(problem)
+    if isinstance(problem, _NotTaken):
+        return str(problem)
+    if isinstance(problem, OSError):
+        return f"cannot read it: {problem.strerror or type(problem).__name__}"
+    return "it is not valid JSON (write it with `harness run --json FILE`)"
 
 
 # -- results kept on disk --------------------------------------------------------------------

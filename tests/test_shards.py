@@ -56,9 +56,12 @@ def test_with_durations_the_longest_go_first_each_to_the_least_loaded_shard():
 
 
 def test_an_id_without_a_duration_weighs_the_mean_of_the_known_ones():
-    durations = {"a": 4.0, "b": 2.0}
-    # new weighs 3.0: a -> 1, new -> 2, b -> 2 (3 < 4)
-    assert plan(["b", "new", "a"], 2, durations) == [["a"], ["b", "new"]]
+    # Chosen so that any other weight gives another plan: none, 1, the smallest, the
+    # largest or the median of the known ones, or the mean of every duration given
+    # ("gone" is not in the suite any more).
+    durations = {"a": 1.0, "b": 1.0, "c": 2.0, "gone": 20.0}
+    # new weighs 4/3: c -> 1, new -> 2, a -> 2 (4/3 < 2), b -> 1 (2 < 7/3)
+    assert plan(["b", "new", "a", "c"], 2, durations) == [["b", "c"], ["a", "new"]]
 
 
 def test_the_plan_and_its_fingerprint_do_not_depend_on_the_order_ids_come_in():
@@ -417,6 +420,140 @@ def test_a_broken_shard_file_is_refused_in_one_line_naming_it(project, run, brea
     assert message in err
     assert "Traceback" not in out + err
     assert not (project.path / "reports/results.json").exists()
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("kind", ["/dev/zero", "a pipe", "a folder"])
+def test_a_shard_that_is_no_file_is_refused_before_it_is_read(project, tmp_path, kind):
+    # /dev/zero read whole on the error path: 1 GB a second, for ever; a pipe with no
+    # writer: a wait for ever.
+    import os
+    import subprocess
+    import sys
+
+    _shard_results(1, 2, ["f::a"]).write(project.path / "a.json")
+    if kind == "a pipe":
+        os.mkfifo(tmp_path / "shard.json")
+        given = str(tmp_path / "shard.json")
+    elif kind == "a folder":
+        given = str(tmp_path)
+    else:
+        given = kind
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "merge", "a.json", given],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=project.path,
+    )
+    assert done.returncode == 2, done.stderr
+    said = "a directory, not a file" if kind == "a folder" else "is not a regular file"
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert done.stderr.startswith(f"harness merge: error: shard {given!r} ") and said in done.stderr
+
+
+@pytest.mark.timeout(120)
+def test_load_results_refuses_what_is_no_file_before_reading_it(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    os.mkfifo(tmp_path / "pipe.json")
+    code = (
+        "import sys\n"
+        "from harness.results import ResultsFileError, load_results\n"
+        "for path in sys.argv[1:]:\n"
+        "    try:\n"
+        "        load_results(path, what='baseline')\n"
+        "    except ResultsFileError as exc:\n"
+        "        print(exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, "/dev/zero", str(tmp_path / "pipe.json")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout.splitlines() == [
+        f"baseline {path!r} is not a regular file (a device or a pipe): give a results.json file"
+        for path in ("/dev/zero", str(tmp_path / "pipe.json"))
+    ], done.stderr
+
+
+def test_a_large_broken_shard_is_refused_without_being_read_whole(project):
+    import subprocess
+    import sys
+
+    _shard_results(1, 2, ["f::a"]).write(project.path / "a.json")
+    with (project.path / "b.json").open("wb") as out:  # 64 MB that is no JSON
+        out.write(b"\0" * (64 * 2**20))
+    # The peak of the process's own memory (VmHWM: a child's rusage counts what it
+    # shared with this process before its exec).
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from harness.cli import main\n"
+        "status = main(['merge', 'a.json', 'b.json'])\n"
+        "peak = [li for li in Path('/proc/self/status').read_text().splitlines() if li.startswith('VmHWM')]\n"
+        "print(status, peak[0].split()[1])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=project.path
+    )
+    status, peak = done.stdout.split()
+    assert status == "2", done.stderr
+    assert done.stderr == (
+        "harness merge: error: shard 'b.json' is not a harness results file: it is not valid "
+        "JSON (write it with `harness run --json FILE`)\n"
+    )
+    assert int(peak) < 100 * 1024, peak  # KiB: it was read whole (and more) before
+
+
+def test_a_large_shard_with_a_broken_entry_is_refused_in_one_line_quoting_none_of_it(
+    project, run, monkeypatch
+):
+    import harness.results_stream as streamed
+
+    monkeypatch.setattr(streamed, "WHOLE_ON_ERROR", 100)  # every file here is larger
+    _shard_results(1, 2, ["f::a"]).write(project.path / "a.json")
+    data = json.loads(_shard_results(2, 2, ["f::b"]).to_json())
+    data["scenarios"][0]["status"] = "sk-not-to-be-quoted"
+    (project.path / "b.json").write_text(json.dumps(data))
+    status, out, err = run("merge", "a.json", "b.json")
+    assert status == 2, out
+    assert err.startswith(
+        "harness merge: error: shard 'b.json' is not a harness results file: an entry's status: "
+    ), err
+    assert "sk-not-to-be-quoted" not in err and len(err.splitlines()) == 1
+
+
+def test_a_shard_of_a_newer_schema_or_another_harness_is_read_as_such(project, run):
+    from harness.results import SCHEMA_VERSION
+
+    _shard_results(1, 2, ["f::a"]).write(project.path / "a.json")
+    newer = json.loads(_shard_results(2, 2, ["f::b"]).to_json())
+    newer["schema_version"] = SCHEMA_VERSION + 1
+    (project.path / "b.json").write_text(json.dumps(newer))
+    status, _, err = run("merge", "a.json", "b.json")
+    assert status == 2
+    assert f"has schema_version {SCHEMA_VERSION + 1}; this harness reads" in err
+    assert "upgrade harness to read it" in err
+
+
+def test_an_entry_of_another_harness_version_is_written_by_the_model(project, run):
+    # This version's shard: its entries copied as written (fast), a value written in
+    # another form kept; another version's: each entry written by the model.
+    from harness.results import harness_version
+
+    for version, sim_time in ((harness_version(), "7"), ("0.0.1", "7.0")):
+        for k, ids in ((1, ["f::a"]), (2, ["f::b"])):
+            text = _shard_results(k, 2, ids, version=version or "1.0").to_json()
+            # "sim_time": 7 where the model writes 7.0, its keys in the model's order.
+            text = text.replace('"sim_time": 0.0', '"sim_time": 7')
+            (project.path / f"s{k}.json").write_text(text)
+        assert run("merge", "s1.json", "s2.json", "--json", "m.json")[0] == 0
+        merged = (project.path / "m.json").read_text()
+        assert f'"sim_time": {sim_time},' in merged, (version, merged)
 
 
 @pytest.mark.parametrize(
