@@ -86,3 +86,70 @@ def test_a_spool_takes_in_only_a_spool_of_its_own_file():
         spool.extend(other)
     spool.close()
     other.close()
+
+
+def _gone(pid: int) -> bool:
+    """Whether process ``pid`` has ended (a zombie nobody reaped has: it runs no more)."""
+    try:
+        status = open(f"/proc/{pid}/status").read()  # noqa: SIM115
+    except FileNotFoundError:
+        return True
+    return "\nState:\tZ" in status
+
+
+def _wait(check, seconds: float = 30.0) -> bool:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+KILLED_PARENT = """\
+import os, sys, time
+from pathlib import Path
+from harness.cli import forked as module
+
+here = Path(sys.argv[1])
+module._CLEANUP = 1
+
+
+def work():
+    try:
+        (here / "child.pid").write_text(str(os.getpid()))
+        time.sleep(60)
+    finally:
+        (here / "unwound").write_text("yes")  # its cleanup ran
+        if sys.argv[2] == "hangs":
+            time.sleep(120)  # a cleanup that never ends: the child is ended all the same
+
+
+module.forked(work)
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="PR_SET_PDEATHSIG: Linux")
+@pytest.mark.parametrize("cleanup", ["ends", "hangs"])
+def test_a_child_dies_with_its_parent_its_cleanup_run_and_no_file_left(tmp_path, cleanup):
+    import subprocess
+    import sys
+
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    parent = subprocess.Popen(
+        [sys.executable, "-c", KILLED_PARENT, str(tmp_path), cleanup],
+        env={**os.environ, "TMPDIR": str(temporary)},
+    )
+    try:
+        assert _wait(lambda: (tmp_path / "child.pid").exists())
+        child = int((tmp_path / "child.pid").read_text())
+        parent.kill()  # kill -9: the parent runs no code of its own any more
+        parent.wait(30)
+        assert _wait(lambda: _gone(child)), "the child outlived its killed parent"
+    finally:
+        parent.kill()
+    assert (tmp_path / "unwound").read_text() == "yes"
+    assert list(temporary.iterdir()) == []  # its value's file had no name

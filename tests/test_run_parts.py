@@ -349,3 +349,62 @@ def test_a_plain_run_of_a_suite_past_the_default_size_runs_in_parts(project, run
     status, out, _ = run("run")
     assert status == 0
     assert out.count("test session starts") == 1
+
+
+SLOW_PART_1 = """\
+import os
+import time
+from pathlib import Path
+
+
+def pytest_sessionstart(session):
+    part = session.config.getoption("harness_part", None)
+    if part is not None and part.index == 1 and not session.config.option.collectonly:
+        Path("part.pid").write_text(str(os.getpid()))
+        time.sleep(60)
+"""
+
+
+def test_a_killed_run_in_parts_leaves_no_part_running_and_no_file(project, tmp_path):
+    # kill -9 of harness: its parts went on (7 s) and left their files behind.
+    import os
+    import subprocess
+    import time
+
+    from test_forked import _gone, _wait
+
+    for i in range(6):
+        add(project, f"greet{i}", PASSING)
+    (project.path / "conftest.py").write_text(SLOW_PART_1)
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    harness = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "run", "--chunk-size", "2", "--shard", "1/1"],
+        cwd=project.path,
+        env={**os.environ, "TMPDIR": str(temporary)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        started = project.path / "part.pid"
+        assert _wait(lambda: started.exists() and started.read_text(), 120), "part 1 never started"
+        part = int(started.read_text())
+        harness.kill()
+        harness.wait(30)
+        assert _wait(lambda: _gone(part)), "a part outlived its killed run"
+    finally:
+        harness.kill()
+    time.sleep(0.1)
+    assert list(temporary.iterdir()) == []
+
+
+def test_shards_of_a_run_in_parts_under_xdist_read_their_ids(project, run):
+    # Every xdist worker of a part reads the shard's ids by the path it is given.
+    _suite(project)
+    assert run("run", "--shard", "1/2", "--json", "one.json")[0] in (0, 1)
+    args = ("--shard", "1/2", "--chunk-size", "5", "-n", "2", "--json", "parts.json")
+    status, out, err = run("run", *args)
+    assert status in (0, 1), out + err
+    one = json.loads((project.path / "one.json").read_text())
+    parts = json.loads((project.path / "parts.json").read_text())
+    assert [s["id"] for s in parts["scenarios"]] == [s["id"] for s in one["scenarios"]]

@@ -7,13 +7,15 @@ run's end in harness's process, which writes and prints for the whole run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import os
 import pickle
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from harness.cli.session import Capture, Part, call_pytest, pytest_args
 from harness.exitcodes import EXIT
@@ -47,15 +49,14 @@ _NOT_WALKED = frozenset({"CVS", "_darcs", "build", "dist", "node_modules", "venv
 
 class _Plan(NamedTuple):
     """A run in parts: the run's paths, the folders its end is given, how many parts the
-    files are split into, those that run (index, paths), pytest arguments every part is
-    given, and the folder of what the parts hand back."""
+    files are split into, those that run (index, paths), and pytest arguments every part
+    is given."""
 
     run_paths: tuple[str, ...]
     folders: list[str]
     total: int
     runs: list[tuple[int, list[str]]]
     extra: list[str]
-    folder: Path
 
 
 class _Outcome(NamedTuple):
@@ -104,8 +105,6 @@ def run_in_parts(
     run, as one session would. A part that stops the run (Ctrl-C, ``-x``, collection
     errors) ends it there, as the run's end would. The status and the end's
     capture."""
-    import tempfile
-
     from harness.results import ScenarioId
     from harness.shards import part_of
 
@@ -129,20 +128,34 @@ def run_in_parts(
     folders = sorted(
         {str(Path(ScenarioId.file_of(p)).parent) if named[p] is not None else p for p in paths}
     )
-    with tempfile.TemporaryDirectory(prefix="harness-parts-") as folder:
+    with contextlib.ExitStack() as stack:
         extra: list[str] = []
         if options.harness_shard is not None:
-            listed = Path(folder, "shard-ids.json")
             ids = _ids_selected(options, outputs, runs, total)
             if ids is None:
                 stopped = Capture()
                 stopped.ctrl_c = True
                 return EXIT["interrupted"], stopped
-            listed.write_text(json.dumps(ids), encoding="utf-8")
+            extra = ["--harness-shard-ids", _listed(stack, ids)]
             del ids  # the parts read them from the file: not held while they run
-            extra = ["--harness-shard-ids", str(listed)]
-        plan = _Plan(tuple(paths), folders, total, runs, extra, Path(folder))
+        plan = _Plan(tuple(paths), folders, total, runs, extra)
         return _parts_run(options, plan, outputs, around)
+
+
+def _listed(stack: contextlib.ExitStack, ids: list[str]) -> str:
+    """A file of ``ids`` (JSON) that every part, and every xdist worker of a part, opens
+    by its path. On Linux the file has no name (``/proc/PID/fd/N`` reaches it while this
+    process holds it): nothing is left on disk however the run ends, a kill -9 included."""
+    listed = stack.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8"))  # noqa: SIM115
+    json.dump(ids, listed)
+    listed.flush()
+    held = Path(f"/proc/{os.getpid()}/fd/{listed.fileno()}")
+    if held.exists():
+        return str(held)
+    folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="harness-parts-"))
+    named = Path(folder, "shard-ids.json")
+    named.write_text(json.dumps(ids), encoding="utf-8")
+    return str(named)
 
 
 def _ids_selected(
@@ -190,7 +203,7 @@ def _parts_run(
     from harness.spool import Blobs
 
     compare = around.compare
-    handed: list[Path] = []  # what each part handed back, pickled, read at the run's end
+    handed: list[IO[bytes]] = []  # what each part handed back, pickled, read at the run's end
     blobs = Blobs()  # the run's results file, which every part's spool writes to
     earlier = Earlier(blobs, functools.partial(_read, blobs, handed))
     statuses: list[int] = []
@@ -203,10 +216,13 @@ def _parts_run(
             args.append("--no-header")  # the first part's said it all
             if maxfail:
                 args.append(f"--maxfail={maxfail - failed}")  # the last one given wins
-        kept = plan.folder / f"part-{index}.pickle"
+        kept = tempfile.TemporaryFile(prefix="harness-part-")  # noqa: SIM115 -- closed below
         outcome = forked(lambda: _part(options, args, around, part, kept))  # noqa: B023
         statuses.append(outcome.status)
         if not outcome.handed:  # it stopped the run, and ended it
+            kept.close()
+            for earlier_part in handed:
+                earlier_part.close()
             ended = Capture(compare)
             ended.ctrl_c = outcome.ctrl_c
             return _joined(statuses), ended
@@ -227,10 +243,10 @@ def _part(
     args: list[str],
     around: Around,
     part: Part,
-    kept: Path,
+    kept: IO[bytes],
 ) -> _Outcome:
     """A part's session, in its own process (``_parts_run``): what it gathered, pickled
-    to ``kept``; or, when it stopped the run and so ended it, the run's status."""
+    into ``kept``; or, when it stopped the run and so ended it, the run's status."""
     from harness.pytest_plugin.session import Gathered
 
     capture = Capture(around.compare, part)
@@ -238,13 +254,13 @@ def _part(
     state = capture.state()
     if state is None or not state.handed_on:
         return _Outcome(around.ended(capture, status), capture.ctrl_c, 0, 0, False)
-    with kept.open("wb") as out:
-        pickle.dump(Gathered(state.ledger, state.outputs), out, pickle.HIGHEST_PROTOCOL)
+    pickle.dump(Gathered(state.ledger, state.outputs), kept, pickle.HIGHEST_PROTOCOL)
+    kept.flush()
     maxfail = int(capture.config.option.maxfail or 0)
     return _Outcome(status, False, capture.failed, maxfail, True)
 
 
-def _read(blobs: Blobs, handed: list[Path]) -> Gathered:
+def _read(blobs: Blobs, handed: list[IO[bytes]]) -> Gathered:
     """What the parts handed back, one file at a time, as one: results (in the run's
     file: each part's spool pickles as the Blobs of this process), ledgers, errors."""
     from harness.pytest_plugin.ledger import CollectionLedger
@@ -252,9 +268,10 @@ def _read(blobs: Blobs, handed: list[Path]) -> Gathered:
     from harness.spool import ResultSpool
 
     run = Gathered(CollectionLedger(), SessionOutputs(results=ResultSpool(blobs)))
-    for path in handed:
-        with path.open("rb") as read:
-            part: Gathered = pickle.load(read)
+    for kept in handed:
+        with kept:
+            kept.seek(0)
+            part: Gathered = pickle.load(kept)
         run.ledger.extend(part.ledger)
         run.outputs.extend(part.outputs)  # the earliest part's start is the run's
     return run
