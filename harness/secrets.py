@@ -407,16 +407,22 @@ def scrub_model(model: M) -> M:
 class ScrubbingFilter(logging.Filter):
     """A logging filter that masks secret values in a record's message and traceback.
 
-    Filters run only for records the logger is enabled for, so a disabled ``harness``
-    logger costs nothing per round.
+    On the ``harness`` logger, and on the handlers of a pytest session (its live log,
+    log file and captured logs: what ``--log-cli-level=DEBUG`` shows of the SDKs and
+    vcrpy). Filters run only for records the logger is enabled for, so a disabled
+    logger costs nothing per round; a record with nothing to mask is left as it is.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
         scrubber = Scrubber()
-        record.msg = scrubber.text(record.getMessage())
-        record.args = None
+        try:
+            text = record.getMessage()
+        except Exception:  # a record whose arguments do not fit its message
+            return True
+        clean = scrubber.text(text)
+        if clean != text:
+            record.msg, record.args = clean, None
         if record.exc_info:
             text = logging.Formatter().formatException(record.exc_info)
             record.exc_text = scrubber.text(text)
-            record.exc_info = None
         return True

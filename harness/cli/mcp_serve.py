@@ -89,6 +89,10 @@ def handle(args: argparse.Namespace) -> int:
     if args.transport == "stdio":
         # stdout carries the protocol: every word for people goes to stderr.
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+        from harness.secrets import ScrubbingFilter
+
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(ScrubbingFilter())
         serve_stdio(server)
         return EXIT["passed"]
 

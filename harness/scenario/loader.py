@@ -21,7 +21,12 @@ from pydantic import ValidationError
 from harness.errors import HarnessError, ScenarioError
 from harness.files import read_bounded
 from harness.llm.config import RECORDED_PROVIDERS
-from harness.messages import Conversation, MessageItemError, messages_from_openai
+from harness.messages import (
+    Conversation,
+    MessageItemError,
+    message_from_openai,
+    messages_from_openai,
+)
 from harness.plugins import PluginError, Plugins, discover
 from harness.project import display_path, project_relative, project_root
 from harness.scenario.agents import SubAgents, agent_cycles
@@ -582,19 +587,66 @@ def starting_conversation(scenario: Scenario) -> Conversation | None:
 
 
 def load_history(path: Path) -> Conversation:
-    """A saved conversation: Conversation.save() JSON, or a JSON list of OpenAI messages."""
+    """A saved conversation: Conversation.save() JSON, or a JSON list of OpenAI messages.
+
+    What is wrong is said by place and kind, never by the values the file holds: a file
+    named by mistake (a credentials file) must not be shown."""
     try:
         data = json.loads(read_bounded(path).decode("utf-8"))
     except OSError as exc:
         raise HarnessError(f"cannot read history file {path}: {exc.strerror}") from None
-    except ValueError as exc:  # UnicodeDecodeError too
-        raise HarnessError(f"history file {path} is not JSON: {exc}") from None
-    try:
-        if isinstance(data, list):
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno}, column {exc.colno}"
+        raise HarnessError(f"history file {path} is not JSON: {exc.msg} ({where})") from None
+    except ValueError:  # UnicodeDecodeError
+        raise HarnessError(f"history file {path} is not JSON: it is not UTF-8 text") from None
+    expected = f"history file {path} is neither a saved Conversation nor a list of OpenAI messages"
+    if isinstance(data, list):
+        try:
             return Conversation.from_openai(data)
+        except MessageItemError as exc:
+            raise HarnessError(f"{expected}: item {exc.index}: {_kinds(data[exc.index])}") from None
+    try:
         return Conversation.model_validate(data)
-    except (ValueError, TypeError, ValidationError) as exc:
-        raise HarnessError(
-            f"history file {path} is neither a saved Conversation nor a list of OpenAI "
-            f"messages: {exc}"
-        ) from None
+    except ValidationError as exc:
+        raise HarnessError(f"{expected}: {_places(exc)}") from None
+
+
+# pydantic's error types whose words quote no value of the input.
+_UNQUOTING = frozenset(
+    {"missing", "extra_forbidden", "literal_error", "too_short", "too_long"}
+    | {"string_too_short", "string_too_long", "union_tag_not_found"}
+)
+
+
+def _kind(err: Any) -> str:
+    kind = str(err["type"])
+    if kind == "union_tag_invalid":
+        ctx = err.get("ctx") or {}
+        return f"its {ctx.get('discriminator', 'tag')} is none of {ctx.get('expected_tags', '?')}"
+    if kind in _UNQUOTING or kind.endswith("_type"):
+        return " ".join(str(err["msg"]).split())
+    return kind.replace("_", " ")
+
+
+def _kinds(item: Any) -> str:
+    """What is wrong with one item of a history list, by place and kind only."""
+    if not isinstance(item, dict):
+        return f"a JSON {type(item).__name__}, not a message"
+    try:
+        message_from_openai(item)
+    except ValidationError as exc:
+        return _places(exc)
+    except (ValueError, TypeError, AttributeError):
+        pass
+    return "not an OpenAI message"
+
+
+def _places(exc: ValidationError) -> str:
+    """pydantic's errors by place and kind, without the values they quote: its own words
+    where they quote none, else the kind of error."""
+    errors = exc.errors(include_url=False, include_input=False)
+    said = "; ".join(
+        f"{'.'.join(map(str, err['loc'])) or '(top level)'}: {_kind(err)}" for err in errors[:3]
+    )
+    return said + (f" (and {len(errors) - 3} more)" if len(errors) > 3 else "")
