@@ -618,3 +618,32 @@ def test_cassette_dir_comes_from_tool_harness(tmp_path):
 def test_without_a_scenario_file_a_cassette_must_be_named():
     with pytest.raises(HarnessError, match="needs a cassette"):
         resolve_cassette_path(config())
+
+
+def test_a_conversations_key_reuses_its_chain_only_while_the_history_is_the_same():
+    # The key of a growing conversation digests its new items only while the list extends
+    # the one seen last (its first and last known items the same objects): a list that
+    # shares one end but not the other is another history, keyed from scratch.
+    from harness.cassettes.matching import BodyKeyer
+
+    keyer = BodyKeyer()
+    system, other_system = {"role": "system", "content": "s"}, {"role": "system", "content": "t"}
+    asked, other = {"role": "user", "content": "a"}, {"role": "user", "content": "b"}
+    # (A conversation makes each item once: two lists share an item only where one
+    # extends the other; each end is shared here as a list that is no extension could.)
+    reply, reply_again = (
+        {"role": "assistant", "content": "x"},
+        {"role": "assistant", "content": "x"},
+    )
+    bodies = [
+        [system, asked],
+        [system, asked, reply],  # extends it: digested from where it ended
+        [system, other, reply_again],  # the same first item, another last
+        [other_system, other, reply_again],  # the same last item, another first
+        [other_system, other],  # shorter: a history cut back
+        [system, asked],
+    ]
+    chains: dict = {}
+    for messages in bodies:
+        body = {"model": "m", "messages": messages}
+        assert keyer.incremental_key(body, chains) == keyer.key(body), messages

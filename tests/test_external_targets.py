@@ -675,3 +675,77 @@ def test_the_readmes_shortest_example_works(tmp_path, monkeypatch, fresh_plugins
 
     assert result.status == "passed"
     assert result.final.content == "It is 18C in Paris."
+
+
+OFF_THE_MACHINE = """
+import openai
+from google import genai
+
+
+def vertex(question):
+    client = genai.Client()  # kept: a client let go closes its connections
+    return client.models.generate_content(model="gemini-2.5-flash", contents=question).text
+
+
+def azure(question):
+    client = openai.AzureOpenAI(api_version="2024-10-21", max_retries=0)
+    messages = [{"role": "user", "content": question}]
+    return client.chat.completions.create(model="gpt-4o", messages=messages).choices[0].message.content
+"""
+
+
+@pytest.mark.parametrize("fn", ["vertex", "azure"])
+def test_the_users_vertex_and_azure_settings_never_reach_a_target(project, monkeypatch, fn):
+    # A user's shell set up for Vertex AI or Azure OpenAI: a target's client that read
+    # those variables would send its requests there, off 127.0.0.1. A server here stands
+    # in for them: it must get nothing.
+    import http.server
+
+    folder, _ = project
+    received: list[str] = []
+
+    class Elsewhere(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            received.append(self.path)
+            self.send_response(500)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    elsewhere = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Elsewhere)
+    threading.Thread(target=elsewhere.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{elsewhere.server_address[1]}"
+    user = {
+        "GOOGLE_GENAI_USE_VERTEXAI": "true",
+        "GOOGLE_CLOUD_PROJECT": "my-project",
+        "GOOGLE_CLOUD_LOCATION": "us-central1",
+        "GOOGLE_VERTEX_BASE_URL": url,
+        # No credentials to find (none looked for on the network either).
+        "GOOGLE_APPLICATION_CREDENTIALS": str(folder / "no-such-credentials.json"),
+        "AZURE_OPENAI_ENDPOINT": url,
+        "AZURE_OPENAI_API_KEY": "azure-key-0123456789",
+        "OPENAI_API_VERSION": "2024-10-21",
+    }
+    for name, value in user.items():
+        monkeypatch.setenv(name, value)
+    module = f"offsite_{fn}_" + "".join(c if c.isalnum() else "_" for c in folder.name)
+    (folder / f"{module}.py").write_text(OFF_THE_MACHINE)
+    try:
+        path = scenario(
+            folder,
+            f"target:\n  python: {module}:{fn}\ninput: hi\n"
+            "llm:\n  script:\n    - content: Served by harness.\n",
+        )
+        result = run_scenario(path)
+    finally:
+        elsewhere.shutdown()
+        elsewhere.server_close()
+        sys.modules.pop(module, None)
+    assert received == []
+    if fn == "vertex":  # the Gemini API, served by harness
+        assert result.final.content == "Served by harness.", result.final.error
+    else:  # no Azure endpoint or key left: the client says so, and sends nothing
+        assert result.termination == "error"
+        assert "AZURE_OPENAI_API_KEY" in result.final.error.message

@@ -100,6 +100,37 @@ def test_a_replayed_call_the_recording_does_not_hold_is_explained(project):
     assert result.final.error.server == "notes"
 
 
+def test_record_mode_once_with_a_recording_replays_and_never_goes_live_on_a_miss(project):
+    shutil.copy(NOTES_SERVER, project / "notes_server.py")
+    path = scenario(project, "notes_server.py")
+    run_scenario(path, "once")
+    recording = project / "cassettes" / "notes.mcp.yaml"
+    before = recording.read_bytes()
+    # The server is there: going live would answer the new call, and record it.
+    path = scenario(project, "notes_server.py", SCRIPT.replace("buy milk", "buy bread"))
+    result = run_scenario(path, "once")
+    assert result.termination == "tool_error"
+    assert "MCP recording miss: tools/call add_note to server notes" in result.final.error.message
+    assert recording.read_bytes() == before
+
+
+def test_disable_recording_talks_to_the_server_and_writes_nothing(project):
+    shutil.copy(NOTES_SERVER, project / "notes_server.py")
+    path = scenario(project, "notes_server.py")
+    live = run_scenario(path, "once", disable_recording=True)
+    assert live.termination == "completed"
+    assert [c.result for c in live.tool_calls][-1] == "1. buy milk"
+    assert not (project / "cassettes").exists()
+    # With a recording there: still live (a new note), and the recording is left as it was.
+    run_scenario(path, "once")
+    recording = project / "cassettes" / "notes.mcp.yaml"
+    before = recording.read_bytes()
+    changed = scenario(project, "notes_server.py", SCRIPT.replace("buy milk", "buy bread"))
+    again = run_scenario(changed, "once", disable_recording=True)
+    assert [c.result for c in again.tool_calls][-1] == "1. buy bread"
+    assert recording.read_bytes() == before
+
+
 def test_a_missed_call_of_no_tool_is_named_without_a_gap(project):
     shutil.copy(NOTES_SERVER, project / "notes_server.py")
     path = scenario(project, "notes_server.py")

@@ -365,3 +365,38 @@ def test_a_scripted_runs_chat_spans_name_the_scripts_model(project):
     assert models and all(
         m == ("chat harness-script", {"stringValue": "harness-script"}) for m in models
     )
+
+
+def test_secrets_are_masked_in_the_trace_file_and_the_spans_sent(pytester, monkeypatch, collector):
+    # The leaky tools of test_secrets_in_outputs: a result that says the key, a failure
+    # that names the project; a plugin whose bug quotes the key ends a run in error.
+    from test_secrets_in_outputs import CRASH, CRASHING_PLUGIN, LEAKY_TOOLS, SCENARIO, SECRETS
+
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
+    (pytester.path / "pyproject.toml").write_text(
+        "[project]\nname = 'demo'\n[tool.harness]\nplugins = ['crashing']\n"
+    )
+    (pytester.path / "leaky_tools.py").write_text(LEAKY_TOOLS)
+    (pytester.path / "crashing.py").write_text(CRASHING_PLUGIN)
+    scenarios = pytester.path / "scenarios"
+    scenarios.mkdir()
+    # An evaluation whose explanation quotes what the model was sent: the key, too.
+    asked = 'expect:\n  requests: [{call: 2, tool_results_include: ["key="]}]\n'
+    (scenarios / "leaky.scenario.yaml").write_text(SCENARIO.replace("expect:\n", asked))
+    (scenarios / "crash.scenario.yaml").write_text(CRASH)
+    monkeypatch.chdir(pytester.path)
+    monkeypatch.syspath_prepend(str(pytester.path))
+    url = f"http://127.0.0.1:{collector.server_address[1]}"
+    args = ["scenarios", "--otel", "trace.json", "--otel-endpoint", url, "--otel-content"]
+    assert _run(*args) == 1
+    written = (pytester.path / "trace.json").read_text()
+    sent = "".join(json_format.MessageToJson(request) for _, _, request in collector.received)
+    for where, text in (("the file", written), ("the spans sent", sent)):
+        # The secrets did flow into the spans: their masks are where they would have been.
+        assert "key=<OPENAI_API_KEY> org=<OPENAI_ORG_ID>" in text, where  # a call's result
+        assert "rejected project <OPENAI_PROJECT_ID>" in text, where  # a failed call
+        assert "bad credentials <OPENAI_API_KEY>" in text, where  # a run's error status
+        assert '"tool_results":["key=<OPENAI_API_KEY>' in text.replace('\\"', '"'), where
+        for name, value in SECRETS.items():
+            assert value not in text, f"{name}'s value reached {where}"

@@ -458,3 +458,41 @@ def test_no_piece_of_a_secret_reaches_a_file_or_a_printed_line_on_any_path(
     assert frozen["llm"]["script"][0]["content"].startswith("<OPENAI_API_KEY> ")
     assert files_leaking(project) == {}
     assert leaks(printed.out) == [] and leaks(printed.err) == []
+
+
+def _all_text(value) -> str:
+    """Every string and byte string a loaded cassette holds, joined (bytes as Latin-1:
+    each byte one character, whatever the body's encoding)."""
+    if isinstance(value, dict):
+        return "\n".join(_all_text(k) + "\n" + _all_text(v) for k, v in value.items())
+    if isinstance(value, list):
+        return "\n".join(_all_text(v) for v in value)
+    if isinstance(value, bytes):
+        return value.decode("latin-1")
+    return value if isinstance(value, str) else ""
+
+
+def test_a_body_that_is_not_utf8_holding_the_key_is_masked(project):
+    # A gateway that answers in Latin-1 and quotes the key: the body is no UTF-8 text, so
+    # the cassette keeps it as bytes (base64 in the file, where no text search finds it).
+    from harness.asgi import serving_in_thread
+    from harness.scenario import run_scenario
+
+    said = f"Schl\u00fcssel ung\u00fcltig: {KEY}".encode("latin-1")
+
+    async def gateway(scope, receive, send):
+        if scope["type"] != "http":
+            return
+        while (await receive()).get("more_body"):
+            pass
+        headers = [(b"content-type", b"text/plain; charset=latin-1")]
+        await send({"type": "http.response.start", "status": 500, "headers": headers})
+        await send({"type": "http.response.body", "body": said})
+
+    llm = "{provider: openai, model: gpt-4o-mini, base_url: %s}"
+    with serving_in_thread(gateway) as url:
+        run_scenario(scenario(project, "latin", llm % f"{url}/v1", False), "once")
+    written = (project / "cassettes" / "latin.yaml").read_text()
+    stored = _all_text(yaml.safe_load(written))
+    assert "ung\u00fcltig: <OPENAI_API_KEY>" in stored  # recorded, masked
+    assert leaks(stored) == [] and leaks(written) == []
