@@ -169,6 +169,52 @@ def _unsent(transport: Any) -> int:
     return unsent + int.from_bytes(queued, sys.byteorder, signed=True)
 
 
+class _Unread:
+    """What cuts off a client that stops reading its answer, mixed into uvicorn's h11
+    protocol: once its buffers are full (asyncio pauses the writing), a client that takes
+    none of its answer for ``send_timeout`` seconds is cut off; one that reads, however
+    slowly, is not."""
+
+    send_timeout: float
+    counted: _Tally
+    transport: Any
+    loop: Any
+    stalled: Any = None  # the deadline of an answer the client does not read
+    unsent = 0  # bytes of the answer not yet taken by the client, when last looked
+
+    def pause_writing(self) -> None:
+        super().pause_writing()  # type: ignore[misc]
+        if self.stalled is None:
+            self.unsent = _unsent(self.transport)
+            self.stalled = self.loop.call_later(self.send_timeout, self._unread)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()  # type: ignore[misc]
+        if self.stalled is not None:
+            self.stalled.cancel()
+            self.stalled = None
+
+    def _unread(self) -> None:
+        self.stalled = None
+        unsent = _unsent(self.transport)
+        if unsent < self.unsent:  # it took some: a slow reader, still reading
+            self.unsent = unsent
+            self.stalled = self.loop.call_later(self.send_timeout, self._unread)
+            return
+        self.counted.add(f"connections not reading their answer for {self.send_timeout:g} s closed")
+        # Aborted: a close would wait for the unread answer to be sent, forever.
+        self.transport.abort()
+
+
+def _busy(most: int) -> bytes:
+    """The 503 a connection over the limit of ``most`` is sent before it is closed."""
+    body = f"the server has {most} connections open, its limit; try again later"
+    return (
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
+        f"connection: close\r\ncontent-length: {len(body)}\r\n\r\n{body}"
+    ).encode()
+
+
 def _protocol(limits: ServerLimits) -> type:
     """uvicorn's h11 protocol with ``limits``: a deadline for each request and a cap on
     the connections open at once."""
@@ -176,21 +222,16 @@ def _protocol(limits: ServerLimits) -> type:
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     most = limits.connections()
-    busy = (
-        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n"
-        "connection: close\r\ncontent-length: {length}\r\n\r\n{body}"
-    )
-    body = f"the server has {most} connections open, its limit; try again later"
-    refusal = busy.format(length=len(body), body=body).encode()
+    refusal = _busy(most)
     tally = _Tally()
     receiving = (h11.IDLE, h11.SEND_BODY)
 
-    class Protocol(H11Protocol):
+    class Protocol(_Unread, H11Protocol):
         # uvicorn's own limit_concurrency answers 503 only once a whole request head has
         # come, so it never frees a connection that sends nothing: the cap applies here.
         deadline: Any = None
-        stalled: Any = None  # the deadline of an answer the client does not read
-        unsent = 0  # bytes of the answer not yet taken by the client, when last looked
+        send_timeout = limits.send_timeout
+        counted = tally
 
         def connection_made(self, transport: Any) -> None:
             if len(self.connections) >= most:
@@ -216,31 +257,6 @@ def _protocol(limits: ServerLimits) -> type:
                     timer.cancel()
             self.deadline = self.stalled = None
             super().connection_lost(exc)
-
-        def pause_writing(self) -> None:
-            # The client's buffers are full: it reads slower than the answer is made, or
-            # not at all. Cut off once it took nothing of it for send_timeout seconds.
-            super().pause_writing()
-            if self.stalled is None:
-                self.unsent = _unsent(self.transport)
-                self.stalled = self.loop.call_later(limits.send_timeout, self._unread)
-
-        def resume_writing(self) -> None:
-            super().resume_writing()
-            if self.stalled is not None:
-                self.stalled.cancel()
-                self.stalled = None
-
-        def _unread(self) -> None:
-            self.stalled = None
-            unsent = _unsent(self.transport)
-            if unsent < self.unsent:  # it took some: a slow reader, still reading
-                self.unsent = unsent
-                self.stalled = self.loop.call_later(limits.send_timeout, self._unread)
-                return
-            tally.add(f"connections not reading their answer for {limits.send_timeout:g} s closed")
-            # Aborted: a close would wait for the unread answer to be sent, forever.
-            self.transport.abort()
 
         def _arm(self) -> None:
             # From the connection, or the first byte of the next request on it.

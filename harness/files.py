@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
@@ -14,6 +15,7 @@ __all__ = [
     "Unreadable",
     "atomic_write",
     "read_bounded",
+    "regular_size",
     "remove_leftovers",
 ]
 
@@ -47,6 +49,18 @@ def read_bounded(path: str | Path, limit: int = MAX_READ_BYTES) -> bytes:
     if info.st_size > limit or len(data) > limit:
         raise Unreadable(0, f"it is larger than {_size(limit)}", str(path))
     return data
+
+
+def regular_size(path: str | Path) -> int:
+    """The size of ``path``, checked to be a regular file before anything reads it:
+    FileNotFoundError, IsADirectoryError, or Unreadable (``not a regular file (a device
+    or a pipe)``: /dev/zero reads for ever, a pipe waits for a writer)."""
+    info = os.stat(path)
+    if stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    if not stat.S_ISREG(info.st_mode):
+        raise Unreadable(0, "not a regular file (a device or a pipe)", str(path))
+    return info.st_size
 
 
 def _size(limit: int) -> str:

@@ -11,7 +11,6 @@ import contextlib
 import functools
 import json
 import platform
-import stat
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
@@ -32,7 +31,7 @@ from harness.baseline import BaselineDiff
 from harness.config import AgentConfig
 from harness.coverage import Coverage
 from harness.errors import HarnessError
-from harness.files import atomic_write
+from harness.files import Unreadable, atomic_write, regular_size
 from harness.messages import Message
 from harness.modeljson import dump_json
 from harness.repeats import Repeats, count_repeats
@@ -55,7 +54,6 @@ __all__ = [
     "TurnResult",
     "assembled",
     "build_results",
-    "check_file",
     "check_version",
     "combination_label",
     "count_repeats",
@@ -488,25 +486,6 @@ def check_version(data: dict[str, Any], where: str) -> None:
         raise ResultsFileError(f"{where} has schema_version {version}; {_supported()}")
 
 
-def check_file(path: Path, where: str) -> int:
-    """The size of the regular file ``path``; ResultsFileError, in one line, for a path
-    that is none (missing, a folder, a device such as /dev/zero, a pipe), before anything
-    is read from it."""
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        raise ResultsFileError(f"{where} does not exist") from None
-    except OSError as exc:
-        raise ResultsFileError(f"cannot read {where}: {exc.strerror or exc}") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise ResultsFileError(f"{where} is a directory, not a file")
-    if not stat.S_ISREG(info.st_mode):
-        raise ResultsFileError(
-            f"{where} is not a regular file (a device or a pipe): give a results.json file"
-        )
-    return info.st_size
-
-
 def load_results(path: str | Path, *, what: str = "results file") -> Results:
     """Read a results.json file, or raise ResultsFileError saying in one line what is wrong.
 
@@ -515,11 +494,15 @@ def load_results(path: str | Path, *, what: str = "results file") -> Results:
     """
     path = Path(path)
     where = f"{what} {str(path)!r}"
-    check_file(path, where)
     try:
+        regular_size(path)  # before reading it: a device or a pipe is refused
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ResultsFileError(f"{where} does not exist") from None
+    except IsADirectoryError:
+        raise ResultsFileError(f"{where} is a directory, not a file") from None
+    except Unreadable as exc:
+        raise ResultsFileError(f"{where} is {exc}: give a results.json file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ResultsFileError(f"cannot read {where}: {exc}") from None
     try:

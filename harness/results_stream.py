@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from pydantic_core import to_json
 
 from harness.actions import Termination
+from harness.files import regular_size
 from harness.modeljson import dump_json
 from harness.repeats import Repeats, count_repeats
 from harness.results import (
@@ -40,7 +41,6 @@ from harness.results import (
     Status,
     Summary,
     assembled,
-    check_file,
     check_version,
     harness_version,
     load_results,
@@ -88,7 +88,7 @@ def read_streamed(
     first one that is wrong.
     """
     path = Path(path)
-    check_file(path, f"{what} {str(path)!r}")
+    _check_file(path, what)
     try:
         head = _head(path, f"{what} {str(path)!r}")
     except _UNTAKEN as exc:
@@ -194,7 +194,7 @@ def _refused(path: Path, what: str, problem: Exception) -> ResultsFileError:
     """load_results' one-line error for this file (its checks, its wording); for a file
     too large to read whole, the streamed reader's own, which quotes none of it."""
     where = f"{what} {str(path)!r}"
-    if check_file(path, where) > WHOLE_ON_ERROR:
+    if _check_file(path, what) > WHOLE_ON_ERROR:
         return ResultsFileError(f"{where} is not a harness results file: {_why(problem)}")
     try:
         load_results(path, what=what)
@@ -206,6 +206,16 @@ def _refused(path: Path, what: str, problem: Exception) -> ResultsFileError:
         f"{what} {str(path)!r} cannot be read one entry at a time: {shown}; write it again "
         "with `harness run --json FILE`"
     )
+
+
+def _check_file(path: Path, what: str) -> int:
+    """The size of ``path``; load_results' one-line error when it is no regular file
+    (nothing is read from it: it refuses such a file before reading)."""
+    try:
+        return regular_size(path)
+    except OSError:
+        load_results(path, what=what)  # raises its one line for the file
+        raise
 
 
 def _why(problem: Exception) -> str:
