@@ -14,7 +14,8 @@ command's job (``harness.cli.serve``). Modules: ``state`` (positions, attempts),
 ``conversations`` (which conversation a request continues, and where in it it stands),
 ``answer`` (one handler for every wire of ``harness.wires``: read the request, pick the
 reply, write it), ``fit`` (a reply's calls against the tools offered), ``http`` (JSON,
-streams, errors), ``app`` (routes), ``running`` (uvicorn).
+streams, errors), ``app`` (routes), ``bounds`` (what one request may be, checked before
+any of it reaches a wire: docs/wires.md#limits), ``running`` (uvicorn).
 """
 
 from harness.serve.app import create_app
