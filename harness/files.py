@@ -51,16 +51,16 @@ def read_bounded(path: str | Path, limit: int = MAX_READ_BYTES) -> bytes:
     return data
 
 
-def regular_size(path: str | Path) -> int:
-    """The size of ``path``, checked to be a regular file before anything reads it:
-    FileNotFoundError, IsADirectoryError, or Unreadable (``not a regular file (a device
-    or a pipe)``: /dev/zero reads for ever, a pipe waits for a writer)."""
+def regular_size(path: str | Path) -> int | None:
+    """The size of the file ``path``, checked before anything reads it: a regular file's
+    size; None for a pipe (read as a stream, once); FileNotFoundError, IsADirectoryError,
+    or Unreadable for a device (/dev/zero reads for ever)."""
     info = os.stat(path)
     if stat.S_ISDIR(info.st_mode):
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-    if not stat.S_ISREG(info.st_mode):
-        raise Unreadable(0, "not a regular file (a device or a pipe)", str(path))
-    return info.st_size
+    if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode):
+        raise Unreadable(0, "a device, not a file", str(path))
+    return info.st_size if stat.S_ISREG(info.st_mode) else None
 
 
 def _size(limit: int) -> str:

@@ -495,7 +495,7 @@ def load_results(path: str | Path, *, what: str = "results file") -> Results:
     path = Path(path)
     where = f"{what} {str(path)!r}"
     try:
-        regular_size(path)  # before reading it: a device or a pipe is refused
+        regular_size(path)  # before reading it: a device is refused
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ResultsFileError(f"{where} does not exist") from None

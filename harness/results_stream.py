@@ -7,9 +7,9 @@ of the file (``scenarios`` empty); ``load_streamed`` is ``load_results`` with
 ``scenarios`` a ScenarioList on disk. Both parse with ijson (its C backend, yajl2_c). A
 file they cannot take is refused with ``load_results``' own one-line error, the same
 for either reader: that file is read again by ``load_results`` to say it (an error path:
-the file is then whole in memory, as every file was before), when it is at most
-``WHOLE_ON_ERROR`` bytes; a larger one is refused with the streamed reader's own words,
-and a path that is no regular file (``/dev/zero``, a pipe) before anything is read.
+the file is then whole in memory, as every file was before), when it is a file of at
+most ``WHOLE_ON_ERROR`` bytes; a larger one, or a pipe, is refused with the streamed
+reader's own words, and a device (``/dev/zero``) before anything is read.
 """
 
 from __future__ import annotations
@@ -194,7 +194,8 @@ def _refused(path: Path, what: str, problem: Exception) -> ResultsFileError:
     """load_results' one-line error for this file (its checks, its wording); for a file
     too large to read whole, the streamed reader's own, which quotes none of it."""
     where = f"{what} {str(path)!r}"
-    if _check_file(path, what) > WHOLE_ON_ERROR:
+    size = _check_file(path, what)
+    if size is None or size > WHOLE_ON_ERROR:  # a pipe cannot be read again
         return ResultsFileError(f"{where} is not a harness results file: {_why(problem)}")
     try:
         load_results(path, what=what)
@@ -208,13 +209,13 @@ def _refused(path: Path, what: str, problem: Exception) -> ResultsFileError:
     )
 
 
-def _check_file(path: Path, what: str) -> int:
-    """The size of ``path``; load_results' one-line error when it is no regular file
-    (nothing is read from it: it refuses such a file before reading)."""
+def _check_file(path: Path, what: str) -> int | None:
+    """The size of ``path`` (None for a pipe); load_results' one-line error when it is no
+    file to read (nothing is read from it: it refuses such a path before reading)."""
     try:
         return regular_size(path)
     except OSError:
-        load_results(path, what=what)  # raises its one line for the file
+        load_results(path, what=what)  # raises its one line for the path
         raise
 
 
