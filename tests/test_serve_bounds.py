@@ -650,3 +650,45 @@ def test_the_attempt_counts_kept_are_bounded(monkeypatch):
     assert len(state.attempts) <= 50
     # The latest ones are still counted: their retry gets the reply.
     assert state.pick(0, [{"role": "user", "content": "task 999"}], "chat").step is not None
+
+
+def test_the_message_threads_held_are_bounded():
+    # Each `thread: {type: create}` answered holds the whole conversation under the reply's
+    # id, until it is continued: a client that only creates threads held them all.
+    from harness.serve.threads import Threads
+    from harness.wires import ANTHROPIC_MESSAGES
+
+    threads = Threads(most=20)
+    # A flood, then twenty more, msg_0 held anew just before the last: it is among the
+    # newest, not let go.
+    for n in [*range(1000, 1500), *range(20), 0, 20]:
+        body = {
+            "model": "m",
+            "max_tokens": 9,
+            "thread": {"type": "create"},
+            "messages": [{"role": "user", "content": f"task {n} " + "x" * 1000}],
+        }
+        answer = {
+            "id": f"msg_{n}",
+            "type": "message",
+            "role": "assistant",
+            "model": "m",
+            "content": [{"type": "text", "text": "ok"}],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+        }
+        threads.keep(ANTHROPIC_MESSAGES, body, body, (answer, False))
+    assert len(threads._held) == 20
+    # The newest are held: a continue of one is served; the oldest are a 404 (the SDK
+    # sends the whole conversation again).
+    latest = {"model": "m", "max_tokens": 9, "messages": [{"role": "user", "content": "more"}]}
+    latest["thread"] = {"type": "continue", "previous_message_id": "msg_20"}
+    assert len(threads.resume(ANTHROPIC_MESSAGES, latest)["messages"]) == 3
+    from harness.wires.neutral import WireError
+
+    oldest = {**latest, "thread": {"type": "continue", "previous_message_id": "msg_0"}}
+    assert len(threads.resume(ANTHROPIC_MESSAGES, oldest)["messages"]) == 3
+    for let_go in ("msg_1", "msg_1499"):
+        gone = {**latest, "thread": {"type": "continue", "previous_message_id": let_go}}
+        with pytest.raises(WireError, match="thread_not_found"):
+            threads.resume(ANTHROPIC_MESSAGES, gone)

@@ -147,7 +147,7 @@ class ScriptState:
         ]
         self.conversations = Conversations(conversations, limits)
         # The conversations held for requests that continue them (Anthropic threads).
-        self.threads = Threads()
+        self.threads = Threads((limits or ConversationLimits()).max_conversations)
         # A judge's replies (requests marked x-harness-role: judge), in turn.
         self.judge_steps = [s for s in judge_steps for _ in range(s.repeat)]
         self.judged = 0

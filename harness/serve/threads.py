@@ -23,10 +23,13 @@ __all__ = ["Threads"]
 
 
 class Threads:
-    """The held conversations of one server (or one observed run), by reply id."""
+    """The held conversations of one server (or one observed run), by reply id: at most
+    ``most`` of them, the oldest let go first (a continue of one is then a 404, and the
+    SDK sends the whole conversation again: docs/wires.md#limits)."""
 
-    def __init__(self) -> None:
+    def __init__(self, most: int = 1000) -> None:
         self._held: dict[str, dict[str, Any]] = {}
+        self.most = most
 
     def reset(self) -> None:
         """Forget every held conversation."""
@@ -66,4 +69,7 @@ class Threads:
             self._held.pop(turn.previous, None)
         reply_id, output = wire.held_answer(answer)
         if reply_id is not None:
+            self._held.pop(reply_id, None)  # the newest last
             self._held[reply_id] = {**whole, wire.items_field: [*wire.items(whole), *output]}
+            while len(self._held) > self.most:
+                del self._held[next(iter(self._held))]
