@@ -367,7 +367,7 @@ def _chat(system: str, *turns: str) -> dict:
 
 def _kept(conversations) -> dict[str, int]:
     """How much the conversations' tables hold (their private fields: what memory holds)."""
-    tables = ("_nodes", "_stems", "_responses", "_recent", "_kept")
+    tables = ("_nodes", "_stems", "_responses", "_recent", "_kept", "_dialogues")
     return {name: len(getattr(conversations, name)) for name in tables}
 
 
@@ -388,14 +388,14 @@ def test_a_flood_of_conversations_keeps_a_bounded_number_and_idle_ones_expire():
     first = ask(_chat("You coordinate.", "hi"))
     for n in range(3000):  # an agent that never continues a conversation, 3000 times over
         now[0] += 0.001
-        ask(_chat(f"You coordinate team {n}.", "a task"))
+        ask(_chat(f"You coordinate team {n}.", f"task {n}"))
         if n % 40 == 0:  # the first one is continued now and then: it stays
             again = ask(_chat("You coordinate.", "hi", "hello", f"more {n}"), 1)
             assert again.number == first.number
     sizes = _kept(kept)
     assert sizes["_kept"] <= 50 and sizes["_nodes"] <= 50 + 75, sizes
     assert sizes["_responses"] <= 50 and sizes["_recent"] <= 256, sizes
-    assert sizes["_stems"] <= 50 + 75, sizes
+    assert sizes["_stems"] <= 50 + 75 and sizes["_dialogues"] <= 50 + 75, sizes
     assert ask(_chat("You coordinate.", "hi", "hello", "more")).number == first.number
 
     now[0] += 61  # idle past the ttl: everything is forgotten at the next request
@@ -692,3 +692,23 @@ def test_the_message_threads_held_are_bounded():
         gone = {**latest, "thread": {"type": "continue", "previous_message_id": let_go}}
         with pytest.raises(WireError, match="thread_not_found"):
             threads.resume(ANTHROPIC_MESSAGES, gone)
+
+
+def test_forgetting_a_conversation_keeps_what_a_newer_one_shares_with_it():
+    # Two conversations with the same messages under other system texts share their
+    # dialogue key (an agent handing over to another continues it): forgetting the older
+    # leaves the newer's.
+    from harness.serve.conversations import ConversationLimits, Conversations
+    from harness.wires import OPENAI_CHAT
+
+    kept = Conversations(limits=ConversationLimits(max_conversations=1))
+
+    def ask(body: dict, replies: int = 0):
+        place = kept.place(OPENAI_CHAT, body, replies)
+        kept.keep(place)
+        return place
+
+    ask(_chat("You triage.", "hi"))
+    newer = ask(_chat("You research.", "hi"))  # the older one is forgotten now
+    handed = ask(_chat("You write.", "hi", "hello", "more"), 1)
+    assert handed.number == newer.number
