@@ -65,6 +65,11 @@ def add_arguments(parser: Parser) -> None:
         help="what one_of steps are drawn with: each request a one_of step answers draws "
         "anew (default 0)",
     )
+    _add_bounds(parser)
+
+
+def _add_bounds(parser: Parser) -> None:
+    """The options of serve's bounds (docs/wires.md#limits)."""
     parser.add_argument(
         "--max-body",
         type=int,

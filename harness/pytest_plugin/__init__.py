@@ -39,6 +39,7 @@ from harness.pytest_plugin.items import (
     pytest_runtest_protocol,
 )
 from harness.pytest_plugin.ledger import CollectionLedger
+from harness.pytest_plugin.logs import pytest_sessionstart
 from harness.pytest_plugin.options import SUFFIX, SessionOptions, pytest_addoption
 from harness.pytest_plugin.outputs import summary_lines
 from harness.pytest_plugin.session import (
@@ -74,6 +75,7 @@ __all__ = [
     "pytest_report_teststatus",
     "pytest_runtest_makereport",
     "pytest_runtest_protocol",
+    "pytest_sessionstart",
     "pytest_unconfigure",
     "summary_lines",
 ]

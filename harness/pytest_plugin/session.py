@@ -254,9 +254,8 @@ class SuiteState:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """The run starts now (results.json's ``meta.started``; a run in parts': when its
-        first part did); secrets are masked in every log line pytest shows or keeps."""
+        first part did)."""
         self.outputs.started = datetime.now(UTC)
-        _scrub_logs(session.config)
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         """A worker keeps what it deselected, for the controller's count."""
@@ -510,20 +509,6 @@ def pytest_configure(config: pytest.Config) -> None:
         state.baseline = Baseline(
             baseline_path, _load_baseline(config.getoption("harness_baseline"))
         )
-
-
-def _scrub_logs(config: pytest.Config) -> None:
-    """Mask secrets in what pytest's logging shows or keeps (its live log, log file and
-    captured records): with ``--log-cli-level=DEBUG`` the SDKs and vcrpy log requests and
-    answers, keys among them, on loggers of their own."""
-    from harness.secrets import ScrubbingFilter
-
-    logging_plugin = config.pluginmanager.get_plugin("logging-plugin")
-    names = ("log_cli_handler", "log_file_handler", "caplog_handler", "report_handler")
-    for name in names:
-        handler = getattr(logging_plugin, name, None)
-        if handler is not None and not any(isinstance(f, ScrubbingFilter) for f in handler.filters):
-            handler.addFilter(ScrubbingFilter())
 
 
 def _load_harness_plugins(modules: list[str], state: SuiteState) -> None:
