@@ -535,18 +535,24 @@ def test_a_shard_of_a_newer_schema_or_another_harness_is_read_as_such(project, r
 
 def test_an_entry_of_another_harness_version_is_written_by_the_model(project, run):
     # This version's shard: its entries copied as written (fast), a value written in
-    # another form kept; another version's: each entry written by the model.
-    from harness.results import harness_version
+    # another form kept; another version's, or one of an older schema (a file this
+    # version migrated, or edited by hand): each entry written by the model.
+    from harness.results import SCHEMA_VERSION, harness_version
 
-    for version, sim_time in ((harness_version(), "7"), ("0.0.1", "7.0")):
+    this = harness_version() or "1.0"
+    cases = ((this, SCHEMA_VERSION, "7"), ("0.0.1", SCHEMA_VERSION, "7.0"), (this, 1, "7.0"))
+    for version, schema, sim_time in cases:
         for k, ids in ((1, ["f::a"]), (2, ["f::b"])):
-            text = _shard_results(k, 2, ids, version=version or "1.0").to_json()
+            text = _shard_results(k, 2, ids, version=version).to_json()
             # "sim_time": 7 where the model writes 7.0, its keys in the model's order.
             text = text.replace('"sim_time": 0.0', '"sim_time": 7')
+            text = text.replace(
+                f'"schema_version": {SCHEMA_VERSION}', f'"schema_version": {schema}'
+            )
             (project.path / f"s{k}.json").write_text(text)
         assert run("merge", "s1.json", "s2.json", "--json", "m.json")[0] == 0
         merged = (project.path / "m.json").read_text()
-        assert f'"sim_time": {sim_time},' in merged, (version, merged)
+        assert f'"sim_time": {sim_time},' in merged, (version, schema, merged)
 
 
 @pytest.mark.parametrize(
