@@ -155,10 +155,24 @@ def fresh_plugins():
 TEST_TIMEOUT = 300
 
 
+# Warnings that hide bugs fail the test that caused them: a coroutine never awaited (a
+# missed `await`: RuntimeWarning), an exception raised where nothing could catch it (in
+# __del__, in a callback), an exception that ended a thread. Set per test, not in the ini
+# file: there the filters also hold at the session's end, where an exception nothing can
+# tie to a test (a Ctrl-C landing in a library's gc callback) made pytest exit 1 with
+# every test passed. A test's own filterwarnings marks still come first.
+HIDING_BUGS = (
+    "error::RuntimeWarning",
+    "error::pytest.PytestUnraisableExceptionWarning",
+    "error::pytest.PytestUnhandledThreadExceptionWarning",
+)
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         if item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(TEST_TIMEOUT))
+        item.add_marker(pytest.mark.filterwarnings(*HIDING_BUGS), append=False)
 
 
 def pytest_configure(config):
