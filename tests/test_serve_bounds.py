@@ -480,6 +480,38 @@ def test_repeat_is_bounded_when_the_scenario_is_loaded(tmp_path):
     assert time.monotonic() - started < 50  # refused, not laid out reply by reply
 
 
+def test_a_scenarios_own_repeat_is_bounded_when_it_is_loaded(tmp_path):
+    # A run per repeat: 10**18 of them is a collection that never ends. Each form of it.
+    huge = 10**18
+    forms = {
+        "plain": f"repeat: {huge}",
+        "runs": f"repeat: {{runs: {huge}}}",
+        "sequential": f"repeat: {{max_runs: {huge}, decide: sequential, min_pass_rate: 0.8}}",
+        "at the bound": "repeat: 10000",
+    }
+    for name, repeat in forms.items():
+        text = f"input: hi\n{repeat}\nllm:\n  script:\n    - content: ok\n"
+        (tmp_path / f"{name}.scenario.yaml").write_text(text)
+    checked = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "validate", *(f"{n}.scenario.yaml" for n in forms)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert checked.returncode == 2, checked.stdout + checked.stderr
+    assert checked.stderr.strip() == "3 of 4 scenario file(s) invalid"
+    lines = checked.stdout.splitlines()
+    assert [line.partition(" ")[0] for line in lines] == [
+        "plain.scenario.yaml:2:",
+        "runs.scenario.yaml:2:",
+        "sequential.scenario.yaml:2:",
+    ], lines
+    assert "from 1 to 10000, got 1000000000000000000" in lines[0]
+    assert "repeat.runs: expected 10000 or less" in lines[1]
+    assert "repeat.max_runs: expected 10000 or less" in lines[2]
+
+
 def test_a_body_sent_without_its_length_is_bounded_as_it_comes():
     # Chunked: no length to refuse it by, and more than the server may take; the answer
     # comes while the client is still sending, once four times the limit went by.
