@@ -9,7 +9,6 @@ loads.
 from __future__ import annotations
 
 import difflib
-import json
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -21,12 +20,6 @@ from pydantic import ValidationError
 from harness.errors import HarnessError, ScenarioError
 from harness.files import read_bounded
 from harness.llm.config import RECORDED_PROVIDERS
-from harness.messages import (
-    Conversation,
-    MessageItemError,
-    message_from_openai,
-    messages_from_openai,
-)
 from harness.plugins import PluginError, Plugins, discover
 from harness.project import display_path, project_relative, project_root
 from harness.scenario.agents import SubAgents, agent_cycles
@@ -36,6 +29,7 @@ from harness.scenario.expect_schema import ExpectSection
 from harness.scenario.expected_tools import check_expected_tools
 from harness.scenario.external import check_target, check_target_section
 from harness.scenario.guards import check_guards, with_prices
+from harness.scenario.history import HistoryItemError, starting_conversation
 from harness.scenario.issues import Issue, validation_issues
 from harness.scenario.judging import check_judges
 from harness.scenario.matrix import check_matrix, first_llm
@@ -419,7 +413,7 @@ def _check(scenario: Scenario, located: Located) -> list[Issue]:
 
     try:
         starting_conversation(scenario)
-    except _HistoryItemError as exc:
+    except HistoryItemError as exc:
         issue(("history", exc.index), exc.problem)
     except HarnessError as exc:
         issue(("history",), str(exc))
@@ -563,90 +557,3 @@ def _check_script(
                 "name, or set `unknown_tools: true` on the step if the model should "
                 "call a tool that does not exist",
             )
-
-
-class _HistoryItemError(HarnessError):
-    """One message of an inline ``history:`` list that is not an OpenAI message."""
-
-    def __init__(self, index: int, problem: str) -> None:
-        super().__init__(f"history item {index + 1}: {problem}")
-        self.index = index
-        self.problem = problem
-
-
-def starting_conversation(scenario: Scenario) -> Conversation | None:
-    """The conversation ``history:`` gives (None without one); HarnessError when unusable."""
-    if isinstance(scenario.history, str):
-        return load_history(scenario.resolve(scenario.history))
-    if isinstance(scenario.history, list):
-        try:
-            return Conversation(messages=messages_from_openai(scenario.history))
-        except MessageItemError as exc:
-            raise _HistoryItemError(exc.index, exc.problem) from None
-    return None
-
-
-def load_history(path: Path) -> Conversation:
-    """A saved conversation: Conversation.save() JSON, or a JSON list of OpenAI messages.
-
-    What is wrong is said by place and kind, never by the values the file holds: a file
-    named by mistake (a credentials file) must not be shown."""
-    try:
-        data = json.loads(read_bounded(path).decode("utf-8"))
-    except OSError as exc:
-        raise HarnessError(f"cannot read history file {path}: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        where = f"line {exc.lineno}, column {exc.colno}"
-        raise HarnessError(f"history file {path} is not JSON: {exc.msg} ({where})") from None
-    except ValueError:  # UnicodeDecodeError
-        raise HarnessError(f"history file {path} is not JSON: it is not UTF-8 text") from None
-    expected = f"history file {path} is neither a saved Conversation nor a list of OpenAI messages"
-    if isinstance(data, list):
-        try:
-            return Conversation.from_openai(data)
-        except MessageItemError as exc:
-            raise HarnessError(f"{expected}: item {exc.index}: {_kinds(data[exc.index])}") from None
-    try:
-        return Conversation.model_validate(data)
-    except ValidationError as exc:
-        raise HarnessError(f"{expected}: {_places(exc)}") from None
-
-
-# pydantic's error types whose words quote no value of the input.
-_UNQUOTING = frozenset(
-    {"missing", "extra_forbidden", "literal_error", "too_short", "too_long"}
-    | {"string_too_short", "string_too_long", "union_tag_not_found"}
-)
-
-
-def _kind(err: Any) -> str:
-    kind = str(err["type"])
-    if kind == "union_tag_invalid":
-        ctx = err.get("ctx") or {}
-        return f"its {ctx.get('discriminator', 'tag')} is none of {ctx.get('expected_tags', '?')}"
-    if kind in _UNQUOTING or kind.endswith("_type"):
-        return " ".join(str(err["msg"]).split())
-    return kind.replace("_", " ")
-
-
-def _kinds(item: Any) -> str:
-    """What is wrong with one item of a history list, by place and kind only."""
-    if not isinstance(item, dict):
-        return f"a JSON {type(item).__name__}, not a message"
-    try:
-        message_from_openai(item)
-    except ValidationError as exc:
-        return _places(exc)
-    except (ValueError, TypeError, AttributeError):
-        pass
-    return "not an OpenAI message"
-
-
-def _places(exc: ValidationError) -> str:
-    """pydantic's errors by place and kind, without the values they quote: its own words
-    where they quote none, else the kind of error."""
-    errors = exc.errors(include_url=False, include_input=False)
-    said = "; ".join(
-        f"{'.'.join(map(str, err['loc'])) or '(top level)'}: {_kind(err)}" for err in errors[:3]
-    )
-    return said + (f" (and {len(errors) - 3} more)" if len(errors) > 3 else "")
