@@ -118,3 +118,35 @@ def test_serve_answers_a_whole_gemini_run_read_incrementally():
                 assert parts[0]["functionCall"]["args"] == {"key": f"k{n}"}
             else:
                 assert parts[0]["text"] == "done"
+
+
+def _nested(depth: int) -> dict:
+    value: dict = {"text": "deep"}
+    for _ in range(depth):
+        value = {"inner": value}
+    return value
+
+
+def test_the_bounds_check_what_is_new_in_a_conversations_body_and_keep_no_refused_one():
+    # serve's bounds (harness.serve.bounds) decode and check only the new part of a
+    # conversation's body: a bad item arriving late is refused all the same, and a body
+    # refused is not kept, so the next body sharing its history is checked again.
+    from harness.serve.bounds import json_problem
+
+    reader = BodyReader()
+    for n in range(3):
+        assert json_problem(_body(n), 100, reader) == (None, json.loads(_body(n)))
+    history = _history(3)
+    deep = {"contents": [*history, {"role": "user", "parts": [_nested(120)]}], "tools": TOOLS}
+    lone = {"contents": [*history, {"role": "user", "parts": [{"text": "\ud83d"}]}]}
+    for body in (deep, lone):
+        raw = json.dumps(body).encode()
+        problem, value = json_problem(raw, 100, reader)
+        assert problem is not None and value is None
+        assert problem.startswith(("its JSON is nested deeper than 100", "it holds a lone"))
+        again = json.dumps({**body, "model": "m"}).encode()  # the same history once more
+        assert json_problem(again, 100, reader)[0] == problem
+    assert "at contents[7].parts[0].text" in json_problem(json.dumps(lone).encode(), 100)[0]
+    # A lone surrogate as raw bytes (not a \u escape) is refused too.
+    raw = _body(2)[:-1] + b', "x": "\xed\xa0\xbd"}'
+    assert "surrogate" in str(json_problem(raw, 100, BodyReader())[0])

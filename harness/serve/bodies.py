@@ -8,6 +8,8 @@ ends; a body whose text is one of those up to the end of an item takes the entri
 items before that point from it, and decodes the rest. The value is what ``json.loads``
 makes of the body: anything the reader does not follow is decoded whole, the same way.
 Items are shared between the bodies that hold them: nothing may change a body read.
+A ``check`` given to ``read`` sees only what was decoded for this body (its ``Fresh``
+values), so a check of each request (harness.serve.bounds) costs what is new too.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from __future__ import annotations
 import json
 import re
 from collections import deque
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
-__all__ = ["BodyReader"]
+__all__ = ["BodyReader", "Fresh"]
 
 _DECODER = json.JSONDecoder()
 _SPACE = re.compile(r"[ \t\n\r]*")
@@ -34,13 +37,24 @@ class _Mark(NamedTuple):
     items: int
 
 
+class Fresh(NamedTuple):
+    """A value decoded for this body, not taken from an earlier one: the top-level key
+    it is under (None: the whole body), its index in that key's array (None: the key's
+    value itself), the value."""
+
+    key: str | None
+    at: int | None
+    value: Any
+
+
 class _Read(NamedTuple):
     """A body read: its text, its entries (key, value) in order (an array's value is
-    the list read), and the marks of its arrays' items."""
+    the list read), the marks of its arrays' items, and what was decoded for it."""
 
     text: str
     entries: list[tuple[str, Any]]
     marks: list[_Mark]
+    fresh: list[Fresh]
 
 
 class _Off(ValueError):
@@ -72,6 +86,7 @@ def _items(text: str, pos: int, read: _Read, array: list[Any], started: bool) ->
     while True:
         value, pos = _DECODER.raw_decode(text, pos)
         array.append(value)
+        read.fresh.append(Fresh(read.entries[entry][0], len(array) - 1, value))
         if isinstance(value, dict | list | str):
             read.marks.append(_Mark(pos, entry, len(array)))
         pos = _space(text, pos)
@@ -106,9 +121,11 @@ def _entry(text: str, pos: int, read: _Read) -> int:
     if text[pos : pos + 1] == "[":
         array: list[Any] = []
         read.entries.append((key, array))
+        read.fresh.append(Fresh(key, None, []))  # the key itself; its items one by one
         return _items(text, pos + 1, read, array, False)
     value, pos = _DECODER.raw_decode(text, pos)
     read.entries.append((key, value))
+    read.fresh.append(Fresh(key, None, value))
     return pos
 
 
@@ -142,12 +159,15 @@ class BodyReader:
         """Forget the bodies read."""
         self._recent.clear()
 
-    def read(self, raw: bytes) -> Any:
-        """The body's value (ValueError or UnicodeDecodeError as json.loads raises)."""
+    def read(self, raw: bytes, check: Callable[[list[Fresh]], None] | None = None) -> Any:
+        """The body's value (ValueError or UnicodeDecodeError as json.loads raises).
+
+        ``check``, given what was decoded for this body, may refuse it by raising: a
+        body refused is not kept, so no later body takes unchecked values from it."""
         text = raw.decode(json.detect_encoding(raw), "surrogatepass")
         start = _space(text, 0)
         if text[start : start + 1] != "{":
-            return json.loads(text)
+            return _whole_checked(text, check)
         best: tuple[_Read, int] | None = None
         for earlier in self._recent:
             index = _shared(text, earlier)
@@ -158,7 +178,10 @@ class BodyReader:
         try:
             read = self._resumed(text, best) if best else self._whole(text, start)
         except (_Off, ValueError, IndexError):
-            return json.loads(text)
+            return _whole_checked(text, check)
+        if check is not None:
+            check(read.fresh)
+        read.fresh.clear()  # kept bodies hold what later ones share, nothing more
         if best is not None:
             self._recent.remove(best[0])  # the conversation's body is this one now
         self._recent.appendleft(read)
@@ -166,7 +189,7 @@ class BodyReader:
 
     @staticmethod
     def _whole(text: str, start: int) -> _Read:
-        read = _Read(text, [], [])
+        read = _Read(text, [], [], [])
         _entries(text, start + 1, read, None)
         return read
 
@@ -179,6 +202,14 @@ class BodyReader:
         key, value = earlier.entries[mark.entry]
         array = value[: mark.items]
         entries = [*earlier.entries[: mark.entry], (key, array)]
-        read = _Read(text, entries, earlier.marks[: index + 1])
+        read = _Read(text, entries, earlier.marks[: index + 1], [])
         _entries(text, mark.end, read, array)
         return read
+
+
+def _whole_checked(text: str, check: Callable[[list[Fresh]], None] | None) -> Any:
+    """``text`` decoded whole by json.loads, all of it fresh to ``check``."""
+    value = json.loads(text)
+    if check is not None:
+        check([Fresh(None, None, value)])
+    return value

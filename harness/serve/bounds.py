@@ -12,11 +12,11 @@ A refusal is a 413, 400 or 503 in the form of the request's wire, never a 500.
 
 from __future__ import annotations
 
-import json
-import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from harness.serve.bodies import BodyReader, Fresh
 from harness.serve.http import PARSED_BODY, error_answer
 from harness.wires.neutral import WireError
 
@@ -28,8 +28,6 @@ DEFAULT_MAX_BODY = 32 * 2**20
 # far below where Python's own recursion limit would stop the code that reads it.
 DEFAULT_MAX_DEPTH = 100
 
-# A \u escape of a UTF-16 surrogate: the only way JSON text can hold a lone one.
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _BODY_METHODS = ("POST", "PUT", "PATCH")
 
 
@@ -47,12 +45,13 @@ class BodyLimits:
         return self.max_pending if self.max_pending is not None else 4 * self.max_body
 
 
-def _depth_or_surrogate(value: Any, max_depth: int, strings: bool) -> str | None:
-    """What is wrong with a parsed JSON value: nested past ``max_depth``, or (when
-    ``strings``) a string or key holding a lone surrogate, and where. Iterative: a value
-    nested as deep as the parser allowed does not reach the recursion limit here."""
-    # Each entry: (value, depth, the entry of its container, its key or index there).
-    stack: list[tuple[Any, int, Any, Any]] = [(value, 1, None, None)]
+def _depth_or_surrogate(start: tuple[Any, int, Any, Any], max_depth: int) -> str | None:
+    """What is wrong with a parsed JSON value: nested past ``max_depth``, or a string or
+    key holding a lone surrogate, and where. Iterative: a value nested as deep as the
+    parser allowed does not reach the recursion limit here."""
+    # Each entry: (value, depth, the entry of its container, its key or index there);
+    # ``start`` is the value's own, its container's chain naming where it is.
+    stack: list[tuple[Any, int, Any, Any]] = [start]
     while stack:
         entry = stack.pop()
         item, depth = entry[0], entry[1]
@@ -60,12 +59,12 @@ def _depth_or_surrogate(value: Any, max_depth: int, strings: bool) -> str | None
             return f"its JSON is nested deeper than {max_depth} levels (at {_place(entry)})"
         if isinstance(item, dict):
             for key, inner in item.items():
-                if strings and not _unicode(key):
+                if not _unicode(key):
                     return _surrogate(key, _place(entry))
                 stack.append((inner, depth + 1, entry, key))
         elif isinstance(item, list):
             stack.extend((inner, depth + 1, entry, n) for n, inner in enumerate(item))
-        elif strings and isinstance(item, str) and not _unicode(item):
+        elif isinstance(item, str) and not _unicode(item):
             return _surrogate(item, _place(entry))
     return None
 
@@ -97,17 +96,49 @@ def _surrogate(text: str, where: str) -> str:
     )
 
 
-def json_problem(raw: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> tuple[str | None, Any]:
+class _Refused(ValueError):
+    """A body whose JSON no model API takes (its message says why and where)."""
+
+
+def _checker(max_depth: int) -> Callable[[list[Fresh]], None]:
+    """The check of what was decoded for a body: ``_Refused`` past ``max_depth`` or at a
+    lone surrogate. Only the new part of a conversation's body is decoded, and checked:
+    what it shares with the body before it was checked with that one."""
+
+    def check(fresh: list[Fresh]) -> None:
+        top: tuple[Any, int, Any, Any] = (None, 1, None, None)
+        for key, index, value in fresh:
+            entry: tuple[Any, int, Any, Any]
+            if key is not None and index is None and not _unicode(key):
+                raise _Refused(_surrogate(key, _place((None, 2, top, key))))
+            if key is None:
+                entry = (value, 1, None, None)
+            elif index is None:
+                entry = (value, 2, top, key)
+            else:
+                entry = (value, 3, (None, 2, top, key), index)
+            problem = _depth_or_surrogate(entry, max_depth)
+            if problem is not None:
+                raise _Refused(problem)
+
+    return check
+
+
+def json_problem(
+    raw: bytes, max_depth: int = DEFAULT_MAX_DEPTH, reader: BodyReader | None = None
+) -> tuple[str | None, Any]:
     """(what makes ``raw`` a JSON body no model API takes, None if nothing; the parsed
-    value, None when it is not JSON at all: the app says so in its own words)."""
+    value, None when it is not JSON at all: the app says so in its own words).
+    ``reader`` (a server's, kept between requests) decodes only what is new."""
     try:
-        value = json.loads(raw)
+        value = (reader or BodyReader()).read(raw, _checker(max_depth))
     except RecursionError:
         return f"its JSON is nested deeper than {max_depth} levels", None
+    except _Refused as refused:
+        return str(refused), None
     except ValueError:  # not JSON, or not UTF-8 (UnicodeDecodeError is a ValueError)
         return None, None
-    strings = _SURROGATE_ESCAPE.search(raw) is not None
-    return _depth_or_surrogate(value, max_depth, strings), value
+    return None, value
 
 
 class BoundedApp:
@@ -119,6 +150,9 @@ class BoundedApp:
         self.app = app
         self.limits = limits or BodyLimits()
         self.held = 0  # bytes of the bodies requests hold now
+        # A conversation's bodies repeat its history: each read decodes and checks what
+        # is new (harness.serve.bodies), not the whole history again.
+        self.bodies = BodyReader()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         """The ASGI entry point."""
@@ -130,7 +164,7 @@ class BoundedApp:
             refusal = await self._read(scope, receive, chunks)
             raw = b"".join(chunks)
             if refusal is None and raw:
-                problem, value = json_problem(raw, self.limits.max_depth)
+                problem, value = json_problem(raw, self.limits.max_depth, self.bodies)
                 if problem is not None:
                     message = f"the request body is refused: {problem}"
                     refusal = WireError(400, message, "invalid_json")
