@@ -42,6 +42,7 @@ from harness.freeze.check import (
     run_error,
     run_offline,
     set_aside,
+    trace_hint,
 )
 from harness.freeze.recorded import (
     FreezeError,
@@ -447,30 +448,6 @@ def _hint(source: _Source, kind: str) -> str:
     )
 
 
-def _trace_hint(kind: str, result: ScenarioResult) -> str:
-    """What to do when a trace's frozen run does not replay it: a trace comes from an
-    instrumentation, not from a scenario harness could re-record."""
-    if kind == "contradiction":
-        return "the trace was edited or damaged; export it again from the run"
-    if result.termination.value == "validation_error":
-        return (
-            "a call the trace recorded does not fit the tool's schema as the trace gives it: "
-            "if the instrumentation wrote the schema in a form harness reads otherwise, "
-            "report it with the instrumentation's name and version"
-        )
-    if kind == "count":
-        return (
-            "a trace does not say how the run ended (the agent's iteration limit, its "
-            "stagnation window, an output tool): pass --scenario with a scenario file whose "
-            "agent section has the agent's settings"
-        )
-    return (
-        "the traced client sent this and harness's loop does not: if the instrumentation "
-        "recorded it in a form harness reads otherwise, report it with the "
-        "instrumentation's name and version"
-    )
-
-
 def _check_replay(source: _Source, result: ScenarioResult, sent: list[Sent]) -> None:
     """Refuse a frozen run that sends other requests than the recorded ones, or errors."""
     difference = first_difference(source.compared(), sent, result)
@@ -479,7 +456,7 @@ def _check_replay(source: _Source, result: ScenarioResult, sent: list[Sent]) -> 
         run_name = f"run {source.chosen.number} of " if len(source.runs) > 1 else ""
         raise FreezeError(
             f"{source.shown}: the frozen scenario would not replay {run_name}the recording: "
-            f"{what}; {_trace_hint(kind, result) if source.trace else _hint(source, kind)}"
+            f"{what}; {trace_hint(kind, result) if source.trace else _hint(source, kind)}"
         )
     if result.status == "error":
         # A run ending in `error` (a scenario or harness bug) fails whatever it expects.

@@ -26,6 +26,7 @@ __all__ = [
     "run_error",
     "run_offline",
     "set_aside",
+    "trace_hint",
 ]
 
 
@@ -306,3 +307,27 @@ def _api_tools(recorded: list[RecordedCall]) -> list[str]:
                 kind = raw.get("type") or next(iter(raw), None) if isinstance(raw, dict) else None
                 kinds.setdefault(str(kind or _short(raw)))
     return list(kinds)
+
+
+def trace_hint(kind: str, result: ScenarioResult) -> str:
+    """What to do when a trace's frozen run does not replay it: a trace comes from an
+    instrumentation, not from a scenario harness could re-record."""
+    if kind == "contradiction":
+        return "the trace was edited or damaged; export it again from the run"
+    if result.termination.value == "validation_error":
+        return (
+            "a call the trace recorded does not fit the tool's schema as the trace gives it: "
+            "if the instrumentation wrote the schema in a form harness reads otherwise, "
+            "report it with the instrumentation's name and version"
+        )
+    if kind == "count":
+        return (
+            "a trace does not say how the run ended (the agent's iteration limit, its "
+            "stagnation window, an output tool): pass --scenario with a scenario file whose "
+            "agent section has the agent's settings"
+        )
+    return (
+        "the traced client sent this and harness's loop does not: if the instrumentation "
+        "recorded it in a form harness reads otherwise, report it with the "
+        "instrumentation's name and version"
+    )
