@@ -107,6 +107,20 @@ def harness_register_users(register: Callable[[str, Callable[[Any], Any]], None]
     """
 
 
+@hookspec
+def harness_register_wires(register: Callable[..., None]) -> None:
+    """Add model APIs: call ``register(wire)`` or ``register(wire, vendor=WireVendor(...))``.
+
+    ``wire`` is a ``harness.wires.neutral.Wire`` (its ``name`` is its registry key);
+    ``harness serve`` answers its ``paths``, the external observer, cassette matching and
+    freeze read its requests and answers with it. ``vendor`` (``harness.plugin.WireVendor``)
+    says where the API lives for the recording proxy, which variables and header hold its
+    key (masked in cassettes, replaced by a dummy in a target's environment). The four
+    built-in wires are registered by the built-in ``harness.modelwires``
+    (docs/plugins.md#a-model-api-from-a-plugin).
+    """
+
+
 # --------------------------------------------------------------------------------------
 # Decisions (firstresult): the first plugin that answers wins.
 # --------------------------------------------------------------------------------------

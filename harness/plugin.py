@@ -25,6 +25,7 @@ from harness.hookspecs import hookimpl
 from harness.llm.base import LLMRequest, LLMResponse
 from harness.llm.chunks import LLMChunk, ToolCallDelta
 from harness.messages import AssistantMessage, Conversation, ToolCall
+from harness.modelwires import WireVendor
 from harness.run import Run, current_run
 from harness.secrets import scrub_text
 from harness.tools import Tool, ToolResult, tool
@@ -56,6 +57,7 @@ __all__ = [
     "ToolCallRecord",
     "ToolResult",
     "UserContext",
+    "WireVendor",
     "current_run",
     "hookimpl",
     "scrub_text",

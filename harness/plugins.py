@@ -62,6 +62,7 @@ INTEGRATION_PLUGINS: tuple[str, ...] = (
     "harness.providers.gemini",
     "harness.judge.judges",
     "harness.external.targets",
+    "harness.modelwires",
 )
 DEFAULT_PLUGINS: tuple[str, ...] = (*ENGINE_PLUGINS, *INTEGRATION_PLUGINS)
 
@@ -98,6 +99,7 @@ class Registered:
     targets: list[str] = field(default_factory=list)
     detectors: list[str] = field(default_factory=list)
     users: list[str] = field(default_factory=list)
+    wires: list[str] = field(default_factory=list)
 
 
 # The kinds of named components plugins register (``harness_register_<kind>``): the
@@ -112,7 +114,9 @@ class Plugins:
         self.pm = _Manager("harness")
         self.pm.add_hookspecs(hookspecs)
         self._order: list[tuple[str, Any]] = []
-        self._registries: dict[str, dict[str, Any]] | None = None
+        # Each kind's registry, built when first asked for: a scripted run never asks for
+        # the wires, whose built-in plugin imports them only when called.
+        self._registries: dict[str, dict[str, Any]] = {}
         self.registered: dict[str, Registered] = {}
         # Plugins whose origin pluggy does not know (the project's own): name -> origin.
         self.origins: dict[str, str] = {}
@@ -139,7 +143,7 @@ class Plugins:
                 self.pm.unregister(plugin)
             raise PluginError(_explain_validation(name, plugin, exc)) from None
         self._order.append((name, plugin))
-        self._registries = None
+        self._registries = {}
         return name
 
     def _default_name(self, plugin: Any) -> str:
@@ -160,7 +164,7 @@ class Plugins:
     def adopt(self, plugin: Any, name: str) -> None:
         """Keep a plugin that pluggy registered itself (its entry-point loader)."""
         self._order.append((name, plugin))
-        self._registries = None
+        self._registries = {}
 
     def origin(self, name: str) -> str:
         """Where a plugin came from, as ``harness plugins`` says it."""
@@ -176,7 +180,7 @@ class Plugins:
         """Remove a plugin registered before."""
         self.pm.unregister(plugin)
         self._order = [(n, p) for n, p in self._order if p is not plugin]
-        self._registries = None
+        self._registries = {}
 
     def block(self, name: str) -> None:
         """Never register a plugin of this name."""
@@ -198,52 +202,43 @@ class Plugins:
 
     # -- registries -------------------------------------------------------------------
 
-    def _build_registries(self) -> dict[str, dict[str, Any]]:
-        from harness.tools import as_tool
+    def _build_registry(self, kind: str) -> dict[str, Any]:
+        registry: dict[str, Any] = {}
+        owners: dict[str, str] = {}
+        for registered in self.registered.values():
+            getattr(registered, kind).clear()
 
-        registries: dict[str, dict[str, Any]] = {kind: {} for kind in KINDS}
-        owners: dict[tuple[str, str], str] = {}
-        self.registered = {}
-
-        def collector(kind: str, plugin_name: str) -> Callable[..., None]:
-            def register(*args: Any) -> None:
-                if kind == "tools":
-                    if len(args) != 1:
-                        raise PluginError(f"{plugin_name}: register(tool) takes one @tool function")
-                    tool = as_tool(args[0])
-                    key, value = tool.name, tool
-                else:
-                    if len(args) != 2 or not isinstance(args[0], str) or not callable(args[1]):
-                        raise PluginError(
-                            f"{plugin_name}: register(name, factory) takes a name and a callable"
-                        )
-                    key, value = args
-                previous = owners.get((kind, key))
+        def collector(plugin_name: str) -> Callable[..., None]:
+            def register(*args: Any, **options: Any) -> None:
+                key, value = _registration(kind, plugin_name, args, options)
+                previous = owners.get(key)
                 if previous is not None:
                     raise PluginError(
                         f"{kind[:-1]} {key!r} is registered twice: by {previous} and by "
                         f"{plugin_name}; rename one or block a plugin with HARNESS_DISABLE_PLUGINS"
                     )
-                owners[(kind, key)] = plugin_name
-                registries[kind][key] = value
+                owners[key] = plugin_name
+                registry[key] = value
                 getattr(self.registered.setdefault(plugin_name, Registered()), kind).append(key)
 
             return register
 
-        for kind in registries:
-            caller = getattr(self.pm.hook, f"harness_register_{kind}")
-            # Call implementations one by one, oldest first, so each registration is
-            # attributed to its plugin (for `harness plugins` and duplicate errors).
-            for impl in caller.get_hookimpls():
-                impl.function(register=collector(kind, impl.plugin_name))
-        return registries
+        caller = getattr(self.pm.hook, f"harness_register_{kind}")
+        # Call implementations one by one, oldest first, so each registration is
+        # attributed to its plugin (for `harness plugins` and duplicate errors).
+        for impl in caller.get_hookimpls():
+            impl.function(register=collector(impl.plugin_name))
+        return registry
 
     def registry(self, kind: str) -> dict[str, Any]:
-        """``planners``, ``tools``, ``llms``, ``expectations``, ``targets``, ``detectors``
-        or ``users``: name -> registered object."""
-        if self._registries is None:
-            self._registries = self._build_registries()
-        return self._registries[kind]
+        """``planners``, ``tools``, ``llms``, ``expectations``, ``targets``, ``detectors``,
+        ``users`` or ``wires``: name -> registered object (a wire: ``(wire, vendor)``)."""
+        found = self._registries.get(kind)
+        if found is None:
+            if kind not in KINDS:
+                raise KeyError(kind)
+            found = self._registries[kind] = self._build_registry(kind)
+        return found
 
     def planner_factory(self, name: str) -> Callable[[Any], Any]:
         """The factory of the planner called ``name`` (clear error listing the known ones)."""
@@ -279,6 +274,34 @@ class Plugins:
                 f"unknown {label} {name!r} (known: {', '.join(known) or 'none'}){extra}"
             )
         return found
+
+
+def _registration(
+    kind: str, plugin_name: str, args: tuple[Any, ...], options: dict[str, Any]
+) -> tuple[str, Any]:
+    """The key and the value one ``register(...)`` call of a ``kind`` registers."""
+    if kind == "tools" and len(args) == 1 and not options:
+        from harness.tools import as_tool
+
+        tool = as_tool(args[0])
+        return tool.name, tool
+    if kind == "wires" and len(args) == 1 and set(options) <= {"vendor"}:
+        wire = args[0]
+        if not isinstance(getattr(wire, "name", None), str) or not callable(
+            getattr(wire, "serves", None)
+        ):
+            raise PluginError(
+                f"{plugin_name}: register(wire) takes a harness.wires.neutral.Wire "
+                f"(with a name and serves(path)), not {type(wire).__name__}"
+            )
+        return wire.name, (wire, options.get("vendor"))
+    if kind == "tools":
+        raise PluginError(f"{plugin_name}: register(tool) takes one @tool function")
+    if kind == "wires":
+        raise PluginError(f"{plugin_name}: register(wire, vendor=None) takes one wire")
+    if len(args) != 2 or options or not isinstance(args[0], str) or not callable(args[1]):
+        raise PluginError(f"{plugin_name}: register(name, factory) takes a name and a callable")
+    return args[0], args[1]
 
 
 def _explain_validation(name: str, plugin: Any, exc: pluggy.PluginValidationError) -> str:
@@ -429,6 +452,11 @@ class PluginDiscovery:
         if found is None:
             found = self._found[(root, added)] = _discover(root, added)
         return found
+
+    def sets(self) -> list[Plugins]:
+        """Every plugin set found so far, the defaults first (found now if not yet)."""
+        default = self.default()
+        return [default, *(p for p in self._found.values() if p is not default)]
 
     def add_modules(self, modules: Iterable[str]) -> None:
         """Give every project these modules from now on (``-p``, ``--harness-plugin``).

@@ -41,6 +41,7 @@ __all__ = [
     "URL_SECRET_PARAMS",
     "Scrubber",
     "ScrubbingFilter",
+    "add_secret_names",
     "masked_repr",
     "scrub_model",
     "scrub_text",
@@ -114,13 +115,36 @@ _ACCOUNT_MASKS = {"org-": "<an org id>", "proj_": "<a project id>"}
 # starts with a literal, which re finds fast in a large text (a lookbehind first made it
 # ten times slower); the query pattern runs only when a parameter's name is in the text.
 _URL_USERINFO = re.compile(r"://([^\s/?#@<>\"'\\]+)@")
-_URL_PARAMS = tuple(f"{name}=" for name in sorted(URL_SECRET_PARAMS))
-_URL_PARAM = re.compile(
-    r"[?&](?:" + "|".join(re.escape(p) for p in _URL_PARAMS) + r")([^&#\s<>\"'\\]+)"
-)
+
+
+def _url_param(params: frozenset[str]) -> tuple[tuple[str, ...], re.Pattern[str]]:
+    names = tuple(f"{name}=" for name in sorted(params))
+    pattern = r"[?&](?:" + "|".join(re.escape(p) for p in names) + r")([^&#\s<>\"'\\]+)"
+    return names, re.compile(pattern)
+
+
+_URL_PARAMS, _URL_PARAM = _url_param(URL_SECRET_PARAMS)
 _CREDENTIALS = "<credentials>"
 
 Span = tuple[int, int, str]
+
+
+def add_secret_names(
+    *,
+    variables: tuple[str, ...] = (),
+    request_headers: tuple[str, ...] = (),
+    params: tuple[str, ...] = (),
+) -> None:
+    """Mask these too, from now on in this process: the values of ``variables``, the
+    request headers (dropped from cassettes) and the URL query parameters a plugin's model
+    API carries its key in (``harness_register_wires``: docs/plugins.md). Names only
+    ever add: a name masked once stays masked."""
+    global SECRET_ENV_VARS, REQUEST_SECRET_HEADERS, URL_SECRET_PARAMS, _URL_PARAMS, _URL_PARAM
+    SECRET_ENV_VARS = tuple(dict.fromkeys((*SECRET_ENV_VARS, *variables)))
+    REQUEST_SECRET_HEADERS = REQUEST_SECRET_HEADERS | {h.lower() for h in request_headers}
+    if not set(params) <= URL_SECRET_PARAMS:
+        URL_SECRET_PARAMS = URL_SECRET_PARAMS | set(params)
+        _URL_PARAMS, _URL_PARAM = _url_param(URL_SECRET_PARAMS)
 
 
 def _disjoint(spans: list[Span]) -> list[Span]:

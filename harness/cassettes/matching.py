@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from harness.canonical import canonical_json
-from harness.wires import WIRES
+from harness.modelwires import item_fields, wires_of_field
 
 __all__ = [
     "VOLATILE_FIELDS",
@@ -39,9 +39,6 @@ VOLATILE_FIELDS: tuple[str, ...] = (
     "safety_identifier",
     "previous_response_id",
 )
-
-# The fields that hold the conversation, hashed item by item: each wire's.
-_ITEM_FIELDS = tuple(dict.fromkeys(wire.items_field for wire in WIRES))
 
 _WILDCARD = "*"
 
@@ -97,17 +94,17 @@ class BodyKeyer:
     def __init__(self, ignore: Iterable[str] = ()) -> None:
         self.ignore = tuple(ignore)
         paths = [tuple(p.split(".")) for p in self.ignore if p]
+        # The fields that hold a conversation, hashed item by item: each wire's.
+        self._item_fields = fields = item_fields()
         self._top = set(VOLATILE_FIELDS) | {p[0] for p in paths if len(p) == 1}
         # Paths below the top level, outside the conversation fields.
-        self._nested = [p for p in paths if len(p) > 1 and p[0] not in _ITEM_FIELDS]
+        self._nested = [p for p in paths if len(p) > 1 and p[0] not in fields]
         # Paths inside conversation items: (field, index or "*", rest of the path).
-        self._item_rules = [
-            (p[0], p[1], p[2:]) for p in paths if len(p) > 2 and p[0] in _ITEM_FIELDS
-        ]
+        self._item_rules = [(p[0], p[1], p[2:]) for p in paths if len(p) > 2 and p[0] in fields]
         # `messages.3` (a whole item) is dropped from the chain.
-        self._item_drops = [(p[0], p[1]) for p in paths if len(p) == 2 and p[0] in _ITEM_FIELDS]
+        self._item_drops = [(p[0], p[1]) for p in paths if len(p) == 2 and p[0] in fields]
         # A top-level path naming a conversation field drops the whole list from the key.
-        self._items_ignored = {f for f in _ITEM_FIELDS if f in self._top}
+        self._items_ignored = {f for f in fields if f in self._top}
 
     # -- pieces ----------------------------------------------------------------------
 
@@ -133,7 +130,7 @@ class BodyKeyer:
 
     def items_field(self, body: dict[str, Any]) -> str | None:
         """The conversation field of this body (None when it has none as a list)."""
-        for field in _ITEM_FIELDS:
+        for field in self._item_fields:
             if isinstance(body.get(field), list) and field not in self._items_ignored:
                 return field
         return None
@@ -227,11 +224,6 @@ class ItemChain:
         return chain
 
 
-# The wires whose conversations each field holds (``messages``: Chat Completions and
-# Anthropic Messages, whose call ids sit in different places).
-_WIRES_OF = {field: [w for w in WIRES if w.items_field == field] for field in _ITEM_FIELDS}
-
-
 def _numbered(field: str, item: Any, ids: dict[str, str]) -> Any:
     """``item`` with each tool call id replaced by its number in the conversation (the
     order ids first appear in): a client may make ids up on every run (langgraph-supervisor
@@ -241,7 +233,7 @@ def _numbered(field: str, item: Any, ids: dict[str, str]) -> Any:
     def number(call_id: str) -> str:
         return ids.setdefault(call_id, f"<call {len(ids) + 1}>")
 
-    for wire in _WIRES_OF.get(field, ()):
+    for wire in wires_of_field(field):
         item = wire.with_call_ids(item, number)
     return _results_in_call_order(item)
 

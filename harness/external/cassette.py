@@ -19,8 +19,9 @@ from types import SimpleNamespace
 from typing import Any
 
 from harness.cassettes.session import CassetteSession, key_refused, no_key_refusal
+from harness.modelwires import WireVendor, plugin_vendors, vendor_for, wire_for
 from harness.secrets import Scrubber
-from harness.wires import OPENAI_CHAT, vendor_of, wire_for
+from harness.wires import OPENAI_CHAT, vendor_of
 from harness.wires.neutral import WireError
 
 __all__ = ["DEFAULT_UPSTREAM", "GEMINI_UPSTREAM", "CassetteApp"]
@@ -100,12 +101,35 @@ _UPSTREAMS = {
 
 
 def _vendor(scope: dict[str, Any]) -> str:
-    """Whose API a served request is (harness.wires.vendor_of, as harness serve tells it:
-    a model's metadata at ``/v1/models/{id}`` is any vendor's, told by the headers)."""
+    """Whose API a served request is: a plugin's wire's vendor (harness_register_wires),
+    else harness.wires.vendor_of, as harness serve tells it (a model's metadata at
+    ``/v1/models/{id}`` is any vendor's, told by the headers)."""
+    wire = wire_for(scope["path"])
+    plugged = vendor_for(wire) if wire is not None else None
+    if plugged is not None:
+        return plugged.name
     headers = {
         k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])
     }
     return vendor_of(scope["path"], headers)
+
+
+def _from_plugin(vendor: WireVendor) -> _Upstream:
+    return _Upstream(
+        vendor.base_url_variable or "",
+        vendor.base_url,
+        vendor.served_prefix,
+        vendor.key_variables,
+        vendor.key_header or "",
+        vendor.key_format,
+    )
+
+
+def _upstreams() -> dict[str, _Upstream]:
+    """Every vendor's upstream: harness's own, then those plugins registered with their
+    wires (harness_register_wires)."""
+    plugged = {v.name: _from_plugin(v) for v in plugin_vendors() if v.name not in _UPSTREAMS}
+    return {**_UPSTREAMS, **plugged}
 
 
 def _httpx() -> Any:
@@ -137,15 +161,16 @@ class CassetteApp:
         # Per vendor: where its requests go (``upstream``, the scenario's base_url, is
         # ``vendor``'s; the others' come from their SDKs' variables) and its key. Read
         # now: the target gets dummies in the same environment later.
+        self.specs = _upstreams()
         self.upstreams = {
             name: (
                 (upstream if name == vendor and upstream else None)
-                or os.environ.get(spec.base_variable)
+                or (os.environ.get(spec.base_variable) if spec.base_variable else None)
                 or spec.default
             ).rstrip("/")
-            for name, spec in _UPSTREAMS.items()
+            for name, spec in self.specs.items()
         }
-        self.keys = {name: spec.key() for name, spec in _UPSTREAMS.items()}
+        self.keys = {name: spec.key() for name, spec in self.specs.items()}
         self.refused: str | None = None
         self._paths: set[str] | None = None
 
@@ -181,7 +206,7 @@ class CassetteApp:
             # Served at the paths it was recorded on (pydantic-ai's `/v1beta/openai/...`).
             uri = f"{_origin(self.upstreams[vendor])}{path}"
         else:
-            prefix = _UPSTREAMS[vendor].served_prefix
+            prefix = self.specs[vendor].served_prefix
             suffix = path[len(prefix) :] if prefix and path.startswith(prefix + "/") else path
             uri = f"{self.upstreams[vendor]}{suffix}"
         uri += f"?{query}" if query else ""
@@ -210,7 +235,7 @@ class CassetteApp:
 
     async def _forward(self, scope: dict[str, Any], request: Any, body: bytes) -> tuple:
         vendor = _vendor(scope)
-        spec, key = _UPSTREAMS[vendor], self.keys[vendor]
+        spec, key = self.specs[vendor], self.keys[vendor]
         if vendor == "gemini":
             from harness.providers.gemini import no_key
 
@@ -227,9 +252,10 @@ class CassetteApp:
             k.decode("latin-1"): v.decode("latin-1")
             for k, v in scope.get("headers", [])
             if k.decode("latin-1").lower() not in _NOT_FORWARDED
+            and k.decode("latin-1").lower() != spec.key_header
         }
         headers["accept-encoding"] = "gzip, deflate"
-        if key:
+        if key and spec.key_header:
             headers[spec.key_header] = spec.key_format.format(key)
         try:
             async with httpx.AsyncClient(timeout=600) as client:
@@ -243,7 +269,7 @@ class CassetteApp:
             )
             return _error(scope["path"], 502, message, "upstream_error")
         kept = {k: [v] for k, v in answer.headers.items() if k.lower() not in _DROPPED}
-        refused = _refused(vendor, answer.status_code, content)
+        refused = _refused(vendor, spec, answer.status_code, content)
         if refused is not None:
             # Never written: every later run would replay the refusal.
             self.refused = refused
@@ -272,13 +298,15 @@ def _origin(uri: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-def _refused(vendor: str, status: int, content: bytes) -> str | None:
+def _refused(vendor: str, spec: _Upstream, status: int, content: bytes) -> str | None:
     """The one line for a key the upstream refused, None for any other answer."""
     if vendor == "gemini":
         from harness.providers.gemini import key_refused as gemini_refused
 
         return gemini_refused(status, content)
-    variable = _UPSTREAMS[vendor].key_variables[0]
+    if not spec.key_variables:
+        return None
+    variable = spec.key_variables[0]
     return key_refused(status, content, variable) if status in (401, 403) else None
 
 

@@ -40,6 +40,7 @@ def served_variables(url: str) -> dict[str, str]:
     ``/v1`` itself)."""
     root = url.removesuffix("/v1")
     return {
+        **_plugged_variables(root),
         "OPENAI_BASE_URL": url,
         "OPENAI_API_KEY": DUMMY_API_KEY,
         "ANTHROPIC_BASE_URL": root,
@@ -53,8 +54,21 @@ def served_variables(url: str) -> dict[str, str]:
     }
 
 
-def _is_wire_variable(name: str) -> bool:
-    return name.startswith(WIRE_PREFIXES) or name in WIRE_VARIABLES
+def _plugged_variables(root: str) -> dict[str, str]:
+    """The base-URL variable (the server's root, and its ``served_prefix``) and a dummy
+    for each key variable of every vendor a plugin registered with its wire."""
+    from harness.modelwires import plugin_vendors
+
+    served: dict[str, str] = {}
+    for vendor in plugin_vendors():
+        if vendor.base_url_variable:
+            served[vendor.base_url_variable] = root + vendor.served_prefix
+        served.update(dict.fromkeys(vendor.key_variables, DUMMY_API_KEY))
+    return served
+
+
+def _is_wire_variable(name: str, plugged: frozenset[str] = frozenset()) -> bool:
+    return name.startswith(WIRE_PREFIXES) or name in WIRE_VARIABLES or name in plugged
 
 
 def target_environment(
@@ -63,5 +77,15 @@ def target_environment(
     """The changes to ``environ`` (default ``os.environ``) for a target: ``None`` removes a
     variable; ``served`` (the served URLs and dummy keys) is set last."""
     environ = os.environ if environ is None else environ
-    removed: dict[str, str | None] = {name: None for name in environ if _is_wire_variable(name)}
+    from harness.modelwires import plugin_vendors
+
+    plugged = frozenset(
+        name
+        for vendor in plugin_vendors()
+        for name in (vendor.base_url_variable or "", *vendor.key_variables)
+        if name
+    )
+    removed: dict[str, str | None] = {
+        name: None for name in environ if _is_wire_variable(name, plugged)
+    }
     return {**removed, **TELEMETRY, **served}

@@ -14,8 +14,9 @@ import json
 from typing import Any
 
 from harness.external.observe import Observation, Refusal
+from harness.modelwires import wire_for
 from harness.serve.http import PARSED_BODY
-from harness.wires import Wire, wire_for
+from harness.wires import Wire
 from harness.wires.neutral import WireError
 
 __all__ = ["TRACES_INGEST", "ObservingApp"]

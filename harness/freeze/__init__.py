@@ -55,9 +55,9 @@ from harness.freeze.recorded import (
 )
 from harness.freeze.served import served_stubs
 from harness.llm.config import RECORDED_PROVIDERS
+from harness.modelwires import wire_named
 from harness.results import ScenarioResult
 from harness.secrets import Scrubber
-from harness.wires import wire_named
 
 __all__ = ["FreezeError", "Frozen", "freeze"]
 

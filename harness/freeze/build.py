@@ -13,10 +13,10 @@ from harness.freeze.chains import history_of
 from harness.freeze.recorded import FreezeError, RecordedCall, RecordedRun, shape
 from harness.freeze.served import served_tools
 from harness.messages import ToolCall, parse_arguments, text_of
+from harness.modelwires import wire_named
 from harness.scenario.schema import Scenario
 from harness.scenario.templates import TEMPLATE_MARKERS
 from harness.secrets import masked_repr
-from harness.wires import wire_named
 from harness.wires.failures import failure_form, raised_exception
 from harness.wires.neutral import reasoning_text
 

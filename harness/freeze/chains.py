@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 
 from harness.cassettes.format import LoadedInteraction
 from harness.freeze.recorded import FreezeError, Item, RecordedCall, dialogue
-from harness.wires import wire_for, wire_named
+from harness.modelwires import wire_for, wire_named
 
 __all__ = ["history_of", "rebuild_chains", "skipped_interactions"]
 

@@ -15,9 +15,10 @@ from typing import Any
 
 from harness.freeze.recorded import Item, RecordedCall, blank_free, dialogue, shape, tool_items
 from harness.hookspecs import hookimpl
+from harness.modelwires import wire_named
 from harness.results import ScenarioResult
 from harness.secrets import masked_repr, scrub_text
-from harness.wires import OPENAI_CHAT, wire_named
+from harness.wires import OPENAI_CHAT
 
 __all__ = [
     "Sent",

@@ -22,8 +22,9 @@ from harness.canonical import canonical_json
 from harness.cassettes.format import LoadedInteraction, interaction_line
 from harness.cassettes.matching import parse_json_body
 from harness.errors import HarnessError
+from harness.modelwires import wire_for, wire_named
 from harness.serve.threads import Threads
-from harness.wires import Wire, wire_for, wire_named
+from harness.wires import Wire
 from harness.wires.neutral import Item, ToolSpec, WireError, WireReply, answer_body
 
 __all__ = [

@@ -24,7 +24,7 @@ from typing import Any
 from harness.freeze.conventions import Malformed, Read, read_call, usage
 from harness.freeze.otlp import Span, read_spans
 from harness.freeze.recorded import FreezeError, RecordedCall
-from harness.wires import wire_named
+from harness.modelwires import wire_named
 
 __all__ = ["read_trace"]
 

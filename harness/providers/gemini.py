@@ -108,7 +108,7 @@ class GeminiLLM(RecordedSource):
         if not config.model:
             raise HarnessError("provider gemini needs llm.model (e.g. `model: gemini-2.5-flash`)")
         super().__init__(config)
-        from harness.wires import wire_named  # loaded with the first source, not with harness
+        from harness.modelwires import wire_named  # loaded with the first source, not with harness
 
         self._wire = wire_named("gemini")
         self._side = self._wire.client()

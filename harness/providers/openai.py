@@ -105,12 +105,12 @@ class OpenAILLM(RecordedSource):
         self._judge_side = self._judge_wire().client()
 
     def _wire_of(self, config: LLMConfig) -> Wire:
-        from harness.wires import wire_named  # loaded with the first source, not with harness
+        from harness.modelwires import wire_named  # loaded with the first source, not with harness
 
         return wire_named(config.api)
 
     def _judge_wire(self) -> Wire:
-        from harness.wires import wire_named
+        from harness.modelwires import wire_named
 
         return wire_named("chat")
 

@@ -53,9 +53,9 @@ def _known_keys() -> list[str]:
 
 
 def _wire_names() -> list[str]:
-    from harness.wires import WIRES
+    from harness.modelwires import wires
 
-    return [wire.name for wire in WIRES]
+    return [wire.name for wire in wires()]
 
 
 def _shown(value: Any) -> str:

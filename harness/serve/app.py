@@ -11,12 +11,13 @@ from starlette.routing import Route
 
 from harness.llm.config import ConversationRule
 from harness.llm.script import ScriptStep
+from harness.modelwires import wires
 from harness.serve.answer import count_endpoint, endpoint
 from harness.serve.conversations import ConversationLimits
 from harness.serve.http import ApiError, http_error
 from harness.serve.models import model, models
 from harness.serve.state import DEFAULT_MAX_DELAY, ScriptState
-from harness.wires import ANTHROPIC_MESSAGES, WIRES
+from harness.wires import ANTHROPIC_MESSAGES
 
 __all__ = ["create_app", "find_state"]
 
@@ -43,7 +44,7 @@ def create_app(
         routes=[
             *(
                 Route(path, endpoint(wire), methods=["POST"])
-                for wire in WIRES
+                for wire in wires()
                 for path in wire.paths
             ),
             Route(

@@ -11,9 +11,10 @@ from starlette.responses import JSONResponse, StreamingResponse
 
 from harness.asgi import DroppedConnection
 from harness.llm.scripted import OUTAGE_MESSAGE
+from harness.modelwires import wire_for
 from harness.serve.bodies import BodyReader
 from harness.serve.state import Reply, ScriptState
-from harness.wires import ANTHROPIC_MESSAGES, OPENAI_CHAT, Wire, wire_for
+from harness.wires import ANTHROPIC_MESSAGES, OPENAI_CHAT, Wire
 from harness.wires.neutral import WireError
 
 __all__ = [

@@ -1,0 +1,164 @@
+"""The model APIs this process knows: the wires plugins register through
+``harness_register_wires`` (the four built-in ones by this module, an ordinary built-in
+plugin), found by a request's path or by name, and each one's vendor: where its API lives
+and which variables, header and query parameters hold its key
+(docs/plugins.md#a-model-api-from-a-plugin).
+
+Everything that speaks to or about a model finds its wire here: ``harness serve`` routes
+the wires' paths, the external observer and the recording proxy read requests with them,
+cassette matching hashes their conversation fields, freeze reads recordings with them. A
+request names no project, so the wires of every plugin set this process discovered count
+(the built-ins' set first); a set's wires are read from its plugins when first needed (a
+scripted run never loads a wire). Registering a vendor also adds its key's variables,
+header and query parameters to the names ``harness.secrets`` masks, for the process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.wires.neutral import Wire
+
+__all__ = [
+    "WireVendor",
+    "harness_register_wires",
+    "item_fields",
+    "plugin_vendors",
+    "vendor_for",
+    "wire_for",
+    "wire_named",
+    "wires",
+    "wires_of_field",
+]
+
+
+@dataclass(frozen=True)
+class WireVendor:
+    """Who serves a plugin's model API: ``name`` (several wires may share one),
+    ``base_url`` (the API's root, where the recording proxy sends a request's path, less
+    ``served_prefix``), the SDK's base-URL variable (set to harness's server in a target's
+    environment, read by the proxy before ``base_url``), the variables that hold the key
+    (the first one set is sent; all masked in cassettes and replaced by a dummy for a
+    target), the header the key goes in (``key_format`` makes its value: ``"Bearer {}"``),
+    query parameters that carry a key, and other request headers that are secret."""
+
+    name: str
+    base_url: str
+    base_url_variable: str | None = None
+    key_variables: tuple[str, ...] = ()
+    key_header: str | None = None
+    key_format: str = "{}"
+    key_params: tuple[str, ...] = ()
+    secret_headers: tuple[str, ...] = ()
+    served_prefix: str = ""
+
+
+def harness_register_wires(register: Callable[..., None]) -> None:
+    """The built-in wires: Chat Completions, the Responses API, Anthropic Messages, Gemini
+    (their vendors' facts are harness's own: docs/recording.md)."""
+    from harness.wires.registry import WIRES
+
+    for wire in WIRES:
+        register(wire)
+
+
+@dataclass
+class _Known:
+    """The wires of the plugin sets discovered so far, in order, and their vendors."""
+
+    wires: tuple[Wire, ...]
+    vendors: dict[str, WireVendor]
+    item_fields: tuple[str, ...] = ()
+    of_field: dict[str, list[Wire]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.item_fields = tuple(dict.fromkeys(wire.items_field for wire in self.wires))
+        self.of_field = {f: [w for w in self.wires if w.items_field == f] for f in self.item_fields}
+
+
+# The registries the known wires were read from (held, so that none is freed and its id
+# reused by a later set's), and what was read.
+_cache: dict[str, Any] = {"registries": [], "known": None}
+
+
+def _known() -> _Known:
+    from harness.plugins import discovery
+
+    registries = [plugins.registry("wires") for plugins in discovery.sets()]
+    held = _cache["registries"]
+    if len(held) == len(registries) and all(a is b for a, b in zip(held, registries)):
+        known: _Known = _cache["known"]
+        return known
+    found: dict[str, Wire] = {}
+    vendors: dict[str, WireVendor] = {}
+    for registry in registries:
+        for name, (wire, vendor) in registry.items():
+            if name not in found:
+                found[name] = wire
+                if vendor is not None:
+                    vendors[name] = vendor
+    known = _Known(tuple(found.values()), vendors)
+    _mask(vendors.values())
+    _cache.update(registries=registries, known=known)
+    return known
+
+
+def _mask(vendors: Any) -> None:
+    from harness.secrets import add_secret_names
+
+    for vendor in vendors:
+        add_secret_names(
+            variables=vendor.key_variables,
+            request_headers=(
+                *((vendor.key_header,) if vendor.key_header else ()),
+                *vendor.secret_headers,
+            ),
+            params=vendor.key_params,
+        )
+
+
+def wires() -> tuple[Wire, ...]:
+    """Every wire registered, the built-ins first."""
+    return _known().wires
+
+
+def wire_for(path: str) -> Wire | None:
+    """The wire of a request to ``path`` (any prefix before the API's own path), or None
+    for a path that is no model API's (``GET /v1/models``, say)."""
+    for wire in _known().wires:
+        if wire.serves(path):
+            return wire
+    return None
+
+
+def wire_named(api: str) -> Wire:
+    """The wire whose short name (``chat``, ``messages``...) or name (``openai-chat``) is
+    ``api``."""
+    for wire in _known().wires:
+        if api in (wire.api, wire.name):
+            return wire
+    raise KeyError(f"no model wire is called {api!r}")
+
+
+def vendor_for(wire: Wire) -> WireVendor | None:
+    """The vendor a plugin registered with ``wire`` (None for the built-ins, whose vendors
+    are harness's own)."""
+    return _known().vendors.get(wire.name)
+
+
+def plugin_vendors() -> list[WireVendor]:
+    """The vendors plugins registered, each once."""
+    return list({v.name: v for v in _known().vendors.values()}.values())
+
+
+def item_fields() -> tuple[str, ...]:
+    """The request fields that hold a conversation, one per wire (``messages``...)."""
+    return _known().item_fields
+
+
+def wires_of_field(name: str) -> list[Wire]:
+    """The wires whose conversation is in the request field ``name``."""
+    return _known().of_field.get(name, [])

@@ -1,0 +1,184 @@
+"""A model API added by a plugin (docs/plugins.md#a-model-api-from-a-plugin): the made-up
+Acme Complete wire of tests/wire_plugin_example.py, with no change to harness's own
+modules, is served to an agent written on httpx (tests/acme_agent.py), observed,
+recorded through ``harness serve`` as the upstream, replayed offline, frozen; its key
+never reaches the cassette.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.plugins import PluginError, Plugins, discover
+from harness.scenario import run_scenario
+from harness.serve import running_server
+
+TESTS = Path(__file__).resolve().parent
+KEY = "acme-live-Qz7Wp3Xv9Rt2Ym8Kd4Hs6Jb1"
+# Nowhere to be reached: a replay that tried the network would fail on it.
+OFFLINE = "http://127.0.0.1:9"
+
+SCRIPT = [
+    {"tool_calls": [{"get_weather": {"city": "Paris"}}, {"get_weather": {"city": "Atlantis"}}]},
+    {
+        # The model echoes the key it was sent: the cassette must not keep it.
+        "content": f"Paris: 18C, cloudy. Atlantis: unknown. (key {KEY})",
+        "usage": {"prompt_tokens": 40, "completion_tokens": 12},
+    },
+]
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch, fresh_plugins):
+    """A project whose pyproject.toml names the Acme plugin; the agent importable."""
+    monkeypatch.syspath_prepend(str(TESTS))
+    (tmp_path / "pyproject.toml").write_text('[tool.harness]\nplugins = ["wire_plugin_example"]\n')
+    return tmp_path
+
+
+def scenario(project: Path, llm: str) -> Path:
+    path = project / "acme.scenario.yaml"
+    text = f"""
+        name: acme-weather
+        target: {{python: 'acme_agent:answer', timeout: 60}}
+        input: Weather in Paris and Atlantis?
+        llm: {llm}
+        expect:
+          termination: completed
+          tool_calls: {{sequence: [get_weather, get_weather], exact: true}}
+    """
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def observed(result) -> list[tuple]:
+    return [(c.name, c.arguments, c.result, c.status) for c in result.tool_calls]
+
+
+EXPECTED_CALLS = [
+    ("get_weather", {"city": "Paris"}, "18C, cloudy in Paris", "ok"),
+    ("get_weather", {"city": "Atlantis"}, "ValueError: no weather station in Atlantis", "error"),
+]
+
+
+def test_the_plugin_wire_is_registered_through_the_hook_beside_the_built_ins(project):
+    wires = discover(project).registry("wires")
+    assert list(wires) == [
+        "openai-chat",
+        "openai-responses",
+        "anthropic",
+        "gemini",
+        "acme-complete",
+    ]
+    from harness.modelwires import wire_for, wire_named
+
+    assert wire_for("/acme/v1/complete").name == "acme-complete"
+    assert wire_named("acme").label == "Acme Complete"
+    assert wire_for("/v1/chat/completions").name == "openai-chat"
+
+
+def test_a_wire_registered_twice_or_not_a_wire_is_a_clear_error():
+    import wire_plugin_example
+
+    class Twice:
+        @staticmethod
+        def harness_register_wires(register):
+            register(wire_plugin_example.WIRE)
+
+    plugins = Plugins([("acme", wire_plugin_example), ("again", Twice())])
+    with pytest.raises(
+        PluginError, match="wire 'acme-complete' is registered twice: by acme and by again"
+    ):
+        plugins.registry("wires")
+
+    class NotAWire:
+        @staticmethod
+        def harness_register_wires(register):
+            register("acme")
+
+    with pytest.raises(PluginError, match=r"register\(wire\) takes a harness.wires.neutral.Wire"):
+        Plugins([("bad", NotAWire())]).registry("wires")
+
+
+def test_an_agent_on_the_plugin_api_is_served_its_script_and_observed(project):
+    file = scenario(project, json.dumps({"script": SCRIPT}))
+    result = run_scenario(file)
+    assert result.status == "passed", [e for e in result.expectations if not e.ok]
+    assert observed(result) == EXPECTED_CALLS
+    assert result.final.content.startswith("Paris: 18C, cloudy.")
+    assert result.usage["prompt_tokens"] == 40
+    requests = [e for e in result.events if e.event == "llm_request"]
+    assert [e.model for e in requests] == ["acme-1", "acme-1"]
+
+
+def test_recorded_through_harness_serve_then_replayed_offline_without_the_key(project, monkeypatch):
+    discover(project)  # the front end's project: harness serve answers the Acme path
+    monkeypatch.setenv("ACME_API_KEY", KEY)
+    file = scenario(project, "{provider: openai, cassette: acme.yaml}")
+    with running_server(SCRIPT) as url:
+        monkeypatch.setenv("ACME_BASE_URL", url.removesuffix("/v1"))
+        recorded = run_scenario(file, record_mode="once")
+    assert recorded.status == "passed", (
+        recorded.final,
+        [e for e in recorded.expectations if not e.ok],
+    )
+    assert observed(recorded) == EXPECTED_CALLS
+
+    cassette = (project / "acme.yaml").read_text()
+    assert KEY not in cassette and KEY[10:22] not in cassette
+    assert "<ACME_API_KEY>" in cassette  # the echoed key, masked
+    assert "x-acme-key" not in cassette.lower()
+    interactions = yaml.safe_load(cassette)["interactions"]
+    assert [i["request"]["uri"] for i in interactions] == [
+        f"{url.removesuffix('/v1')}/acme/v1/complete"
+    ] * 2
+    assert interactions[1]["request"]["parsed_body"]["turns"][-1]["speaker"] == "outcome"
+
+    monkeypatch.delenv("ACME_API_KEY")
+    monkeypatch.setenv("ACME_BASE_URL", OFFLINE)
+    replayed = run_scenario(file)
+    assert replayed.status == "passed", replayed.final
+    assert observed(replayed) == EXPECTED_CALLS
+    data = [r.model_dump(exclude={"wall_time", "events"}) for r in (recorded, replayed)]
+    assert data[0]["tool_calls"] == data[1]["tool_calls"]
+    # The same answer, the key it echoed masked as the cassette holds it.
+    assert data[1]["final"] == {
+        **data[0]["final"],
+        "content": data[0]["final"]["content"].replace(KEY, "<ACME_API_KEY>"),
+    }
+
+    # A changed request is an explained miss, answered in Acme's own error form.
+    file.write_text(file.read_text().replace("Paris and Atlantis", "Oslo"))
+    missed = run_scenario(file)
+    assert missed.status == "failed"
+    assert "cassette miss" in str(missed.final.error.message).lower()
+
+
+def test_the_recording_freezes_into_a_scenario_that_replays(project, monkeypatch):
+    from harness.cli import main
+
+    discover(project)
+    monkeypatch.setenv("ACME_API_KEY", KEY)
+    file = scenario(project, "{provider: openai, cassette: acme.yaml}")
+    with running_server(SCRIPT) as url:
+        monkeypatch.setenv("ACME_BASE_URL", url.removesuffix("/v1"))
+        assert run_scenario(file, record_mode="once").status == "passed"
+    monkeypatch.delenv("ACME_API_KEY")
+    frozen = project / "frozen.scenario.yaml"
+    assert main(["freeze", "--scenario", str(file), "-o", str(frozen)]) == 0
+    text = frozen.read_text()
+    assert KEY[10:22] not in text
+    data = yaml.safe_load(text)
+    calls = data["llm"]["script"][0]["tool_calls"]
+    assert [(c["name"], c["arguments"]) for c in calls] == [
+        ("get_weather", {"city": "Paris"}),
+        ("get_weather", {"city": "Atlantis"}),
+    ]
+    result = run_scenario(frozen)
+    assert result.status == "passed", result.final
+    assert observed(result) == EXPECTED_CALLS
