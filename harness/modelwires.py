@@ -89,7 +89,7 @@ def _known() -> _Known:
 
     registries = [plugins.registry("wires") for plugins in discovery.sets()]
     held = _cache["registries"]
-    if len(held) == len(registries) and all(a is b for a, b in zip(held, registries)):
+    if len(held) == len(registries) and all(a is b for a, b in zip(held, registries, strict=True)):
         known: _Known = _cache["known"]
         return known
     found: dict[str, Wire] = {}

@@ -85,7 +85,7 @@ RESPONSE_SECRET_HEADERS = frozenset(
     {"set-cookie", "openai-organization", "openai-project", "anthropic-organization-id"}
 )
 # Environment variables whose values are replaced wherever they appear.
-SECRET_ENV_VARS = (
+SECRET_ENV_VARS: tuple[str, ...] = (
     "OPENAI_API_KEY",
     "OPENAI_ORG_ID",
     "OPENAI_PROJECT_ID",

@@ -134,6 +134,7 @@ PLUGIN_API = {
     "ToolCallRecord",
     "ToolResult",
     "UserContext",
+    "WireVendor",
     "current_run",
     "hookimpl",
     "scrub_text",

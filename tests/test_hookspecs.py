@@ -67,6 +67,7 @@ def test_the_hookspecs_are_the_ones_of_the_design():
             "harness_register_targets",
             "harness_register_detectors",
             "harness_register_users",
+            "harness_register_wires",
             "harness_action_signature",
             "harness_classify_exception",
             "harness_agent_start",

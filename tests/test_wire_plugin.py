@@ -67,7 +67,10 @@ EXPECTED_CALLS = [
 
 
 def test_the_plugin_wire_is_registered_through_the_hook_beside_the_built_ins(project):
-    wires = discover(project).registry("wires")
+    plugins = discover(project)
+    wires = plugins.registry("wires")
+    assert plugins.registered["harness.modelwires"].wires == list(wires)[:4]
+    assert plugins.registered["wire_plugin_example"].wires == ["acme-complete"]
     assert list(wires) == [
         "openai-chat",
         "openai-responses",
@@ -82,6 +85,7 @@ def test_the_plugin_wire_is_registered_through_the_hook_beside_the_built_ins(pro
     assert wire_for("/v1/chat/completions").name == "openai-chat"
 
 
+@pytest.mark.hooks("harness_register_wires")
 def test_a_wire_registered_twice_or_not_a_wire_is_a_clear_error():
     import wire_plugin_example
 
