@@ -8,6 +8,7 @@ never reaches the cassette.
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 from pathlib import Path
 
@@ -118,6 +119,37 @@ def test_an_agent_on_the_plugin_api_is_served_its_script_and_observed(project):
     assert result.usage["prompt_tokens"] == 40
     requests = [e for e in result.events if e.event == "llm_request"]
     assert [e.model for e in requests] == ["acme-1", "acme-1"]
+
+
+def test_a_command_target_on_the_plugin_api_is_served_and_observed(project, monkeypatch):
+    # Its own process: it finds the served Acme API and a dummy key in its environment.
+    monkeypatch.setenv("PYTHONPATH", str(TESTS))
+    program = "import sys, acme_agent; print(acme_agent.answer(sys.stdin.read()))"
+    file = scenario(project, json.dumps({"script": SCRIPT}))
+    file.write_text(
+        file.read_text().replace(
+            "{python: 'acme_agent:answer', timeout: 60}",
+            json.dumps({"command": [sys.executable, "-c", program], "timeout": 60}),
+        )
+    )
+    result = run_scenario(file)
+    assert result.status == "passed", (result.final, [e for e in result.expectations if not e.ok])
+    assert observed(result) == EXPECTED_CALLS
+
+
+def test_a_target_gets_the_served_url_and_a_dummy_in_place_of_the_vendors_key(project):
+    from harness.external.environment import (
+        DUMMY_API_KEY,
+        served_variables,
+        target_environment,
+    )
+
+    discover(project)
+    user = {"ACME_API_KEY": KEY, "ACME_BASE_URL": "https://api.acme.invalid", "HOME": "/root"}
+    changes = target_environment(served_variables("http://127.0.0.1:8123/v1"), user)
+    assert changes["ACME_API_KEY"] == DUMMY_API_KEY
+    assert changes["ACME_BASE_URL"] == "http://127.0.0.1:8123"
+    assert "HOME" not in changes
 
 
 def test_recorded_through_harness_serve_then_replayed_offline_without_the_key(project, monkeypatch):

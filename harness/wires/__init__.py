@@ -6,8 +6,8 @@ requests and writes answers with it, the external observer and freeze read reque
 answers with it, cassette matching hashes its conversation field item by item, and the
 ``openai`` source writes its requests and reads its answers with it (``Wire.client``,
 ``Wire.stream_reader``: the SDK only carries the JSON). No caller reads a model API's JSON
-itself: a caller holds a ``Wire`` (found by ``wire_for(path)`` or ``wire_named(api)``) and
-calls its methods. The wires: ``openai_chat`` (Chat Completions) and ``openai_responses`` (the
+itself: a caller holds a ``Wire`` (found by ``harness.modelwires.wire_for(path)`` or
+``wire_named(api)``, among the registered wires) and calls its methods. The wires: ``openai_chat`` (Chat Completions) and ``openai_responses`` (the
 Responses API; ``openai_responses_serving`` is how serve answers it), sharing OpenAI's
 error and tool layouts (``openai_shared``); ``failures`` tells a tool result whose text says
 the tool failed, for every wire and for freeze.
@@ -44,10 +44,12 @@ Why the neutral side fits the next APIs without changing a caller:
   Errors ``{"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "message"}}`` are a
   ``WireError`` again.
 
-So a new API is one more module with a ``WIRE`` object added to ``WIRES``: serve routes its
-``paths`` to the same handler, the observer and freeze find it by path, cassette matching
-learns its ``items_field`` (``contents`` for Gemini), and results, expectations and the
-report stay wire-neutral.
+So a new API is one more module with a ``WIRE`` object, registered through the hook
+``harness_register_wires`` (harness's own are ``WIRES``, registered by the built-in plugin
+``harness.modelwires``; a plugin registers its own: docs/plugins.md): serve routes its
+``paths`` to the same handler, the observer and freeze find it by path
+(``harness.modelwires.wire_for``), cassette matching learns its ``items_field``
+(``contents`` for Gemini), and results, expectations and the report stay wire-neutral.
 """
 
 from harness.wires.registry import (

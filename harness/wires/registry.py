@@ -1,4 +1,10 @@
-"""The wires harness knows, found by a request's path or by name."""
+"""harness's own wires (``WIRES``), found by a request's path or by name.
+
+They reach harness's modules as every wire does, registered through
+``harness_register_wires`` (by the built-in plugin ``harness.modelwires``): harness's
+modules look a wire up with ``harness.modelwires``, among the wires every plugin
+registered; ``wire_for`` and ``wire_named`` here know the built-ins only.
+"""
 
 from __future__ import annotations
 
