@@ -7,10 +7,11 @@ answers with it, cassette matching hashes its conversation field item by item, a
 ``openai`` source writes its requests and reads its answers with it (``Wire.client``,
 ``Wire.stream_reader``: the SDK only carries the JSON). No caller reads a model API's JSON
 itself: a caller holds a ``Wire`` (found by ``harness.modelwires.wire_for(path)`` or
-``wire_named(api)``, among the registered wires) and calls its methods. The wires: ``openai_chat`` (Chat Completions) and ``openai_responses`` (the
-Responses API; ``openai_responses_serving`` is how serve answers it), sharing OpenAI's
-error and tool layouts (``openai_shared``); ``failures`` tells a tool result whose text says
-the tool failed, for every wire and for freeze.
+``wire_named(api)``, among the registered wires) and calls its methods. The wires:
+``openai_chat`` (Chat Completions) and ``openai_responses`` (the Responses API;
+``openai_responses_serving`` is how serve answers it), sharing OpenAI's error and tool
+layouts (``openai_shared``); ``failures`` tells a tool result whose text says the tool
+failed, for every wire and for freeze.
 
 Why the neutral side fits the next APIs without changing a caller:
 
