@@ -8,10 +8,12 @@ never reaches the cassette.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import textwrap
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 
@@ -150,6 +152,64 @@ def test_a_target_gets_the_served_url_and_a_dummy_in_place_of_the_vendors_key(pr
     assert changes["ACME_API_KEY"] == DUMMY_API_KEY
     assert changes["ACME_BASE_URL"] == "http://127.0.0.1:8123"
     assert "HOME" not in changes
+
+
+def served(project: Path, *arguments: str):
+    """``harness serve ARGUMENTS`` in its own process, in the project: (process, root URL)."""
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent)])}
+    command = [sys.executable, "-m", "harness.cli", "serve", *arguments, "--port", "0"]
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env, cwd=project)
+    line = server.stdout.readline()
+    return server, line.split(" at ")[1].split(" ")[0].removesuffix("/v1") if " at " in line else ""
+
+
+@pytest.mark.parametrize("what", ["scenario", "cassette"])
+def test_the_harness_serve_command_serves_the_projects_plugin_api(project, monkeypatch, what):
+    import acme_agent
+
+    file = project / "plain.scenario.yaml"
+    # No target: the agent's tools are its own.
+    script = [{**SCRIPT[0], "unknown_tools": True}, SCRIPT[1]]
+    file.write_text(yaml.safe_dump({"name": "plain", "input": "hi", "llm": {"script": script}}))
+    if what == "cassette":
+        record(project, monkeypatch)
+    server, url = served(
+        project, *([str(file)] if what == "scenario" else ["--cassette", "acme.yaml"])
+    )
+    try:
+        assert url, server.stdout.read()
+        monkeypatch.setenv("ACME_BASE_URL", url)
+        monkeypatch.setenv("ACME_API_KEY", "dummy")
+        answer = acme_agent.answer("Weather in Paris and Atlantis?")
+        if what == "cassette":
+            # A request the cassette does not hold: the miss, in Acme's own error form.
+            turns = [{"speaker": "user", "say": "Weather in Oslo?"}]
+            body = {"model": "acme-1", "turns": turns, "functions": acme_agent.FUNCTIONS}
+            miss = httpx.post(f"{url}/acme/v1/complete", json=body, timeout=60)
+            assert miss.status_code == 400
+            assert "cassette miss" in miss.json()["failure"]["reason"].lower()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert answer.startswith("Paris: 18C, cloudy.")
+
+
+def record(project: Path, monkeypatch) -> Path:
+    """The Acme target recorded through harness serve (the upstream) into acme.yaml."""
+    discover(project)  # the front end's project: harness serve answers the Acme path
+    monkeypatch.setenv("ACME_API_KEY", KEY)
+    file = scenario(project, "{provider: openai, cassette: acme.yaml}")
+    with running_server(SCRIPT) as url:
+        monkeypatch.setenv("ACME_BASE_URL", url.removesuffix("/v1"))
+        recorded = run_scenario(file, record_mode="once")
+    assert recorded.status == "passed", (
+        recorded.final,
+        [e for e in recorded.expectations if not e.ok],
+    )
+    monkeypatch.delenv("ACME_API_KEY")
+    return recorded
 
 
 def test_recorded_through_harness_serve_then_replayed_offline_without_the_key(project, monkeypatch):

@@ -95,6 +95,14 @@ def _add_bounds(parser: Parser) -> None:
     )
 
 
+def _project_plugins(path: Path) -> None:
+    """Discover the plugins of the project ``path`` belongs to (docs/plugins.md)."""
+    from harness.plugins import discover
+    from harness.project import project_root
+
+    discover(project_root(path.resolve().parent))
+
+
 def _script_of(path: Path) -> tuple[list[ScriptStep], list[ScriptStep], str | None, Any]:
     """The scenario's ``llm.script`` and ``llm.judge_script`` (the steps the server answers
     the agent's requests and a judge's from), what to serve instead when its model is
@@ -165,6 +173,12 @@ def handle(args: argparse.Namespace) -> int:
         to_stderr(
             "harness serve: give a scenario file or --cassette FILE (one of them)",
         )
+        return EXIT["bad_input"]
+    try:
+        # The project's plugins: a model API a plugin registers is served too.
+        _project_plugins(args.cassette or args.scenario)
+    except HarnessError as exc:
+        to_stderr(f"harness serve: {exc}")
         return EXIT["bad_input"]
     if args.cassette is not None:
         return _serve_cassette(args)
