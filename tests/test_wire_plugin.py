@@ -212,6 +212,21 @@ def record(project: Path, monkeypatch) -> Path:
     return recorded
 
 
+def test_the_vendors_key_names_are_masked_once_its_wire_is_known(project, monkeypatch):
+    from harness.secrets import Scrubber, scrub_text
+
+    monkeypatch.setenv("ACME_API_KEY", KEY)
+    url = f"https://api.acme.invalid/acme/v1/complete?acme_key={KEY[:20]}&v=2"
+    discover(project)
+    from harness.modelwires import wires
+
+    wires()  # the wires, and their vendors' secret names, read when first needed
+    assert scrub_text(url) == "https://api.acme.invalid/acme/v1/complete?acme_key=<credentials>&v=2"
+    assert scrub_text(f"echo {KEY}") == "echo <ACME_API_KEY>"
+    request = {"uri": url, "headers": {"X-Acme-Key": ["dummy"], "Accept": ["*/*"]}}
+    assert Scrubber().interaction({"request": request})["request"]["headers"] == {"Accept": ["*/*"]}
+
+
 def test_recorded_through_harness_serve_then_replayed_offline_without_the_key(project, monkeypatch):
     discover(project)  # the front end's project: harness serve answers the Acme path
     monkeypatch.setenv("ACME_API_KEY", KEY)
