@@ -270,6 +270,26 @@ def test_recorded_through_harness_serve_then_replayed_offline_without_the_key(pr
     assert "cassette miss" in str(missed.final.error.message).lower()
 
 
+def test_a_recording_names_the_plugins_vendor_and_its_upstream(project, monkeypatch):
+    # provider: acme, base_url: where the Acme API is (as provider: gemini names Google's).
+    discover(project)
+    monkeypatch.setenv("ACME_API_KEY", KEY)
+    monkeypatch.delenv("ACME_BASE_URL", raising=False)
+    with running_server(SCRIPT) as url:
+        llm = {"provider": "acme", "base_url": url.removesuffix("/v1"), "cassette": "acme.yaml"}
+        file = scenario(project, json.dumps(llm))
+        recorded = run_scenario(file, record_mode="once")
+    assert recorded.status == "passed", (
+        recorded.final,
+        [e for e in recorded.expectations if not e.ok],
+    )
+    monkeypatch.delenv("ACME_API_KEY")
+    file = scenario(project, json.dumps({**llm, "base_url": OFFLINE}))
+    replayed = run_scenario(file)
+    assert replayed.status == "passed", replayed.final
+    assert observed(replayed) == EXPECTED_CALLS
+
+
 def test_the_recording_freezes_into_a_scenario_that_replays(project, monkeypatch):
     from harness.cli import main
 

@@ -95,11 +95,11 @@ def check_target(scenario: Scenario, plugins: Plugins, issue: IssueSink) -> None
             "a target's recorded model (a cassette served) takes no llm.faults yet: script "
             "its model (harness freeze makes a script of a cassette) to place faults",
         )
-    if scenario.llm.provider not in _SERVED_PROVIDERS:
+    if scenario.llm.provider not in (*_SERVED_PROVIDERS, *_plugged_vendors()):
         issue(
             ("llm", "provider"),
             f"a target is served a script or a cassette (provider scripted, openai, "
-            f"anthropic or gemini), not "
+            f"anthropic, gemini or a plugin's model API's vendor), not "
             f"provider {scenario.llm.provider!r}",
         )
     skip = check_target_section(target, scenario.root, plugins, issue)
@@ -134,6 +134,14 @@ def check_target_section(
     except TargetError as exc:
         issue(("target", kind), str(exc))
     return None
+
+
+def _plugged_vendors() -> list[str]:
+    """The vendors plugins registered with their wires (harness_register_wires): a target's
+    recording of such an API names its vendor as ``llm.provider``."""
+    from harness.modelwires import plugin_vendors
+
+    return [vendor.name for vendor in plugin_vendors()]
 
 
 def _served(

@@ -450,6 +450,14 @@ def _check_served(scenario: Scenario, issue: Callable[[tuple, str], None]) -> No
             _serving.reset(token)
 
 
+def _plugged_vendor(provider: str) -> bool:
+    """Whether ``provider`` is the vendor of a plugin's model API (harness_register_wires):
+    a target's recording names it, and no LLM source is built for a target."""
+    from harness.modelwires import plugin_vendors
+
+    return any(vendor.name == provider for vendor in plugin_vendors())
+
+
 def _check_agent(
     scenario: Scenario | SubAgentSpec,
     plugins: Plugins,
@@ -465,7 +473,8 @@ def _check_agent(
     try:
         factory = plugins.llm_factory(llm.provider)
     except PluginError as exc:
-        issue((*at, "llm", "provider"), str(exc))
+        if not (getattr(scenario, "target", None) and _plugged_vendor(llm.provider)):
+            issue((*at, "llm", "provider"), str(exc))
     else:
         # Build the source once now, so that a config it rejects (say, openai without a
         # model) is a load error with a line, not a failure at run time. Factories do no
