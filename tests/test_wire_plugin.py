@@ -275,7 +275,17 @@ def test_a_recording_names_the_plugins_vendor_and_its_upstream(project, monkeypa
     discover(project)
     monkeypatch.setenv("ACME_API_KEY", KEY)
     monkeypatch.delenv("ACME_BASE_URL", raising=False)
-    with running_server(SCRIPT) as url:
+    from harness.llm.script import parse_step
+    from harness.serve import create_app, running_app
+
+    app, keys = create_app([parse_step(i, s) for i, s in enumerate(SCRIPT)]), []
+
+    async def upstream(scope, receive, send):  # the Acme API: what key reaches it
+        if scope["type"] == "http":
+            keys.append(dict(scope["headers"]).get(b"x-acme-key"))
+        await app(scope, receive, send)
+
+    with running_app(upstream) as url:
         llm = {"provider": "acme", "base_url": url.removesuffix("/v1"), "cassette": "acme.yaml"}
         file = scenario(project, json.dumps(llm))
         recorded = run_scenario(file, record_mode="once")
@@ -283,6 +293,8 @@ def test_a_recording_names_the_plugins_vendor_and_its_upstream(project, monkeypa
         recorded.final,
         [e for e in recorded.expectations if not e.ok],
     )
+    # The real key went to the API (the target had a dummy), in the vendor's header.
+    assert keys == [KEY.encode()] * 2
     monkeypatch.delenv("ACME_API_KEY")
     file = scenario(project, json.dumps({**llm, "base_url": OFFLINE}))
     replayed = run_scenario(file)
