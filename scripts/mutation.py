@@ -54,6 +54,7 @@ class Mutant:
     why: str
     tests: tuple[str, ...]
     select: str | None = None  # a pytest -k expression: the tests of those files to run
+    survives: str | None = None  # why a known survivor is left (equivalent, or not worth it)
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,7 @@ def load(path: Path) -> list[Mutant]:
                 why=" ".join(entry["why"].split()),
                 tests=tuple(entry["tests"]),
                 select=entry.get("select"),
+                survives=entry.get("survives"),
             )
         )
     return mutants
@@ -240,6 +242,8 @@ def _announce(outcome: Outcome) -> Outcome:
     print(f"{outcome.status:9} {outcome.seconds:6.1f}s  {m.id}  ({m.module})", flush=True)
     if outcome.status in ("survived", "error"):
         print(f"          why it matters: {m.why}", flush=True)
+        if outcome.status == "survived" and m.survives:
+            print(f"          left because: {m.survives}", flush=True)
         if outcome.status == "error":
             print(f"          {outcome.detail}", flush=True)
     return outcome
