@@ -26,3 +26,18 @@ def test_secret_headers_are_dropped_with_or_without_a_kept_list():
     assert Scrubber.headers(answered, RESPONSE_SECRET_HEADERS) == {
         "Content-Type": "application/json"
     }
+
+
+def test_a_body_that_is_not_utf8_holding_a_key_is_masked_in_the_recording():
+    # A request body in another encoding (a latin-1 form, a binary upload beside a key
+    # the client put in it) cannot be read as text: the key is masked in its bytes.
+    key = "sk-proj-0123456789abcdefghij"
+    body = b"\xff\xfe name=caf\xe9&api_key=" + key.encode() + b"&end\x80"
+    interaction = {
+        "request": {"uri": "http://127.0.0.1/v1/files", "body": body, "headers": {}},
+        "response": {"status": {"code": 200}, "headers": {}, "body": {"string": body}},
+    }
+    scrubbed = Scrubber({"OPENAI_API_KEY": key}).interaction(interaction)
+    for written in (scrubbed["request"]["body"], scrubbed["response"]["body"]["string"]):
+        assert key.encode() not in written
+        assert b"api_key=<OPENAI_API_KEY>&end\x80" in written  # the rest kept as sent
