@@ -56,6 +56,7 @@ class Agent:
                 f"names), got {describe(tools)}; write tools=[...]"
             )
         self.plugins = _plugins(plugins)
+        self.plugins.check()
         # A list of script steps is a convenient way to say ScriptedLLM(steps).
         if isinstance(llm, list):
             llm = ScriptedLLM(llm)

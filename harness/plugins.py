@@ -240,6 +240,14 @@ class Plugins:
             found = self._registries[kind] = self._build_registry(kind)
         return found
 
+    def check(self) -> None:
+        """Build every registry an agent's run may ask for, so that a plugin registering
+        something wrong is a PluginError where the agent is made, not mid-run. (The wires
+        are left to their first use: their built-in plugin imports them then.)"""
+        for kind in KINDS:
+            if kind != "wires":
+                self.registry(kind)
+
     def planner_factory(self, name: str) -> Callable[[Any], Any]:
         """The factory of the planner called ``name`` (clear error listing the known ones)."""
         return self._lookup("planners", "planner", name)
