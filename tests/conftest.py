@@ -134,6 +134,20 @@ def _stop_served_scenarios():
         serving.stop_served()
 
 
+@pytest.fixture(autouse=True)
+def _agents_sdk_client_per_test():
+    """The OpenAI Agents SDK keeps one HTTP client for the whole process
+    (agents.models.openai_provider.shared_http_client), bound to the event loop it first
+    ran on: a sync target (Runner.run_sync, on its thread's loop) and an async one (on
+    the targets' loop) cannot both use it in one process, in harness or out of it
+    (docs/external.md#the-openai-agents-sdk). Each test starts with none, so that which
+    test ran before does not decide whether the SDK works."""
+    yield
+    provider = sys.modules.get("agents.models.openai_provider")
+    if provider is not None and hasattr(provider, "_http_client"):
+        provider._http_client = None
+
+
 @pytest.fixture
 def fresh_plugins():
     """Each test discovers harness plugins afresh, and leaves none behind.
