@@ -176,3 +176,36 @@ def test_a_replay_whose_parallel_results_finished_in_another_order_is_the_same_r
         return {k: v for k, v in data.items() if k not in ("wall_time", "wall_clock", "duration")}
 
     assert written(reversed_run) == written(in_order)
+
+
+def test_freeze_compares_the_results_of_parallel_calls_in_the_order_of_the_calls():
+    # Freeze's replay check and its run splitting compare conversations in this shape
+    # (harness.freeze.recorded.shape): a recording whose parallel results arrived in one
+    # order and a frozen run that sends them in the other are the same run (LlamaIndex's
+    # FunctionAgent froze now and then into "would not replay the recording").
+    from harness.freeze.recorded import shape
+    from harness.wires import GEMINI
+
+    def body(first: str, second: str) -> dict:
+        calls = [{"functionCall": {"name": c, "args": {}, "id": f"id-{c}"}} for c in "ab"]
+        results = [
+            {"functionResponse": {"name": c, "id": f"id-{c}", "response": {"r": c}}}
+            for c in (first, second)
+        ]
+        return {
+            "contents": [
+                {"role": "user", "parts": [{"text": "both"}]},
+                {"role": "model", "parts": calls},
+                {"role": "user", "parts": results},
+            ]
+        }
+
+    in_order, finished_first = GEMINI.normalized(body("a", "b")), GEMINI.normalized(body("b", "a"))
+    assert in_order != finished_first
+    assert shape(in_order) == shape(finished_first)
+    # What each result says still counts: another answer to a call is another run.
+    changed = tuple(
+        (*item[:2], '{"r": "other"}') if item[:2] == ("result", "id-a") else item
+        for item in finished_first
+    )
+    assert shape(changed) != shape(in_order)

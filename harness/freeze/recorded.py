@@ -270,11 +270,30 @@ def shape(items: tuple[Item, ...]) -> tuple[Item, ...]:
     a request extends the earlier one whatever ids either side gave the same calls.
     """
     ids: dict[Any, str] = {}
+    called: dict[str, int] = {}  # a call's shaped id -> its place among the calls
     shaped: list[Item] = []
+    results: list[Item] = []  # the results since the last other item
+
+    def place_results() -> None:
+        # Results of one reply's calls in the order of the calls: a client running them
+        # concurrently sends them as they finished (LlamaIndex's FunctionAgent), as the
+        # cassette matches them (harness.cassettes.matching).
+        if all(r[1] in called for r in results):
+            results.sort(key=lambda r: called[r[1]])
+        shaped.extend(results)
+        results.clear()
+
     for item in items:
         if item[0] in ("call", "result") and len(item) > 1:
             item = (item[0], ids.setdefault(item[1], f"#{len(ids)}"), *item[2:])
+            if item[0] == "call":
+                called.setdefault(item[1], len(called))
+            else:
+                results.append(item)
+                continue
+        place_results()
         shaped.append(item)
+    place_results()
     return tuple(shaped)
 
 
