@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from harness.vendors import WireVendor
+
 if TYPE_CHECKING:
     from harness.wires.neutral import Wire
 
@@ -33,27 +35,6 @@ __all__ = [
     "wires",
     "wires_of_field",
 ]
-
-
-@dataclass(frozen=True)
-class WireVendor:
-    """Who serves a plugin's model API: ``name`` (several wires may share one),
-    ``base_url`` (the API's root, where the recording proxy sends a request's path, less
-    ``served_prefix``), the SDK's base-URL variable (set to harness's server in a target's
-    environment, read by the proxy before ``base_url``), the variables that hold the key
-    (the first one set is sent; all masked in cassettes and replaced by a dummy for a
-    target), the header the key goes in (``key_format`` makes its value: ``"Bearer {}"``),
-    query parameters that carry a key, and other request headers that are secret."""
-
-    name: str
-    base_url: str
-    base_url_variable: str | None = None
-    key_variables: tuple[str, ...] = ()
-    key_header: str | None = None
-    key_format: str = "{}"
-    key_params: tuple[str, ...] = ()
-    secret_headers: tuple[str, ...] = ()
-    served_prefix: str = ""
 
 
 def harness_register_wires(register: Callable[..., None]) -> None:
@@ -111,7 +92,7 @@ def _mask(vendors: Any) -> None:
 
     for vendor in vendors:
         add_secret_names(
-            variables=vendor.key_variables,
+            variables=(*vendor.key_variables, *vendor.secret_variables),
             request_headers=(
                 *((vendor.key_header,) if vendor.key_header else ()),
                 *vendor.secret_headers,

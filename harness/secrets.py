@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from harness.modeljson import dump_json
+from harness.vendors import BUILTIN_VENDORS
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -71,12 +72,8 @@ HEADER_PREFIXES_KEPT = ("x-stainless-",)
 # Credentials and the account they belong to: dropped even where a list above would keep them.
 REQUEST_SECRET_HEADERS = frozenset(
     {
-        "authorization",
+        *(h for v in BUILTIN_VENDORS for h in (v.key_header or "", *v.secret_headers) if h),
         "api-key",
-        "x-api-key",
-        "x-goog-api-key",
-        "openai-organization",
-        "openai-project",
         "cookie",
     }
 )
@@ -84,23 +81,20 @@ REQUEST_SECRET_HEADERS = frozenset(
 RESPONSE_SECRET_HEADERS = frozenset(
     {"set-cookie", "openai-organization", "openai-project", "anthropic-organization-id"}
 )
-# Environment variables whose values are replaced wherever they appear.
-SECRET_ENV_VARS: tuple[str, ...] = (
-    "OPENAI_API_KEY",
-    "OPENAI_ORG_ID",
-    "OPENAI_PROJECT_ID",
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_AUTH_TOKEN",
-    # google-genai's keys (it reads either; Gemini also takes one as ``?key=``).
-    "GEMINI_API_KEY",
-    "GOOGLE_API_KEY",
+# Environment variables whose values are replaced wherever they appear: each built-in
+# vendor's key and secret variables (harness.vendors). Sorted within a vendor: where two
+# hold the same value (Gemini's two often do), the mask names the first.
+SECRET_ENV_VARS: tuple[str, ...] = tuple(
+    name for v in BUILTIN_VENDORS for name in sorted((*v.key_variables, *v.secret_variables))
 )
 # Query parameters that carry a key (``?key=...``): their values are masked in any URL.
-URL_SECRET_PARAMS = frozenset({"key", "api-key", "api_key", "access_token"})
+URL_SECRET_PARAMS = frozenset(
+    {"api-key", "api_key", "access_token", *(p for v in BUILTIN_VENDORS for p in v.key_params)}
+)
 # A value shorter than this is a placeholder, not a secret: local OpenAI-compatible
-# servers take any key, and people set OPENAI_API_KEY=x, "dummy" or "ollama". Masking
+# servers take any key, and people set their key to x, "dummy" or "ollama". Masking
 # such a value would replace every occurrence of that text in a cassette (header names,
-# JSON keys, model text: "x-stainless-lang" becomes "<OPENAI_API_KEY>-stainless-lang"),
+# JSON keys, model text: "x-stainless-lang" becomes "<..._API_KEY>-stainless-lang"),
 # and a replay without the variable set could not put it back. Real credentials are far
 # longer (OpenAI keys have over 50 characters, org and project ids about 28), so
 # nothing secret is left unmasked. The secret *headers* are dropped whatever they hold.

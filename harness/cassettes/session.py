@@ -36,6 +36,7 @@ from harness.errors import LLMError, RecordingRefused
 from harness.files import remove_leftovers
 from harness.llm.base import AGENT_ROLE, request_role
 from harness.secrets import Scrubber
+from harness.vendors import GEMINI, OPENAI, vendor_of_host
 
 __all__ = [
     "CassetteSession",
@@ -455,25 +456,23 @@ def _similarity(recorded: Any, sent: Any) -> int:
     return score
 
 
-# The public APIs, which refuse a request without a key, and the variable holding it.
-KEY_VARIABLES = {"api.openai.com": "OPENAI_API_KEY", "api.anthropic.com": "ANTHROPIC_API_KEY"}
-
-
 def no_key_refusal(host: str | None, key: str | None) -> str | None:
-    """Why recording must not send a request to ``host``: no key for the public API (else
-    None). The own loop's transport and a target's recording proxy both ask it."""
-    variable = KEY_VARIABLES.get(host or "")
-    if key or variable is None:
+    """Why recording must not send a request to ``host``: no key for the public API of
+    OpenAI or Anthropic, which refuse a request without one (else None). The own loop's
+    transport and a target's recording proxy both ask it."""
+    vendor = vendor_of_host(host)
+    if key or vendor is None or vendor is GEMINI:  # Gemini's: harness.providers.gemini
         return None
-    base = variable.replace("_API_KEY", "_BASE_URL")
     return (
-        f"recording needs {variable}: it is not set, and {host} refuses requests "
-        f"without a key; nothing was recorded (set the key, or base_url / {base} for "
-        "another endpoint)"
+        f"recording needs {vendor.key_variables[0]}: it is not set, and {host} refuses "
+        f"requests without a key; nothing was recorded (set the key, or base_url / "
+        f"{vendor.base_url_variable} for another endpoint)"
     )
 
 
-def key_refused(status: int, content: bytes | str | None, variable: str = "OPENAI_API_KEY") -> str:
+def key_refused(
+    status: int, content: bytes | str | None, variable: str = OPENAI.key_variables[0]
+) -> str:
     """The one line for a key the API refused (401, 403), with the API's own message."""
     import json
 
@@ -485,7 +484,9 @@ def key_refused(status: int, content: bytes | str | None, variable: str = "OPENA
     from harness.secrets import Scrubber
 
     said = f": {Scrubber().text(detail)}" if isinstance(detail, str) and detail else ""
-    also = " (and OPENAI_ORG_ID / OPENAI_PROJECT_ID)" if variable == "OPENAI_API_KEY" else ""
+    # OpenAI's key belongs to an organization and a project, which can refuse it too.
+    account = " / ".join(OPENAI.secret_variables)
+    also = f" (and {account})" if variable == OPENAI.key_variables[0] else ""
     return (
         f"the API refused the key (HTTP {status}{said}); nothing was recorded: "
         f"check {variable}{also}"
@@ -519,7 +520,7 @@ def cassette_transport(
     session: CassetteSession,
     httpx: Any,
     *,
-    key_variable: str = "OPENAI_API_KEY",
+    key_variable: str = OPENAI.key_variables[0],
     refusal: Any = None,
     refused_by: Any = None,
     **kwargs: Any,

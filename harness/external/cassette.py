@@ -21,13 +21,14 @@ from typing import Any
 from harness.cassettes.session import CassetteSession, key_refused, no_key_refusal
 from harness.modelwires import WireVendor, plugin_vendors, vendor_for, wire_for
 from harness.secrets import Scrubber
+from harness.vendors import BUILTIN_VENDORS, GEMINI, OPENAI
 from harness.wires import OPENAI_CHAT, vendor_of
 from harness.wires.neutral import WireError
 
 __all__ = ["DEFAULT_UPSTREAM", "GEMINI_UPSTREAM", "CassetteApp"]
 
-DEFAULT_UPSTREAM = "https://api.openai.com/v1"
-GEMINI_UPSTREAM = "https://generativelanguage.googleapis.com"
+DEFAULT_UPSTREAM = OPENAI.base_url
+GEMINI_UPSTREAM = GEMINI.base_url
 
 # Hop-by-hop or length headers that do not describe a body served again decoded.
 _DROPPED = {"content-length", "content-encoding", "transfer-encoding", "connection"}
@@ -35,10 +36,8 @@ _DROPPED = {"content-length", "content-encoding", "transfer-encoding", "connecti
 # and the connection's own headers are the proxy's. Every other header the agent sets (a
 # gateway's token, `OpenAI-Beta`) is forwarded; none is written to the cassette.
 _NOT_FORWARDED = {
-    "authorization",
+    *(vendor.key_header for vendor in BUILTIN_VENDORS if vendor.key_header),
     "api-key",
-    "x-api-key",
-    "x-goog-api-key",
     "host",
     "content-length",
     "connection",
@@ -70,36 +69,6 @@ class _Upstream:
         return next((os.environ[n] for n in self.key_variables if os.environ.get(n)), None)
 
 
-_UPSTREAMS = {
-    "openai": _Upstream(
-        "OPENAI_BASE_URL",
-        DEFAULT_UPSTREAM,
-        "/v1",
-        ("OPENAI_API_KEY",),
-        "authorization",
-        "Bearer {}",
-    ),
-    "anthropic": _Upstream(
-        "ANTHROPIC_BASE_URL",
-        "https://api.anthropic.com",
-        "",
-        ("ANTHROPIC_API_KEY",),
-        "x-api-key",
-        "{}",
-    ),
-    # Gemini's paths hold their API version (/v1beta/models/...): the root goes before.
-    # google-genai prefers GOOGLE_API_KEY when both are set, and so does the proxy.
-    "gemini": _Upstream(
-        "GOOGLE_GEMINI_BASE_URL",
-        GEMINI_UPSTREAM,
-        "",
-        ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
-        "x-goog-api-key",
-        "{}",
-    ),
-}
-
-
 def _vendor(scope: dict[str, Any]) -> str:
     """Whose API a served request is: a plugin's wire's vendor (harness_register_wires),
     else harness.wires.vendor_of, as harness serve tells it (a model's metadata at
@@ -114,7 +83,8 @@ def _vendor(scope: dict[str, Any]) -> str:
     return vendor_of(scope["path"], headers)
 
 
-def _from_plugin(vendor: WireVendor) -> _Upstream:
+def _upstream_of(vendor: WireVendor) -> _Upstream:
+    """Where ``vendor``'s requests are recorded from (harness's own vendors' and plugins')."""
     return _Upstream(
         vendor.base_url_variable or "",
         vendor.base_url,
@@ -125,10 +95,14 @@ def _from_plugin(vendor: WireVendor) -> _Upstream:
     )
 
 
+# harness's own vendors' upstreams (harness.vendors).
+_UPSTREAMS = {vendor.name: _upstream_of(vendor) for vendor in BUILTIN_VENDORS}
+
+
 def _upstreams() -> dict[str, _Upstream]:
     """Every vendor's upstream: harness's own, then those plugins registered with their
     wires (harness_register_wires)."""
-    plugged = {v.name: _from_plugin(v) for v in plugin_vendors() if v.name not in _UPSTREAMS}
+    plugged = {v.name: _upstream_of(v) for v in plugin_vendors() if v.name not in _UPSTREAMS}
     return {**_UPSTREAMS, **plugged}
 
 
@@ -236,7 +210,7 @@ class CassetteApp:
     async def _forward(self, scope: dict[str, Any], request: Any, body: bytes) -> tuple:
         vendor = _vendor(scope)
         spec, key = self.specs[vendor], self.keys[vendor]
-        if vendor == "gemini":
+        if vendor == GEMINI.name:
             from harness.providers.gemini import no_key
 
             refusal = no_key(_host(request.uri), key)
@@ -300,7 +274,7 @@ def _origin(uri: str) -> str:
 
 def _refused(vendor: str, spec: _Upstream, status: int, content: bytes) -> str | None:
     """The one line for a key the upstream refused, None for any other answer."""
-    if vendor == "gemini":
+    if vendor == GEMINI.name:
         from harness.providers.gemini import key_refused as gemini_refused
 
         return gemini_refused(status, content)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from harness.vendors import BUILTIN_VENDORS
+
 __all__ = ["DUMMY_API_KEY", "TELEMETRY", "WIRE_VARIABLES", "served_variables", "target_environment"]
 
 # What the target's SDK sends as its key: harness needs none, and this is no secret.
@@ -16,12 +18,18 @@ DUMMY_API_KEY = "sk-harness-target"
 # The user's own settings of the model APIs: a client that read them would talk to the
 # real API with the real key. Removed for the target (prefixes, and whole names).
 WIRE_PREFIXES = ("OPENAI_", "AZURE_OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_GENAI_")
-WIRE_VARIABLES = ("GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL")
+# ... and the built-in vendors' variables no prefix above covers (Google's).
+WIRE_VARIABLES = tuple(
+    name
+    for vendor in BUILTIN_VENDORS
+    for name in (vendor.base_url_variable or "", *vendor.key_variables)
+    if name and not name.startswith(WIRE_PREFIXES)
+)
 
 # Set for every target: the frameworks' uploads of traces and telemetry, each to its
 # vendor's public endpoint, whatever base URL the model client has.
 TELEMETRY = {
-    # The Agents SDK posts traces to api.openai.com/v1/traces/ingest with OPENAI_API_KEY.
+    # The Agents SDK posts traces to OpenAI's own API (/v1/traces/ingest) with the key.
     "OPENAI_AGENTS_DISABLE_TRACING": "1",
     # LangChain / LangGraph to LangSmith.
     "LANGSMITH_TRACING": "false",
@@ -39,19 +47,20 @@ def served_variables(url: str) -> dict[str, str]:
     Anthropic's SDK wants the root, and so does google-genai (it adds ``/v1beta`` or
     ``/v1`` itself)."""
     root = url.removesuffix("/v1")
-    return {
-        **_plugged_variables(root),
-        "OPENAI_BASE_URL": url,
-        "OPENAI_API_KEY": DUMMY_API_KEY,
-        "ANTHROPIC_BASE_URL": root,
-        "ANTHROPIC_API_KEY": DUMMY_API_KEY,
-        "GOOGLE_GEMINI_BASE_URL": root,
-        # One Gemini key: google-genai warns on every client when both are set ("Both
-        # GOOGLE_API_KEY and GEMINI_API_KEY are set"). GOOGLE_API_KEY is the one every
-        # Python client reads (google-genai and pydantic-ai prefer it, llama-index and
-        # langchain-google read only it); the user's GEMINI_API_KEY is removed all the same.
-        "GOOGLE_API_KEY": DUMMY_API_KEY,
-    }
+    return {**_plugged_variables(root), **_builtin_variables(root)}
+
+
+def _builtin_variables(root: str) -> dict[str, str]:
+    """harness's own vendors' (harness.vendors): the base-URL variable and one dummy key.
+    One: google-genai warns on every client when both of Gemini's are set; the first is
+    the one every Python client reads (google-genai and pydantic-ai prefer it, llama-index
+    and langchain-google read only it); the user's others are removed all the same
+    (``target_environment``)."""
+    served: dict[str, str] = {}
+    for vendor in BUILTIN_VENDORS:
+        served[vendor.base_url_variable or ""] = root + vendor.served_prefix
+        served[vendor.key_variables[0]] = DUMMY_API_KEY
+    return served
 
 
 def _plugged_variables(root: str) -> dict[str, str]:

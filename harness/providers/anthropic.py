@@ -16,13 +16,14 @@ from harness.errors import HarnessError
 from harness.hookspecs import hookimpl
 from harness.llm.config import LLMConfig
 from harness.providers.openai import OpenAILLM
+from harness.vendors import ANTHROPIC
 
 if TYPE_CHECKING:
     from harness.wires import Wire
 
 __all__ = ["PLACEHOLDER_API_KEY", "AnthropicLLM"]
 
-# Sent when replaying without ANTHROPIC_API_KEY: the SDK insists on a key, a cassette
+# Sent when replaying without a key: the SDK insists on one, a cassette
 # does not need one, and this value is not a secret.
 PLACEHOLDER_API_KEY = "sk-ant-placeholder"  # short: no secret scanner takes it for a key
 
@@ -43,8 +44,8 @@ class AnthropicLLM(OpenAILLM):
 
     provider = "anthropic"
     example_model = "claude-sonnet-4-6"
-    key_variable = "ANTHROPIC_API_KEY"
-    base_url_variable = "ANTHROPIC_BASE_URL"
+    key_variable = ANTHROPIC.key_variables[0]
+    base_url_variable: str = ANTHROPIC.base_url_variable or ""
     placeholder_key = PLACEHOLDER_API_KEY
 
     def _wire_of(self, config: LLMConfig) -> Wire:

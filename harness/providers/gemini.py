@@ -16,6 +16,7 @@ import json
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from harness.errors import HarnessError, LLMError
 from harness.hookspecs import hookimpl
@@ -24,6 +25,7 @@ from harness.llm.chunks import LLMChunk, message_chunks
 from harness.llm.config import LLMConfig
 from harness.messages import AssistantMessage, Conversation, UserMessage
 from harness.providers.recorded import RecordedSource
+from harness.vendors import GEMINI
 
 if TYPE_CHECKING:
     from harness.cassettes.session import CassetteSession
@@ -37,12 +39,14 @@ __all__ = [
     "no_key",
 ]
 
-DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com"
-# google-genai reads either; GOOGLE_API_KEY wins when both are set.
-KEY_VARIABLES = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
+DEFAULT_BASE_URL = GEMINI.base_url
+# google-genai reads either; the first wins when both are set.
+KEY_VARIABLES = GEMINI.key_variables
+# How messages name the key: the Gemini API's docs name the second first.
+_KEY_NAMES = f"{KEY_VARIABLES[1]} (or {KEY_VARIABLES[0]})"
 # Sent when replaying without a key: the SDK insists on one, a cassette does not.
 PLACEHOLDER_API_KEY = "harness-placeholder-key"
-_PUBLIC_HOST = "generativelanguage.googleapis.com"
+_PUBLIC_HOST = urlsplit(GEMINI.base_url).hostname
 
 
 def _key() -> str | None:
@@ -55,9 +59,9 @@ def no_key(host: str | None, key: str | None) -> str | None:
     if host != _PUBLIC_HOST or key:
         return None
     return (
-        "recording needs GEMINI_API_KEY (or GOOGLE_API_KEY): neither is set, and the Gemini "
+        f"recording needs {_KEY_NAMES}: neither is set, and the Gemini "
         "API refuses requests without a key; nothing was recorded (set the key, or "
-        "base_url / GOOGLE_GEMINI_BASE_URL for another endpoint)"
+        f"base_url / {GEMINI.base_url_variable} for another endpoint)"
     )
 
 
@@ -80,8 +84,7 @@ def key_refused(status: int, content: bytes) -> str | None:
     detail = error.get("message") if isinstance(error, dict) else None
     said = f": {Scrubber().text(detail)}" if isinstance(detail, str) and detail else ""
     return (
-        f"the API refused the key (HTTP {status}{said}); nothing was recorded: "
-        "check GEMINI_API_KEY (or GOOGLE_API_KEY)"
+        f"the API refused the key (HTTP {status}{said}); nothing was recorded: check {_KEY_NAMES}"
     )
 
 
@@ -129,7 +132,7 @@ class GeminiLLM(RecordedSource):
         timeout = self.config.timeout if self.config.timeout is not None else 600.0
         options = types.HttpOptions(
             base_url=self.config.base_url
-            or os.environ.get("GOOGLE_GEMINI_BASE_URL")
+            or os.environ.get(GEMINI.base_url_variable or "")
             or DEFAULT_BASE_URL,
             headers=headers or None,
             httpx_async_client=httpx.AsyncClient(transport=transport, timeout=timeout),

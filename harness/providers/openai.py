@@ -25,6 +25,7 @@ from harness.messages import (
     Conversation,
 )
 from harness.providers.recorded import RecordedSource
+from harness.vendors import OPENAI
 
 if TYPE_CHECKING:
     import openai
@@ -37,7 +38,7 @@ __all__ = ["PLACEHOLDER_API_KEY", "OpenAILLM"]
 
 log = logging.getLogger("harness")
 
-# Sent when replaying without OPENAI_API_KEY: the SDK insists on a key, a cassette
+# Sent when replaying without a key: the SDK insists on one, a cassette
 # does not need one, and this value is not a secret.
 PLACEHOLDER_API_KEY = "sk-harness-placeholder"
 
@@ -88,8 +89,8 @@ class OpenAILLM(RecordedSource):
     provider = "openai"
     example_model = "gpt-4o-mini"
     # The SDK's own variables (read as it reads them), and the key sent when there is none.
-    key_variable = "OPENAI_API_KEY"
-    base_url_variable = "OPENAI_BASE_URL"
+    key_variable = OPENAI.key_variables[0]
+    base_url_variable: str = OPENAI.base_url_variable or ""
     placeholder_key = PLACEHOLDER_API_KEY
 
     def __init__(self, config: LLMConfig) -> None:

@@ -7,7 +7,8 @@ LlamaIndex's ``GoogleGenAI`` reads the model's token limits at construction
 client names is served, with the limits of a current model of its vendor. OpenAI,
 Anthropic and Gemini (google-genai 3.x) share the ``/v1/models`` paths; the request's
 headers say which API asks (Anthropic's SDK always sends ``anthropic-version``, google-genai
-``x-goog-api-client`` or ``x-goog-api-key``), and ``/v1beta/models`` is Gemini's alone.
+``x-goog-api-client`` or Gemini's key header: ``harness.wires.vendor_of``), and
+``/v1beta/models`` is Gemini's alone.
 """
 
 from __future__ import annotations

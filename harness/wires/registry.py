@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from harness.vendors import GEMINI as GEMINI_VENDOR
 from harness.wires.anthropic_messages import WIRE as ANTHROPIC_MESSAGES
 from harness.wires.gemini import WIRE as GEMINI
 from harness.wires.neutral import Wire, WireReply, answer_body
@@ -55,8 +56,8 @@ def vendor_of(path: str, headers: Mapping[str, str]) -> str:
     model APIs' by their wire, the others' (``GET /v1/models/{id}``, which the three
     share, ``/v1/messages/count_tokens``) by their path and the client's headers:
     Anthropic's SDK always sends ``anthropic-version``, google-genai ``x-goog-api-client``
-    or ``x-goog-api-key``, and ``/v1beta/`` is Gemini's alone. ``headers``: lower-case
-    names (an ASGI scope's, a Starlette request's)."""
+    or Gemini's key header (``harness.vendors``), and ``/v1beta/`` is Gemini's alone.
+    ``headers``: lower-case names (an ASGI scope's, a Starlette request's)."""
     wire = wire_for(path)
     if wire is not None:
         return _VENDORS[wire.name]
@@ -64,7 +65,7 @@ def vendor_of(path: str, headers: Mapping[str, str]) -> str:
         return "gemini"
     if "anthropic-version" in headers or path.startswith("/v1/messages/"):
         return "anthropic"
-    if "x-goog-api-client" in headers or "x-goog-api-key" in headers:
+    if "x-goog-api-client" in headers or GEMINI_VENDOR.key_header in headers:
         return "gemini"
     return "openai"
 
