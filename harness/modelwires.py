@@ -39,7 +39,7 @@ __all__ = [
 
 def harness_register_wires(register: Callable[..., None]) -> None:
     """The built-in wires: Chat Completions, the Responses API, Anthropic Messages, Gemini
-    (their vendors' facts are harness's own: docs/recording.md)."""
+    (their vendors are harness's own, in ``harness.vendors``)."""
     from harness.wires.registry import WIRES
 
     for wire in WIRES:
@@ -126,7 +126,7 @@ def wire_named(api: str) -> Wire:
 
 def vendor_for(wire: Wire) -> WireVendor | None:
     """The vendor a plugin registered with ``wire`` (None for the built-ins, whose vendors
-    are harness's own)."""
+    are harness's own: ``harness.vendors``)."""
     return _known().vendors.get(wire.name)
 
 

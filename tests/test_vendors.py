@@ -52,3 +52,13 @@ def test_a_vendors_key_variable_and_header_are_named_in_at_most_two_modules(
         f"{name} is named in {len(modules)} modules of harness ({', '.join(modules)}): "
         "read it from harness.vendors instead"
     )
+
+
+def test_one_value_in_both_gemini_variables_keeps_the_mask_cassettes_were_written_with():
+    """Many set GEMINI_API_KEY and GOOGLE_API_KEY alike: the mask is the same as before
+    the vendors had one home, so a cassette recorded since does not change."""
+    from harness.secrets import Scrubber
+
+    key = "AIzaSy-harness-test-key-0123456789"
+    scrubber = Scrubber({"GEMINI_API_KEY": key, "GOOGLE_API_KEY": key})
+    assert scrubber.text(f"key={key}.") == "key=<GEMINI_API_KEY>."

@@ -227,6 +227,21 @@ def test_the_vendors_key_names_are_masked_once_its_wire_is_known(project, monkey
     assert Scrubber().interaction({"request": request})["request"]["headers"] == {"Accept": ["*/*"]}
 
 
+def test_the_vendors_other_secret_variables_are_masked_and_never_sent(project, monkeypatch):
+    from harness.external.environment import served_variables
+    from harness.secrets import scrub_text
+
+    account = "acme-account-4f9b2c7d1e"
+    monkeypatch.setenv("ACME_ACCOUNT_ID", account)
+    discover(project)
+    from harness.modelwires import wires
+
+    wires()
+    assert scrub_text(f"over quota for {account}") == "over quota for <ACME_ACCOUNT_ID>"
+    # Not a key: a target is not given a dummy for it.
+    assert "ACME_ACCOUNT_ID" not in served_variables("http://127.0.0.1:9/v1")
+
+
 def test_recorded_through_harness_serve_then_replayed_offline_without_the_key(project, monkeypatch):
     discover(project)  # the front end's project: harness serve answers the Acme path
     monkeypatch.setenv("ACME_API_KEY", KEY)

@@ -41,6 +41,7 @@ ACME = WireVendor(
     key_variables=("ACME_API_KEY",),
     key_header="x-acme-key",
     key_params=("acme_key",),
+    secret_variables=("ACME_ACCOUNT_ID",),
 )
 _ROLES = {"system": "system", "user": "user", "agent": "assistant"}
 _STOPS = {"actions": "tool_calls", "done": "stop", "cut": "length"}
