@@ -27,6 +27,7 @@ from harness.external.observe import Observation
 from harness.external.targets import TargetCall
 from harness.llm.config import ConversationRule
 from harness.serve import running_app
+from harness.vendors import ANTHROPIC, OPENAI
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -224,8 +225,9 @@ def _own_file(path: Path, root: Path) -> str | None:
 # A connection error when no request reached harness: the client went somewhere else.
 _NOT_REACHED = (
     " (no request reached harness's model server: the client talks to another server: it "
-    "was given a base URL of its own, or built before harness set OPENAI_BASE_URL "
-    "(ANTHROPIC_BASE_URL, ...), its module imported before harness loaded the scenario; "
+    "was given a base URL of its own, or built before harness set "
+    f"{OPENAI.base_url_variable} ({ANTHROPIC.base_url_variable}, ...), its module imported "
+    "before harness loaded the scenario; "
     "build it inside the function, or take a base_url parameter: see "
     "docs/external.md#clients-built-when-the-module-is-imported)"
 )

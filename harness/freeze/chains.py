@@ -14,8 +14,12 @@ from urllib.parse import urlparse
 from harness.cassettes.format import LoadedInteraction
 from harness.freeze.recorded import FreezeError, Item, RecordedCall, dialogue
 from harness.modelwires import wire_for, wire_named
+from harness.vendors import OPENAI
 
 __all__ = ["history_of", "rebuild_chains", "skipped_interactions"]
+
+# Interactions with OpenAI's own API are named by their path alone.
+_OPENAI_HOST = urlparse(OPENAI.base_url).netloc
 
 
 def rebuild_chains(calls: list[RecordedCall], shown: str) -> None:
@@ -62,7 +66,7 @@ def skipped_interactions(interactions: list[LoadedInteraction]) -> list[str]:
         url = urlparse(str(request.get("uri", "")))
         if wire_for(url.path) is not None:
             continue
-        where = f"{url.netloc}{url.path}" if url.netloc != "api.openai.com" else url.path
+        where = f"{url.netloc}{url.path}" if url.netloc != _OPENAI_HOST else url.path
         skipped.append(f"{number} ({request.get('method', '?')} {where})")
     return skipped
 

@@ -291,7 +291,7 @@ class OpenAILLM(RecordedSource):
         if isinstance(exc, sdk.APIConnectionError):
             reason = exc.__cause__ or exc
             # The SDK's text ("All connection attempts failed") does not say where: a wrong
-            # base_url or OPENAI_BASE_URL is the usual cause, so name the URL tried.
+            # base_url or the SDK's base-URL variable is the usual cause, so name the URL tried.
             url = _request_url(exc)
             where = f" (tried {url})" if url else ""
             return LLMError(scrub(f"Connection error{where}: {reason}"), type="connection_error")

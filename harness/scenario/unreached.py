@@ -8,11 +8,13 @@ from __future__ import annotations
 from harness.actions import RunResult, Termination
 from harness.results import ExpectationResult
 from harness.scenario.schema import Scenario
+from harness.vendors import OPENAI
 
 __all__ = ["unreached"]
 
 _CAUSE = (
-    "its client was probably built before harness set OPENAI_BASE_URL (its module imported "
+    f"its client was probably built before harness set {OPENAI.base_url_variable} (its "
+    "module imported "
     "before harness loaded the scenario) and talks to another server: build it inside the "
     "target function, or take base_url (docs/external.md)"
 )
