@@ -114,7 +114,7 @@ class Budget:
         """Before a plan: RunStopped (the plan not run) when it would cross tool_calls."""
         limit = self.settings.tool_calls
         if limit is not None and self.made + len(calls) > limit:
-            run._ledger.decline_plan(calls, "the tool-call budget is spent")
+            run.ledger.decline_plan(calls, "the tool-call budget is spent")
             self._stop(run, "tool_calls", limit, self.made + len(calls))
 
     def after_plan(self, run: Run, first_record: int) -> None:

@@ -60,7 +60,8 @@ def _last_turn(conversation: Conversation) -> Any:
 async def _iterate(
     run: Run, planner: Planner, detectors: Detectors, budget: Budget | None
 ) -> tuple[Termination, FinalResponse]:
-    ledger = run._ledger
+    ledger = run.ledger
+    sink = run.sink
     limit = run.config.max_iterations
     while True:
         if ledger.iteration >= limit:
@@ -68,10 +69,9 @@ async def _iterate(
         iteration = ledger.begin_iteration()
         log.info("Agentic iteration %d/%d", iteration, limit)
         run.emit(IterationStartEvent.of(iteration))
-        if run._observed.iteration_start:
-            run._hook.harness_iteration_start(run=run, iteration=iteration)
-        if run._sink is not None:
-            run._sink.iteration_start(run)
+        run.notify_iteration_start(iteration)
+        if sink is not None:
+            sink.iteration_start(run)
 
         plan = planner.step(run)
         if inspect.isawaitable(plan):
@@ -138,7 +138,7 @@ def _limit_message(run: Run, planner: Planner) -> str:
     to_answer = getattr(planner, "iterations_to_answer", None)
     if not (isinstance(per_round, int) and isinstance(to_answer, int)):
         return text
-    rounds = len({record.group for record in run._ledger.records})
+    rounds = len({record.group for record in run.records})
     need = rounds * per_round + to_answer
     return (
         f"{text}: under planner {run.planner_name} a tool round takes {per_round} "
@@ -163,7 +163,7 @@ async def _at_limit(run: Run, planner: Planner) -> tuple[Termination, FinalRespo
         return Termination.max_iterations, _mark_truncation(
             run, FinalResponse(content=last.content, error=error)
         )
-    run._ledger.give_up_pending("max iterations reached")
+    run.ledger.give_up_pending("max iterations reached")
     message = await run.call_llm(tool_choice="none")
     if message.tool_calls:
         raise AbortRun('the model answered a tool_choice="none" request with tool calls')
@@ -210,11 +210,11 @@ async def execute(run: Run, planner_factory: PlannerFactory) -> RunResult:
     config ends the run in ``error`` like any other planner failure.
     """
     started = time.perf_counter()
-    ledger = run._ledger
+    ledger = run.ledger
     entered = enter_run(run)
     try:
         run.emit(AgentStartEvent(iteration=ledger.iteration))
-        run._hook.harness_agent_start(run=run)
+        run.notify_agent_start()
         planner = planner_factory(run.config)
         if not callable(getattr(planner, "step", None)):
             raise HarnessError(

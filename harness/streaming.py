@@ -7,8 +7,8 @@ arrives, and a source without one is asked with ``complete()`` and its whole rep
 into pieces, so that every source streams. Each piece goes to the ``harness_llm_chunk``
 hook and, under ``astream``, out as an ``llm_delta`` event.
 
-The loop and the tool plan hand their events to ``run._sink`` (an ``EventSink``) only
-when it is set: a run that is not streamed pays one attribute test per event.
+The loop and the tool plan hand their events to ``run.sink`` (an ``EventSink``) only
+when it is set: a run that is not streamed pays one test per event.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from harness.llm.chunks import LLMChunk, message_chunks
 
 if TYPE_CHECKING:
     from harness.actions import RunResult
-    from harness.llm.base import LLMRequest, LLMResponse
+    from harness.llm.base import LLM, LLMRequest, LLMResponse
     from harness.messages import ToolCall
     from harness.run import Run
 
@@ -107,11 +107,11 @@ class EventSink:
             )
 
 
-async def stream_reply(run: Run, request: LLMRequest) -> LLMResponse:
-    """Ask the run's source for a streamed reply, handing each piece on as it arrives."""
-    chunks = run._hook.harness_llm_chunk
+async def stream_reply(run: Run, request: LLMRequest, llm: LLM, chunks: Any) -> LLMResponse:
+    """Ask ``llm`` (the run's source) for a streamed reply, handing each piece on as it
+    arrives: to ``chunks`` (the run's ``harness_llm_chunk`` hook caller) and its sink."""
     hook = chunks if chunks.get_hookimpls() else None
-    sink = run._sink
+    sink = run.sink
 
     def emit(chunk: LLMChunk) -> None:
         if hook is not None:
@@ -119,11 +119,11 @@ async def stream_reply(run: Run, request: LLMRequest) -> LLMResponse:
         if sink is not None:
             sink.delta(run, chunk)
 
-    stream = getattr(run._llm, "stream", None)
+    stream = getattr(llm, "stream", None)
     if stream is not None:
         return await stream(request, emit)
     # A source that cannot stream still streams: its whole reply, cut into pieces.
-    response = await run._llm.complete(request)
+    response = await llm.complete(request)
     for chunk in message_chunks(response.message, response.usage):
         emit(chunk)
     return response

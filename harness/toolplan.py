@@ -72,10 +72,11 @@ async def run_plan(run: Run, calls: list[ToolCall]) -> None:
     prepared, failures = _validate(run, calls)
     if failures and run.config.on_validation_error == "stop":
         _stop_invalid(run, prepared, failures)
-    group = run._ledger.begin_plan(calls)
+    group = run.ledger.begin_plan(calls)
     log.info("Executing %d tool call(s)", len(calls))
-    if run._sink is not None:
-        run._sink.tool_calls(run, calls)
+    sink = run.sink
+    if sink is not None:
+        sink.tool_calls(run, calls)
     outcomes, spans = await _execute(run, prepared)
     _record(run, prepared, outcomes, spans, group)
 
@@ -110,7 +111,7 @@ def _stop_invalid(run: Run, prepared: list[Prepared], failures: list[InvalidCall
             statuses.append("invalid")
         else:
             statuses.append("not_run")
-    run._ledger.decline_plan(
+    run.ledger.decline_plan(
         [p.call for p in prepared], "another call of this plan had invalid arguments", statuses
     )
     message = "; ".join(f"{f.tool} ({f.call_id}): {format_errors(f.errors)}" for f in failures)
@@ -133,7 +134,7 @@ async def _execute(
     """
     start = run.sim_time
     # Streamed, each call reports as it finishes; otherwise nothing is in between.
-    call = _call if run._sink is None else _reported
+    call = _call if run.sink is None else _reported
     if run.config.parallel_tools and len(prepared) > 1:
         outcomes = list(await asyncio.gather(*(call(run, p, parallel=True) for p in prepared)))
         spans = [(start, start + o.seconds) for o in outcomes]
@@ -146,15 +147,16 @@ async def _execute(
             clock += outcome.seconds
             if outcome.abort is not None:
                 break
-    run._ledger.advance_clock(max([start, *(end for _, end in spans)]))
+    run.ledger.advance_clock(max([start, *(end for _, end in spans)]))
     return outcomes, spans
 
 
 async def _reported(run: Run, p: Prepared, *, parallel: bool) -> Outcome:
     """``_call``, then the outcome to the streamed run's events."""
     outcome = await _call(run, p, parallel=parallel)
-    if run._sink is not None:  # always, as _reported runs only for a streamed run
-        run._sink.tool_result(run, p.call, outcome.content, outcome.status)
+    sink = run.sink
+    if sink is not None:  # always, as _reported runs only for a streamed run
+        sink.tool_result(run, p.call, outcome.content, outcome.status)
     return outcome
 
 
@@ -240,7 +242,7 @@ def _record(
     """Messages and records in the model's order, then the hooks; an abort ends the run.
     (All come before any hook fires: an observer that raises must not lose the results.)
     """
-    ledger = run._ledger
+    ledger = run.ledger
     ran, skipped = prepared[: len(outcomes)], prepared[len(outcomes) :]
     records: list[ToolCallRecord] = []
     for p, outcome, (sim_start, sim_end) in zip(ran, outcomes, spans, strict=True):
@@ -269,10 +271,8 @@ def _record(
         run.emit(
             ActionExecutedEvent.of(ledger.iteration, p.call.name, p.call.id, record.status, group)
         )
-        if run._observed.action_executed:
-            run._hook.harness_action_executed(
-                run=run, action=ToolAction(tool_call=p.call), result=record
-            )
+        if run.observed.action_executed:  # a ToolAction only for a plugin that reads it
+            run.notify_action_executed(ToolAction(tool_call=p.call), record)
     if abort is not None:
         raise abort
     _end_on_output_tool(ran, records)

@@ -375,7 +375,7 @@ def assignments_to_run(path: Path, attributes: set[str]) -> list[str]:
 
 def test_nothing_outside_harness_run_assigns_a_run_attribute():
     # The loop, the tool plan runner and the observer change a run through its ledger's
-    # methods (run._ledger): the bookkeeping's invariants live in one module.
+    # methods (run.ledger): the bookkeeping's invariants live in one module.
     attributes = _run_attributes()
     assert {"iteration", "sim_time", "records", "conversation", "_ledger"} <= attributes
     found = [
@@ -384,7 +384,7 @@ def test_nothing_outside_harness_run_assigns_a_run_attribute():
         if path.name != "run.py" or path.parent.name != "harness"
         for line in assignments_to_run(path, attributes)
     ]
-    assert found == [], "change a run through run._ledger's methods (harness/run.py)"
+    assert found == [], "change a run through run.ledger's methods (harness/ledger.py)"
 
 
 def test_the_checker_sees_an_assignment_to_a_run(tmp_path):

@@ -73,7 +73,7 @@ class Detectors:
             chosen = dict(config.detectors)
         active: list[tuple[str, Any]] = []
         if chosen:
-            registry = run._plugins.registry("detectors")
+            registry = run.plugin_registry("detectors")
             for name, settings in chosen.items():
                 factory = registry.get(name)
                 if factory is None:
@@ -101,7 +101,7 @@ class Detectors:
         RunStopped when the run ends."""
         if not self.wants_signature:
             return False
-        signature: Hashable = run._hook.harness_action_signature(run=run, tool_calls=calls)
+        signature: Hashable = run.action_signature(calls)
         if signature is None:
             # Nobody answered (the built-in was disabled): no plan equals another, so
             # detection is off instead of every plan looking the same.
@@ -111,7 +111,7 @@ class Detectors:
             if stuck is not None:
                 stuck.detector = name
                 reason = _declined_reason(name, self.seed_shape)
-                run._ledger.decline_plan(calls, reason)
+                run.ledger.decline_plan(calls, reason)
                 if self._nudged(run, stuck):
                     answer_calls(run.conversation, calls, reason)
                     self._add_nudge(run, stuck)

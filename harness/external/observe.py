@@ -205,7 +205,7 @@ class Observation:
     def begin(self) -> None:
         """The target is about to be called."""
         self.run.emit(AgentStartEvent(iteration=0))
-        self.run._hook.harness_agent_start(run=self.run)
+        self.run.notify_agent_start()
 
     def request(self, wire: Wire, body: dict[str, Any], model: str | None = None) -> int:
         """A request arrived (naming ``model``); its call number. Raises Refusal when
@@ -221,7 +221,7 @@ class Observation:
             self._places.keep(place)
             thread = self._threads.setdefault(place.number, _Thread(place.number, place.rule))
             self._read_results(thread, wire, items)
-            ledger = run._ledger
+            ledger = run.ledger
             iteration = ledger.begin_iteration()
             call = ledger.begin_request()
             thread.numbers.append(call)
@@ -229,20 +229,19 @@ class Observation:
             self._of_call[call] = (thread, place)
             self._wall[call] = [self._now()] * 2
             run.emit(IterationStartEvent(iteration=iteration))
-            if run._observed.iteration_start:
-                run._hook.harness_iteration_start(run=run, iteration=iteration)
+            run.notify_iteration_start(iteration)
             run.emit(LLMRequestEvent.of(iteration, call, run.sim_time, model=model))
             self._last = (wire, body, items)
             self._asked[call] = items
             if wire.held(sent) is not None:
                 self._held[call] = (sent, body)
-            if run._observed.llm_request:
+            if run.observed.llm_request:  # the conversation is followed for it only
                 self._follow(thread, wire, body, items)
                 kept = (wire.items_field, "tools")
                 options = {k: v for k, v in body.items() if k not in kept}
                 tools: list[Any] = list(self._tools_of(wire, body))  # duck-typed Tools
                 request = LLMRequest(run.conversation, tools, options, call, wire.name)
-                run._hook.harness_llm_request(run=run, request=request)
+                run.notify_llm_request(request)
             if self._stop:
                 repeats = self.detector.window + 1
                 message = (
@@ -305,7 +304,7 @@ class Observation:
             message = clean_reply(reply.message())
             self._last_reply = thread.last_reply = message
             self._made.update(c.id for c in message.tool_calls)
-            run._ledger.add_usage(reply.usage)
+            run.ledger.add_usage(reply.usage)
             for key, value in (reply.usage or {}).items():
                 thread.usage[key] = thread.usage.get(key, 0) + value
             run.emit(
@@ -318,9 +317,9 @@ class Observation:
                     usage=reply.usage or None,
                 )
             )
-            if run._observed.llm_response:
+            if run.observed.llm_response:
                 response = LLMResponse(message=message, usage=reply.usage or None)
-                run._hook.harness_llm_response(run=run, response=response)
+                run.notify_llm_response(response)
             if message.tool_calls:
                 self._plan(thread, message.tool_calls)
 
@@ -338,11 +337,11 @@ class Observation:
     def _plan(self, thread: _Thread, calls: list[Any]) -> None:
         run = self.run
         # Not run until a later request of its conversation carries their results.
-        thread.pending = run._ledger.record_not_run(calls)
+        thread.pending = run.ledger.record_not_run(calls)
         thread.records.extend(thread.pending)
         self._plan_start = run.sim_time
         thread.calls = {call.id: call for call in calls}
-        signature = run._hook.harness_action_signature(run=run, tool_calls=calls)
+        signature = run.action_signature(calls)
         if signature is None:
             return
         if self.detector.is_stagnant(signature):
@@ -382,7 +381,7 @@ class Observation:
                 continue  # its MCP call already recorded the true status and result
             # The wire's own failure signal (docs/wires.md#tool-failures): the same
             # status a call of the same tool answered over MCP gets.
-            run._ledger.result_arrived(record, clean_text(result.text), failed=result.failed)
+            run.ledger.result_arrived(record, clean_text(result.text), failed=result.failed)
             run.emit(
                 ActionExecutedEvent(
                     iteration=run.iteration,
@@ -392,11 +391,10 @@ class Observation:
                     group=record.group,
                 )
             )
-            if run._observed.action_executed:
+            if run.observed.action_executed:
                 call = thread.calls.get(record.id)
                 if call is not None:
-                    action = ToolAction(tool_call=call)
-                    run._hook.harness_action_executed(run=run, action=action, result=record)
+                    run.notify_action_executed(ToolAction(tool_call=call), record)
 
     def _follow(self, thread: _Thread, wire: Wire, body: dict[str, Any], items: list[Any]) -> None:
         """Bring ``run.conversation`` up to this request, converting only the new items
@@ -407,7 +405,7 @@ class Observation:
         if not extends or thread.number != self._following:
             self._following = thread.number
             known, self._names = 0, {}
-            self.run._ledger.replace_conversation(Conversation(messages=head))
+            self.run.replace_conversation(Conversation(messages=head))
             self._head = head
         self.run.conversation.extend(wire.messages(items[known:], self._names))
         self._followed = (len(items), items[-1] if items else None)
@@ -436,13 +434,13 @@ class Observation:
                 asked = ToolCall(
                     id=f"mcp_{self._mcp_calls}", name=call.tool, arguments=call.arguments
                 )
-                (record,) = run._ledger.record_not_run([asked])
+                (record,) = run.ledger.record_not_run([asked])
                 self._plan_start = run.sim_time
             start = self._plan_start
             end = start + call.seconds
             result = clean_text(call.result) if isinstance(call.result, str) else call.result
-            run._ledger.tool_answered(record, result, call.status, call.is_error, start, end)
-            run._ledger.advance_clock(max(run.sim_time, end))
+            run.ledger.tool_answered(record, result, call.status, call.is_error, start, end)
+            run.ledger.advance_clock(max(run.sim_time, end))
             self._mcp_answered.add(record.id)
             if call.abort is not None and self.mcp_abort is None:
                 self.mcp_abort = call.abort
@@ -478,9 +476,8 @@ class Observation:
             asked_for = next(
                 (t.calls[record.id] for t in self._threads.values() if record.id in t.calls), None
             )
-            if run._observed.action_executed and asked_for is not None:
-                action = ToolAction(tool_call=asked_for)
-                run._hook.harness_action_executed(run=run, action=action, result=record)
+            if run.observed.action_executed and asked_for is not None:
+                run.notify_action_executed(ToolAction(tool_call=asked_for), record)
 
     def mcp_list_changed(self, tools: list[str]) -> None:
         """harness's MCP server changed its tool list and told the target."""
@@ -508,8 +505,8 @@ class Observation:
         with self.lock:
             self._emit_mcp_calls()
             run = self.run
-            ledger = run._ledger
-            ledger.replace_conversation(self._conversation())
+            ledger = run.ledger
+            run.replace_conversation(self._conversation())
             termination, final = ledger.end(termination, final, _failed_at_end)
             groups: dict[int, list[ToolCallRecord]] = {}
             for record in run.records:
