@@ -17,6 +17,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
+from harness import hookimpl
+from harness.scenario import run_scenario
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -87,4 +92,72 @@ def test_the_checker_sees_reads_writes_and_annotated_runs(tmp_path):
         "observe.py:3: run._ledger",
         "observe.py:4: plan._sink",
         "observe.py:5: other._observed",
+    ]
+
+
+class _Hooks:
+    """Every per-run hook an observer fires, in order."""
+
+    def __init__(self):
+        self.seen = []
+
+    @hookimpl
+    def harness_agent_start(self, run):
+        self.seen.append(("agent_start", run.iteration))
+
+    @hookimpl
+    def harness_iteration_start(self, run, iteration):
+        self.seen.append(("iteration_start", iteration))
+
+    @hookimpl
+    def harness_llm_request(self, run, request):
+        self.seen.append(("llm_request", request.call))
+
+    @hookimpl
+    def harness_llm_response(self, run, response):
+        self.seen.append(("llm_response", [c.name for c in response.message.tool_calls]))
+
+    @hookimpl
+    def harness_action_executed(self, run, action, result):
+        self.seen.append(("action_executed", action.tool_call.name, result.status))
+
+    @hookimpl
+    def harness_agent_end(self, run, final):
+        self.seen.append(("agent_end", run.termination.value))
+
+
+@pytest.mark.hooks(
+    "harness_agent_start",
+    "harness_iteration_start",
+    "harness_llm_request",
+    "harness_llm_response",
+    "harness_action_executed",
+    "harness_agent_end",
+)
+def test_an_observed_target_fires_every_run_hook_in_the_loops_order(monkeypatch):
+    # The observer records through the same Run methods as the loop: each moment's hook
+    # fires once, in order (agent_start and iteration_start included, which no other
+    # external test watches).
+    monkeypatch.syspath_prepend(str(ROOT))  # the example agent imports as scenarios....
+    hooks = _Hooks()
+    result = run_scenario(
+        ROOT / "scenarios" / "external" / "raw-sync.scenario.yaml", plugins=[hooks]
+    )
+
+    assert result.status == "passed"
+    assert hooks.seen == [
+        ("agent_start", 0),
+        ("iteration_start", 1),
+        ("llm_request", 1),
+        ("llm_response", ["get_weather"]),
+        ("action_executed", "get_weather", "ok"),  # its result came with request 2
+        ("iteration_start", 2),
+        ("llm_request", 2),
+        ("llm_response", ["get_weather", "get_time"]),
+        ("action_executed", "get_weather", "ok"),
+        ("action_executed", "get_time", "ok"),
+        ("iteration_start", 3),
+        ("llm_request", 3),
+        ("llm_response", []),
+        ("agent_end", "completed"),
     ]
