@@ -14,6 +14,7 @@ import errno
 import os
 import re
 import signal
+import sys
 from pathlib import Path
 
 from harness.sandbox.privileges import UNPRIVILEGED, libc_call, set_death_signal, syscall
@@ -102,9 +103,17 @@ class Isolation:
         process that called it stays in between, waits, and ends as its child ended)."""
         _private_namespace(_CLONE_NEWPID | _CLONE_NEWIPC)
         _all_read_only()
-        for room in ("/tmp", "/dev/shm"):
-            if room == "/tmp" or os.path.isdir(room):  # a minimal container may lack it
-                _mount(b"harness-sandbox", room, b"tmpfs", _TMPFS, self._tmpfs)
+        rooms = [room for room in ("/tmp", "/dev/shm") if room == "/tmp" or os.path.isdir(room)]
+        kept = _interpreter_under(rooms)
+        # Opened before the new rooms hide them; bound back from the open folder after.
+        opened = [os.open(folder, os.O_PATH | os.O_DIRECTORY) for folder in kept]
+        for room in rooms:  # a minimal container may lack /dev/shm
+            _mount(b"harness-sandbox", room, b"tmpfs", _TMPFS, self._tmpfs)
+        for folder, fd in zip(kept, opened, strict=True):
+            os.makedirs(folder, mode=0o755, exist_ok=True)
+            _mount(f"/proc/self/fd/{fd}".encode(), str(folder), None, _MS_BIND | _MS_REC)
+            _read_only(str(folder), _MS_NOSUID | _MS_NODEV)
+            os.close(fd)
         os.mkdir(WORK, 0o700)
         main = os.open(f"{WORK}/main.py", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         os.write(main, self._code)
@@ -116,6 +125,18 @@ class Isolation:
         _mount(b"proc", "/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
         _cover_proc()
         os.chdir(WORK)
+
+
+def _interpreter_under(rooms: list[str]) -> list[Path]:
+    """The interpreter's folders (a venv, its installation) inside the rooms the sandbox
+    gives a tmpfs of its own: a project cloned under /tmp runs its venv's python from
+    there, which the new /tmp would hide (the code would not start). Bound back read-only;
+    a folder inside another is named once."""
+    folders = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    folders.add(Path(sys.executable).parent.resolve())
+    folders.add(Path(sys.executable).resolve().parent)
+    inside = sorted(f for f in folders if any(f.is_relative_to(room) for room in rooms))
+    return [f for n, f in enumerate(inside) if not any(f.is_relative_to(k) for k in inside[:n])]
 
 
 def _cover_proc() -> None:
