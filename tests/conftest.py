@@ -3,6 +3,7 @@ unless several test modules need them)."""
 
 import os
 import sys
+import tempfile
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -146,6 +147,24 @@ def _agents_sdk_client_per_test():
     provider = sys.modules.get("agents.models.openai_provider")
     if provider is not None and hasattr(provider, "_http_client"):
         provider._http_client = None
+
+
+@pytest.fixture
+def one_sandbox_user_at_a_time():
+    """Held by every test that runs sandboxed code (tests/test_sandbox*.py), across
+    xdist workers: under root, bubblewrap's code runs as the host's uid 65534, and so does
+    harness itself in the attacks made as that user, where RLIMIT_NPROC (per user,
+    host-wide) is the process limit. A fork bomb held at its limit in one worker then
+    leaves the other worker's uid-65534 harness unable to make its sandbox ("Creating new
+    namespace failed: Resource temporarily unavailable")."""
+    import fcntl
+
+    with open(Path(tempfile.gettempdir()) / "harness-tests-sandbox.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @pytest.fixture

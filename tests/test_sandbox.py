@@ -25,6 +25,9 @@ from harness import Agent
 from harness.sandbox import BACKENDS, Limits, SandboxError, get_sandbox
 from harness.sandbox.tool import CodeExecutionTool
 
+# Sandboxed code runs as uid 65534 in every worker: one test at a time (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("one_sandbox_user_at_a_time")
+
 SECRET = "sk-test-do-not-leak-0123456789abcdef"
 FAST = Limits(timeout=2.0)
 

@@ -31,6 +31,9 @@ from pathlib import Path
 
 import pytest
 
+# Sandboxed code runs as uid 65534 in every worker: one test at a time (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("one_sandbox_user_at_a_time")
+
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "sk-proj-attackme-" + "7Fq2" * 8  # the key in harness's environment
 NOBODY = 65534

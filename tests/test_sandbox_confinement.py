@@ -19,6 +19,9 @@ import pytest
 from harness.sandbox import Limits, SandboxError, get_sandbox
 from harness.sandbox.base import CUT
 
+# Sandboxed code runs as uid 65534 in every worker: one test at a time (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("one_sandbox_user_at_a_time")
+
 
 def backend(name: str):
     try:
