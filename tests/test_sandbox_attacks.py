@@ -635,9 +635,35 @@ DRIVER_ENV = {
 }
 
 
+def tasks_of(uid: int) -> int:
+    """How many tasks (threads, zombies too) of real uid ``uid`` the machine has now."""
+    count = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/status") as status:
+                    uids = next(line for line in status if line.startswith("Uid:"))
+                count += int(uids.split()[1]) == uid
+        except (OSError, StopIteration):
+            continue
+    return count
+
+
+def settled(user: str) -> None:
+    """Before harness runs as uid 65534: wait (a bounded moment) for that uid's tasks of
+    earlier tests to be gone. Its process limit is RLIMIT_NPROC, which counts every task of
+    the uid host-wide, zombies too, and a killed fork bomb's processes are reaped by the
+    machine's init, which may be slow to: until then the next sandbox of that uid cannot
+    start (clone: "Resource temporarily unavailable")."""
+    deadline = time.monotonic() + 30
+    while user == "nobody" and tasks_of(NOBODY) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
 def attack(backend: str, user: str) -> tuple[dict[str, dict], Bait]:
     """Run every attack through ``backend`` from a harness process of ``user``."""
     usable(backend, user)
+    settled(user)
     bait = Bait(user)
     try:
         done = subprocess.run(
@@ -663,6 +689,7 @@ def outlive(backend: str, user: str) -> bool:
     of the code's processes lives on, or harness's cgroup or work folder for the run
     stays after a later run of the same user (a run is where harness tidies up after one
     that was killed)."""
+    settled(user)
     bait = Bait(user)
     try:
         harness = subprocess.Popen(
