@@ -168,6 +168,27 @@ def one_sandbox_user_at_a_time():
 
 
 @pytest.fixture
+def cli_project(pytester, monkeypatch, capsys):
+    """An empty project (pyproject.toml, scenarios/) as the current directory, with
+    ``project.run_harness(*args)``: harness's command in this process, its exit status
+    and what it printed (stdout then stderr)."""
+    (pytester.path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (pytester.path / "scenarios").mkdir()
+    monkeypatch.chdir(pytester.path)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+    def run(*args: str) -> tuple[int, str]:
+        from harness import cli
+
+        status = cli.main(list(args))
+        captured = capsys.readouterr()
+        return status, captured.out + captured.err
+
+    pytester.run_harness = run
+    return pytester
+
+
+@pytest.fixture
 def fresh_plugins():
     """Each test discovers harness plugins afresh, and leaves none behind.
 

@@ -17,7 +17,6 @@ import pytest
 import scipy.stats  # noqa: F401
 from scenario_texts import SESSION_TESTS
 
-from harness import cli
 from harness.report.passrates import adjust, compare_pass_rates
 from harness.results import ScenarioResult
 
@@ -41,20 +40,9 @@ expect:
 
 
 @pytest.fixture
-def project(pytester, monkeypatch, capsys):
+def project(cli_project):
     """An empty project as the current directory; ``project.run_harness(*args)``."""
-    (pytester.path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
-    (pytester.path / "scenarios").mkdir()
-    monkeypatch.chdir(pytester.path)
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-
-    def run(*args: str) -> tuple[int, str]:
-        status = cli.main(list(args))
-        captured = capsys.readouterr()
-        return status, captured.out + captured.err
-
-    pytester.run_harness = run
-    return pytester
+    return cli_project
 
 
 def _suite(project, count: int, rate_of=lambda n: RATES[n % len(RATES)]) -> None:

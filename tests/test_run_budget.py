@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from scenario_texts import SESSION_TESTS
 
-from harness import cli
 from harness.llm.script import parse_step
 from harness.runbudget import share
 from harness.serve import create_app, running_app
@@ -50,24 +49,15 @@ class Counting:
 
 
 @pytest.fixture
-def project(pytester, monkeypatch, capsys):
-    """An empty project as the current directory; ``project.run_harness(*args)``."""
-    (pytester.path / "pyproject.toml").write_text(
+def project(cli_project, monkeypatch):
+    """An empty project with model prices as the current directory;
+    ``project.run_harness(*args)``."""
+    (cli_project.path / "pyproject.toml").write_text(
         "[project]\nname = 'demo'\n\n[tool.harness.prices]\n"
         "served = {input = 100, output = 1000}\n"  # USD per million tokens
     )
-    (pytester.path / "scenarios").mkdir()
-    monkeypatch.chdir(pytester.path)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-
-    def run(*args: str) -> tuple[int, str]:
-        status = cli.main(list(args))
-        captured = capsys.readouterr()
-        return status, captured.out + captured.err
-
-    pytester.run_harness = run
-    return pytester
+    return cli_project
 
 
 def _live(project, count: int, *args: str, model: str = "served") -> tuple[int, str, Counting]:

@@ -12,7 +12,6 @@ import random
 import pytest
 from scenario_texts import SESSION_TESTS
 
-from harness import cli
 from harness.sequential import SequentialPlan, decide
 
 pytestmark = SESSION_TESTS
@@ -33,20 +32,9 @@ SEQUENTIAL = "repeat: {max_runs: 200, min_pass_rate: 0.8, decide: sequential}"
 
 
 @pytest.fixture
-def project(pytester, monkeypatch, capsys):
+def project(cli_project):
     """An empty project as the current directory; ``project.run_harness(*args)``."""
-    (pytester.path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
-    (pytester.path / "scenarios").mkdir()
-    monkeypatch.chdir(pytester.path)
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-
-    def run(*args: str) -> tuple[int, str]:
-        status = cli.main(list(args))
-        captured = capsys.readouterr()
-        return status, captured.out + captured.err
-
-    pytester.run_harness = run
-    return pytester
+    return cli_project
 
 
 def _models(project, repeat: str = SEQUENTIAL, rates: tuple[int, ...] = (97, 5)) -> None:

@@ -13,7 +13,6 @@ import json
 import pytest
 from scenario_texts import SESSION_TESTS
 
-from harness import cli
 from harness.messages import AssistantMessage, Conversation, ToolCall, ToolMessage, UserMessage
 from harness.scenario import load_scenario
 from harness.serve import create_app, running_app
@@ -64,25 +63,16 @@ RECORDED = {
 
 
 @pytest.fixture
-def project(pytester, monkeypatch, capsys):
-    """An empty project as the current directory; ``project.run_harness(*args)``."""
-    (pytester.path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
-    (pytester.path / "scenarios").mkdir()
-    (pytester.path / "served").mkdir()
-    monkeypatch.chdir(pytester.path)
+def project(cli_project, monkeypatch):
+    """An empty project as the current directory, model keys set and no vendor base URL;
+    ``project.run_harness(*args)``."""
+    (cli_project.path / "served").mkdir()
     for name in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
     monkeypatch.setenv("GOOGLE_API_KEY", "test")
-
-    def run(*args: str) -> tuple[int, str]:
-        status = cli.main(list(args))
-        captured = capsys.readouterr()
-        return status, captured.out + captured.err
-
-    pytester.run_harness = run
-    return pytester
+    return cli_project
 
 
 def _entries(project) -> list[dict]:

@@ -12,7 +12,6 @@ import json
 import pytest
 from scenario_texts import SESSION_TESTS
 
-from harness import cli
 from harness.errors import LLMError
 from harness.llm.base import LLMRequest
 from harness.llm.script import draw_material, parse_step, uniform
@@ -38,20 +37,9 @@ expect:
 
 
 @pytest.fixture
-def project(pytester, monkeypatch, capsys):
-    """An empty project as the current directory; ``project.run(*args)`` runs harness."""
-    (pytester.path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
-    (pytester.path / "scenarios").mkdir()
-    monkeypatch.chdir(pytester.path)
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-
-    def run(*args: str) -> tuple[int, str]:
-        status = cli.main(list(args))
-        captured = capsys.readouterr()
-        return status, captured.out + captured.err
-
-    pytester.run_harness = run
-    return pytester
+def project(cli_project):
+    """An empty project as the current directory; ``project.run_harness(*args)``."""
+    return cli_project
 
 
 def _write(project, name: str, text: str) -> None:
