@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from harness.sandbox.base import (
@@ -31,7 +30,12 @@ from harness.sandbox.base import (
 )
 from harness.sandbox.cgroup import PidsCgroup
 from harness.sandbox.child import preexec
-from harness.sandbox.namespaces import WORK, cover_unreachable
+from harness.sandbox.namespaces import (
+    WORK,
+    cover_unreachable,
+    interpreter_folders,
+    interpreter_path,
+)
 
 __all__ = ["BubblewrapSandbox", "interpreter_path"]
 
@@ -39,14 +43,6 @@ _USER = "65534"  # "nobody": the code's user and group inside the sandbox
 # The top-level names a merged-/usr system makes symlinks into /usr (Debian, Ubuntu,
 # Fedora); on an older layout they are folders, bound as they are.
 _SYSTEM_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
-
-
-def interpreter_path() -> Path:
-    """The running interpreter, its folder resolved (a path with ``..`` or a symlinked
-    folder would not exist inside the sandbox) and its own name kept (a venv's
-    ``python`` must stay itself to find its ``pyvenv.cfg``)."""
-    executable = Path(sys.executable)
-    return executable.parent.resolve() / executable.name
 
 
 def _system_binds() -> list[str]:
@@ -62,17 +58,8 @@ def _system_binds() -> list[str]:
 
 
 def _interpreter_folders() -> list[Path]:
-    """The interpreter's folders (a venv, its base installation) outside /usr; a folder
-    inside another is named once."""
-    folders = {Path(folder).resolve() for folder in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    folders.add(interpreter_path().parent)
-    folders.add(interpreter_path().resolve().parent)
-    kept: list[Path] = []
-    for folder in sorted(folders):
-        if folder.is_relative_to("/usr") or any(folder.is_relative_to(k) for k in kept):
-            continue
-        kept.append(folder)
-    return kept
+    """The interpreter's folders outside /usr (bound on their own: /usr is bound whole)."""
+    return [folder for folder in interpreter_folders() if not folder.is_relative_to("/usr")]
 
 
 def _confinement() -> Confinement:

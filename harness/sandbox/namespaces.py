@@ -19,7 +19,7 @@ from pathlib import Path
 
 from harness.sandbox.privileges import UNPRIVILEGED, libc_call, set_death_signal, syscall
 
-__all__ = ["WORK", "Isolation", "cover_unreachable", "reach"]
+__all__ = ["WORK", "Isolation", "cover_unreachable", "interpreter_folders", "interpreter_path", "reach"]
 
 # Where the code works inside a sandbox that has a /tmp of its own.
 WORK = "/tmp/work"
@@ -127,16 +127,32 @@ class Isolation:
         os.chdir(WORK)
 
 
+def interpreter_path() -> Path:
+    """The running interpreter, its folder resolved (a path with ``..`` or a symlinked
+    folder would not exist inside a sandbox) and its own name kept (a venv's ``python``
+    must stay itself to find its ``pyvenv.cfg``)."""
+    executable = Path(sys.executable)
+    return executable.parent.resolve() / executable.name
+
+
+def interpreter_folders() -> list[Path]:
+    """The folders the running interpreter needs (a venv, its base installation, the
+    interpreter's own folder), sorted; a folder inside another is named once."""
+    folders = {Path(folder).resolve() for folder in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    folders.add(interpreter_path().parent)
+    folders.add(interpreter_path().resolve().parent)
+    kept: list[Path] = []
+    for folder in sorted(folders):
+        if not any(folder.is_relative_to(k) for k in kept):
+            kept.append(folder)
+    return kept
+
+
 def _interpreter_under(rooms: list[str]) -> list[Path]:
-    """The interpreter's folders (a venv, its installation) inside the rooms the sandbox
-    gives a tmpfs of its own: a project cloned under /tmp runs its venv's python from
-    there, which the new /tmp would hide (the code would not start). Bound back read-only;
-    a folder inside another is named once."""
-    folders = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    folders.add(Path(sys.executable).parent.resolve())
-    folders.add(Path(sys.executable).resolve().parent)
-    inside = sorted(f for f in folders if any(f.is_relative_to(room) for room in rooms))
-    return [f for n, f in enumerate(inside) if not any(f.is_relative_to(k) for k in inside[:n])]
+    """The interpreter's folders inside the rooms the sandbox gives a tmpfs of its own: a
+    project cloned under /tmp runs its venv's python from there, which the new /tmp would
+    hide (the code would not start). They are bound back read-only."""
+    return [f for f in interpreter_folders() if any(f.is_relative_to(room) for room in rooms)]
 
 
 def _cover_proc() -> None:
