@@ -19,7 +19,14 @@ from pathlib import Path
 
 from harness.sandbox.privileges import UNPRIVILEGED, libc_call, set_death_signal, syscall
 
-__all__ = ["WORK", "Isolation", "cover_unreachable", "interpreter_folders", "interpreter_path", "reach"]
+__all__ = [
+    "WORK",
+    "Isolation",
+    "cover_unreachable",
+    "interpreter_folders",
+    "interpreter_path",
+    "reach",
+]
 
 # Where the code works inside a sandbox that has a /tmp of its own.
 WORK = "/tmp/work"
