@@ -485,3 +485,32 @@ def test_process_under_root_keeps_the_host_read_only_without_mount_setattr(monke
         assert result.stdout == "30\n30\n", result  # EROFS, both
     finally:
         Path(probe).unlink(missing_ok=True)
+
+
+def test_process_under_root_runs_an_interpreter_that_lives_under_tmp(tmp_path_factory):
+    # A project cloned under /tmp runs its venv's python from there: the sandbox's own
+    # /tmp (a new tmpfs) hid it, and the code never started.
+    if os.geteuid() != 0:
+        pytest.skip("process makes namespaces under root only")
+    import site
+    import tempfile
+
+    if not Path(tempfile.gettempdir()).resolve().is_relative_to("/tmp"):
+        pytest.skip("the temporary folder is not under /tmp here")
+    venv = tmp_path_factory.mktemp("venv-under-tmp") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    here = Path(__file__).resolve().parents[1]
+    code = (
+        "import asyncio\nfrom harness.sandbox import Limits, get_sandbox\n"
+        "run = asyncio.run(get_sandbox('process').run('import sys; print(sys.executable)', Limits()))\n"
+        "print(run.stdout.strip(), run.warning)"
+    )
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(here), *site.getsitepackages()])},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == [str(venv.resolve() / "bin" / "python"), "None"]
