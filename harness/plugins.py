@@ -66,6 +66,16 @@ INTEGRATION_PLUGINS: tuple[str, ...] = (
 )
 DEFAULT_PLUGINS: tuple[str, ...] = (*ENGINE_PLUGINS, *INTEGRATION_PLUGINS)
 
+
+def builtin_name(module: str) -> str:
+    """A built-in plugin's name: its module's path without the private marks (the module
+    ``harness._stagnation`` is the plugin ``harness.stagnation``), so the names users read
+    in ``harness plugins`` and block with HARNESS_DISABLE_PLUGINS do not follow the files."""
+    return ".".join(part.removeprefix("_") for part in module.split("."))
+
+
+_BUILTIN_NAMES = frozenset(builtin_name(module) for module in DEFAULT_PLUGINS)
+
 _HOOK_PREFIX = "harness_"
 _SPEC_NAMES = frozenset(name for name in dir(hookspecs) if name.startswith(_HOOK_PREFIX))
 
@@ -168,7 +178,7 @@ class Plugins:
 
     def origin(self, name: str) -> str:
         """Where a plugin came from, as ``harness plugins`` says it."""
-        if name in DEFAULT_PLUGINS:
+        if name in _BUILTIN_NAMES:
             return "built-in"
         for plugin, dist in self.pm.list_plugin_distinfo():
             if self.pm.get_name(plugin) == name:
@@ -376,8 +386,9 @@ def _discover(root: Path | None, added: tuple[str, ...] = ()) -> Plugins:
     for name in disabled:
         plugins.block(name)
     for module in DEFAULT_PLUGINS:
-        if module not in disabled:
-            plugins.register(_import_plugin(module, "built-in plugins"), module)
+        name = builtin_name(module)
+        if name not in disabled:
+            plugins.register(_import_plugin(module, "built-in plugins"), name)
     _load_entry_points(plugins)
     if root is not None:
         _load_project(plugins, root, disabled)
