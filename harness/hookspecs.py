@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
+    from harness._sections import Section
     from harness.actions import FinalResponse, ToolAction, ToolCallRecord
     from harness.llm.base import LLMRequest, LLMResponse
     from harness.llm.chunks import LLMChunk
     from harness.messages import ToolCall
+    from harness.results import Results
     from harness.run import Run
 
 # The spec marker is private to this file; plugins use the implementation marker, defined
@@ -200,3 +202,21 @@ def harness_action_executed(run: Run, action: ToolAction, result: ToolCallRecord
 @hookspec
 def harness_agent_end(run: Run, final: FinalResponse) -> None:
     """The run ended with ``final``; ``run.termination`` says why. Called exactly once."""
+
+
+# --------------------------------------------------------------------------------------
+# Reports: called when a session's reports are made (and by ``harness report``).
+# --------------------------------------------------------------------------------------
+
+
+@hookspec
+def harness_report_sections(results: Results) -> Section | Sequence[Section] | None:
+    """Return sections to add to the reports: a ``Section``, a list of them, or None.
+
+    Called once per report, after the run (``results``: what results.json holds, its
+    ``scenarios`` read from disk for a large suite: iterate them once). Each section is
+    shown in the terminal's harness summary, the Markdown summary and the HTML report,
+    built-in sections first, then each plugin's in the order plugins were registered.
+    A plugin that raises is named in one ``report error:`` line (exit status 3); the
+    reports are still written without its sections (docs/plugins.md#a-section-of-the-report).
+    """

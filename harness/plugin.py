@@ -1,12 +1,13 @@
 """Everything a plugin author imports: ``from harness.plugin import hookimpl, Run, ...``.
 
 One import for the hook marker and the types the hooks, planners, LLM sources, detectors,
-user simulators, target kinds and expectation checks receive or return, so that a plugin
-never reaches into harness's modules (which may move). The hooks themselves are documented
-in docs/plugins.md; ``harness.hookspecs`` declares them.
+user simulators, target kinds, expectation checks and report sections receive or return,
+so that a plugin never reaches into harness's modules (which may move). The hooks
+themselves are documented in docs/plugins.md; ``harness.hookspecs`` declares them.
 """
 
 from harness import simclock
+from harness._sections import Section, Table
 from harness.actions import (
     CompleteAction,
     EmptyAction,
@@ -47,7 +48,9 @@ __all__ = [
     "LLMResponse",
     "MakeLLMRequestAction",
     "Run",
+    "Section",
     "Stuck",
+    "Table",
     "TargetCall",
     "TargetError",
     "Tool",

@@ -14,7 +14,11 @@ from harness.cli.parsing import Parser, UsageError, to_stderr
 from harness.exitcodes import EXIT
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from harness._sections import Section
     from harness.baseline import BaselineDiff, Correction
+    from harness.report._sections import Gathered
     from harness.results import Results
 
 __all__ = ["add_arguments", "handle"]
@@ -92,7 +96,8 @@ def handle(args: argparse.Namespace) -> int:
         merged.baseline = _diff(old, merged, baseline_path, args.regression_correction)
     json_path = Path(args.json) if args.json else root / REPORTS / "results.json"
     html_path = Path(args.html) if args.html else root / REPORTS / "report.html"
-    written = _write(merged, json_path, html_path)
+    gathered = _sections(merged)
+    written = _write(merged, json_path, html_path, gathered.sections)
     if written is None:
         return EXIT["internal"]
     if args.update_baseline:
@@ -107,7 +112,11 @@ def handle(args: argparse.Namespace) -> int:
         return _error(
             "--coverage-fail-under: the shards have no coverage (run them with --coverage)"
         )
-    _summary(merged, baseline_path, written, required)
+    _summary(merged, baseline_path, written, required, gathered.sections)
+    for error in gathered.errors:  # the reports are written, without that plugin's sections
+        print(f"report error: {error}")
+    if gathered.errors:
+        return EXIT["internal"]
     if not merged.summary.by_status.keys() <= {"passed"}:
         return EXIT["failed"]
     below = required is not None and merged.coverage is not None and merged.coverage.below(required)
@@ -139,12 +148,26 @@ def _diff(old: Results, merged: Results, path: Path, correction: Correction) -> 
     return diff_results(old, merged, source=name, not_run=not_run, correction=correction)
 
 
-def _write(merged: Results, json_path: Path, html_path: Path) -> list[Path] | None:
+def _sections(merged: Results) -> Gathered:
+    """The report sections of the current project's plugins (and the built-ins')."""
+    from harness.plugins import PluginError, discover
+    from harness.report._sections import Gathered, gather_sections
+
+    try:
+        plugins = discover()
+    except PluginError as exc:
+        return Gathered(errors=(str(exc),))
+    return gather_sections(merged, plugins)
+
+
+def _write(
+    merged: Results, json_path: Path, html_path: Path, sections: Sequence[Section]
+) -> list[Path] | None:
     from harness.report.html import write_html
 
     try:
         merged.write(json_path)
-        write_html(html_path, merged)
+        write_html(html_path, merged, sections=sections)
     except OSError as exc:
         to_stderr(f"{PROG}: error: not written: {exc.filename}: {exc.strerror or exc}")
         return None
@@ -152,13 +175,18 @@ def _write(merged: Results, json_path: Path, html_path: Path) -> list[Path] | No
 
 
 def _summary(
-    merged: Results, baseline_path: Path, written: list[Path], required: float | None
+    merged: Results,
+    baseline_path: Path,
+    written: list[Path],
+    required: float | None,
+    sections: Sequence[Section],
 ) -> None:
     from harness.project import display_path
+    from harness.report._sections import text_section_lines
     from harness.report.text import baseline_lines, results_lines
 
     print(f"merged {merged.meta['merged']['shards']} shard(s)")
-    for line in results_lines(merged):
+    for line in [*results_lines(merged), *text_section_lines(sections)]:
         print(line)
     if merged.coverage is not None:
         from harness.report.coverage import coverage_lines

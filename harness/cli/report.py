@@ -9,9 +9,11 @@ from harness.baseline import CORRECTIONS
 from harness.cli.baseline import load_baseline
 from harness.cli.parsing import Parser, UsageError, to_stderr
 from harness.exitcodes import EXIT
+from harness.plugins import PluginError, discover
+from harness.report._sections import Gathered, gather_sections
 from harness.report.diff import diff_results
 from harness.report.html import write_html
-from harness.results import ResultsFileError, load_results
+from harness.results import Results, ResultsFileError, load_results
 
 __all__ = ["add_arguments", "handle"]
 
@@ -53,7 +55,7 @@ def _error(message: str) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """Run ``harness report``: 0 when the report was written, 2 on bad input, 3 if it
-    could not be written."""
+    could not be written (or was written without a failing plugin's sections)."""
     try:
         results = load_results(args.results)
         diff = None
@@ -65,8 +67,9 @@ def handle(args: argparse.Namespace) -> int:
         _error(str(exc))
         return EXIT["bad_input"]
     output = Path(args.output) if args.output else Path(args.results).with_name("report.html")
+    gathered = _sections(results)
     try:
-        write_html(output, results, diff, title=args.title)
+        write_html(output, results, diff, title=args.title, sections=gathered.sections)
     except OSError as exc:
         _error(f"cannot write {str(output)!r}: {exc.strerror or exc}")
         return EXIT["internal"]
@@ -81,4 +84,15 @@ def handle(args: argparse.Namespace) -> int:
         counts = diff.counts()
         changes = "; vs baseline: " + ", ".join(f"{k} {n}" for k, n in counts.items())
     print(f"wrote {output} ({len(results.scenarios)} scenarios{changes})")
-    return EXIT["passed"]
+    for error in gathered.errors:  # the report is written, without that plugin's sections
+        _error(error)
+    return EXIT["internal"] if gathered.errors else EXIT["passed"]
+
+
+def _sections(results: Results) -> Gathered:
+    """The report sections of the current project's plugins (and the built-ins')."""
+    try:
+        plugins = discover()
+    except PluginError as exc:
+        return Gathered(errors=(str(exc),))
+    return gather_sections(results, plugins)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from harness._sections import Section
     from harness.pytest_plugin.session import SuiteState
     from harness.results import Results
 
@@ -32,6 +33,7 @@ def finish_results(state: SuiteState) -> None:
     except Exception as exc:  # a bug between results and reports must still show
         outputs.report_errors.append(f"results not built: {type(exc).__name__}: {exc}")
         return
+    sections = _sections(state, final)
     if options.json_path is not None:
         _write(state, options.json_path, final.write)
     if options.html_path is not None:
@@ -39,7 +41,7 @@ def finish_results(state: SuiteState) -> None:
         def html(path: Path) -> None:
             from harness.report import write_html
 
-            write_html(path, final)  # the diff is in final.baseline
+            write_html(path, final, sections=sections)  # the diff is in final.baseline
 
         _write(state, options.html_path, html)
     if options.markdown_path is not None:
@@ -47,6 +49,24 @@ def finish_results(state: SuiteState) -> None:
     step_summary = os.environ.get(GITHUB_STEP_SUMMARY)
     if step_summary and (options.json_path or options.html_path or options.markdown_path):
         _append_step_summary(state, final, Path(step_summary))
+
+
+def _sections(state: SuiteState, final: Results) -> tuple[Section, ...]:
+    """The report sections of the session's project (its plugins' and the built-ins'),
+    gathered once for every medium; a plugin that failed is a report error (exit 3)."""
+    outputs = state.outputs
+    if outputs.sections is None:
+        from harness.plugins import discover
+        from harness.project import project_root
+        from harness.report._sections import Gathered, gather_sections
+
+        try:
+            plugins = discover(project_root(Path(state.config.invocation_params.dir)))
+            outputs.sections = gather_sections(final, plugins)
+        except Exception as exc:  # the project's plugins did not load: reports go on
+            outputs.sections = Gathered(errors=(f"report sections: {_why(exc)}",))
+        outputs.report_errors.extend(outputs.sections.errors)
+    return outputs.sections.sections
 
 
 def _write(state: SuiteState, path: Path, write: Callable[[Path], object]) -> None:
@@ -64,9 +84,8 @@ def _markdown(state: SuiteState, final: Results, path: Path | None) -> str:
     from harness.secrets import scrub_text
 
     html = state.options.html_path
-    text = scrub_text(
-        render_markdown(final, report=state.shown(html) if html is not None else None)
-    )
+    shown = state.shown(html) if html is not None else None
+    text = scrub_text(render_markdown(final, report=shown, sections=_sections(state, final)))
     if path is not None:
         atomic_write(path, text)
     return text
@@ -106,6 +125,10 @@ def summary_lines(state: SuiteState, *, cwd: Path, slowest: int = 5) -> list[str
 
         lines.extend(coverage_lines(results.coverage, state.options.coverage_fail_under))
     lines.extend(skipped_lines(ledger.skipped))
+    if results is not None and results.scenarios:
+        from harness.report._sections import text_section_lines
+
+        lines.extend(text_section_lines(_sections(state, results)))
     if outputs.diff is not None:
         shown = shown_path(state.baseline.path, cwd) if state.baseline else "baseline"
         report = state.options.html_path

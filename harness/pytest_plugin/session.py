@@ -83,6 +83,7 @@ class SessionOutputs:
     coverage: CoverageTable = field(default_factory=CoverageTable)
     # With a budget: what the scenarios that ran spent, and those left unrun for it.
     budget: Spent = field(default_factory=Spent)
+    sections: Any = None  # the report sections' Gathered, made once for every medium
 
     def extend(self, later: SessionOutputs) -> None:
         """Take in what a later session made (a later part of a run in parts): its

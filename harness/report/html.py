@@ -24,11 +24,12 @@ from typing import Any, get_args
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
+from harness._sections import Section
 from harness.baseline import BaselineDiff
 from harness.files import atomic_write
+from harness.report._sections import gathered_sections, html_views
 from harness.report.cards import PACK_AFTER, Surveyed, cards, index_view
 from harness.report.changes import (
-    budget_sentence,
     divergence_lines,
     rate_sentence,
     rate_test_sentence,
@@ -92,7 +93,6 @@ def _environment() -> Environment:
     env.globals["word_diff"] = word_diff
     env.globals["rate_sentence"] = rate_sentence
     env.globals["rate_test_sentence"] = rate_test_sentence
-    env.globals["budget_sentence"] = budget_sentence
     env.globals["sequential_text"] = sequential_text
     env.globals["repeats_text"] = repeats_text
     env.globals["divergence_lines"] = divergence_lines
@@ -126,18 +126,25 @@ def render_html(
     *,
     title: str = "harness report",
     packed: bool | None = None,
+    sections: Sequence[Section] | None = None,
 ) -> str:
     """The report as one HTML document.
 
     ``baseline`` is a diff from ``diff_results``; without it, the diff stored in
     ``results.baseline`` (if any) is shown. ``packed``: card bodies packed, opened on a
-    click (default: past PACK_AFTER scenarios).
+    click (default: past PACK_AFTER scenarios). ``sections``: the report sections, as
+    ``harness.report._sections.gather_sections`` gave them (default: gathered from the
+    default plugins).
     """
-    return "".join(_generate(results, baseline, title, packed))
+    return "".join(_generate(results, baseline, title, packed, sections))
 
 
 def _generate(
-    results: Results, baseline: BaselineDiff | None, title: str, packed: bool | None
+    results: Results,
+    baseline: BaselineDiff | None,
+    title: str,
+    packed: bool | None,
+    sections: Sequence[Section] | None,
 ) -> Iterator[str]:
     """The document in pieces, made as they are written: one card at a time."""
     # Rendering allocates many short-lived objects next to the results, which are large
@@ -147,14 +154,19 @@ def _generate(
     paused = gc.isenabled()
     gc.disable()
     try:
-        yield from _render(results, baseline, title, packed)
+        shown = html_views(gathered_sections(results, sections))
+        yield from _render(results, baseline, title, packed, shown)
     finally:
         if paused:
             gc.enable()
 
 
 def _render(
-    results: Results, baseline: BaselineDiff | None, title: str, packed: bool | None
+    results: Results,
+    baseline: BaselineDiff | None,
+    title: str,
+    packed: bool | None,
+    sections: list[dict[str, Any]],
 ) -> Iterator[str]:
     diff = baseline if baseline is not None else results.baseline
     # One pass for what the page's top needs, one more for the cards: results.scenarios
@@ -203,6 +215,7 @@ def _render(
         repeats=repeats_view(digests, anchors, sides),
         matrix=matrix_view(digests, anchors),
         coverage=coverage_view(results.coverage, anchors),
+        sections=sections,
         limits=limits,
         messages=messages,
         **_assets(),
@@ -241,14 +254,15 @@ def write_html(
     *,
     title: str = "harness report",
     packed: bool | None = None,
+    sections: Sequence[Section] | None = None,
 ) -> Path:
     """Render the report and write it to ``path`` atomically; returns the path
-    (``packed`` as for ``render_html``)."""
+    (``packed`` and ``sections`` as for ``render_html``)."""
     target = Path(path)
     # Masked before rendering (texts are clipped there) and after (the baseline's texts).
     # Written as it is made: a large report is never whole in memory.
     head = results.model_copy(update={"scenarios": []})
     masked = scrub_model(head).model_copy(update={"scenarios": results.scenarios})
-    pieces = _generate(masked, baseline, title, packed)
+    pieces = _generate(masked, baseline, title, packed, sections)
     atomic_write(target, (scrub_text(piece) for piece in pieces))
     return target

@@ -1,5 +1,6 @@
 """The run as Markdown, for a pull-request comment or a CI job's summary: the counts, what
-did not pass, repeated scenarios' pass rates, skips, and the baseline diff with its values.
+did not pass, repeated scenarios' pass rates, skips, the report sections (the budget's and
+plugins', harness.report._sections), and the baseline diff with its values.
 
 Model output, tool results, names and ids are untrusted: every such text is put in a code
 span (a fence longer than any run of backticks in it), where GitHub shows it literally, so
@@ -10,12 +11,13 @@ tables. The same results give the same text (no times but the run's own counts).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
+from harness._sections import Section
 from harness.baseline import BaselineDiff
 from harness.repeats import Repeats
+from harness.report._sections import gathered_sections, markdown_section_lines
 from harness.report.changes import (
-    budget_sentence,
     change_details,
     counted,
     divergence_lines,
@@ -176,19 +178,19 @@ def _diff(diff: BaselineDiff) -> list[str]:
     return lines
 
 
-def render_markdown(results: Results, *, report: str | None = None) -> str:
-    """The summary and the baseline diff (when ``results`` holds one) as Markdown;
-    ``report``: the HTML report's path, named at the end."""
+def render_markdown(
+    results: Results, *, report: str | None = None, sections: Sequence[Section] | None = None
+) -> str:
+    """The summary, the report sections and the baseline diff (when ``results`` holds
+    one) as Markdown; ``report``: the HTML report's path, named at the end; ``sections``:
+    as ``gather_sections`` gave them (default: gathered from the default plugins)."""
     lines = _head(results)
     if results.coverage is not None:
         lines += markdown_lines(results.coverage, code)
     lines += _not_passed(results)
     lines += _repeats(results)
     lines += _skipped(results)
-    if results.budget is not None:
-        lines += ["", budget_sentence(results.budget)]
-        entries = (f"- not run: {code(sid)}" for sid in results.budget.not_run[:_LISTED])
-        lines += _listed(entries, len(results.budget.not_run))
+    lines += markdown_section_lines(gathered_sections(results, sections), code)
     if results.baseline is not None:
         lines += _diff(results.baseline)
     if report is not None:

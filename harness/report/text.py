@@ -4,7 +4,8 @@
   per iteration, ``trajectory_lines``), what pytest prints for a failed scenario item;
 - ``ending_sentence``: the one sentence on how a run ended that the report shows;
 - ``results_lines`` / ``repeat_lines`` / ``baseline_lines``: the counts, the repeated
-  and flaky scenarios, and the baseline diff of the end-of-run summary.
+  and flaky scenarios, and the baseline diff of the end-of-run summary (the report
+  sections, the budget's among them, are ``harness.report._sections``'s).
 
 The trajectory is built on the run's plans (``harness.report.plans``), as the timeline
 and the baseline diff are.
@@ -23,7 +24,6 @@ from harness.errors import printable
 from harness.events import LLMFailedEvent, LLMRequestEvent, LLMResponseEvent
 from harness.repeats import Repeats
 from harness.report.changes import (
-    budget_sentence,
     change_details,
     counted,
     divergence_lines,
@@ -377,12 +377,7 @@ def results_lines(results: Results, *, slowest: int = 5) -> list[str]:
         "terminations: " + ", ".join(f"{k} {n}" for k, n in s.by_termination.items()),
     ]
     lines.extend(repeat_lines(results))
-    if results.budget is not None:
-        lines.append(budget_sentence(results.budget))
-        shown = results.budget.not_run
-        lines.extend(f"  not run for the budget: {sid}" for sid in shown[:_NAMED])
-        if len(shown) > _NAMED:
-            lines.append(f"  ... and {len(shown) - _NAMED} more (results.json lists every one)")
+    # The budget is a report section (harness.report._summary), shown after these lines.
     # Entries that would print as 0.00s say nothing: a quick suite gets no list.
     # (wall time, id) only: results.scenarios may be a large suite's, read from disk.
     times = ((r.wall_time, r.id) for r in results.counted() if r.wall_time >= _SHOWN_WALL_TIME)
