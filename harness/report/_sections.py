@@ -116,10 +116,10 @@ def _failure(name: str, exc: Exception) -> str:
 
 
 def text_section_lines(sections: Iterable[Section]) -> list[str]:
-    """Each section as the terminal summary shows it: its title, then its blocks indented."""
+    """Each section as the terminal summary shows it: ``title:``, then its blocks indented."""
     lines: list[str] = []
     for section in sections:
-        lines.append(section.title)
+        lines.append(f"{section.title}:")  # as the summary's own "slowest:"
         for block in section.blocks:
             lines.extend("  " + line for line in _text_block(block))
     # A plugin's text may hold what a terminal would act on (an escape code).
