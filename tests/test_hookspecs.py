@@ -77,6 +77,7 @@ def test_the_hookspecs_are_the_ones_of_the_design():
             "harness_llm_response",
             "harness_action_executed",
             "harness_agent_end",
+            "harness_report_sections",
         ]
     )
 

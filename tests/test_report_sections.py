@@ -137,8 +137,12 @@ def _check_model_calls_panel(html: str) -> None:
     assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;" in html
 
 
+@pytest.mark.hooks("harness_report_sections")
 def test_a_plugins_section_shows_in_the_terminal_markdown_and_html(project):
     project.use(model_calls_plugin=PLUGIN)
+    status, out = project.run_harness("plugins")
+    assert "model_calls_plugin  (pyproject.toml [tool.harness] plugins)" in out.splitlines()
+    assert "  hooks: harness_report_sections" in out.splitlines()
     status, out = project.run_harness(
         "run", "--json", "r.json", "--html", "r.html", "--markdown", "r.md"
     )
@@ -191,6 +195,7 @@ def test_the_docs_example_section_shows_in_every_medium(cli_project):
     assert ("td", "2 check_stock, 1 reserve") in found.items
 
 
+@pytest.mark.hooks("harness_report_sections")
 def test_a_plugin_that_raises_is_one_line_naming_it_and_the_reports_are_written(project):
     project.use(broken_sections=BROKEN, model_calls_plugin=PLUGIN)
     status, out = project.run_harness(
