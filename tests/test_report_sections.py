@@ -350,3 +350,30 @@ def test_the_section_shows_as_text_in_a_real_browser(project):
         assert page.evaluate("typeof window.__pwned") == "undefined"
         assert page.evaluate("document.querySelectorAll('a[href^=javascript]').length") == 0
         assert problems == []
+
+
+LEAKY = """\
+import os
+
+from harness.plugin import Section, hookimpl
+
+
+@hookimpl
+def harness_report_sections(results):
+    key = os.environ["OPENAI_API_KEY"]
+    return Section(f"Key {key}", [f"the key: {key}", [key], Table(["k"], [[key]])])
+
+
+from harness.plugin import Table  # noqa: E402
+"""
+
+
+def test_a_secret_in_a_section_is_masked_in_every_medium(project, monkeypatch):
+    secret = "sk-test-harness-SectionCanary0123456789"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    project.use(leaky_sections=LEAKY)
+    status, out = project.run_harness("run", "--html", "r.html", "--markdown", "r.md")
+    assert status == 0, out
+    assert "Key " in out and "the key: " in out
+    for text in (out, (project.path / "r.md").read_text(), (project.path / "r.html").read_text()):
+        assert secret not in text and "SectionCanary" not in text

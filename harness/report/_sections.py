@@ -68,7 +68,7 @@ def gather_sections(results: Results, plugins: Plugins | None = None) -> Gathere
     for name, function in _implementations(plugins):
         try:
             returned = function(results=results)
-            sections.extend(_sections_of(returned))
+            sections.extend(_masked(section) for section in _sections_of(returned))
         except Exception as exc:
             errors.append(_failure(name, exc))
     return Gathered(tuple(sections), tuple(errors))
@@ -93,6 +93,21 @@ def _sections_of(returned: object) -> list[Section]:
     if isinstance(returned, list | tuple) and all(isinstance(s, Section) for s in returned):
         return list(returned)
     raise _Returned(type(returned).__name__)
+
+
+def _masked(section: Section) -> Section:
+    """The section with secret values masked in every text, before any medium changes
+    them (Markdown's escapes would hide a key from the masking of the written file)."""
+
+    def mask(block: str | tuple[str, ...] | Table) -> str | tuple[str, ...] | Table:
+        if isinstance(block, str):
+            return scrub_text(block)
+        if isinstance(block, tuple):
+            return tuple(scrub_text(item) for item in block)
+        rows = [[scrub_text(cell) for cell in row] for row in block.rows]
+        return Table([scrub_text(c) for c in block.columns], rows)
+
+    return Section(scrub_text(section.title), [mask(block) for block in section.blocks])
 
 
 class _Returned(Exception):
