@@ -377,3 +377,28 @@ def test_a_secret_in_a_section_is_masked_in_every_medium(project, monkeypatch):
     assert "Key " in out and "the key: " in out
     for text in (out, (project.path / "r.md").read_text(), (project.path / "r.html").read_text()):
         assert secret not in text and "SectionCanary" not in text
+
+
+def test_harness_merge_shows_the_sections_of_the_merged_results(project):
+    project.use(model_calls_plugin=PLUGIN)
+    other = PASSING.replace("name: greet", "name: other")
+    (project.path / "scenarios" / "other.scenario.yaml").write_text(other)
+    for part in ("1/2", "2/2"):
+        status, out = project.run_harness("run", "--shard", part, "--json", f"s{part[0]}.json")
+        assert status == 0, out
+    status, out = project.run_harness("merge", "s1.json", "s2.json", "--html", "m.html")
+    assert status == 0, out
+    lines = out.splitlines()
+    table = lines[lines.index("Model calls:") + 4 :][:3]
+    assert table == [
+        "  scenario                              calls",
+        "  scenarios/greet.scenario.yaml::greet  2",
+        "  scenarios/other.scenario.yaml::other  2",
+    ]
+    found = panel((project.path / "m.html").read_text(), "section-model-calls")
+    assert [text for tag, text in found.items if tag == "td"] == [
+        "scenarios/greet.scenario.yaml::greet",
+        "2",
+        "scenarios/other.scenario.yaml::other",
+        "2",
+    ]
