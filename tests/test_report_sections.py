@@ -297,7 +297,7 @@ def test_the_renderers_ask_the_plugins_when_not_given_sections():
 
 
 def test_the_built_in_sections_are_blocked_by_name(monkeypatch):
-    monkeypatch.setenv("HARNESS_DISABLE_PLUGINS", "harness.report._summary")
+    monkeypatch.setenv("HARNESS_DISABLE_PLUGINS", "harness.report.summary")
     plugins.discovery.reset()
     assert gather_sections(_with_budget(1)).sections == ()
 

@@ -2,10 +2,11 @@
 ``harness_report_sections``, then rendered by each medium: terminal lines, Markdown lines
 and the HTML report's view.
 
-harness's own sections come from an ordinary plugin, ``harness.report._summary``, called
-first; then each plugin's, in registration order. A plugin that raises or returns
-something else is one line in ``Gathered.errors`` naming it, and the reports go on
-without its sections. docs/plugins.md#a-section-of-the-report says it for users.
+harness's own sections come from an ordinary plugin, ``harness.report._summary`` (named
+``harness.report.summary``), called first; then each plugin's, in registration order. A
+plugin that raises or returns something else is one line in ``Gathered.errors`` naming
+it, and the reports go on without its sections. docs/plugins.md#a-section-of-the-report
+says it for users.
 """
 
 from __future__ import annotations
@@ -34,9 +35,10 @@ __all__ = [
 ]
 
 # harness's own sections' plugin: a report-layer module, so it is called here and not
-# listed in harness.plugins.DEFAULT_PLUGINS (whose modules every Agent imports).
-# HARNESS_DISABLE_PLUGINS blocks it by this name, like any built-in.
-BUILT_IN = "harness.report._summary"
+# listed in harness.plugins.DEFAULT_PLUGINS (whose modules every Agent imports). Its name
+# is its module's without the private mark, as every built-in's (builtin_name):
+# HARNESS_DISABLE_PLUGINS blocks it by that name.
+BUILT_IN = "harness.report.summary"
 
 # A list or table shows this many entries in the terminal, and in Markdown; the HTML
 # report shows every one.
