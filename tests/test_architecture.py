@@ -252,9 +252,6 @@ def test_a_scripted_agent_run_loads_no_scenario_code():
 # (name -> module) read by __getattr__, as pluggy does for __version__. Code lives in
 # modules, where "where is X defined?" is answered by the import line.
 _FACADE_NAMES = {"__all__", "__version__", "_LAZY"}
-# Code still in an __init__, to move into a module of its package once the work on these
-# packages in flight is merged (a move now would collide with it).
-_INIT_WITH_CODE = {"harness/cli/__init__.py"}
 
 
 def _init_style_problems(path: Path) -> list[str]:
@@ -276,11 +273,7 @@ def _init_style_problems(path: Path) -> list[str]:
 def test_every_package_init_is_a_facade():
     inits = sorted((ROOT / "harness").rglob("__init__.py"))
     found = [p for path in inits for p in _init_style_problems(path)]
-    pending = {p.rsplit(":", 1)[0] for p in found}
-    assert pending <= _INIT_WITH_CODE, [
-        p for p in found if p.rsplit(":", 1)[0] not in _INIT_WITH_CODE
-    ]
-    assert pending == _INIT_WITH_CODE, "moved: take it off _INIT_WITH_CODE"
+    assert found == [], "code in a package's __init__.py: move it into a module of the package"
 
 
 WIRE_FREE_RUN = """
