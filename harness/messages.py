@@ -201,14 +201,16 @@ class Conversation(BaseModel):
         exactly. ``openai``: the plain list of Chat Completions messages the API takes
         (tool calls' arguments as the model wrote them).
         """
-        if format == "openai":
-            text = json.dumps(self.to_openai(), indent=2, ensure_ascii=False)
-        elif format == "harness":
-            text = dump_json(self, indent=2)
-        else:
+        writers = {
+            "harness": lambda: dump_json(self, indent=2),
+            "openai": lambda: json.dumps(self.to_openai(), indent=2, ensure_ascii=False),
+        }
+        writer = writers.get(format)
+        if writer is None:
             raise HarnessError(
                 f"Conversation.save: format is 'harness' or 'openai', got {format!r}"
             )
+        text = writer()
         # Through a temporary file and a rename: a save cut short (a full disk) leaves the
         # previous file whole.
         atomic_write(path, text + "\n")

@@ -85,7 +85,9 @@ RESPONSE_SECRET_HEADERS = frozenset(
 # vendor's key and secret variables (harness.vendors). Sorted within a vendor: where two
 # hold the same value (Gemini's two often do), the mask names the first.
 SECRET_ENV_VARS: tuple[str, ...] = tuple(
-    name for v in BUILTIN_VENDORS for name in sorted((*v.key_variables, *v.secret_variables))
+    name
+    for v in BUILTIN_VENDORS
+    for name in sorted((*v.key_variables, *v.secret_variables, *v.account_variables))
 )
 # Query parameters that carry a key (``?key=...``): their values are masked in any URL.
 URL_SECRET_PARAMS = frozenset(

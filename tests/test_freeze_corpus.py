@@ -24,8 +24,9 @@ import yaml
 from harness.cassettes.format import load_cassette_file
 from harness.cassettes.matching import parse_json_body
 from harness.cli import main
+from harness.modelwires import wire_for
 from harness.scenario import run_scenario
-from harness.wires import read_answer, wire_for
+from harness.wires import read_answer
 
 FOREIGN = Path(__file__).parent / "fixtures" / "foreign-cassettes"
 

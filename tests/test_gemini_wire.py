@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from harness.modelwires import wire_for
 from harness.scenario import run_scenario
 from harness.scenario.loader import load_scenario_text
 from harness.serve import running_server
-from harness.wires import GEMINI, wire_for
+from harness.wires import GEMINI
 from harness.wires.neutral import WireError, read_sse
 
 genai = pytest.importorskip("google.genai")

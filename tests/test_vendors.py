@@ -5,6 +5,7 @@ sources that read them cannot drift apart (ARCHITECTURE.md, "Where a new model A
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -62,3 +63,190 @@ def test_one_value_in_both_gemini_variables_keeps_the_mask_cassettes_were_writte
     key = "AIzaSy-harness-test-key-0123456789"
     scrubber = Scrubber({"GEMINI_API_KEY": key, "GOOGLE_API_KEY": key})
     assert scrubber.text(f"key={key}.") == "key=<GEMINI_API_KEY>."
+
+
+# -- no module but a vendor's own branches on it -------------------------------------------
+
+VENDOR_NAMES = {vendor.name for vendor in BUILTIN_VENDORS}
+
+
+def _vendor_constants(tree: ast.Module) -> set[str]:
+    """The names a module binds to harness.vendors' rows (``GEMINI``, ``GEMINI as G``)."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "harness.vendors":
+            found |= {a.asname or a.name for a in node.names if a.name.isupper()}
+    return found - {"BUILTIN_VENDORS"}
+
+
+def _vendor_named(node: ast.AST, constants: set[str]) -> str | None:
+    """The vendor ``node`` names: a vendor's name as a string, ``GEMINI.name``, ``GEMINI``
+    (for ``is``), or any of those in a tuple, list or set (for ``in``)."""
+    if isinstance(node, ast.Constant) and node.value in VENDOR_NAMES:
+        return str(node.value)
+    if isinstance(node, ast.Attribute) and node.attr == "name":
+        return _vendor_named(node.value, constants)
+    if isinstance(node, ast.Name) and node.id in constants:
+        return node.id.lower()
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return next(filter(None, (_vendor_named(e, constants) for e in node.elts)), None)
+    return None
+
+
+def _comparisons(tree: ast.Module) -> list[tuple[int, str]]:
+    """Where a module compares something with a vendor (``==``, ``!=``, ``is``, ``in``,
+    a ``match`` case): (line, vendor)."""
+    constants = _vendor_constants(tree)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            named = [_vendor_named(n, constants) for n in (node.left, *node.comparators)]
+            found += [(node.lineno, name) for name in named if name]
+        elif isinstance(node, ast.MatchValue):
+            name = _vendor_named(node.value, constants)
+            found += [(node.lineno, name)] if name else []
+    return found
+
+
+def _own(relative: str, vendor: str) -> bool:
+    """Whether a module is ``vendor``'s own: the table, or its wire or source module."""
+    folder, _, stem = relative.rpartition("/")
+    return relative == "vendors.py" or (
+        folder in ("wires", "providers") and stem.startswith(vendor)
+    )
+
+
+def _branches(source: str, relative: str) -> list[str]:
+    return [
+        f"{relative}:{line} compares a name with {vendor!r}"
+        for line, vendor in _comparisons(ast.parse(source))
+        if not _own(relative, vendor)
+    ]
+
+
+def test_no_module_but_a_vendors_own_compares_a_vendor_name():
+    """A vendor's difference is data in its row (harness.vendors) or code in its wire and
+    source: a module that tells vendors apart by name would need a change for every new
+    one, and a plugin's vendor could never be told apart at all."""
+    found = [
+        branch
+        for path in sorted(ROOT.rglob("*.py"))
+        for branch in _branches(path.read_text("utf-8"), path.relative_to(ROOT).as_posix())
+    ]
+    assert found == [], "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        'if vendor == "gemini":\n    pass',
+        'refusal = "x" if "anthropic" != api else "y"',
+        "from harness.vendors import GEMINI\nif vendor == GEMINI.name:\n    pass",
+        "from harness.vendors import GEMINI as G\nok = vendor is G",
+        'ok = api in ("openai", "other")',
+        'match api:\n    case "anthropic":\n        pass',
+    ],
+)
+def test_the_scan_sees_each_way_of_comparing_a_vendor_name(code):
+    assert _branches(code, "external/cassette.py")
+    # ... and leaves a vendor's own modules alone, for their own vendor only.
+    own = {"gemini": "wires/gemini.py", "anthropic": "providers/anthropic.py"}
+    vendor = next(name for name in sorted(VENDOR_NAMES) if name in code.lower())
+    assert not _branches(code, own.get(vendor, f"wires/{vendor}_chat.py"))
+
+
+# -- the built-ins come as a plugin's do ---------------------------------------------------
+
+
+def test_the_built_in_vendors_come_with_their_wires_through_the_hook(fresh_plugins):
+    from harness import modelwires
+    from harness.plugins import discovery
+    from harness.vendors import ANTHROPIC, GEMINI, OPENAI
+
+    registry = discovery.default().registry("wires")
+    assert {name: vendor for name, (_, vendor) in registry.items()} == {
+        "openai-chat": OPENAI,
+        "openai-responses": OPENAI,
+        "anthropic": ANTHROPIC,
+        "gemini": GEMINI,
+    }
+    assert modelwires.vendors() == list(BUILTIN_VENDORS)
+    # Whose a request no wire reads is, by the vendors' own paths and SDK headers.
+    assert modelwires.vendor_of("/v1/models/x", {}) is OPENAI
+    assert modelwires.vendor_of("/v1/models/x", {"anthropic-version": "1"}) is ANTHROPIC
+    assert modelwires.vendor_of("/v1/models/x", {"x-goog-api-client": "g"}) is GEMINI
+    assert modelwires.vendor_of("/v1beta/models", {"anthropic-version": "1"}) is GEMINI
+    assert modelwires.vendor_of("/v1/messages/count_tokens", {}) is ANTHROPIC
+    assert modelwires.counted_paths() == [("/v1/messages/count_tokens", registry["anthropic"][0])]
+
+
+# A user's shell with every built-in vendor's settings, and a plugin's the built-ins do not
+# know: what a target gets is exactly what it got before the built-in vendors came
+# through the hook (no dummy GEMINI_API_KEY beside GOOGLE_API_KEY, no other variable).
+USER = {
+    name: "v-0123456789abcdef"
+    for name in (
+        *("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID"),
+        *("AZURE_OPENAI_ENDPOINT", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+        *("ANTHROPIC_AUTH_TOKEN", "GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"),
+        *("GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_CLOUD_PROJECT", "PATH", "HOME", "ACME_API_KEY"),
+    )
+}
+TARGET = {
+    "ANTHROPIC_API_KEY": "sk-harness-target",
+    "ANTHROPIC_AUTH_TOKEN": None,
+    "ANTHROPIC_BASE_URL": "http://127.0.0.1:4000",
+    "AZURE_OPENAI_ENDPOINT": None,
+    "GEMINI_API_KEY": None,
+    "GOOGLE_API_KEY": "sk-harness-target",
+    "GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:4000",
+    "GOOGLE_GENAI_USE_VERTEXAI": None,
+    "OPENAI_API_KEY": "sk-harness-target",
+    "OPENAI_BASE_URL": "http://127.0.0.1:4000/v1",
+    "OPENAI_ORG_ID": None,
+    "OPENAI_PROJECT_ID": None,
+}
+
+
+def test_a_targets_environment_is_the_built_in_vendors_exactly(fresh_plugins):
+    from harness.external.environment import TELEMETRY, served_variables, target_environment
+
+    changes = target_environment(served_variables("http://127.0.0.1:4000/v1"), USER)
+    assert changes == {**TARGET, **TELEMETRY}
+
+
+def test_every_registered_vendors_key_is_masked_and_kept_from_a_target(fresh_plugins, tmp_path):
+    """One assertion for every vendor, built-in or a plugin's (tests/wire_plugin_example.py):
+    its keys' values are masked, its key header dropped from a recording, its key
+    parameter masked in URLs, and a target gets none of the user's key variables."""
+    import sys
+
+    from harness import modelwires
+    from harness.external.environment import DUMMY_API_KEY, served_variables, target_environment
+    from harness.plugins import discover
+    from harness.secrets import Scrubber
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    try:
+        (tmp_path / "pyproject.toml").write_text(
+            '[tool.harness]\nplugins = ["wire_plugin_example"]\n'
+        )
+        discover(tmp_path)
+        known = modelwires.vendors()
+    finally:
+        sys.path.remove(str(Path(__file__).parent))
+    assert [v.name for v in known] == ["openai", "anthropic", "gemini", "acme"]
+    for vendor in known:
+        for i, variable in enumerate(vendor.key_variables):
+            key = f"{vendor.name}-secret-{i}-Qz7Wp3Xv9Rt2Ym8Kd4Hs"
+            scrubber = Scrubber({variable: key})
+            assert key[5:25] not in scrubber.text(f"echo {key}"), variable
+            changes = target_environment(served_variables("http://127.0.0.1:9/v1"), {variable: key})
+            assert changes[variable] in (None, DUMMY_API_KEY), variable
+        if vendor.key_header:
+            request = {"uri": vendor.base_url, "headers": {vendor.key_header.title(): ["k"]}}
+            kept = Scrubber().interaction({"request": request})["request"]["headers"]
+            assert kept == {}, vendor.name
+        for param in vendor.key_params:
+            url = f"{vendor.base_url}/x?{param}=Qz7Wp3Xv9Rt2Ym8Kd4Hs6Jb1"
+            assert "Qz7Wp3Xv9Rt2" not in Scrubber().text(url), (vendor.name, param)

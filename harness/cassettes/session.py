@@ -9,7 +9,6 @@ played yet: finding and playing one is a dictionary lookup.
 from __future__ import annotations
 
 import contextvars
-import os
 import re
 import time
 from collections import deque
@@ -36,7 +35,7 @@ from harness.errors import LLMError, RecordingRefused
 from harness.files import remove_leftovers
 from harness.llm.base import AGENT_ROLE, request_role
 from harness.secrets import Scrubber
-from harness.vendors import GEMINI, OPENAI, vendor_of_host
+from harness.vendors import OPENAI, WireVendor
 
 __all__ = [
     "CassetteSession",
@@ -456,40 +455,54 @@ def _similarity(recorded: Any, sent: Any) -> int:
     return score
 
 
-def no_key_refusal(host: str | None, key: str | None) -> str | None:
-    """Why recording must not send a request to ``host``: no key for the public API of
-    OpenAI or Anthropic, which refuse a request without one (else None). The own loop's
-    transport and a target's recording proxy both ask it."""
-    vendor = vendor_of_host(host)
-    if key or vendor is None or vendor is GEMINI:  # Gemini's: harness.providers.gemini
+def no_key_refusal(vendor: WireVendor, host: str | None, key: str | None) -> str | None:
+    """Why recording must not send a request to ``host`` for ``vendor``'s client: no key,
+    and ``host`` is a model vendor's public API, which refuses a request without one (else
+    None). The own loop's transport and a target's recording proxy both ask it."""
+    if key or host is None or host not in _public_hosts():
         return None
+    unset = ("it is not set", "neither is set")[len(vendor.key_variables) > 1]
     return (
-        f"recording needs {vendor.key_variables[0]}: it is not set, and {host} refuses "
-        f"requests without a key; nothing was recorded (set the key, or base_url / "
+        f"recording needs {vendor.key_named}: {unset}, and {host} refuses requests without "
+        f"a key; nothing was recorded (set the key, or base_url / "
         f"{vendor.base_url_variable} for another endpoint)"
     )
 
 
-def key_refused(
-    status: int, content: bytes | str | None, variable: str = OPENAI.key_variables[0]
-) -> str:
-    """The one line for a key the API refused (401, 403), with the API's own message."""
+def _public_hosts() -> set[str | None]:
+    from harness.modelwires import vendors
+
+    return {vendor.host for vendor in vendors()}
+
+
+def key_refused(vendor: WireVendor, status: int, content: bytes | str | None) -> str | None:
+    """The one line for a key ``vendor``'s API refused (401, 403, or an error whose
+    reason is one of its ``refused_reasons``), with the API's own message; None for any
+    other answer."""
     import json
 
     try:
-        detail = json.loads(content or b"").get("error", {}).get("message")
+        error = json.loads(content or b"").get("error", {})
     except (ValueError, AttributeError):
-        detail = None
+        error = {}
+    error = error if isinstance(error, dict) else {}
+    details = error.get("details")
+    details = details if isinstance(details, list) else []
+    reasons = {d.get("reason") for d in details if isinstance(d, dict)}
+    if not vendor.key_variables or (
+        status not in (401, 403) and not reasons & set(vendor.refused_reasons)
+    ):
+        return None
+    detail = error.get("message")
     # An upstream may echo the key it refused (or an org id): masked like any output.
     from harness.secrets import Scrubber
 
     said = f": {Scrubber().text(detail)}" if isinstance(detail, str) and detail else ""
-    # OpenAI's key belongs to an organization and a project, which can refuse it too.
-    account = " / ".join(OPENAI.secret_variables)
-    also = f" (and {account})" if variable == OPENAI.key_variables[0] else ""
+    account = " / ".join(vendor.account_variables)
+    also = f" (and {account})" if account else ""
     return (
         f"the API refused the key (HTTP {status}{said}); nothing was recorded: "
-        f"check {variable}{also}"
+        f"check {vendor.key_named}{also}"
     )
 
 
@@ -517,34 +530,23 @@ async def _error_answer(
 
 
 def cassette_transport(
-    session: CassetteSession,
-    httpx: Any,
-    *,
-    key_variable: str = OPENAI.key_variables[0],
-    refusal: Any = None,
-    refused_by: Any = None,
-    **kwargs: Any,
+    session: CassetteSession, httpx: Any, *, vendor: WireVendor = OPENAI, **kwargs: Any
 ) -> Any:
     """An async HTTP transport that goes through ``session``'s cassette.
 
     It uses vcrpy's own httpx stub on this one transport instead of patching the
     transport classes process-wide: only the LLM source's requests are recorded or
-    replayed, and two runs never share a patch. ``refusal(host)`` says why a request
-    must not be recorded (no key), ``refused_by(status, body)`` whether the API refused
-    the key: neither is ever written. By default both read the key in ``key_variable``
-    and take a 401 or 403 for a refused key.
+    replayed, and two runs never share a patch. A request is not recorded without
+    ``vendor``'s key (``no_key_refusal``), nor an answer refusing the key
+    (``key_refused``): neither is ever written.
     """
     import functools
 
-    if refusal is None:
+    def refusal(host: str | None) -> str | None:
+        return no_key_refusal(vendor, host, vendor.key())
 
-        def refusal(host: str | None) -> str | None:
-            return no_key_refusal(host, os.environ.get(key_variable))
-
-    if refused_by is None:
-
-        def refused_by(status: int, content: bytes) -> str | None:
-            return key_refused(status, content, key_variable) if status in (401, 403) else None
+    def refused_by(status: int, content: bytes) -> str | None:
+        return key_refused(vendor, status, content)
 
     from vcr.stubs.httpx_stubs import vcr_handle_async_request
 

@@ -14,21 +14,19 @@ format of docs/recording.md#the-cassette-file).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
 from harness.cassettes.session import CassetteSession, key_refused, no_key_refusal
-from harness.modelwires import WireVendor, plugin_vendors, vendor_for, wire_for
+from harness.modelwires import WireVendor, error_wire, vendor_of, vendors
 from harness.secrets import Scrubber
-from harness.vendors import BUILTIN_VENDORS, GEMINI, OPENAI
-from harness.wires import OPENAI_CHAT, vendor_of
+from harness.vendors import OPENAI
+from harness.wires import OPENAI_CHAT
 from harness.wires.neutral import WireError
 
-__all__ = ["DEFAULT_UPSTREAM", "GEMINI_UPSTREAM", "CassetteApp"]
+__all__ = ["DEFAULT_UPSTREAM", "CassetteApp"]
 
 DEFAULT_UPSTREAM = OPENAI.base_url
-GEMINI_UPSTREAM = GEMINI.base_url
 
 # Hop-by-hop or length headers that do not describe a body served again decoded.
 _DROPPED = {"content-length", "content-encoding", "transfer-encoding", "connection"}
@@ -36,7 +34,6 @@ _DROPPED = {"content-length", "content-encoding", "transfer-encoding", "connecti
 # and the connection's own headers are the proxy's. Every other header the agent sets (a
 # gateway's token, `OpenAI-Beta`) is forwarded; none is written to the cassette.
 _NOT_FORWARDED = {
-    *(vendor.key_header for vendor in BUILTIN_VENDORS if vendor.key_header),
     "api-key",
     "host",
     "content-length",
@@ -51,59 +48,13 @@ _NOT_FORWARDED = {
 }
 
 
-@dataclass(frozen=True)
-class _Upstream:
-    """Where a vendor's API is recorded from: its SDK's base-URL variable and default (the
-    part of a served path the base URL already holds: ``/v1`` for OpenAI's), the key's
-    variable and the header the key goes in."""
-
-    base_variable: str
-    default: str
-    served_prefix: str
-    key_variables: tuple[str, ...]  # the first one set is used
-    key_header: str
-    key_format: str
-
-    def key(self) -> str | None:
-        """The key in the environment now, if any."""
-        return next((os.environ[n] for n in self.key_variables if os.environ.get(n)), None)
-
-
-def _vendor(scope: dict[str, Any]) -> str:
-    """Whose API a served request is: a plugin's wire's vendor (harness_register_wires),
-    else harness.wires.vendor_of, as harness serve tells it (a model's metadata at
-    ``/v1/models/{id}`` is any vendor's, told by the headers)."""
-    wire = wire_for(scope["path"])
-    plugged = vendor_for(wire) if wire is not None else None
-    if plugged is not None:
-        return plugged.name
+def _vendor(scope: dict[str, Any]) -> WireVendor:
+    """Whose API a served request is (harness.modelwires.vendor_of, as harness serve tells
+    it: a model's metadata at ``/v1/models/{id}`` is any vendor's, told by the headers)."""
     headers = {
         k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])
     }
     return vendor_of(scope["path"], headers)
-
-
-def _upstream_of(vendor: WireVendor) -> _Upstream:
-    """Where ``vendor``'s requests are recorded from (harness's own vendors' and plugins')."""
-    return _Upstream(
-        vendor.base_url_variable or "",
-        vendor.base_url,
-        vendor.served_prefix,
-        vendor.key_variables,
-        vendor.key_header or "",
-        vendor.key_format,
-    )
-
-
-# harness's own vendors' upstreams (harness.vendors).
-_UPSTREAMS = {vendor.name: _upstream_of(vendor) for vendor in BUILTIN_VENDORS}
-
-
-def _upstreams() -> dict[str, _Upstream]:
-    """Every vendor's upstream: harness's own, then those plugins registered with their
-    wires (harness_register_wires)."""
-    plugged = {v.name: _upstream_of(v) for v in plugin_vendors() if v.name not in _UPSTREAMS}
-    return {**_UPSTREAMS, **plugged}
 
 
 def _httpx() -> Any:
@@ -132,19 +83,22 @@ class CassetteApp:
         # Serving to anything (`harness serve --cassette`): once every matching interaction
         # was played, the cassette starts over, as a stateless server would answer again.
         self.repeat = repeat
-        # Per vendor: where its requests go (``upstream``, the scenario's base_url, is
-        # ``vendor``'s; the others' come from their SDKs' variables) and its key. Read
-        # now: the target gets dummies in the same environment later.
-        self.specs = _upstreams()
+        # Per vendor (harness's own and those plugins registered with their wires): where
+        # its requests go (``upstream``, the scenario's base_url, is ``vendor``'s; the
+        # others' come from their SDKs' variables) and its key. Read now: the target gets
+        # dummies in the same environment later.
+        known = vendors()
         self.upstreams = {
-            name: (
-                (upstream if name == vendor and upstream else None)
-                or (os.environ.get(spec.base_variable) if spec.base_variable else None)
-                or spec.default
+            spec.name: (
+                (upstream if spec.name == vendor and upstream else None)
+                or (os.environ.get(spec.base_url_variable) if spec.base_url_variable else None)
+                or spec.base_url
             ).rstrip("/")
-            for name, spec in self.specs.items()
+            for spec in known
         }
-        self.keys = {name: spec.key() for name, spec in self.specs.items()}
+        self.keys = {spec.name: spec.key() for spec in known}
+        # The headers a target's dummy key goes in: harness sends the real one.
+        self.key_headers = {spec.key_header for spec in known if spec.key_header}
         self.refused: str | None = None
         self._paths: set[str] | None = None
 
@@ -178,11 +132,11 @@ class CassetteApp:
         vendor = _vendor(scope)
         if session.replays_only and path in self._recorded_paths():
             # Served at the paths it was recorded on (pydantic-ai's `/v1beta/openai/...`).
-            uri = f"{_origin(self.upstreams[vendor])}{path}"
+            uri = f"{_origin(self.upstreams[vendor.name])}{path}"
         else:
-            prefix = self.specs[vendor].served_prefix
+            prefix = vendor.served_prefix
             suffix = path[len(prefix) :] if prefix and path.startswith(prefix + "/") else path
-            uri = f"{self.upstreams[vendor]}{suffix}"
+            uri = f"{self.upstreams[vendor.name]}{suffix}"
         uri += f"?{query}" if query else ""
         request = Request(scope["method"], uri, body or None, {})
         cassette = session.cassette
@@ -209,13 +163,8 @@ class CassetteApp:
 
     async def _forward(self, scope: dict[str, Any], request: Any, body: bytes) -> tuple:
         vendor = _vendor(scope)
-        spec, key = self.specs[vendor], self.keys[vendor]
-        if vendor == GEMINI.name:
-            from harness.providers.gemini import no_key
-
-            refusal = no_key(_host(request.uri), key)
-        else:
-            refusal = no_key_refusal(_host(request.uri), key)
+        key = self.keys[vendor.name]
+        refusal = no_key_refusal(vendor, _host(request.uri), key)
         if refusal is not None:
             # Refused before anything goes out, as the own loop refuses it; a 401 so that
             # the target's SDK gives up at once instead of retrying.
@@ -226,11 +175,11 @@ class CassetteApp:
             k.decode("latin-1"): v.decode("latin-1")
             for k, v in scope.get("headers", [])
             if k.decode("latin-1").lower() not in _NOT_FORWARDED
-            and k.decode("latin-1").lower() != spec.key_header
+            and k.decode("latin-1").lower() not in self.key_headers
         }
         headers["accept-encoding"] = "gzip, deflate"
-        if key and spec.key_header:
-            headers[spec.key_header] = spec.key_format.format(key)
+        if key and vendor.key_header:
+            headers[vendor.key_header] = vendor.key_format.format(key)
         try:
             async with httpx.AsyncClient(timeout=600) as client:
                 answer = await client.request(
@@ -243,7 +192,7 @@ class CassetteApp:
             )
             return _error(scope["path"], 502, message, "upstream_error")
         kept = {k: [v] for k, v in answer.headers.items() if k.lower() not in _DROPPED}
-        refused = _refused(vendor, spec, answer.status_code, content)
+        refused = key_refused(vendor, answer.status_code, content)
         if refused is not None:
             # Never written: every later run would replay the refusal.
             self.refused = refused
@@ -272,18 +221,6 @@ def _origin(uri: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-def _refused(vendor: str, spec: _Upstream, status: int, content: bytes) -> str | None:
-    """The one line for a key the upstream refused, None for any other answer."""
-    if vendor == GEMINI.name:
-        from harness.providers.gemini import key_refused as gemini_refused
-
-        return gemini_refused(status, content)
-    if not spec.key_variables:
-        return None
-    variable = spec.key_variables[0]
-    return key_refused(status, content, variable) if status in (401, 403) else None
-
-
 def _host(uri: str) -> str | None:
     from urllib.parse import urlsplit
 
@@ -310,5 +247,5 @@ def _error(path: str, status: int, message: str, code: str) -> tuple[int, list, 
     """An error answer in the form of the wire of ``path`` (OpenAI's for any other path)."""
     import json
 
-    body = (wire_for(path) or OPENAI_CHAT).render_error(WireError(status, message, code))
+    body = (error_wire(path) or OPENAI_CHAT).render_error(WireError(status, message, code))
     return status, [(b"content-type", b"application/json")], json.dumps(body).encode()

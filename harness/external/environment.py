@@ -8,23 +8,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from harness.vendors import BUILTIN_VENDORS
-
-__all__ = ["DUMMY_API_KEY", "TELEMETRY", "WIRE_VARIABLES", "served_variables", "target_environment"]
+__all__ = ["DUMMY_API_KEY", "TELEMETRY", "served_variables", "target_environment"]
 
 # What the target's SDK sends as its key: harness needs none, and this is no secret.
 DUMMY_API_KEY = "sk-harness-target"
-
-# The user's own settings of the model APIs: a client that read them would talk to the
-# real API with the real key. Removed for the target (prefixes, and whole names).
-WIRE_PREFIXES = ("OPENAI_", "AZURE_OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_GENAI_")
-# ... and the built-in vendors' variables no prefix above covers (Google's).
-WIRE_VARIABLES = tuple(
-    name
-    for vendor in BUILTIN_VENDORS
-    for name in (vendor.base_url_variable or "", *vendor.key_variables)
-    if name and not name.startswith(WIRE_PREFIXES)
-)
 
 # Set for every target: the frameworks' uploads of traces and telemetry, each to its
 # vendor's public endpoint, whatever base URL the model client has.
@@ -44,57 +31,46 @@ TELEMETRY = {
 def served_variables(url: str) -> dict[str, str]:
     """Each SDK's base-URL variable pointing at the server and a dummy key for each
     (docs/external.md#the-targets-environment): ``url`` is its OpenAI base, ``.../v1``;
-    Anthropic's SDK wants the root, and so does google-genai (it adds ``/v1beta`` or
-    ``/v1`` itself)."""
+    each vendor's base-URL variable gets the server's root and its ``served_prefix``
+    (Anthropic's SDK wants the root, and so does google-genai: it adds ``/v1beta`` or
+    ``/v1`` itself), its first key variable the dummy. One: google-genai warns on every
+    client when both of Gemini's are set; the first is the one every Python client reads
+    (google-genai and pydantic-ai prefer it, llama-index and langchain-google read only
+    it); the user's others are removed all the same (``target_environment``). Every
+    vendor registered with a wire (harness_register_wires), the built-ins first: where two
+    name one variable, the first's is kept."""
+    from harness.modelwires import vendors
+
     root = url.removesuffix("/v1")
-    return {**_plugged_variables(root), **_builtin_variables(root)}
-
-
-def _builtin_variables(root: str) -> dict[str, str]:
-    """harness's own vendors' (harness.vendors): the base-URL variable and one dummy key.
-    One: google-genai warns on every client when both of Gemini's are set; the first is
-    the one every Python client reads (google-genai and pydantic-ai prefer it, llama-index
-    and langchain-google read only it); the user's others are removed all the same
-    (``target_environment``)."""
     served: dict[str, str] = {}
-    for vendor in BUILTIN_VENDORS:
-        served[vendor.base_url_variable or ""] = root + vendor.served_prefix
-        served[vendor.key_variables[0]] = DUMMY_API_KEY
-    return served
-
-
-def _plugged_variables(root: str) -> dict[str, str]:
-    """The base-URL variable (the server's root, and its ``served_prefix``) and a dummy
-    for each key variable of every vendor a plugin registered with its wire."""
-    from harness.modelwires import plugin_vendors
-
-    served: dict[str, str] = {}
-    for vendor in plugin_vendors():
+    for vendor in vendors():
         if vendor.base_url_variable:
-            served[vendor.base_url_variable] = root + vendor.served_prefix
-        served.update(dict.fromkeys(vendor.key_variables, DUMMY_API_KEY))
+            served.setdefault(vendor.base_url_variable, root + vendor.served_prefix)
+        if vendor.key_variables:
+            served.setdefault(vendor.key_variables[0], DUMMY_API_KEY)
     return served
-
-
-def _is_wire_variable(name: str, plugged: frozenset[str] = frozenset()) -> bool:
-    return name.startswith(WIRE_PREFIXES) or name in WIRE_VARIABLES or name in plugged
 
 
 def target_environment(
     served: Mapping[str, str], environ: Mapping[str, str] | None = None
 ) -> dict[str, str | None]:
     """The changes to ``environ`` (default ``os.environ``) for a target: ``None`` removes a
-    variable; ``served`` (the served URLs and dummy keys) is set last."""
+    variable (the user's own settings of every registered vendor's API: its base-URL and
+    key variables and those its SDK's prefixes name, ``OPENAI_``...: a client that read
+    them would talk to the real API with the real key); ``served`` (the served URLs and
+    dummy keys) is set last."""
     environ = os.environ if environ is None else environ
-    from harness.modelwires import plugin_vendors
+    from harness.modelwires import vendors
 
-    plugged = frozenset(
+    known = vendors()
+    prefixes = tuple(prefix for vendor in known for prefix in vendor.env_prefixes)
+    named = {
         name
-        for vendor in plugin_vendors()
+        for vendor in known
         for name in (vendor.base_url_variable or "", *vendor.key_variables)
         if name
-    )
+    }
     removed: dict[str, str | None] = {
-        name: None for name in environ if _is_wire_variable(name, plugged)
+        name: None for name in environ if name.startswith(prefixes) or name in named
     }
     return {**removed, **TELEMETRY, **served}

@@ -44,6 +44,7 @@ class AnthropicLLM(OpenAILLM):
 
     provider = "anthropic"
     example_model = "claude-sonnet-4-6"
+    vendor = ANTHROPIC
     key_variable = ANTHROPIC.key_variables[0]
     base_url_variable: str = ANTHROPIC.base_url_variable or ""
     placeholder_key = PLACEHOLDER_API_KEY

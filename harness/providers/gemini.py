@@ -16,7 +16,6 @@ import json
 import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from harness.errors import HarnessError, LLMError
 from harness.hookspecs import hookimpl
@@ -35,57 +34,13 @@ __all__ = [
     "KEY_VARIABLES",
     "PLACEHOLDER_API_KEY",
     "GeminiLLM",
-    "key_refused",
-    "no_key",
 ]
 
 DEFAULT_BASE_URL = GEMINI.base_url
 # google-genai reads either; the first wins when both are set.
 KEY_VARIABLES = GEMINI.key_variables
-# How messages name the key: the Gemini API's docs name the second first.
-_KEY_NAMES = f"{KEY_VARIABLES[1]} (or {KEY_VARIABLES[0]})"
 # Sent when replaying without a key: the SDK insists on one, a cassette does not.
 PLACEHOLDER_API_KEY = "harness-placeholder-key"
-_PUBLIC_HOST = urlsplit(GEMINI.base_url).hostname
-
-
-def _key() -> str | None:
-    return next((os.environ[name] for name in KEY_VARIABLES if os.environ.get(name)), None)
-
-
-def no_key(host: str | None, key: str | None) -> str | None:
-    """Why recording must not reach the public API: no key to send (the own loop's
-    transport and a target's recording proxy both ask)."""
-    if host != _PUBLIC_HOST or key:
-        return None
-    return (
-        f"recording needs {_KEY_NAMES}: neither is set, and the Gemini "
-        "API refuses requests without a key; nothing was recorded (set the key, or "
-        f"base_url / {GEMINI.base_url_variable} for another endpoint)"
-    )
-
-
-def _no_key(host: str | None) -> str | None:
-    return no_key(host, _key())
-
-
-def key_refused(status: int, content: bytes) -> str | None:
-    """The one line for a key the API refused (the Gemini API says 400 API_KEY_INVALID,
-    or 401 / 403), None for any other answer."""
-    try:
-        error = json.loads(content or b"").get("error", {})
-    except (ValueError, AttributeError):
-        error = {}
-    reasons = [d.get("reason") for d in error.get("details") or [] if isinstance(d, dict)]
-    if status not in (401, 403) and "API_KEY_INVALID" not in reasons:
-        return None
-    from harness.secrets import Scrubber
-
-    detail = error.get("message") if isinstance(error, dict) else None
-    said = f": {Scrubber().text(detail)}" if isinstance(detail, str) and detail else ""
-    return (
-        f"the API refused the key (HTTP {status}{said}); nothing was recorded: check {_KEY_NAMES}"
-    )
 
 
 def _httpx() -> Any:
@@ -126,7 +81,7 @@ class GeminiLLM(RecordedSource):
         if session is not None:
             from harness.cassettes.session import cassette_transport
 
-            transport = cassette_transport(session, httpx, refusal=_no_key, refused_by=key_refused)
+            transport = cassette_transport(session, httpx, vendor=GEMINI)
         else:
             transport = httpx.AsyncHTTPTransport()
         timeout = self.config.timeout if self.config.timeout is not None else 600.0
@@ -139,7 +94,7 @@ class GeminiLLM(RecordedSource):
         )
         # Held by the caller for the whole request: a client nobody holds is closed by
         # the garbage collector in the middle of it.
-        return genai.Client(api_key=_key() or PLACEHOLDER_API_KEY, http_options=options)
+        return genai.Client(api_key=GEMINI.key() or PLACEHOLDER_API_KEY, http_options=options)
 
     def _config(self, body: dict[str, Any], stream: bool) -> Any:
         from google.genai import types

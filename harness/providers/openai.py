@@ -25,7 +25,7 @@ from harness.messages import (
     Conversation,
 )
 from harness.providers.recorded import RecordedSource
-from harness.vendors import OPENAI
+from harness.vendors import OPENAI, WireVendor
 
 if TYPE_CHECKING:
     import openai
@@ -88,7 +88,9 @@ class OpenAILLM(RecordedSource):
     # The provider's name in messages, and an example model.
     provider = "openai"
     example_model = "gpt-4o-mini"
-    # The SDK's own variables (read as it reads them), and the key sent when there is none.
+    # The vendor (its key checked before recording, its refusals told apart), the SDK's
+    # own variables (read as it reads them), and the key sent when there is none.
+    vendor: WireVendor = OPENAI
     key_variable = OPENAI.key_variables[0]
     base_url_variable: str = OPENAI.base_url_variable or ""
     placeholder_key = PLACEHOLDER_API_KEY
@@ -147,9 +149,7 @@ class OpenAILLM(RecordedSource):
             # Retries under a cassette would replay recorded 429s with real back-off
             # sleeps and change the x-stainless-retry-count header between runs.
             kwargs["max_retries"] = 0
-            transport = cassette_transport(
-                session, httpx, key_variable=self.key_variable, verify=ssl_context
-            )
+            transport = cassette_transport(session, httpx, vendor=self.vendor, verify=ssl_context)
             kwargs["http_client"] = sdk.DefaultAsyncHttpxClient(transport=transport)
         else:
             kwargs["http_client"] = sdk.DefaultAsyncHttpxClient(verify=ssl_context)

@@ -41,7 +41,7 @@ _TARGET_FAULTS = tuple(f for f in FAULTS if f not in ("schema_arguments", "unkno
 _TOOL_FAULTS = ("malformed_arguments", "schema_arguments", "unknown_tool")
 _BUDGETS = ("tokens", "cost", "tool_calls", "sim_time")
 # harness.llm.config's recorded providers, by the wire each speaks.
-_PROVIDER_WIRES = {"anthropic": "anthropic", "gemini": "gemini"}
+_PROVIDER_WIRES = {"openai": "openai-{api}", "anthropic": "anthropic", "gemini": "gemini"}
 
 
 class OfferedTools:
@@ -243,7 +243,5 @@ def _agent_configs(scenario: Scenario) -> Iterator[AgentConfig]:
 
 def _provider_wire(scenario: Scenario) -> str | None:
     """The wire an own loop's recorded model speaks (None for a script)."""
-    provider = scenario.llm.provider
-    if provider == "openai":
-        return f"openai-{scenario.llm.api}"
-    return _PROVIDER_WIRES.get(provider)
+    wire = _PROVIDER_WIRES.get(scenario.llm.provider)
+    return None if wire is None else wire.format(api=scenario.llm.api)

@@ -95,7 +95,7 @@ def check_target(scenario: Scenario, plugins: Plugins, issue: IssueSink) -> None
             "a target's recorded model (a cassette served) takes no llm.faults yet: script "
             "its model (harness freeze makes a script of a cassette) to place faults",
         )
-    if scenario.llm.provider not in (*_SERVED_PROVIDERS, *_plugged_vendors()):
+    if scenario.llm.provider not in (*_SERVED_PROVIDERS, *_wire_vendors()):
         issue(
             ("llm", "provider"),
             f"a target is served a script or a cassette (provider scripted, openai, "
@@ -136,12 +136,12 @@ def check_target_section(
     return None
 
 
-def _plugged_vendors() -> list[str]:
-    """The vendors plugins registered with their wires (harness_register_wires): a target's
-    recording of such an API names its vendor as ``llm.provider``."""
-    from harness.modelwires import plugin_vendors
+def _wire_vendors() -> list[str]:
+    """The vendors registered with the wires (a plugin's too: harness_register_wires): a
+    target's recording of such an API names its vendor as ``llm.provider``."""
+    from harness.modelwires import vendors
 
-    return [vendor.name for vendor in plugin_vendors()]
+    return [vendor.name for vendor in vendors()]
 
 
 def _served(

@@ -450,12 +450,13 @@ def _check_served(scenario: Scenario, issue: Callable[[tuple, str], None]) -> No
             _serving.reset(token)
 
 
-def _plugged_vendor(provider: str) -> bool:
-    """Whether ``provider`` is the vendor of a plugin's model API (harness_register_wires):
-    a target's recording names it, and no LLM source is built for a target."""
-    from harness.modelwires import plugin_vendors
+def _wire_vendor(provider: str) -> bool:
+    """Whether ``provider`` is the vendor of a registered model API (a plugin's too:
+    harness_register_wires): a target's recording names it, and no LLM source is built
+    for a target."""
+    from harness.modelwires import vendors
 
-    return any(vendor.name == provider for vendor in plugin_vendors())
+    return any(vendor.name == provider for vendor in vendors())
 
 
 def _check_agent(
@@ -473,7 +474,7 @@ def _check_agent(
     try:
         factory = plugins.llm_factory(llm.provider)
     except PluginError as exc:
-        if not (getattr(scenario, "target", None) and _plugged_vendor(llm.provider)):
+        if not (getattr(scenario, "target", None) and _wire_vendor(llm.provider)):
             issue((*at, "llm", "provider"), str(exc))
     else:
         # Build the source once now, so that a config it rejects (say, openai without a

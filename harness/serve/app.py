@@ -11,13 +11,12 @@ from starlette.routing import Route
 
 from harness.llm.config import ConversationRule
 from harness.llm.script import ScriptStep
-from harness.modelwires import wires
+from harness.modelwires import counted_paths, wires
 from harness.serve.answer import count_endpoint, endpoint
 from harness.serve.conversations import ConversationLimits
 from harness.serve.http import ApiError, http_error
 from harness.serve.models import model, models
 from harness.serve.state import DEFAULT_MAX_DELAY, ScriptState
-from harness.wires import ANTHROPIC_MESSAGES
 
 __all__ = ["create_app", "find_state"]
 
@@ -47,10 +46,10 @@ def create_app(
                 for wire in wires()
                 for path in wire.paths
             ),
-            Route(
-                "/v1/messages/count_tokens",
-                count_endpoint(ANTHROPIC_MESSAGES),
-                methods=["POST"],
+            # Where a wire counts a request's input tokens (Anthropic's count_tokens).
+            *(
+                Route(path, count_endpoint(wire), methods=["POST"])
+                for path, wire in counted_paths()
             ),
             *(
                 route

@@ -11,7 +11,7 @@ from starlette.responses import JSONResponse, StreamingResponse
 
 from harness.asgi import DroppedConnection
 from harness.llm.scripted import OUTAGE_MESSAGE
-from harness.modelwires import wire_for
+from harness.modelwires import error_wire
 from harness.serve.bodies import BodyReader
 from harness.serve.state import Reply, ScriptState
 from harness.wires import ANTHROPIC_MESSAGES, OPENAI_CHAT, Wire
@@ -67,8 +67,9 @@ def error_answer(
     path: str, error: WireError, headers: Mapping[str, str] | None = None
 ) -> JSONResponse:
     """``error`` answered in the form of the wire ``path`` belongs to (Anthropic's for its
-    ``/v1/messages/count_tokens``, OpenAI's for a path that is no model API's)."""
-    wire = wire_for(path) or (ANTHROPIC_MESSAGES if "/v1/messages/" in path else OPENAI_CHAT)
+    ``/v1/messages/count_tokens``: harness.modelwires.error_wire), OpenAI's for a path
+    that is no model API's."""
+    wire = error_wire(path) or OPENAI_CHAT
     return JSONResponse(wire.render_error(error), status_code=error.status, headers=headers)
 
 

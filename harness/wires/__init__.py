@@ -45,9 +45,10 @@ Why the neutral side fits the next APIs without changing a caller:
   Errors ``{"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "message"}}`` are a
   ``WireError`` again.
 
-So a new API is one more module with a ``WIRE`` object, registered through the hook
-``harness_register_wires`` (harness's own are ``WIRES``, registered by the built-in plugin
-``harness.modelwires``; a plugin registers its own: docs/plugins.md): serve routes its
+So a new API is one more module with a ``WIRE`` object, registered with its vendor (a
+``harness.vendors.WireVendor``) through the hook ``harness_register_wires`` (harness's own
+are ``WIRES``, registered by the built-in plugin ``harness.modelwires``; a plugin
+registers its own: docs/plugins.md): serve routes its
 ``paths`` to the same handler, the observer and freeze find it by path
 (``harness.modelwires.wire_for``), cassette matching learns its ``items_field``
 (``contents`` for Gemini), and results, expectations and the report stay wire-neutral.
@@ -61,9 +62,6 @@ from harness.wires.registry import (
     WIRES,
     Wire,
     read_answer,
-    vendor_of,
-    wire_for,
-    wire_named,
 )
 
 __all__ = [
@@ -74,7 +72,4 @@ __all__ = [
     "WIRES",
     "Wire",
     "read_answer",
-    "vendor_of",
-    "wire_for",
-    "wire_named",
 ]

@@ -74,6 +74,8 @@ class MessagesWire(StatelessRequests):
     api = "messages"
     label = "Anthropic Messages"
     paths: tuple[str, ...] = ("/v1/messages",)
+    # Where harness serve counts a request's input tokens (render_count).
+    count_paths: tuple[str, ...] = ("/v1/messages/count_tokens",)
     items_field = "messages"
 
     def serves(self, path: str) -> bool:
@@ -281,8 +283,17 @@ class MessagesWire(StatelessRequests):
         return anthropic_serving.error_body(error)
 
     def render_count(self, tokens: int) -> dict[str, Any]:
-        """The answer of ``POST /v1/messages/count_tokens``."""
+        """The answer of ``POST /v1/messages/count_tokens`` (``count_paths``)."""
         return {"input_tokens": tokens}
+
+    def render_model(self, name: str) -> dict[str, Any]:
+        """``GET /v1/models/{id}``'s answer."""
+        return anthropic_serving.model_info(name)
+
+    def render_models(self, name: str) -> dict[str, Any]:
+        """``GET /v1/models``'s answer, listing the model ``name``."""
+        info = self.render_model(name)
+        return {"data": [info], "has_more": False, "first_id": name, "last_id": name}
 
 
 WIRE = MessagesWire()

@@ -327,3 +327,20 @@ def message_events(reply: ServedReply, body: dict[str, Any]) -> Iterator[str]:
     usage = {"output_tokens": _usage(reply)["output_tokens"]}
     yield _event("message_delta", delta=stopped, usage=usage)
     yield _event("message_stop")
+
+
+# What a served model says it takes: Claude Sonnet 4.5's.
+LIMITS = {"max_input_tokens": 200_000, "max_tokens": 64_000}
+
+
+def model_info(name: str) -> dict[str, Any]:
+    """``GET /v1/models/{id}``'s answer: every field the SDK's ModelInfo requires, the
+    release date unknown (the epoch, as the API says it then)."""
+    return {
+        "type": "model",
+        "id": name,
+        "display_name": name,
+        "created_at": "1970-01-01T00:00:00Z",
+        "lifecycle": "active",
+        **LIMITS,
+    }

@@ -370,6 +370,14 @@ class GeminiWire(StatelessRequests):
         """Google's ``{"error": {code, message, status}}``."""
         return gemini_serving.error_body(error)
 
+    def render_model(self, name: str) -> dict[str, Any]:
+        """``GET /v1beta/models/{id}``'s answer."""
+        return gemini_serving.model_info(name)
+
+    def render_models(self, name: str) -> dict[str, Any]:
+        """``GET /v1beta/models``'s answer, listing the model ``name``."""
+        return {"models": [self.render_model(name)]}
+
 
 WIRE = GeminiWire()
 

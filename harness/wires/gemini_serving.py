@@ -302,3 +302,25 @@ def read_error(status: int, payload: Any) -> WireError:
         if isinstance(detail, dict) and detail.get("domain") == _DOMAIN and detail.get("reason"):
             code = detail["reason"]
     return WireError(status, text, None if code is None else str(code))
+
+
+# What a served model says it takes: Gemini 2.5 Flash's.
+LIMITS = {"inputTokenLimit": 1_048_576, "outputTokenLimit": 65_536}
+
+
+def model_info(name: str) -> dict[str, Any]:
+    """``GET /v1beta/models/{id}``'s answer (google-genai reads the limits)."""
+    short = name.removeprefix("models/")
+    return {
+        "name": f"models/{short}",
+        "version": "001",
+        "displayName": short,
+        "description": "served by harness from a scenario's script",
+        **LIMITS,
+        "supportedGenerationMethods": ["generateContent", "countTokens"],
+        "temperature": 1.0,
+        "maxTemperature": 2.0,
+        "topP": 0.95,
+        "topK": 64,
+        "thinking": True,
+    }

@@ -390,6 +390,10 @@ class Wire(Protocol):
     paths: tuple[str, ...]  # the routes harness serve answers it on
     items_field: str  # the request field holding the conversation (hashed item by item)
     label: str  # the API as messages name it (Chat Completions)
+    # Optional: ``count_paths``, the routes where harness serve counts a request's input
+    # tokens, answered by ``render_count(tokens)`` (Anthropic's ``count_tokens``); and
+    # ``render_model(name)`` / ``render_models(name)``, ``GET .../models/{id}`` and
+    # ``GET .../models`` as the vendor's API answers them (else Chat Completions').
 
     def serves(self, path: str) -> bool:
         """Whether a request to ``path`` (any prefix) is a request of this API."""

@@ -241,6 +241,14 @@ class ChatWire(StatelessRequests):
         """OpenAI's ``{"error": {...}}``."""
         return openai_shared.error_body(error)
 
+    def render_model(self, name: str) -> dict[str, Any]:
+        """``GET /v1/models/{id}``'s answer."""
+        return openai_shared.model_info(name)
+
+    def render_models(self, name: str) -> dict[str, Any]:
+        """``GET /v1/models``'s answer, listing the model ``name``."""
+        return {"object": "list", "data": [self.render_model(name)]}
+
 
 WIRE = ChatWire()
 

@@ -99,3 +99,8 @@ def tool_offer(body: dict[str, Any]) -> ToolOffer:
         name = _function(choice).get("name")
         forced = name if isinstance(name, str) else None
     return ToolOffer(names, choice == "none", forced)
+
+
+def model_info(name: str) -> dict[str, Any]:
+    """``GET /v1/models/{id}``'s answer: any model a client names."""
+    return {"id": name, "object": "model", "created": 0, "owned_by": "harness"}
