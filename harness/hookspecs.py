@@ -118,8 +118,8 @@ def harness_register_wires(register: Callable[..., None]) -> None:
     freeze read its requests and answers with it. ``vendor`` (``harness.plugin.WireVendor``)
     says where the API lives for the recording proxy, which variables and header hold its
     key (masked in cassettes, replaced by a dummy in a target's environment). The four
-    built-in wires are registered by the built-in ``harness.modelwires``
-    (docs/plugins.md#a-model-api-from-a-plugin).
+    built-in wires are registered, each with its vendor (``harness.vendors``), by the
+    built-in ``harness.modelwires`` (docs/plugins.md#a-model-api-from-a-plugin).
     """
 
 
