@@ -14,7 +14,7 @@ from harness.llm.scripted import OUTAGE_MESSAGE
 from harness.modelwires import error_wire
 from harness.serve.bodies import BodyReader
 from harness.serve.state import Reply, ScriptState
-from harness.wires import ANTHROPIC_MESSAGES, OPENAI_CHAT, Wire
+from harness.wires import OPENAI_CHAT, Wire
 from harness.wires.neutral import WireError
 
 __all__ = [
@@ -151,9 +151,9 @@ async def check_reply(state: ScriptState, reply: Reply, wire: Wire | None = None
     if error == "timeout":
         await _time_out(state, failing.latency if failing is not None else 0.0)
     if error == "overloaded":
-        if wire is ANTHROPIC_MESSAGES:
-            raise ApiError(529, "Overloaded", headers=_SHORT_WAIT)
-        raise ApiError(503, _OVERLOADED, headers=_SHORT_WAIT)
+        # The API's own overloaded answer (Anthropic's 529), else a 503.
+        status, message = getattr(wire, "overloaded", None) or (503, _OVERLOADED)
+        raise ApiError(status, message, headers=_SHORT_WAIT)
     if error == "outage":
         raise ApiError(503, OUTAGE_MESSAGE, headers=_SHORT_WAIT)
     if error is not None:

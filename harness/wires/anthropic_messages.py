@@ -76,6 +76,8 @@ class MessagesWire(StatelessRequests):
     paths: tuple[str, ...] = ("/v1/messages",)
     # Where harness serve counts a request's input tokens (render_count).
     count_paths: tuple[str, ...] = ("/v1/messages/count_tokens",)
+    # How harness serve answers an `error: overloaded` step: the API's own 529.
+    overloaded = (529, "Overloaded")
     items_field = "messages"
 
     def serves(self, path: str) -> bool:

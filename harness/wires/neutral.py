@@ -393,7 +393,8 @@ class Wire(Protocol):
     # Optional: ``count_paths``, the routes where harness serve counts a request's input
     # tokens, answered by ``render_count(tokens)`` (Anthropic's ``count_tokens``); and
     # ``render_model(name)`` / ``render_models(name)``, ``GET .../models/{id}`` and
-    # ``GET .../models`` as the vendor's API answers them (else Chat Completions').
+    # ``GET .../models`` as the vendor's API answers them (else Chat Completions'); and
+    # ``overloaded``, the status and message of its API's overloaded answer (else 503).
 
     def serves(self, path: str) -> bool:
         """Whether a request to ``path`` (any prefix) is a request of this API."""
