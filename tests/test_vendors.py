@@ -250,3 +250,59 @@ def test_every_registered_vendors_key_is_masked_and_kept_from_a_target(fresh_plu
         for param in vendor.key_params:
             url = f"{vendor.base_url}/x?{param}=Qz7Wp3Xv9Rt2Ym8Kd4Hs6Jb1"
             assert "Qz7Wp3Xv9Rt2" not in Scrubber().text(url), (vendor.name, param)
+
+
+# -- one "no key" and one "key refused", each vendor's difference in its row ---------------
+
+
+@pytest.mark.parametrize(
+    ("vendor", "line"),
+    [
+        (
+            "OPENAI",
+            "recording needs OPENAI_API_KEY: it is not set, and api.openai.com refuses "
+            "requests without a key; nothing was recorded (set the key, or base_url / "
+            "OPENAI_BASE_URL for another endpoint)",
+        ),
+        (
+            "GEMINI",
+            "recording needs GEMINI_API_KEY (or GOOGLE_API_KEY): neither is set, and "
+            "generativelanguage.googleapis.com refuses requests without a key; nothing was "
+            "recorded (set the key, or base_url / GOOGLE_GEMINI_BASE_URL for another endpoint)",
+        ),
+    ],
+)
+def test_recording_without_a_key_is_refused_naming_the_vendors_key(fresh_plugins, vendor, line):
+    import harness.vendors
+    from harness.cassettes.session import no_key_refusal
+
+    row = getattr(harness.vendors, vendor)
+    assert no_key_refusal(row, row.host, None) == line
+    assert no_key_refusal(row, row.host, "a-key") is None
+    assert no_key_refusal(row, "127.0.0.1", None) is None  # a local server takes none
+
+
+def test_a_refused_key_is_told_by_the_vendors_statuses_and_reasons(fresh_plugins):
+    import json
+
+    from harness.cassettes.session import key_refused
+    from harness.vendors import ANTHROPIC, GEMINI, OPENAI
+
+    invalid = {
+        "error": {"message": "API key not valid.", "details": [{"reason": "API_KEY_INVALID"}]}
+    }
+    body = json.dumps(invalid).encode()
+    assert key_refused(GEMINI, 400, body) == (
+        "the API refused the key (HTTP 400: API key not valid.); nothing was recorded: "
+        "check GEMINI_API_KEY (or GOOGLE_API_KEY)"
+    )
+    # Only Gemini says so with a 400: another vendor's 400 is an error to record.
+    assert key_refused(OPENAI, 400, body) is None
+    assert key_refused(GEMINI, 400, b'{"error": {"message": "bad field"}}') is None
+    assert key_refused(OPENAI, 401, b'{"error": {"message": "Incorrect API key"}}') == (
+        "the API refused the key (HTTP 401: Incorrect API key); nothing was recorded: "
+        "check OPENAI_API_KEY (and OPENAI_ORG_ID / OPENAI_PROJECT_ID)"
+    )
+    assert key_refused(ANTHROPIC, 403, b"not json") == (
+        "the API refused the key (HTTP 403); nothing was recorded: check ANTHROPIC_API_KEY"
+    )
