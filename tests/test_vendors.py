@@ -110,10 +110,11 @@ def _comparisons(tree: ast.Module) -> list[tuple[int, str]]:
 
 def _own(relative: str, vendor: str) -> bool:
     """Whether a module is ``vendor``'s own: the table, or its wire or source module."""
+    # (Implementation modules may be _-private: wires/_gemini.py is Gemini's too.)
     folder, _, stem = relative.rpartition("/")
-    return relative == "vendors.py" or (
-        folder in ("wires", "providers") and stem.startswith(vendor)
-    )
+    if not folder:
+        return stem.lstrip("_") == "vendors.py"
+    return folder.lstrip("_") in ("wires", "providers") and stem.lstrip("_").startswith(vendor)
 
 
 def _branches(source: str, relative: str) -> list[str]:
