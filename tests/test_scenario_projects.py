@@ -176,3 +176,84 @@ def test_run_scenario_takes_plugins_for_one_run_only():
     assert seen == [1, 2]
     assert run_scenario(path).status == "passed"
     assert seen == [1, 2]  # not registered for later runs
+
+
+TARGET_KIND = '''
+import openai
+
+
+class Prefixed:
+    """Target kind `prefixed`: one request with the value before the input."""
+
+    def check(self, value, root):
+        pass
+
+    async def run(self, value, call):
+        async with openai.AsyncOpenAI(base_url=call.base_url, api_key="x", max_retries=0) as client:
+            reply = await client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": value + (call.input or "")}]
+            )
+        return reply.choices[0].message.content
+
+
+@hookimpl
+def harness_register_targets(register):
+    register("prefixed", Prefixed)
+'''
+
+COORDINATOR = """\
+name: coordinator
+input: hi
+tools:
+  helper: {agent: helper}
+  lookup: {parameters: {q: str}, returns: "found {{ args.q }}"}
+agents:
+  helper:
+    description: Helps with the project's own planner.
+    agent: {planner: planner_a}
+    tools:
+      note: {parameters: {text: str}, returns: noted}
+llm:
+  script:
+    - tool_calls: [{helper: {task: help}}, {lookup: {q: x}}]
+    - content: done
+expect: {termination: completed, final: {equals: done}}
+"""
+
+TARGET = """\
+name: target
+target: {prefixed: "Say: "}
+input: hello
+tools:
+  lookup: {parameters: {q: str}, returns: found}
+llm: {script: [{content: hello back}]}
+expect: {termination: completed, final: {equals: hello back}}
+"""
+
+
+def test_a_scenario_run_finds_its_projects_plugins_once(isolated, tmp_path, monkeypatch):
+    # One run, one plugin set: the runner finds it where the run starts and hands it to
+    # the agent, its tools, its sub-agents and the target, which do not look again.
+    a = make_project(tmp_path / "a", "plugin_of_project_a", "planner_a", "from a")
+    (a / "plugin_of_project_a.py").write_text(
+        PLANNER_PLUGIN.format(planner="planner_a", answer="from a") + TARGET_KIND
+    )
+    monkeypatch.chdir(tmp_path)
+    loaded = []
+    for name, text in (("coordinator", COORDINATOR), ("target", TARGET)):
+        path = a / "scenarios" / f"{name}.scenario.yaml"
+        path.write_text(text)
+        loaded.append(load_scenario(path))
+    asked = []
+    project = plugins.discovery.project
+
+    def counting(root):
+        asked.append(root)
+        return project(root)
+
+    monkeypatch.setattr(plugins.discovery, "project", counting)
+    for scenario_ in loaded:
+        asked.clear()
+        results = [run_scenario(scenario_), run_scenario(scenario_)]
+        assert [r.status for r in results] == ["passed", "passed"], results[0].expectations
+        assert len(asked) == 2, f"{scenario_.name}: the project asked for {len(asked)} times"

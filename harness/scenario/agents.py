@@ -14,7 +14,7 @@ from typing import Any
 from harness.agent import Agent
 from harness.llm.base import LLM
 from harness.llm.config import LLMConfig
-from harness.plugins import discover
+from harness.plugins import Plugins
 from harness.scenario.params import SpecError
 from harness.scenario.schema import Scenario, SubAgentSpec
 from harness.tools import Tool
@@ -64,10 +64,13 @@ class SubAgents:
     def __init__(
         self,
         scenario: Scenario,
+        plugins: Plugins,
         build_tools: ToolBuilder | None = None,
         llm_source: Callable[[str, LLMConfig], LLM] | None = None,
     ) -> None:
         self.scenario = scenario
+        # Sub-agents get the plugins of the scenario's project, as its agent does.
+        self.plugins = plugins
         self.build_tools = build_tools
         self.llm_source = llm_source
         self.built: dict[str, tuple[Agent, str]] = {}
@@ -81,8 +84,7 @@ class SubAgents:
             raise SpecError(("agent",), unknown_agent(name, sorted(agents)))
         if name in self.built:
             return self.built[name]
-        # Sub-agents get the plugins of the scenario's project, as its agent does.
-        plugins = discover(self.scenario.root)
+        plugins = self.plugins
         if self.llm_source is None or self.build_tools is None:
             return Agent([], [], plugins=plugins), spec.description or ""
         if name in self._building:  # the loader says where; a Scenario built in Python

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.actions import RunResult
-from harness.config import AgentConfig
 from harness.errors import HarnessError
 from harness.llm.config import RECORDED_PROVIDERS
 from harness.plugins import Plugins
+from harness.scenario._context import ScenarioRun
 from harness.scenario.issues import IssueSink
 from harness.scenario.requires import available, misspelt
 from harness.scenario.schema import Scenario, TargetSection
@@ -144,32 +144,30 @@ def _wire_vendors() -> list[str]:
     return [vendor.name for vendor in vendors()]
 
 
-def _served(
-    scenario: Scenario, sid: str, record_mode: str, disable_recording: bool
-) -> tuple[Any, Any]:
+def _served(run: ScenarioRun) -> tuple[Any, Any]:
     """The app serving the scenario's model, and the cassette app (None for a script)."""
+    scenario, sid, context = run.scenario, str(run.id), run.llm
     if scenario.llm.provider == "scripted":
-        from harness.llm.script import draw_material
         from harness.serve import DEFAULT_MAX_DELAY, create_app
 
         llm = scenario.llm
         # A held reply (a timeout) never outlasts the target's own time.
         held = min(DEFAULT_MAX_DELAY, scenario.target.timeout if scenario.target else 60.0)
         conversations = llm.served_conversations()
-        draws = draw_material(sid, *scenario.draw)
+        draws = context.draws
         return create_app(llm.scripted(), held, conversations=conversations, draws=draws), None
     from harness.cassettes.session import CassetteSession
     from harness.external import CassetteApp
     from harness.project import project_relative
 
-    path = scenario.cassette_path(scenario_id=sid, record_mode=record_mode)
+    path = scenario.cassette_path(scenario_id=sid, record_mode=context.record_mode)
     from harness.errors import LLMError
 
     try:
         session = CassetteSession(
             path,
             # Live (--disable-recording): every request goes through, nothing is written.
-            record_mode="rewrite" if disable_recording else record_mode,
+            record_mode="rewrite" if context.disable_recording else context.record_mode,
             match=scenario.llm.match,
             match_ignore=tuple(scenario.llm.match_ignore),
             scenario=sid,
@@ -182,19 +180,13 @@ def _served(
 
 
 async def arun_target(
-    scenario: Scenario,
-    plugins: Plugins,
-    sid: str,
-    record_mode: str = "none",
-    *,
-    disable_recording: bool = False,
-    config: AgentConfig | None = None,
-    tools: Any = None,
+    run: ScenarioRun, tools: Any = None
 ) -> tuple[RunResult, int | None, str | None]:
     """Run a target scenario: (the observed run, replies left unused, a refused recording);
     ``tools`` (a ``harness.mcp.ToolServer``) are served to it over MCP."""
     from harness.external import TargetSpec, run_target
 
+    scenario = run.scenario
     target = scenario.target
     assert target is not None
     ((kind, value),) = target.kinds().items()
@@ -203,20 +195,20 @@ async def arun_target(
     spec = TargetSpec(
         kind, value, target.timeout, target.on_stagnation, wire=wire, max_requests_per_call=cap
     )
-    app, cassette = _served(scenario, sid, record_mode, disable_recording)
+    app, cassette = _served(run)
     try:
         result = await run_target(
             spec,
             app,
             input=scenario.input,
-            plugins=plugins,
-            config=config or scenario.agent.to_config(),
+            plugins=run.own_plugins(),
+            config=run.agent,
             root=scenario.root,
             tools=tools,
             conversations=list(scenario.llm.conversations),
         )
     finally:
-        if cassette is not None and not disable_recording:
+        if cassette is not None and not run.llm.disable_recording:
             cassette.close()
     if cassette is not None:
         return result, cassette.session.remaining, cassette.refused

@@ -43,7 +43,7 @@ from harness.scenario.params import SpecError
 from harness.scenario.remote import Serve, remote_tool
 from harness.scenario.schema import Scenario, SubAgentSpec, TargetSection, scenario_name
 from harness.scenario.simuser import check_user
-from harness.scenario.stubs import build_tool
+from harness.scenario.stubs import ToolContext, build_tool
 from harness.scenario.yamlsource import Located, dotted, load_yaml
 from harness.tools import Tool
 
@@ -191,17 +191,17 @@ def _expand_dotted_expect(located: Located) -> None:
 
 def build_tools(
     scenario: Scenario,
-    located: Located | None = None,
     *,
+    plugins: Plugins | None = None,
     llm_source: Callable[[str, Any], Any] | None = None,
     agents: SubAgents | None = None,
     serve: Serve | None = None,
     mcp: MCPServers | None = None,
 ) -> dict[str, Tool]:
     """The scenario's tools (stubs, real ones, sub-agents, remote agents, MCP servers');
-    ScenarioError on problems.
+    ScenarioError on problems (at the lines of the YAML the scenario was loaded from).
 
-    ``located`` (default: the YAML the scenario was loaded from) gives errors their lines.
+    ``plugins``: the run's (default: those of the scenario's project).
     ``serve(path) -> URL`` serves the scenario files of ``remote: {scenario: FILE}`` tools
     (harness.scenario.serving's; without it, calling one is an error).
     ``mcp`` holds the run's MCP servers, their tools listed (``harness.scenario.mcp_tools``);
@@ -210,21 +210,12 @@ def build_tools(
     provider's factory, with no run context); pass ``agents`` to see the sub-agents built.
     """
     issues: list[Issue] = []
-    located = located or scenario.source
-    plugins = discover(scenario.root)
+    plugins = plugins if plugins is not None else discover(scenario.root)
+    agents = agents if agents is not None else SubAgents(scenario, plugins)
+    builder = _ToolBuilder(scenario, scenario.source, plugins, agents, serve=serve, mcp=mcp)
 
     def build(name: str, spec: SubAgentSpec, agents: SubAgents) -> dict[str, Tool]:
-        tools = _build_tools(
-            scenario,
-            located,
-            plugins,
-            issues,
-            at=("agents", name),
-            specs=spec.tools,
-            agents=agents,
-            serve=serve,
-            mcp=mcp,
-        )
+        tools = builder.build(issues, at=("agents", name), specs=spec.tools)
         if issues:
             raise ScenarioError(issues)
         return tools
@@ -232,36 +223,74 @@ def build_tools(
     def default_source(name: str, config: Any) -> Any:
         return plugins.llm_factory(config.provider)(config)
 
-    if agents is None:
-        agents = SubAgents(scenario)
     agents.build_tools = build
     agents.llm_source = llm_source or default_source
-    tools = _build_tools(scenario, located, plugins, issues, agents=agents, serve=serve, mcp=mcp)
+    tools = builder.build(issues)
     if issues:
         raise ScenarioError(issues)
     return tools
 
 
-def _build_tools(
-    scenario: Scenario,
-    located: Located | None,
-    plugins: Plugins,
-    issues: list[Issue],
-    *,
-    at: tuple[str | int, ...] = (),
-    specs: dict[str, Any] | None = None,
-    agents: SubAgents | None = None,
-    serve: Serve | None = None,
-    mcp: MCPServers | None = None,
-) -> dict[str, Tool]:
-    file = located.file if located else "<scenario>"
-    # Render-time errors end up in results: they name the file as scenario ids do
-    # (relative to the project root), so results do not depend on where a run started.
-    run_file = scenario.id_path or file
-    root = scenario.root
-    seed = scenario.seed if scenario.seed is not None else scenario.display_name
+class _ToolBuilder:
+    """Builds the tools of one scenario, its own and its sub-agents', each problem added
+    to the issues given (with its line in ``located``, when there is one)."""
 
-    def where_for(name: str) -> Any:
+    def __init__(
+        self,
+        scenario: Scenario,
+        located: Located | None,
+        plugins: Plugins,
+        agents: SubAgents | None = None,
+        *,
+        serve: Serve | None = None,
+        mcp: MCPServers | None = None,
+    ) -> None:
+        self.scenario = scenario
+        self.located = located
+        self.serve = serve
+        self.mcp = mcp
+        self.context = ToolContext(
+            seed=scenario.seed if scenario.seed is not None else scenario.display_name,
+            root=scenario.root,
+            registered=plugins.tool,
+            agents=agents or SubAgents(scenario, plugins),
+            case=scenario.case_values,
+        )
+
+    def build(
+        self,
+        issues: list[Issue],
+        at: tuple[str | int, ...] = (),
+        specs: dict[str, Any] | None = None,
+    ) -> dict[str, Tool]:
+        """The tools of ``specs`` (default: the scenario's ``tools:``), found ``at``."""
+        scenario, located = self.scenario, self.located
+        file = located.file if located else "<scenario>"
+        tools: dict[str, Tool] = {}
+        for name, spec in (scenario.tools if specs is None else specs).items():
+            try:
+                if spec.mcp is not None:
+                    add_mcp_tools(tools, name, self.mcp, at, specs or scenario.tools)
+                    continue
+                if spec.remote is not None:
+                    tools[name] = remote_tool(name, spec, scenario, self.serve)
+                    continue
+                tools[name] = build_tool(name, spec, self._where(at, name), self.context)
+            except SpecError as exc:
+                path = (*at, "tools", name, *exc.field)
+                shown = located.file_of(path) if located else file
+                line = _line(located, path, exc.line_in_text)
+                issues.append((shown, line, dotted(path), exc.message))
+        return tools
+
+    def _where(self, at: tuple[str | int, ...], name: str) -> Callable[..., str]:
+        """Where a field of tool ``name`` is, as a render-time error says it."""
+        located = self.located
+        file = located.file if located else "<scenario>"
+        # Render-time errors end up in results: they name the file as scenario ids do
+        # (relative to the project root), so results do not depend on where a run started.
+        run_file = self.scenario.id_path or file
+
         def where(field: tuple[Any, ...], line_in_text: int | None = None) -> str:
             path = (*at, "tools", name, *field)
             line = _line(located, path, line_in_text)
@@ -271,33 +300,6 @@ def _build_tools(
             return ScenarioError.format_issue(shown, line, dotted(path), "").rstrip(": ")
 
         return where
-
-    tools: dict[str, Tool] = {}
-    agents = agents or SubAgents(scenario)
-    for name, spec in (scenario.tools if specs is None else specs).items():
-        try:
-            if spec.mcp is not None:
-                add_mcp_tools(tools, name, mcp, at, specs or scenario.tools)
-                continue
-            if spec.remote is not None:
-                tools[name] = remote_tool(name, spec, scenario, serve)
-                continue
-            tools[name] = build_tool(
-                name,
-                spec,
-                seed=seed,
-                root=root,
-                registered=plugins.tool,
-                where=where_for(name),
-                agents=agents,
-                case=scenario.case_values,
-            )
-        except SpecError as exc:
-            path = (*at, "tools", name, *exc.field)
-            shown = located.file_of(path) if located else file
-            line = _line(located, path, exc.line_in_text)
-            issues.append((shown, line, dotted(path), exc.message))
-    return tools
 
 
 def _line(
@@ -382,7 +384,8 @@ def _check(scenario: Scenario, located: Located) -> list[Issue]:
 
     # Built to check them (templates, types, use: targets); each run builds its own, since
     # stubs count their calls.
-    _build_tools(scenario, located, plugins, issues)
+    tools = _ToolBuilder(scenario, located, plugins)
+    tools.build(issues)
     _check_served(scenario, issue)
 
     if scenario.target is not None:
@@ -390,7 +393,7 @@ def _check(scenario: Scenario, located: Located) -> list[Issue]:
     _check_script(scenario, issue)
     for name, spec in scenario.agents.items():
         _check_agent(spec, plugins, issue, at=("agents", name))
-        _build_tools(scenario, located, plugins, issues, at=("agents", name), specs=spec.tools)
+        tools.build(issues, at=("agents", name), specs=spec.tools)
         _check_script(spec, issue, at=("agents", name))
     for path, message in agent_cycles(scenario):
         issue(path, message)

@@ -87,11 +87,10 @@ def recording_path(scenario: Scenario) -> Path:
     return cassette.with_suffix(".mcp.yaml")
 
 
-def mcp_servers(
-    scenario: Scenario, record_mode: str, disable_recording: bool = False
-) -> MCPServers | None:
+def mcp_servers(scenario: Scenario, context: LLMContext) -> MCPServers | None:
     """The run's MCP servers (the ``tools:`` entries with ``mcp:``, its own and its
-    sub-agents'), None when it has none."""
+    sub-agents'), None when it has none; ``context``: the run's, whose record mode and
+    ``disable_recording`` (its model's) its servers' recording follows."""
     from harness.mcp.client import MCPServerConfig, MCPServers
     from harness.mcp.recording import MCPRecording
 
@@ -115,6 +114,7 @@ def mcp_servers(
     if not configs:
         return None
     path = recording_path(scenario)
+    record_mode, disable_recording = context.record_mode, context.disable_recording
     fresh = record_mode in ("all", "rewrite") and not disable_recording
     recording = MCPRecording(path, project_relative(path, scenario.root), fresh=fresh)
     # A scripted model records nothing: with no recording of its servers either, a

@@ -4,27 +4,26 @@ it, check its expectations."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.actions import RunResult
 from harness.agent import Agent
 from harness.checks import CheckContext
-from harness.config import AgentConfig
 from harness.errors import HarnessError, RecordingRefused, ScenarioSkipped
 from harness.llm.base import LLM, close_llm
 from harness.llm.config import RECORD_MODES
-from harness.llm.script import draw_material
-from harness.plugins import Plugins, discover
-from harness.results import ExpectationResult, ScenarioId, ScenarioResult, Status, TurnResult
+from harness.results import ExpectationResult, ScenarioResult, Status, TurnResult
+from harness.scenario._context import ScenarioRun, scenario_id
 from harness.scenario.agents import SubAgents
 from harness.scenario.expectations import RequestCapture, evaluate
 from harness.scenario.external import arun_target
 from harness.scenario.judging import build_judge
-from harness.scenario.loader import build_tools, load_scenario, starting_conversation, with_prices
+from harness.scenario.loader import build_tools, load_scenario, starting_conversation
 from harness.scenario.mcp_tools import ServerDown, mcp_servers, served_tools
 from harness.scenario.schema import Scenario
-from harness.scenario.serving import llm_source, scenario_agent, scenario_id
+from harness.scenario.serving import llm_source, scenario_agent
 from harness.scenario.turns import run_turns, turn_capture
 from harness.scenario.unreached import unreached
 from harness.scenario.user_model import UserSide, user_source
@@ -68,119 +67,84 @@ async def arun_scenario(
     #stochastic-steps); by default, the scenario's own (``Scenario.for_run``).
     """
     scenario = _runnable(scenario, record_mode, run, seed)
-    sid = scenario_id(scenario)
     if scenario.skip_reason is not None:
+        sid = scenario_id(scenario)
         raise ScenarioSkipped(f"{sid}: skipped: {scenario.skip_reason}", scenario.skip_reason)
-    # The plugins of the scenario's own project, wherever the run started.
-    project = discover(scenario.root)
     # Only a scenario that asks what was sent observes the requests.
     wanted = {r.call for r in (scenario.expect.requests or [])} if scenario.expect else set()
     if scenario.turns is not None:
         capture: RequestCapture | None = turn_capture(scenario)
     else:
         capture = RequestCapture(wanted) if wanted else None
-    extra = [*plugins, *([capture] if capture else [])]
-    agent_config = with_prices(scenario.agent.to_config(), scenario)
-    if scenario.target is not None:
-        # Reports show who ran the loop: the target's kind, not a planner of harness's.
-        (kind,) = scenario.target.kinds()
-        agent_config = agent_config.model_copy(update={"planner": f"target:{kind}"})
-        result, remaining, refused = await arun_target(
-            scenario,
-            project.with_extra(extra),
-            str(sid),
-            record_mode,
-            disable_recording=disable_recording,
-            config=agent_config,
-            tools=served_tools(scenario, build_tools(scenario)) if scenario.tools else None,
-        )
-        if refused:
-            # Not a result: a recording that cannot go on, with nothing written.
-            raise RecordingRefused(f"{sid}: {refused}")
-        check = CheckContext.of(
-            result,
-            requests=capture.seen if capture else {},
-            remaining_replies=remaining,
-            scenario=scenario,
-        )
-        expectations = await evaluate(scenario.expect, check, project.registry("expectations"))
-        bypassed = unreached(result, remaining, scenario)
-        return _result(
-            scenario, sid, result, [*expectations, *filter(None, [bypassed])], agent_config
-        )
-    return await _run_own_loop(
-        scenario, sid, project, extra, capture, record_mode, disable_recording, agent_config
+    this = ScenarioRun.of(
+        scenario,
+        record_mode=record_mode,
+        disable_recording=disable_recording,
+        capture=capture,
+        extra=plugins,
     )
+    if scenario.target is not None:
+        return await _run_target(this)
+    return await _run_own_loop(this)
 
 
-async def _run_own_loop(
-    scenario: Scenario,
-    sid: ScenarioId,
-    project: Plugins,
-    plugins: list[Any],
-    capture: RequestCapture | None,
-    record_mode: str,
-    disable_recording: bool,
-    agent_config: AgentConfig,
-) -> ScenarioResult:
+async def _run_target(run: ScenarioRun) -> ScenarioResult:
+    """The scenario's target run, observed, its expectations checked."""
+    scenario, capture = run.scenario, run.capture
+    assert scenario.target is not None
+    # Reports show who ran the loop: the target's kind, not a planner of harness's.
+    (kind,) = scenario.target.kinds()
+    run = replace(run, agent=run.agent.model_copy(update={"planner": f"target:{kind}"}))
+    tools = build_tools(scenario, plugins=run.plugins) if scenario.tools else None
+    result, remaining, refused = await arun_target(
+        run, tools=served_tools(scenario, tools) if tools is not None else None
+    )
+    if refused:
+        # Not a result: a recording that cannot go on, with nothing written.
+        raise RecordingRefused(f"{run.id}: {refused}")
+    check = CheckContext.of(
+        result,
+        requests=capture.seen if capture else {},
+        remaining_replies=remaining,
+        scenario=scenario,
+    )
+    expectations = await evaluate(scenario.expect, check, run.plugins.registry("expectations"))
+    bypassed = unreached(result, remaining, scenario)
+    return _result(run, result, [*expectations, *filter(None, [bypassed])])
+
+
+async def _run_own_loop(run: ScenarioRun) -> ScenarioResult:
     """The scenario run by harness's own loop, its judges asked, its expectations checked."""
-    servers = mcp_servers(scenario, record_mode, disable_recording)
+    servers = mcp_servers(run.scenario, run.llm)
     try:
         # Before the agent: its tools are the servers' (listed now, or replayed).
         down = await servers.start() if servers is not None else None
-        return await _run_agent(
-            scenario,
-            sid,
-            project,
-            [*plugins, *([ServerDown(down)] if down else [])],
-            capture,
-            record_mode,
-            disable_recording,
-            agent_config,
-            servers,
-        )
+        if down:
+            run = replace(run, extra=(*run.extra, ServerDown(down)))
+        return await _run_agent(run, servers)
     finally:
         if servers is not None:
             await servers.aclose()
 
 
-async def _run_agent(
-    scenario: Scenario,
-    sid: ScenarioId,
-    project: Plugins,
-    plugins: list[Any],
-    capture: RequestCapture | None,
-    record_mode: str,
-    disable_recording: bool,
-    agent_config: AgentConfig,
-    servers: MCPServers | None,
-) -> ScenarioResult:
+async def _run_agent(run: ScenarioRun, servers: MCPServers | None) -> ScenarioResult:
     """``_run_own_loop`` with the run's MCP servers started."""
-    llm = llm_source(scenario, project, record_mode, disable_recording)
-    draws = draw_material(str(sid), *scenario.draw)
-    judge = build_judge(scenario, llm, draws + "\x00judge")
-    user = user_source(scenario, llm, project, record_mode, disable_recording, draws + "\x00user")
+    scenario, capture = run.scenario, run.capture
+    llm = llm_source(run)
+    judge = build_judge(scenario, llm, run.llm.draws + "\x00judge")
+    user = user_source(run, llm)
     # The agent's source stays open across the turns and until the judges have asked
     # when they share it (their requests go into the same cassette).
     held = judge is not None or (user is not None and user.source is llm)
     # The sub-agents its tools expose, built once for this run; their LLM sources stay
     # open across their calls and are closed when the run ends.
-    sub_agents = SubAgents(scenario)
+    sub_agents = SubAgents(scenario, run.plugins)
     # Fresh for every run: stubs count their calls (`errors`, `results` by on_call).
-    agent = scenario_agent(
-        scenario,
-        plugins=plugins,
-        record_mode=record_mode,
-        disable_recording=disable_recording,
-        agents=sub_agents,
-        llm=_HeldOpen(llm) if held else llm,
-        config=agent_config,
-        mcp=servers,
-    )
+    agent = scenario_agent(run, agents=sub_agents, llm=_HeldOpen(llm) if held else llm, mcp=servers)
     # Agent.arun closes the LLM source (a recording is saved) when the run ends; with
     # judges, that waits until they have asked (below).
     try:
-        result, turns, per_turn = await _run(scenario, agent, llm, project, capture, sid, user)
+        result, turns, per_turn = await _run(run, agent, llm, user)
         check = CheckContext.of(
             result,
             requests=capture.seen if capture else {},
@@ -189,7 +153,8 @@ async def _run_agent(
             judge=judge,
             turns=turns,
         )
-        expectations = await evaluate(scenario.expect, check, project.registry("expectations"))
+        registry = run.plugins.registry("expectations")
+        expectations = await evaluate(scenario.expect, check, registry)
         expectations += per_turn
     finally:
         for kept in sub_agents.llms:
@@ -202,18 +167,17 @@ async def _run_agent(
     side = {**(judge.cost() if judge else {}), **(user.cost() if user else {})}
     if side:
         result = result.model_copy(update={"usage": {**result.usage, **side}})
-    return _result(scenario, sid, result, expectations, agent_config, turns)
+    return _result(run, result, expectations, turns)
 
 
 def _result(
-    scenario: Scenario,
-    sid: ScenarioId,
+    run: ScenarioRun,
     result: RunResult,
     expectations: list[ExpectationResult],
-    agent_config: AgentConfig,
     turns: list[TurnResult] | None = None,
 ) -> ScenarioResult:
     """The scenario's entry of results.json."""
+    scenario, sid = run.scenario, run.id
     turns = turns or []
     status = _status(result, expectations)
     if status == "passed" and any(t.status == "error" for t in turns):
@@ -227,7 +191,7 @@ def _result(
         status=status,
         description=scenario.description,
         tags=list(scenario.tags),
-        agent=agent_config,
+        agent=run.agent,
         matrix=scenario.combination,
         case=scenario.case_id,
         turns=turns,
@@ -265,20 +229,15 @@ def _runnable(
 
 
 async def _run(
-    scenario: Scenario,
-    agent: Agent,
-    llm: LLM,
-    project: Plugins,
-    capture: Any,
-    sid: ScenarioId,
-    user: UserSide | None = None,
+    run: ScenarioRun, agent: Agent, llm: LLM, user: UserSide | None = None
 ) -> tuple[RunResult, list[TurnResult], list[ExpectationResult]]:
     """The run (every turn of a ``turns:`` scenario, ``user``: what a simulated user
     asks), its turns and their expectations."""
+    scenario, sid = run.scenario, run.id
     try:
         if scenario.turns is not None:
             start = starting_conversation(scenario)
-            return await run_turns(scenario, agent, llm, project, capture, start, user)
+            return await run_turns(run, agent, llm, start, user)
         # Agent.arun closes the LLM source (a recording is saved) when the run ends.
         result = await agent.arun(scenario.input, starting_conversation(scenario))
     except RecordingRefused as exc:

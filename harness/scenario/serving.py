@@ -12,21 +12,18 @@ from __future__ import annotations
 import atexit
 import contextlib
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from harness.agent import Agent
-from harness.config import AgentConfig
 from harness.errors import HarnessError
 from harness.llm.base import LLM
-from harness.llm.config import LLMConfig, LLMContext
-from harness.llm.script import draw_material
-from harness.plugins import Plugins, discover
-from harness.results import ScenarioId, combination_label
+from harness.llm.config import LLMConfig
+from harness.scenario._context import ScenarioRun, scenario_id
 from harness.scenario.agents import KeptOpen, SubAgents
 from harness.scenario.cases import one_scenario
-from harness.scenario.guards import with_prices
 from harness.scenario.loader import build_tools, load_scenario
 from harness.scenario.mcp_tools import entry_path, mcp_entries
 from harness.scenario.schema import Scenario
@@ -44,40 +41,13 @@ __all__ = [
 ]
 
 
-def scenario_id(scenario: Scenario) -> ScenarioId:
-    """The scenario's id: its file relative to the project root, and its name (with its
-    case and matrix combination: ``name[paris][model=a,planner=b]``)."""
-    name = scenario.display_name
-    if scenario.case_id is not None:
-        name = f"{name}[{scenario.case_id}]"
-    if scenario.combination is not None:
-        name = f"{name}[{combination_label(scenario.combination)}]"
-    return ScenarioId(scenario.id_path or "<python>", name)
-
-
-def llm_source(
-    scenario: Scenario,
-    plugins: Plugins,
-    record_mode: str = "none",
-    disable_recording: bool = False,
-    config: LLMConfig | None = None,
-    part: str = "",
-) -> LLM:
-    """The scenario's LLM source (or a sub-agent's, ``config``, named ``part``: its
-    stochastic steps are drawn apart from the agent's), told which scenario and record
-    mode it serves."""
-    config = config or scenario.llm
-    sid = str(scenario_id(scenario))
-    context = LLMContext(
-        scenario_id=sid,
-        scenario_file=scenario.path,
-        project_root=scenario.root,
-        record_mode=record_mode,
-        disable_recording=disable_recording,
-        variant=scenario.variant,
-        draws=draw_material(sid, *scenario.draw) + (f"\x00{part}" if part else ""),
-    )
-    source = plugins.llm_factory(config.provider)(config.with_context(context))
+def llm_source(run: ScenarioRun, config: LLMConfig | None = None, part: str = "") -> LLM:
+    """The run's LLM source (or a sub-agent's, ``config``, named ``part``: its
+    stochastic steps are drawn apart from the agent's), told which scenario it serves
+    and how it records (``run.llm``)."""
+    config = config or run.scenario.llm
+    context = replace(run.llm, draws=f"{run.llm.draws}\x00{part}") if part else run.llm
+    source = run.plugins.llm_factory(config.provider)(config.with_context(context))
     if config.faults and config.provider != "scripted":
         from harness.llm.faults import FaultyLLM
 
@@ -88,24 +58,22 @@ def llm_source(
 
 
 def scenario_agent(
-    scenario: Scenario,
+    run: ScenarioRun | Scenario,
     *,
-    plugins: Sequence[Any] = (),
-    record_mode: str = "none",
-    disable_recording: bool = False,
     agents: SubAgents | None = None,
     llm: LLM | None = None,
-    config: AgentConfig | None = None,
     mcp: MCPServers | None = None,
 ) -> Agent:
-    """A fresh Agent for the scenario: its own LLM source and tools (stubs count calls).
+    """A fresh Agent for the run (a Scenario: a run of its own, recording nothing): its
+    own LLM source and tools (stubs count calls), the run's plugins.
 
     ``agents`` keeps the sub-agents built for its ``{agent: NAME}`` tools (each with an
     LLM source left open across its calls: the caller closes ``agents.llms``). ``llm``
-    is the agent's LLM source when the caller made it (default: a new one); ``config``
-    its settings (default: the scenario's, with its prices). ``mcp``: the run's MCP
-    servers, started (``harness.scenario.mcp_tools.mcp_servers``), for ``mcp:`` tools.
+    is the agent's LLM source when the caller made it (default: a new one). ``mcp``:
+    the run's MCP servers, started (``harness.scenario.mcp_tools.mcp_servers``), for
+    ``mcp:`` tools.
     """
+    scenario = run.scenario if isinstance(run, ScenarioRun) else run
     entries = mcp_entries(scenario) if mcp is None else []
     if entries:
         raise HarnessError(
@@ -113,33 +81,28 @@ def scenario_agent(
             "a run of harness run (or harness.run_scenario), not for a served agent "
             f"({entry_path(entries[0][0])})"
         )
-    project = discover(scenario.root)
+    this = run if isinstance(run, ScenarioRun) else ScenarioRun.of(scenario)
     if llm is None:
-        llm = llm_source(scenario, project, record_mode, disable_recording)
+        llm = llm_source(this)
 
     def sub_llm(name: str, config: LLMConfig) -> KeptOpen:
-        return KeptOpen(
-            llm_source(scenario, project, record_mode, disable_recording, config, f"agent {name}")
-        )
+        return KeptOpen(llm_source(this, config, f"agent {name}"))
 
-    agents = agents if agents is not None else SubAgents(scenario)
-    tools = build_tools(scenario, serve=served_url, llm_source=sub_llm, agents=agents, mcp=mcp)
-    return Agent(
-        llm,
-        list(tools.values()),
-        config=config or with_prices(scenario.agent.to_config(), scenario),
-        plugins=project.with_extra(plugins),
+    agents = agents if agents is not None else SubAgents(scenario, this.plugins)
+    tools = build_tools(
+        scenario, plugins=this.plugins, serve=served_url, llm_source=sub_llm, agents=agents, mcp=mcp
     )
+    return Agent(llm, list(tools.values()), config=this.agent, plugins=this.own_plugins())
 
 
 def agent_factory(scenario: str | Path | Scenario) -> Callable[[], Agent]:
     """A function that makes a fresh Agent for the scenario each time it is called."""
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
-    loaded = one_scenario(scenario, "an A2A agent")
+    run = ScenarioRun.of(one_scenario(scenario, "an A2A agent"))
 
     def make() -> Agent:
-        return scenario_agent(loaded)
+        return scenario_agent(run)
 
     return make
 

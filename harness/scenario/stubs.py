@@ -13,6 +13,7 @@ import asyncio
 import copy
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,7 @@ from harness.scenario.templates import (
 from harness.scenario.tool_schema import ToolSpec
 from harness.tools import Tool, ToolFault, ToolResult
 
-__all__ = ["build_tool", "described"]
+__all__ = ["ToolContext", "build_tool", "described"]
 
 
 # -- the stub itself -------------------------------------------------------------------------
@@ -295,33 +296,30 @@ def _built_in(name: str, spec: ToolSpec, agents: Callable[[str], Any] | None) ->
         raise SpecError(("code", "sandbox"), str(exc)) from None
 
 
-def build_tool(
-    name: str,
-    spec: ToolSpec,
-    *,
-    seed: int | str,
-    root: Path,
-    registered: Callable[[str], Tool],
-    where: Callable[..., str],
-    agents: Callable[[str], Any] | None = None,
-    case: dict[str, Any] | None = None,
-) -> Tool:
+@dataclass(frozen=True)
+class ToolContext:
+    """What every tool of one scenario is built with."""
+
+    # What its stubs' faker is seeded with (the scenario's seed, else its name).
+    seed: int | str
+    # The project root a ``use:`` tool imports from.
+    root: Path
+    # The tool a plugin registered under a name (``use: NAME``).
+    registered: Callable[[str], Tool]
+    # The Agent and description of a name of the scenario's ``agents:`` section
+    # (SpecError for an unknown one).
+    agents: Callable[[str], Any] | None = None
+    # The keys of the case the scenario is (its stubs' templates read them).
+    case: dict[str, Any] | None = None
+
+
+def build_tool(name: str, spec: ToolSpec, where: Callable[..., str], context: ToolContext) -> Tool:
     """The Tool for one ``tools:`` entry; SpecError for anything that cannot work.
 
-    ``agents`` gives the Agent and description of a name of the scenario's ``agents:``
-    section (SpecError for an unknown one). ``ends_run: true`` makes it an output tool.
-    ``case``: the keys of the case the scenario is (its stubs' templates read them).
+    ``where`` says where a field of the entry is (for render-time errors). ``ends_run:
+    true`` makes it an output tool.
     """
-    tool = _build(
-        name,
-        spec,
-        seed=seed,
-        root=root,
-        registered=registered,
-        where=where,
-        agents=agents,
-        case=case,
-    )
+    tool = _build(name, spec, where, context)
     if spec.ends_run:
         # A copy: a registered or imported tool is shared, and only here it ends runs.
         tool = copy.copy(tool)
@@ -329,27 +327,13 @@ def build_tool(
     return tool
 
 
-def _build(
-    name: str,
-    spec: ToolSpec,
-    *,
-    seed: int | str,
-    root: Path,
-    registered: Callable[[str], Tool],
-    where: Callable[..., str],
-    agents: Callable[[str], Any] | None = None,
-    case: dict[str, Any] | None = None,
-) -> Tool:
-    """The Tool for one ``tools:`` entry, before ``ends_run``.
-
-    ``agents`` gives the Agent and description of a name of the scenario's ``agents:``
-    section (SpecError for an unknown one).
-    """
+def _build(name: str, spec: ToolSpec, where: Callable[..., str], context: ToolContext) -> Tool:
+    """The Tool for one ``tools:`` entry, before ``ends_run``."""
     if spec.use is not None or spec.agent is not None or spec.code is not None:
         if spec.use is not None:
-            real = real_tool(spec.use, root, registered)
+            real = real_tool(spec.use, context.root, context.registered)
         else:
-            real = _built_in(name, spec, agents)
+            real = _built_in(name, spec, context.agents)
         faulty = bool(spec.latency or spec.errors or spec.timeout or _result_injections(spec))
         plain = spec.description is None and not spec.injections
         if real.name == name and plain and not spec.strict and not faulty:
@@ -365,7 +349,7 @@ def _build(
             strict=spec.strict or real.strict,
         )
 
-    stub = _Stub(name, spec, seed, where, case)
+    stub = _Stub(name, spec, context.seed, where, context.case)
     description = described(spec, spec.description or "")
     if spec.schema_ is not None:
         try:

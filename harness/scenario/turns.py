@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.actions import FinalData, RunResult, Termination
 from harness.agent import Agent
@@ -33,11 +33,13 @@ from harness.events import (
 )
 from harness.hookspecs import hookimpl
 from harness.messages import Conversation
-from harness.plugins import Plugins
 from harness.results import ExpectationResult, TurnResult
 from harness.scenario.expectations import RequestCapture, evaluate
 from harness.scenario.schema import Scenario
 from harness.users import UserContext
+
+if TYPE_CHECKING:
+    from harness.scenario._context import ScenarioRun
 
 __all__ = ["TurnCapture", "run_turns"]
 
@@ -85,16 +87,17 @@ def turn_capture(scenario: Scenario) -> TurnCapture | None:
 
 
 async def run_turns(
-    scenario: Scenario,
+    run: ScenarioRun,
     agent: Agent,
     llm: Any,
-    project: Plugins,
-    capture: TurnCapture | None,
     start: Conversation | None,
     user_llm: Any = None,
 ) -> tuple[RunResult, list[TurnResult], list[ExpectationResult]]:
     """Run every turn; the whole run, the turns, and the turns' checked expectations
     (paths ``turns.K.key``). ``user_llm``: what an LLM-driven user asks."""
+    scenario, project = run.scenario, run.plugins
+    # A turns scenario's capture is a TurnCapture (turn_capture), or there is none.
+    capture = run.capture if isinstance(run.capture, TurnCapture) else None
     turns = scenario.turns or []
     context = UserContext(
         turns=[t.user for t in turns],

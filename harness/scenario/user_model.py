@@ -15,8 +15,7 @@ from harness.llm.base import LLMRequest, LLMResponse
 from harness.llm.config import ConversationRule, LLMConfig
 from harness.llm.scripted import ScriptedLLM
 from harness.messages import Conversation
-from harness.plugins import Plugins
-from harness.scenario.schema import Scenario
+from harness.scenario._context import ScenarioRun
 from harness.scenario.serving import llm_source
 from harness.scenario.simuser import scripted_rule, user_provider
 
@@ -71,16 +70,10 @@ class UserSide:
         return cost
 
 
-def user_source(
-    scenario: Scenario,
-    agent_llm: Any,
-    plugins: Plugins,
-    record_mode: str,
-    disable_recording: bool,
-    draws: str,
-) -> UserSide | None:
+def user_source(run: ScenarioRun, agent_llm: Any) -> UserSide | None:
     """The source the simulated user asks (None for a user that asks no model): the
     agent's own when it can (the same provider, endpoint and cassette session)."""
+    scenario = run.scenario
     user = scenario.user
     if user.kind != "llm":
         return None
@@ -89,7 +82,7 @@ def user_source(
         rule = scripted_rule(scenario)
         if rule is None:  # said when the file loaded; a scenario built in Python
             raise HarnessError("no llm.conversations rule scripts the simulated user")
-        return UserSide(ScriptedUserModel(rule, draws))
+        return UserSide(ScriptedUserModel(rule, run.llm.draws + "\x00user"))
     same_endpoint = user.base_url in (None, scenario.llm.base_url)
     if provider == scenario.llm.provider and same_endpoint and hasattr(agent_llm, "converse"):
         return UserSide(agent_llm)
@@ -99,4 +92,4 @@ def user_source(
         base_url=user.base_url,
         cassette=scenario.llm.cassette,
     )
-    return UserSide(llm_source(scenario, plugins, record_mode, disable_recording, config))
+    return UserSide(llm_source(run, config))
