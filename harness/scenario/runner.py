@@ -85,7 +85,18 @@ async def arun_scenario(
     )
     if scenario.target is not None:
         return await _run_target(this)
-    return await _run_own_loop(this)
+    # The own loop's MCP servers start before its agent, whose tools are theirs (listed
+    # now, or replayed). Here, not in a function of its own: a plugin's error in the run
+    # shows a traceback as short as it can be.
+    servers = mcp_servers(scenario, this.llm)
+    try:
+        down = await servers.start() if servers is not None else None
+        if down:
+            this = replace(this, extra=(*this.extra, ServerDown(down)))
+        return await _run_agent(this, servers)
+    finally:
+        if servers is not None:
+            await servers.aclose()
 
 
 async def _run_target(run: ScenarioRun) -> ScenarioResult:
@@ -113,22 +124,9 @@ async def _run_target(run: ScenarioRun) -> ScenarioResult:
     return _result(run, result, [*expectations, *filter(None, [bypassed])])
 
 
-async def _run_own_loop(run: ScenarioRun) -> ScenarioResult:
-    """The scenario run by harness's own loop, its judges asked, its expectations checked."""
-    servers = mcp_servers(run.scenario, run.llm)
-    try:
-        # Before the agent: its tools are the servers' (listed now, or replayed).
-        down = await servers.start() if servers is not None else None
-        if down:
-            run = replace(run, extra=(*run.extra, ServerDown(down)))
-        return await _run_agent(run, servers)
-    finally:
-        if servers is not None:
-            await servers.aclose()
-
-
 async def _run_agent(run: ScenarioRun, servers: MCPServers | None) -> ScenarioResult:
-    """``_run_own_loop`` with the run's MCP servers started."""
+    """The scenario run by harness's own loop (its MCP servers started), its judges
+    asked, its expectations checked."""
     scenario, capture = run.scenario, run.capture
     llm = llm_source(run)
     judge = build_judge(scenario, llm, run.llm.draws + "\x00judge")
