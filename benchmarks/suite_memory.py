@@ -225,21 +225,22 @@ def time_reading(python: str, env: dict[str, str], root: Path, names: list[str])
     """Seconds, in a child: reading the shards' results.json files one entry at a time
     (``read_streamed``: ijson, every entry checked, nothing kept), what ``harness merge``
     does (``merge_files``: read them so into one spool, check, merge) with the merged
-    results.json written, and reading them whole (``load_results``, for comparison).
+    results.json written, and reading them into memory (``load_results(in_memory=True)``,
+    for comparison).
 
     The streamed read is the figure to hold the merge against: flat memory rules out
     holding a shard whole, so reading one entry at a time is the least a merge must do;
-    ``load_results`` (json and pydantic over the whole text) is faster but holds it all.
+    ``load_results(in_memory=True)`` holds every entry.
     """
     code = (
         "import sys, time\nfrom harness.results import load_results\n"
-        "from harness.results_stream import read_streamed\n"
+        "from harness.results import read_streamed\n"
         "from harness.shards import merge_files\n"
         "t = time.perf_counter()\nfor n in sys.argv[1:]: read_streamed(n, lambda e: None)\n"
         "read = time.perf_counter() - t\nt = time.perf_counter()\n"
         "merge_files(sys.argv[1:]).write('merged-only.json')\n"
         "merging = time.perf_counter() - t\nt = time.perf_counter()\n"
-        "for n in sys.argv[1:]: load_results(n)\n"
+        "for n in sys.argv[1:]: load_results(n, in_memory=True)\n"
         "print(read, merging, time.perf_counter() - t)"
     )
     out = measured([python, "-c", code, *names], root, env).text

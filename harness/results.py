@@ -1,8 +1,16 @@
-"""The results of scenario runs: one ScenarioResult per scenario, and results.json.
+"""The results of scenario runs, and results.json: written, read and built here only.
 
 This is the data between the runner and the reports: scenario -> run -> result ->
 report. Everything outside ``meta``, ``wall_time`` and ``wall_clock`` is identical across runs of
-the same inputs.
+the same inputs. A scenario entry's models live in ``harness._result_models`` and are
+imported from here.
+
+results.json is read one entry at a time (ijson), never whole in memory unless asked for
+(docs/running.md#large-suites): ``read_streamed`` hands each entry, checked, to a
+callback; ``load_results`` keeps them on disk (a ScenarioList) or, ``in_memory``, in a
+list. A file that cannot be used is refused in one line, worded from the whole file when
+it is at most ``WHOLE_ON_ERROR`` bytes (an error path), else in the streamed reader's own
+words, which quote none of it. ``build_results`` assembles a run's results on a spool.
 """
 
 from __future__ import annotations
@@ -11,37 +19,51 @@ import contextlib
 import functools
 import json
 import platform
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import shutil
+import tempfile
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from importlib import metadata
+from itertools import takewhile
+from operator import ne
 from pathlib import Path
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import IO, Any, NamedTuple, cast
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    model_serializer,
-    model_validator,
+import ijson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import to_json
+
+from harness._result_models import (
+    SCHEMA_VERSION,
+    Counted,
+    CountedEntry,
+    ExpectationResult,
+    ScenarioId,
+    ScenarioResult,
+    Skipped,
+    Status,
+    Summary,
+    TurnResult,
+    combination_label,
 )
-
-from harness.actions import FinalResponse, RunData, RunResult, Termination
+from harness.actions import Termination
 from harness.baseline import BaselineDiff
-from harness.config import AgentConfig
 from harness.coverage import Coverage
 from harness.errors import HarnessError
 from harness.files import Unreadable, atomic_write, regular_size
-from harness.messages import Message
 from harness.modeljson import dump_json
 from harness.repeats import Repeats, count_repeats
 from harness.runbudget import RunBudget
 from harness.secrets import Scrubber, scrub_text
+from harness.spool import ResultSpool, ScenarioList, read_as
 
 __all__ = [
     "SCHEMA_VERSION",
     "Counted",
     "CountedEntry",
+    "Entry",
     "ExpectationResult",
     "Repeats",
     "Results",
@@ -52,267 +74,14 @@ __all__ = [
     "Status",
     "Summary",
     "TurnResult",
-    "assembled",
     "build_results",
     "check_version",
     "combination_label",
     "count_repeats",
+    "entry_text",
     "load_results",
+    "read_streamed",
 ]
-
-# The results.json format this harness writes. It reads every version from 1 up to this
-# one; bump it when a change would make an older harness misread a file.
-SCHEMA_VERSION = 2
-# Version 1 kept these agent settings flat in each scenario entry; 2 keeps the whole
-# AgentConfig under ``agent``. Version 1 files are read as version 2.
-_V1_SETTINGS = frozenset({"stagnation_window", "planner", "parallel_tools"})
-
-Status = Literal["passed", "failed", "error"]
-
-
-class ScenarioId(NamedTuple):
-    """A scenario's id, ``path::name``: the file's POSIX path relative to the project
-    root (``<python>`` for a scenario built in Python) and the scenario's name.
-
-    Its text is what results.json, the baseline diff and pytest's node ids hold.
-    """
-
-    file: str
-    name: str
-
-    def __str__(self) -> str:
-        return f"{self.file}::{self.name}"
-
-    @classmethod
-    def parse(cls, text: str) -> ScenarioId:
-        """Split an id's text (a name may itself hold ``::``; a path cannot)."""
-        file, _, name = text.partition("::")
-        return cls(file, name)
-
-    @staticmethod
-    def file_of(text: str) -> str:
-        """The path part of an id's text, or the whole text when it holds no ``::``
-        (a command-line argument like ``scenarios/a.scenario.yaml::name``)."""
-        return text.partition("::")[0]
-
-
-def combination_label(combination: dict[str, Any]) -> str:
-    """A matrix combination as ids show it: ``model=gpt-4o-mini,planner=react`` (keys in
-    the matrix's order; values other than text as compact JSON)."""
-    return ",".join(
-        f"{key}={value if isinstance(value, str) else _compact(value)}"
-        for key, value in combination.items()
-    )
-
-
-def _compact(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-class ExpectationResult(BaseModel):
-    """One checked expectation: its dotted path under ``expect``, what was wanted and got."""
-
-    model_config = ConfigDict(extra="forbid")
-    path: str
-    expected: Any = None
-    actual: Any = None
-    ok: bool
-
-
-class TurnResult(BaseModel):
-    """One turn of a ``turns:`` scenario: the user's message and how that run of the loop went.
-
-    ``first_iteration`` / ``last_iteration`` place the turn in the scenario's whole run,
-    whose iterations, LLM calls, plans and simulated clock count on across turns.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-    turn: int
-    user: str | None = None
-    status: Status
-    termination: Termination
-    iterations: int = 0
-    llm_calls: int = 0
-    tool_calls: int = 0
-    first_iteration: int = 1
-    last_iteration: int = 0
-    final: FinalResponse = Field(default_factory=FinalResponse)
-    expectations: list[ExpectationResult] = Field(default_factory=list)
-
-
-class _Identity(BaseModel):
-    """Which scenario a result is of, and how it came out (first in its JSON entry)."""
-
-    model_config = ConfigDict(extra="forbid")
-    id: str
-    name: str
-    file: str
-    description: str | None = None
-    tags: list[str] = Field(default_factory=list)
-    status: Status
-
-
-class ScenarioResult(RunData, _Identity):
-    """One scenario's outcome: the scenario entry of results.json (flat).
-
-    Its identity, the run's data (RunData's fields, defined once in harness.actions), the
-    checked expectations, the transcript, and the agent settings the run used.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-    expectations: list[ExpectationResult] = Field(default_factory=list)
-    transcript: list[Message] = Field(default_factory=list)
-    # None when the scenario never got as far as a run (it crashed before).
-    agent: AgentConfig | None = None
-    # Absent from the JSON when unset (exclude_if), so an entry that ran once, outside a
-    # matrix and cases, in one turn reads as before they existed. A `turns:` run's turns.
-    turns: list[TurnResult] = Field(default_factory=list, exclude_if=lambda value: not value)
-    # The matrix combination ({model: ..., planner: ...}) and the case id this entry ran.
-    matrix: dict[str, Any] | None = Field(default=None, exclude_if=lambda value: value is None)
-    case: str | None = Field(default=None, exclude_if=lambda value: value is None)
-    # Which run of a repeated scenario this is (1-based; its id ends in ``[run]``) and how
-    # all its runs came out.
-    run: int | None = Field(default=None, ge=1, exclude_if=lambda value: value is None)
-    repeats: Repeats | None = Field(default=None, exclude_if=lambda value: value is None)
-    # The seed (--seed) its stochastic steps were drawn with; absent without them.
-    seed: int | None = Field(default=None, exclude_if=lambda value: value is None)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_version_1(cls, data: Any) -> Any:
-        """results.json version 1 kept three settings flat; read them into ``agent``."""
-        if not isinstance(data, dict) or not _V1_SETTINGS & data.keys():
-            return data
-        data = dict(data)
-        flat = {key: data.pop(key) for key in _V1_SETTINGS if key in data}
-        if flat.get("planner") is None:
-            return data  # a scenario that crashed before its run: no settings were kept
-        settings = {k: v for k, v in flat.items() if v is not None}
-        error = (data.get("final") or {}).get("error") or {}
-        if isinstance(error.get("max_iterations"), int):
-            settings["max_iterations"] = error["max_iterations"]
-        data.setdefault("agent", settings)
-        return data
-
-    @classmethod
-    def from_run(
-        cls,
-        run: RunResult,
-        *,
-        id: str,
-        name: str,
-        file: str,
-        expectations: list[ExpectationResult],
-        status: Status,
-        **extra: Any,
-    ) -> ScenarioResult:
-        """The run's data (not a copy: RunData's fields are shared) with the scenario's
-        identity and checked expectations; ``extra`` sets the other fields."""
-        data = {field: getattr(run, field) for field in RunData.model_fields}
-        return cls(
-            **data,
-            id=id,
-            name=name,
-            file=file,
-            status=status,
-            expectations=expectations,
-            transcript=run.conversation.messages,
-            **extra,
-        )
-
-    @property
-    def scenario_key(self) -> str:
-        """The id of the scenario this result is a run of (the id without ``[run]``)."""
-        return self.id if self.run is None else self.id.removesuffix(f"[{self.run}]")
-
-    @property
-    def failed_expectations(self) -> list[ExpectationResult]:
-        """The expectations that were not met."""
-        return [e for e in self.expectations if not e.ok]
-
-
-class Counted(Protocol):
-    """What Summary counts of a scenario: a ScenarioResult, or only these fields of one."""
-
-    @property
-    def status(self) -> Status: ...
-    @property
-    def termination(self) -> Termination: ...
-    @property
-    def sim_time(self) -> float: ...
-    @property
-    def repeats(self) -> Repeats | None: ...
-    @property
-    def scenario_key(self) -> str: ...
-
-
-class CountedEntry(BaseModel):
-    """A scenario entry read into the fields the summaries count only (much faster than
-    a whole ScenarioResult, for results on disk: ``Results.counted``)."""
-
-    model_config = ConfigDict(extra="ignore")
-    id: str
-    status: Status
-    termination: Termination
-    sim_time: float = 0.0
-    wall_time: float = 0.0
-    run: int | None = None
-    repeats: Repeats | None = None
-
-    @property
-    def scenario_key(self) -> str:
-        """As ScenarioResult's."""
-        return self.id if self.run is None else self.id.removesuffix(f"[{self.run}]")
-
-
-class Skipped(BaseModel):
-    """A scenario that did not run because it was skipped, and why."""
-
-    model_config = ConfigDict(extra="forbid")
-    id: str
-    reason: str
-
-
-class Summary(BaseModel):
-    """Counts over all scenarios of a results file."""
-
-    model_config = ConfigDict(extra="forbid")
-    total: int = 0
-    by_status: dict[str, int] = Field(default_factory=dict)
-    by_termination: dict[str, int] = Field(default_factory=dict)
-    sim_time: float = 0.0
-    # Repeated scenarios whose runs disagree (ids without ``[run]``); absent when none.
-    flaky: list[str] = Field(default_factory=list)
-
-    @model_serializer(mode="wrap")
-    def _omit_no_flaky(self, handler: Any) -> Any:
-        """No ``flaky`` key when no scenario is flaky (files read as before repeats)."""
-        data = handler(self)
-        if isinstance(data, dict) and not self.flaky:
-            data.pop("flaky", None)
-        return data
-
-    @classmethod
-    def of(cls, scenarios: Iterable[Counted]) -> Summary:
-        """Summarize scenarios (keys sorted so the JSON is stable), in one pass."""
-        flaky: set[str] = set()
-        by_status: dict[str, int] = {}
-        by_termination: dict[str, int] = {}
-        total, sim_time = 0, 0.0
-        for s in scenarios:
-            total += 1
-            sim_time += s.sim_time
-            by_status[s.status] = by_status.get(s.status, 0) + 1
-            by_termination[s.termination.value] = by_termination.get(s.termination.value, 0) + 1
-            if s.repeats is not None and s.repeats.flaky:
-                flaky.add(s.scenario_key)
-        return cls(
-            total=total,
-            by_status=dict(sorted(by_status.items())),
-            by_termination=dict(sorted(by_termination.items())),
-            sim_time=round(sim_time, 9),
-            flaky=sorted(flaky),
-        )
 
 
 class Results(BaseModel):
@@ -337,8 +106,6 @@ class Results(BaseModel):
     def counted(self) -> Iterator[CountedEntry | ScenarioResult]:
         """The scenarios, in order, with at least CountedEntry's fields: read into those
         fields only when they are on disk (a ScenarioList), else as they are."""
-        from harness.spool import read_as
-
         return read_as(self.scenarios, CountedEntry)
 
     def failing(self) -> list[str]:
@@ -418,16 +185,13 @@ class Results(BaseModel):
 
     @classmethod
     def load(cls, path: str | Path) -> Results:
-        """Read a results.json file with pydantic's own errors; ``load_results`` is the
-        checked loader whose errors are one line for people."""
-        return cls.model_validate_json(Path(path).read_text(encoding="utf-8"))
+        """``load_results(path)``: a results.json file read back, or ResultsFileError."""
+        return load_results(path)
 
 
 def _entries_json(scenarios: Sequence[ScenarioResult], exclude: set[str] | None) -> Iterator[str]:
     """Each scenario entry's JSON text, indented by two (a ScenarioList's from its spooled
     text, building no ScenarioResult: the same text, several times faster)."""
-    from harness.spool import ScenarioList
-
     if isinstance(scenarios, ScenarioList):
         yield from scenarios.dumped(indent=2, exclude=exclude)
         return
@@ -486,48 +250,256 @@ def check_version(data: dict[str, Any], where: str) -> None:
         raise ResultsFileError(f"{where} has schema_version {version}; {_supported()}")
 
 
-def load_results(path: str | Path, *, what: str = "results file") -> Results:
+# A file the streamed reader does not take is worded from the whole file up to this size
+# (the whole-file messages count every problem and quote line and column).
+WHOLE_ON_ERROR = 16 * 2**20
+# The event that closes the top-level ``scenarios`` array (nested arrays have longer
+# prefixes): the head's pass skips the entries up to it at C speed.
+_END_OF_SCENARIOS = ("scenarios", "end_array", None)
+
+
+class _NotTaken(Exception):
+    """A file the streamed reader does not take (the whole-file check says why)."""
+
+
+# ValueError: pydantic's ValidationError, and a file that is not UTF-8.
+_UNTAKEN = (OSError, ValueError, ijson.JSONError, _NotTaken)
+
+
+class Entry(NamedTuple):
+    """A scenario entry of a results file: checked (``scenario``), and its JSON value as
+    the file holds it (``written``). ``same_writer``: the file says this harness version
+    wrote it (its schema and ``meta.versions.harness``)."""
+
+    scenario: ScenarioResult
+    written: dict[str, Any]
+    same_writer: bool
+
+
+def load_results(
+    path: str | Path, *, what: str = "results file", in_memory: bool = False
+) -> Results:
     """Read a results.json file, or raise ResultsFileError saying in one line what is wrong.
 
+    The entries are read one at a time and kept on disk (``scenarios`` a ScenarioList,
+    read back one scenario at a time), or in a list with ``in_memory``; either way in
+    results order (by id, a repeated scenario's runs by number), whatever the file's.
     ``what`` names the file in messages (e.g. ``"baseline"``). Only files whose
     ``schema_version`` this harness can read (an integer from 1 to SCHEMA_VERSION) load.
     """
+    order: list[tuple[str, int, int]] = []  # (id without [run], run, position)
+    spool = None if in_memory else ResultSpool()
+    kept: list[ScenarioResult] = []
+
+    def keep(entry: Entry) -> None:
+        scenario, at = entry.scenario, len(order)
+        order.append((scenario.scenario_key, scenario.run or 0, at))
+        if spool is None:
+            kept.append(scenario)
+        else:  # by position: an id repeated in a hand-edited file stays
+            spool[str(at)] = dump_json(scenario)
+
+    results = read_streamed(path, keep, what=what)
+    order.sort()  # the position last: the file's order among equals
+    if spool is None:
+        results.scenarios = [kept[at] for _, _, at in order]
+    else:
+        ids = [str(at) for _, _, at in order]
+        results.scenarios = ScenarioList(spool, ids, ScenarioResult.model_validate_json)
+    return results
+
+
+def read_streamed(
+    path: str | Path, each: Callable[[Entry], None], *, what: str = "results file"
+) -> Results:
+    """Every scenario entry of a results file, validated, to ``each`` in the file's
+    order; the file's other fields returned (``scenarios`` empty).
+
+    ResultsFileError with a one-line message when the file cannot be used (``what``
+    names it). The file is read twice: its head first (every field but the entries, and
+    whether the whole text is JSON), so that a file that is not JSON or whose head is
+    wrong gives ``each`` nothing; then the entries one at a time, up to the first one
+    that is wrong. A pipe is copied to a temporary file to be read twice.
+    """
     path = Path(path)
     where = f"{what} {str(path)!r}"
+    size = _file_size(path, where)
+    with contextlib.ExitStack() as stack:
+        try:
+            file = stack.enter_context(_opened(path, size))
+            head = _head(file, where)
+        except _UNTAKEN as exc:
+            raise _refused(path, what, exc) from None
+        this = harness_version()
+        same = head.schema_version == SCHEMA_VERSION and this is not None
+        same = same and written_by(head) == this
+        file.seek(0)
+        for scenario, written in _entries(file, path, what):
+            each(Entry(scenario, written, same))  # outside _entries' try: its own errors
+    return head
+
+
+def entry_text(entry: Entry, *, indent: int | None) -> str:
+    """The entry's JSON text as results.json writes it: copied from the data read when
+    this harness version wrote the file and the entry has the keys, in the order, that
+    its model writes (several times faster than writing the model; a value edited by hand
+    into another form, ``2`` for ``2.0``, stays as it was written); else the model's."""
+    if entry.same_writer and tuple(entry.written) == _dumped_keys(entry.scenario):
+        return to_json(entry.written, indent=indent).decode("utf-8")
+    return dump_json(entry.scenario, indent=indent)
+
+
+def _dumped_keys(scenario: ScenarioResult) -> tuple[str, ...]:
+    """The keys of ``scenario.model_dump_json()``, in order: its fields but those its
+    ``exclude_if`` leaves out."""
+    return tuple(
+        name
+        for name, info in _FIELDS
+        if info.exclude_if is None or not info.exclude_if(getattr(scenario, name))
+    )
+
+
+_FIELDS = tuple(ScenarioResult.model_fields.items())
+
+
+@contextlib.contextmanager
+def _opened(path: Path, size: int | None) -> Iterator[IO[bytes]]:
+    """The file, open to be read twice (its head, its entries): a pipe (``size`` None)
+    copied to a temporary file first, as it comes."""
+    with path.open("rb") as file:
+        if size is not None:
+            yield file
+            return
+        with tempfile.TemporaryFile() as copy:
+            shutil.copyfileobj(file, copy)
+            yield copy
+
+
+def _entries(file: IO[bytes], path: Path, what: str) -> Iterator[tuple[ScenarioResult, Any]]:
     try:
-        regular_size(path)  # before reading it: a device is refused
-        text = path.read_text(encoding="utf-8")
+        for entry in ijson.items(file, "scenarios.item", use_float=True):
+            yield ScenarioResult.model_validate(entry), entry
+    except _UNTAKEN as exc:
+        raise _refused(path, what, exc) from None
+
+
+def _head(file: IO[bytes], where: str) -> Results:
+    """The file's fields but its entries, checked as the whole-file check checks them."""
+    fields: dict[str, Any] = {}
+    events = ijson.parse(file, use_float=True)
+    if next(events, None) != ("", "start_map", None):
+        raise _NotTaken("not a JSON object")
+    for prefix, event, key in events:
+        if (prefix, event) == ("", "end_map"):
+            continue  # the end of the file: ijson refuses anything after it
+        if key in fields:
+            raise _NotTaken(f"{key!r} twice")
+        if key != "scenarios":
+            fields[key] = _value(events)
+        elif next(events) != ("scenarios", "start_array", None):
+            raise _NotTaken("'scenarios' is not a list")
+        else:
+            deque(takewhile(partial(ne, _END_OF_SCENARIOS), events), maxlen=0)
+            fields[key] = []
+    if "scenarios" not in fields:
+        raise _NotTaken("no 'scenarios'")
+    check_version(fields, where)
+    return Results.model_validate(fields)
+
+
+def _value(events: Iterator[tuple[str, str, Any]]) -> Any:
+    """The JSON value whose events come next (a head field: small)."""
+    builder = ijson.ObjectBuilder()
+    depth = 0
+    for _, event, value in events:
+        builder.event(event, value)
+        depth += event in ("start_map", "start_array")
+        depth -= event in ("end_map", "end_array")
+        if depth == 0:
+            break
+    return builder.value
+
+
+# -- what is wrong with a file it cannot take -----------------------------------------------
+
+
+def _refused(path: Path, what: str, problem: Exception) -> ResultsFileError:
+    """The one-line error for a file the streamed reader cannot take: worded from the
+    whole file (its checks, line and column, every problem counted); for a file too large
+    to read whole, or a pipe, in the streamed reader's own words, which quote none of it."""
+    where = f"{what} {str(path)!r}"
+    size = _file_size(path, where)
+    if size is None or size > WHOLE_ON_ERROR:  # a pipe cannot be read again
+        return ResultsFileError(f"{where} is not a harness results file: {_why(problem)}")
+    found = _whole_problem(path, where)
+    if found is not None:
+        return found
+    # Taken whole but not streamed (NaN, say, which json reads and yajl does not).
+    shown = " ".join(str(problem).split()) or type(problem).__name__
+    return ResultsFileError(
+        f"{where} cannot be read one entry at a time: {shown}; write it again "
+        "with `harness run --json FILE`"
+    )
+
+
+def _file_size(path: Path, where: str) -> int | None:
+    """The size of ``path`` (None for a pipe), checked before anything reads it; a
+    one-line ResultsFileError when it is no file to read (a device: /dev/zero)."""
+    try:
+        return regular_size(path)
     except FileNotFoundError:
         raise ResultsFileError(f"{where} does not exist") from None
     except IsADirectoryError:
         raise ResultsFileError(f"{where} is a directory, not a file") from None
     except Unreadable as exc:
         raise ResultsFileError(f"{where} is {exc}: give a results.json file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise ResultsFileError(f"cannot read {where}: {exc}") from None
+
+
+def _whole_problem(path: Path, where: str) -> ResultsFileError | None:
+    """What is wrong with the file read whole (json, then its models over all of it); None
+    when nothing is."""
     try:
-        data = json.loads(text)
+        data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise ResultsFileError(
-            f"{where} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
-        ) from None
+        at = f"line {exc.lineno}, column {exc.colno}"
+        return ResultsFileError(f"{where} is not valid JSON: {exc.msg} ({at})")
+    except (OSError, UnicodeDecodeError) as exc:
+        return ResultsFileError(f"cannot read {where}: {exc}")
     if not isinstance(data, dict) or "scenarios" not in data:
-        raise ResultsFileError(
+        return ResultsFileError(
             f"{where} is not a harness results file (no 'scenarios'); "
             "write one with `harness run --json FILE`"
         )
-    check_version(data, where)
     try:
-        return Results.model_validate(data)
+        check_version(data, where)
+        Results.model_validate(data)
+    except ResultsFileError as exc:
+        return exc
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         field = ".".join(str(part) for part in first["loc"]) or "(top level)"
         more = exc.error_count() - 1
         extra = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
         message = " ".join(str(first["msg"]).split())
-        raise ResultsFileError(
+        return ResultsFileError(
             f"{where} is not a valid harness results file: {field}: {message}{extra}"
-        ) from None
+        )
+    return None
+
+
+def _why(problem: Exception) -> str:
+    """What the streamed reader found wrong, in one line that quotes nothing of the file."""
+    if isinstance(problem, ValidationError):
+        first = problem.errors(include_url=False, include_input=False)[0]
+        field = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        return f"an entry's {field}: {' '.join(str(first['msg']).split())}"
+    if isinstance(problem, (ResultsFileError, _NotTaken)):
+        return str(problem)
+    if isinstance(problem, OSError):
+        return f"cannot read it: {problem.strerror or type(problem).__name__}"
+    return "it is not valid JSON (write it with `harness run --json FILE`)"
 
 
 def written_by(results: Results) -> str | None:
@@ -554,27 +526,41 @@ def _versions() -> dict[str, str]:
     return out
 
 
+# -- building results.json ------------------------------------------------------------------
+
+
 def build_results(
-    scenarios: list[ScenarioResult],
+    scenarios: ResultSpool | Iterable[ScenarioResult],
     *,
     started: datetime | None = None,
     skipped: Mapping[str, str] | None = None,
+    in_memory: bool = False,
 ) -> Results:
-    """Results for these scenarios, sorted by id, with meta, summary and the repeats of
-    repeated scenarios filled in; ``skipped``: id -> why, of those that did not run."""
-    ordered = sorted(scenarios, key=_order)
-    count_repeats(ordered)
-    return assembled(ordered, Summary.of(ordered), started, skipped)
+    """A run's results: its scenarios in results order (by id, a repeated scenario's runs
+    by number) with the repeats of repeated scenarios counted, meta, the summary, and
+    ``skipped`` (id -> why) of those that did not run.
 
-
-def assembled(
-    scenarios: Sequence[ScenarioResult],
-    summary: Summary,
-    started: datetime | None,
-    skipped: Mapping[str, str] | None,
-) -> Results:
-    """Results of these scenarios (in results order already) and their summary, with
-    meta (harness's versions, the start) and what was skipped."""
+    ``scenarios``: a spool (id -> JSON: a session's, a merge's), or results in memory,
+    spooled first; ``scenarios`` is then a ScenarioList read from the spool, so that
+    memory holds one scenario at a time (the runs of one repeated scenario while they
+    are counted); ``in_memory``: read back into a list (to be edited, say)."""
+    if isinstance(scenarios, ResultSpool):
+        spool = scenarios
+    else:
+        spool = ResultSpool()
+        for scenario in scenarios:
+            spool.add(scenario)
+    ids = sorted(spool, key=spool.order)
+    groups: dict[str, list[str]] = {}
+    for key in ids:
+        if key in spool.runs:
+            groups.setdefault(spool.order(key)[0], []).append(key)
+    for keys in groups.values():
+        runs = [ScenarioResult.model_validate_json(spool[key]) for key in keys]
+        count_repeats(runs)
+        for run in runs:
+            spool.add(run)
+    summary = Summary.of(_counted(spool, key) for key in ids)
     meta = {
         "versions": _versions(),
         "started": (started or datetime.now(UTC)).isoformat(timespec="seconds"),
@@ -584,10 +570,29 @@ def assembled(
         summary=summary,
         skipped=[Skipped(id=key, reason=why) for key, why in sorted((skipped or {}).items())],
     )
-    results.scenarios = scenarios  # as it is: validating would read a ScenarioList whole
+    # As it is: validating would read the ScenarioList whole.
+    results.scenarios = ScenarioList(spool, ids, ScenarioResult.model_validate_json)
+    if in_memory:
+        results.scenarios = list(results.scenarios)
     return results
 
 
-def _order(scenario: ScenarioResult) -> tuple[str, int]:
-    # By id, the runs of a repeated scenario by number: name[2] before name[10].
-    return (scenario.scenario_key, scenario.run or 0)
+class _RanOnce(NamedTuple):
+    """What the summary counts of a result that ran once, as the spool noted it (a
+    tuple: a suite's worth of them are made in one pass)."""
+
+    scenario_key: str
+    status: Status
+    termination: Termination
+    sim_time: float
+    repeats: Repeats | None = None
+
+
+def _counted(spool: ResultSpool, key: str) -> Counted:
+    """What the summary counts of a spooled result: as the spool noted it (a result that
+    ran once), else read from its text."""
+    known = spool.counted.get(key)
+    if known is None or key in spool.runs:
+        return CountedEntry.model_validate_json(spool[key])
+    status, termination, sim_time = known
+    return _RanOnce(key, cast(Status, status), Termination(termination), sim_time)

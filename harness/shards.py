@@ -65,7 +65,7 @@ class Shard:
 
 def durations_of(results: Results) -> dict[str, float]:
     """Each scenario's wall time in a results file, by id (the shard plan's weights)."""
-    return {s.id: s.wall_time for s in results.scenarios}
+    return {s.id: s.wall_time for s in results.counted()}
 
 
 def plan(
@@ -139,7 +139,7 @@ def merge_files(names: Sequence[str]) -> Results:
     ResultsFileError first, as ``load_results`` words it, for a file that cannot be
     used (every file is read before the shards are checked together); then MergeError.
     """
-    from harness.results_stream import Entry, entry_text, read_streamed
+    from harness.results import Entry, entry_text, read_streamed
 
     joined = _Joined()
 
@@ -210,9 +210,9 @@ class _Joined:
         """The merged results (their scenarios on disk) with the shards' meta joined."""
         if self.twice is not None:
             raise MergeError(self.twice)
-        from harness.results_stream import build_spooled_results
+        from harness.results import build_results
 
-        merged = build_spooled_results(self.spool)
+        merged = build_results(self.spool)
         merged.coverage = _coverage(files)
         merged.budget = merge_budgets([r.budget for _, r in files])
         started = sorted(str(r.meta.get("started")) for _, r in files if r.meta.get("started"))

@@ -235,6 +235,13 @@ class ScenarioList(Sequence["ScenarioResult"]):
     def __len__(self) -> int:
         return len(self._ids)
 
+    def __eq__(self, other: object) -> bool:
+        """Equal to a sequence of equal scenarios in the same order (a list, say), as a
+        list is: results read back compare with results made in memory."""
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
     def __repr__(self) -> str:
         return f"<ScenarioList of {len(self._ids)} scenario results on disk>"
 

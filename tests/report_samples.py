@@ -262,5 +262,7 @@ def sample_baseline(*, hostile: bool = True) -> Results:
 
 
 def sample_results(scenarios: list[ScenarioResult] | None = None) -> Results:
-    """Results for the samples (or the given scenarios) with a fixed start time."""
-    return build_results(sample_scenarios() if scenarios is None else scenarios, started=STARTED)
+    """Results for the samples (or the given scenarios) with a fixed start time, their
+    scenarios in a list (tests edit them)."""
+    given = sample_scenarios() if scenarios is None else scenarios
+    return build_results(given, started=STARTED, in_memory=True)

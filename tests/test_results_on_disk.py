@@ -15,8 +15,7 @@ import pytest
 from report_samples import sample_results
 
 from harness.modeljson import dump_json
-from harness.results import ResultsFileError, load_results
-from harness.results_stream import build_spooled_results, load_streamed
+from harness.results import ResultsFileError, build_results, load_results
 from harness.spool import ResultSpool, ScenarioList
 
 
@@ -30,7 +29,7 @@ def test_a_result_replaced_by_its_rerun_s_text_is_counted_as_the_rerun():
     spool = ResultSpool()
     spool.add(passed)
     spool[passed.id] = dump_json(failed)  # the rerun's entry, as text
-    summary = build_spooled_results(spool).summary
+    summary = build_results(spool).summary
     assert summary.by_status == {"failed": 1}
 
 
@@ -52,27 +51,27 @@ def test_a_file_without_a_version_this_harness_reads_is_refused_either_way(
     path = tmp_path / "shard.json"
     path.write_text("{" + version + '"scenarios": []}')
     with pytest.raises(ResultsFileError) as whole:
-        load_results(path, what="shard")
+        load_results(path, what="shard", in_memory=True)
     with pytest.raises(ResultsFileError) as streamed:
-        load_streamed(path, what="shard")
+        load_results(path, what="shard")
     assert str(streamed.value) == str(whole.value)
 
 
 def test_a_file_with_its_scenarios_twice_is_refused_not_read_two_ways(tmp_path: Path) -> None:
-    # Read whole, JSON keeps the last `scenarios`; read entry by entry, both arrays would
-    # be: the streamed reader refuses the file rather than read it differently.
+    # Read whole, JSON would keep the last `scenarios`; read entry by entry, both arrays
+    # would be: the one reader refuses the file, kept on disk or in memory alike.
     entry = json.loads(sample_results().to_json())["scenarios"][0]
     path = tmp_path / "shard.json"
     path.write_text(
         '{"schema_version": 2, "scenarios": [' + json.dumps(entry) + '], "scenarios": []}'
     )
-    assert load_results(path).scenarios == []
-    with pytest.raises(ResultsFileError, match="'scenarios' twice"):
-        load_streamed(path, what="shard")
+    for in_memory in (True, False):
+        with pytest.raises(ResultsFileError, match="'scenarios' twice"):
+            load_results(path, what="shard", in_memory=in_memory)
 
 
 def _entries_written(path: Path) -> list[str]:
-    from harness.results_stream import entry_text, read_streamed
+    from harness.results import entry_text, read_streamed
 
     texts: list[str] = []
     read_streamed(path, lambda entry: texts.append(entry_text(entry, indent=2)))

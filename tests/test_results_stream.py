@@ -1,5 +1,5 @@
-"""results.json read one entry at a time (harness.results_stream): the same results, the
-same baseline diff and the same one-line errors as reading the file whole."""
+"""results.json read one entry at a time (harness.results.load_results): the same results,
+the same baseline diff and the same one-line errors as reading the file into memory."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from report_samples import sample_baseline, sample_results
 
 from harness.report import diff_results
 from harness.results import ResultsFileError, load_results
-from harness.results_stream import load_streamed
 from harness.spool import ScenarioList
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,14 +19,14 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_a_file_read_entry_by_entry_is_the_file_read_whole(tmp_path: Path) -> None:
     path = tmp_path / "baseline.json"
     sample_baseline().write(path)
-    streamed = load_streamed(path, what="baseline")
+    streamed = load_results(path, what="baseline")
     assert isinstance(streamed.scenarios, ScenarioList)
-    assert streamed.to_json() == load_results(path).to_json() == path.read_text()
+    assert streamed.to_json() == load_results(path, in_memory=True).to_json() == path.read_text()
 
 
 def test_a_version_1_file_reads_as_version_2_either_way() -> None:
     path = ROOT / "tests" / "fixtures" / "results-v1.json"
-    assert load_streamed(path).to_json() == load_results(path).to_json()
+    assert load_results(path).to_json() == load_results(path, in_memory=True).to_json()
 
 
 def test_a_hand_edited_baseline_out_of_order_diffs_as_when_read_whole(tmp_path: Path) -> None:
@@ -38,8 +37,8 @@ def test_a_hand_edited_baseline_out_of_order_diffs_as_when_read_whole(tmp_path: 
     path = tmp_path / "baseline.json"
     path.write_text(json.dumps(data, indent=2))
     new = sample_results()
-    streamed = diff_results(load_streamed(path), new, source="b")
-    whole = diff_results(load_results(path), new, source="b")
+    streamed = diff_results(load_results(path), new, source="b")
+    whole = diff_results(load_results(path, in_memory=True), new, source="b")
     assert streamed == whole
     assert streamed.regressions and streamed.changed and streamed.added and streamed.removed
 
@@ -59,8 +58,8 @@ def test_a_bad_file_gets_the_one_line_error_of_reading_it_whole(tmp_path: Path, 
     path = tmp_path / "baseline.json"
     path.write_text(text)
     with pytest.raises(ResultsFileError) as whole:
-        load_results(path, what="baseline")
+        load_results(path, what="baseline", in_memory=True)
     with pytest.raises(ResultsFileError) as streamed:
-        load_streamed(path, what="baseline")
+        load_results(path, what="baseline")
     assert str(streamed.value) == str(whole.value)
     assert "\n" not in str(streamed.value)

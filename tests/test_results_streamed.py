@@ -25,7 +25,6 @@ from harness.results import (
     build_results,
     load_results,
 )
-from harness.results_stream import build_spooled_results
 from harness.spool import ResultSpool, ScenarioList
 
 
@@ -109,7 +108,7 @@ def test_results_read_from_the_spool_are_the_results_built_in_memory() -> None:
         if entry.run is not None:
             spool.runs[entry.id] = entry.run
     started = datetime(2026, 1, 2, tzinfo=UTC)
-    spooled = build_spooled_results(spool, started=started)
+    spooled = build_results(spool, started=started)
     whole = build_results([s.model_copy(deep=True) for s in scenarios], started=started)
     assert isinstance(spooled.scenarios, ScenarioList)
     assert [s.id for s in spooled.scenarios][-3:] == [f"{scenarios[0].id}[{k}]" for k in (1, 2, 10)]

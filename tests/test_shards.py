@@ -505,7 +505,7 @@ def test_a_large_broken_shard_is_refused_without_being_read_whole(project):
 def test_a_large_shard_with_a_broken_entry_is_refused_in_one_line_quoting_none_of_it(
     project, run, monkeypatch
 ):
-    import harness.results_stream as streamed
+    import harness.results as streamed
 
     monkeypatch.setattr(streamed, "WHOLE_ON_ERROR", 100)  # every file here is larger
     _shard_results(1, 2, ["f::a"]).write(project.path / "a.json")

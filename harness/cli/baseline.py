@@ -26,11 +26,10 @@ def load_baseline(shown: str, what: str, *, replacing: bool = False) -> Results 
     line says so and the result is None. The scenarios stay on disk, read one at a time
     (a ScenarioList): a large suite's baseline is never whole in memory.
     """
-    from harness.results import ResultsFileError
-    from harness.results_stream import load_streamed
+    from harness.results import ResultsFileError, load_results
 
     try:
-        return load_streamed(shown, what=what)
+        return load_results(shown, what=what)
     except ResultsFileError as exc:
         if not replacing:
             raise UsageError(str(exc)) from None
@@ -55,7 +54,7 @@ def update_baseline(path: Path, results: Results) -> None:
     from filelock import FileLock, Timeout
 
     from harness.coverage import carried
-    from harness.results_stream import build_spooled_results
+    from harness.results import build_results
     from harness.spool import ResultSpool
 
     lock = FileLock(f"{path}.lock", timeout=LOCK_TIMEOUT)
@@ -77,7 +76,7 @@ def update_baseline(path: Path, results: Results) -> None:
                 if scenario.id not in spool and not gone:
                     spool.add(scenario)
                     kept.append(scenario.id)
-            merged = build_spooled_results(spool)
+            merged = build_results(spool)
             merged.meta = results.meta
             # docs/coverage.md: what the kept entries covered stays covered.
             old = current.coverage if current is not None else None
@@ -95,12 +94,11 @@ def update_baseline(path: Path, results: Results) -> None:
 def _current(path: Path) -> Results | None:
     """The baseline on disk now (None when there is none, or none that reads: it is being
     replaced)."""
-    from harness.results import ResultsFileError
-    from harness.results_stream import load_streamed
+    from harness.results import ResultsFileError, load_results
 
     if not path.is_file():
         return None
     try:
-        return load_streamed(str(path), what="baseline")
+        return load_results(str(path), what="baseline")
     except ResultsFileError:
         return None

@@ -63,8 +63,7 @@ def add_arguments(parser: Parser) -> None:
 def handle(args: argparse.Namespace) -> int:
     """Run ``harness coverage``: 0, 1 below --fail-under, 2 on bad input, 3 not written."""
     from harness.report.coverage import coverage_lines, table_lines
-    from harness.results import ResultsFileError
-    from harness.results_stream import Entry, read_streamed
+    from harness.results import Entry, ResultsFileError, read_streamed
 
     files: set[str] = set()
 

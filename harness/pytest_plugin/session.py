@@ -172,10 +172,10 @@ class SuiteState:
         Its scenarios stay on disk (a ScenarioList over the session's spool): the reports
         read them one at a time.
         """
-        from harness.results_stream import build_spooled_results
+        from harness.results import build_results
 
         outputs = self.outputs
-        results = build_spooled_results(
+        results = build_results(
             outputs.results, started=outputs.started, skipped=self.ledger.skipped
         )
         results.budget = run_budget(self)
@@ -526,14 +526,13 @@ def _load_harness_plugins(modules: list[str], state: SuiteState) -> None:
 
 
 def _load_baseline(given: str) -> Results:
-    from harness.results import ResultsFileError
-    from harness.results_stream import load_streamed
+    from harness.results import ResultsFileError, load_results
 
     # The loader of `harness run --baseline`: the same checks, the same one-line errors,
     # the entries read one at a time and kept on disk (docs/running.md#large-suites).
     # (The path as given, relative to the current directory, which is pytest's start.)
     try:
-        return load_streamed(given, what="--harness-baseline")
+        return load_results(given, what="--harness-baseline")
     except ResultsFileError as exc:
         raise pytest.UsageError(str(exc)) from None
 

@@ -221,7 +221,7 @@ def _in_order(
     given twice, the last (as a dict by id keeps).
 
     A list is sorted here (it is in memory already); a ScenarioList is in results order
-    (build_spooled_results and load_streamed make them so) and is read as it comes.
+    (build_results and load_results make them so) and is read as it comes.
     """
     if not isinstance(scenarios, ScenarioList):
         scenarios = sorted(scenarios, key=_place)
