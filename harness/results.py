@@ -372,6 +372,7 @@ def _opened(path: Path, size: int | None) -> Iterator[IO[bytes]]:
             return
         with tempfile.TemporaryFile() as copy:
             shutil.copyfileobj(file, copy)
+            copy.seek(0)
             yield copy
 
 

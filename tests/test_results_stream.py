@@ -4,6 +4,8 @@ the same baseline diff and the same one-line errors as reading the file into mem
 from __future__ import annotations
 
 import json
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,19 @@ def test_a_file_read_entry_by_entry_is_the_file_read_whole(tmp_path: Path) -> No
     streamed = load_results(path, what="baseline")
     assert isinstance(streamed.scenarios, ScenarioList)
     assert streamed.to_json() == load_results(path, in_memory=True).to_json() == path.read_text()
+
+
+def test_a_named_pipe_is_read_as_the_file_would_be(tmp_path: Path) -> None:
+    # Read one entry at a time the file is read twice (its head, then its entries): a
+    # pipe, which cannot be, is copied to a temporary file as it comes.
+    path = tmp_path / "results.json"
+    sample_baseline().write(path)
+    pipe = tmp_path / "pipe.json"
+    os.mkfifo(pipe)
+    writer = threading.Thread(target=lambda: pipe.write_bytes(path.read_bytes()), daemon=True)
+    writer.start()
+    assert load_results(pipe).to_json() == path.read_text()
+    writer.join(timeout=60)
 
 
 def test_a_version_1_file_reads_as_version_2_either_way() -> None:
