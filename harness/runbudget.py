@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["RunBudget", "merge_budgets", "share"]
+__all__ = ["RunBudget", "dollars", "merge_budgets", "share"]
 
 
 class RunBudget(BaseModel):
@@ -53,3 +53,16 @@ def merge_budgets(budgets: Sequence[RunBudget | None]) -> RunBudget | None:
         reached=any(b.reached for b in given),
         not_run=sorted({i for b in given for i in b.not_run}),
     )
+
+
+def dollars(value: str) -> float:
+    """``--max-cost``'s value: US dollars above 0 (``2.50``, ``$2.50``)."""
+    import argparse
+
+    try:
+        amount = float(value.removeprefix("$"))
+    except ValueError:
+        amount = -1.0
+    if not 0 < amount < float("inf"):  # NaN too
+        raise argparse.ArgumentTypeError(f"expected US dollars above 0 (2.50), got {value!r}")
+    return amount

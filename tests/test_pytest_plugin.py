@@ -492,7 +492,9 @@ def test_the_slowest_list_leaves_out_what_would_show_as_0_00s(pytester, tmp_path
             result = run_scenario(path)
             scenarios.append(result.model_copy(update={"id": f"s{i}", "wall_time": wall_time}))
         state.outputs.final = build_results(scenarios)
-        return summary_lines(state, cwd=tmp_path)
+        return summary_lines(
+            state.outputs.final, state.outputs, state.ledger, state.options, cwd=tmp_path
+        )
 
     assert not any("slowest" in line for line in summary(0.001, 0.0049))
     lines = summary(0.001, 0.25, 0.005)

@@ -164,6 +164,28 @@ def test_maxfail_counts_the_failures_of_every_part(project, run):
     assert "stopping after 1 failures" in out
 
 
+def test_a_part_that_stops_a_budgeted_run_ends_it_with_the_earlier_parts_results(project, run):
+    # Under a budget a part reads what the parts before it spent; the part that then
+    # stops the run (-x) read them again to end it, from files already read and closed:
+    # a traceback, exit 3 and no results.json.
+    for i in range(6):
+        add(project, f"greet{i}", PASSING)
+    parts = _parts_of_suite(project, 3)
+    last = max(parts)
+    assert last > 1
+    add(project, parts[last][0].removesuffix(".scenario.yaml"), FAILING)
+    budget = ["--live", "--max-requests", "100"]
+    status, out, err = run("run", *budget, "--chunk-size", "2", "--json", "r.json", "--", "-x")
+    assert status == 1, out + err
+    assert "Traceback" not in out + err
+    assert "stopping after 1 failures" in out
+    results = load_results(project.path / "r.json")
+    earlier = sum(len(files) for k, files in parts.items() if k < last)
+    assert [s.status for s in results.scenarios].count("passed") >= earlier
+    assert [s.status for s in results.scenarios].count("failed") == 1
+    assert results.budget is not None and results.budget.max_requests == 100
+
+
 SKIPS = """\
 import pytest
 

@@ -17,11 +17,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
-from harness.cli.session import Capture, Part, call_pytest, pytest_args
+from harness.cli.session import Capture, call_pytest, pytest_args
 from harness.exitcodes import EXIT
 
 if TYPE_CHECKING:
-    from harness.pytest_plugin.session import Gathered
+    from harness.pytest_plugin._parts import Gathered, RunPart
     from harness.spool import Blobs
 
 __all__ = ["PER_SESSION", "Around", "count_parts", "run_in_parts"]
@@ -170,12 +170,13 @@ def _ids_selected(
     proper says what went wrong. None: Ctrl-C stopped the listing (and the run)."""
 
     from harness.cli.forked import forked
+    from harness.pytest_plugin._parts import RunPart
 
     def listing(index: int, part_paths: list[str]) -> list[str] | None:
         import contextlib
 
         seen: list[str] = []
-        capture = Capture(None, Part((), False, None, seen))
+        capture = Capture(None, RunPart((), False, None, seen))
         args = pytest_args(options, part_paths, outputs)  # (a listing writes nothing)
         args += ["--harness-part", f"{index}/{total}", "--collect-only"]
         with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):
@@ -199,7 +200,7 @@ def _parts_run(
 ) -> tuple[int, Capture]:
     """The parts' sessions, one after another, then the run's end (``run_in_parts``)."""
     from harness.cli.forked import forked
-    from harness.pytest_plugin.session import Earlier
+    from harness.pytest_plugin._parts import Earlier, RunPart
     from harness.spool import Blobs
 
     compare = around.compare
@@ -209,7 +210,7 @@ def _parts_run(
     statuses: list[int] = []
     failed, maxfail = 0, 0
     for n, (index, part_paths) in enumerate(plan.runs, 1):
-        part = Part(plan.run_paths, True, earlier)
+        part = RunPart(plan.run_paths, True, earlier)
         args = pytest_args(options, part_paths, outputs)
         args += ["--harness-part", f"{index}/{plan.total}", *plan.extra]
         if n > 1:
@@ -229,7 +230,7 @@ def _parts_run(
         handed.append(kept)
         failed += outcome.failed
         maxfail = maxfail or outcome.maxfail  # the user's, from the first part
-    end = Part(plan.run_paths, False, earlier, collects_nothing=True)
+    end = RunPart(plan.run_paths, False, earlier, collects_nothing=True)
     capture = Capture(compare, end)
     args = [*pytest_args(options, plan.folders, outputs), "--no-header"]
     if options.numprocesses is not None:
@@ -242,17 +243,17 @@ def _part(
     options: argparse.Namespace,
     args: list[str],
     around: Around,
-    part: Part,
+    part: RunPart,
     kept: IO[bytes],
 ) -> _Outcome:
     """A part's session, in its own process (``_parts_run``): what it gathered, pickled
     into ``kept``; or, when it stopped the run and so ended it, the run's status."""
-    from harness.pytest_plugin.session import Gathered
+    from harness.pytest_plugin._parts import Gathered
 
     capture = Capture(around.compare, part)
     status = call_pytest(args, capture, lean=not options.all_pytest_plugins)
     state = capture.state()
-    if state is None or not state.handed_on:
+    if state is None or not part.handed_on:
         return _Outcome(around.ended(capture, status), capture.ctrl_c, 0, 0, False)
     pickle.dump(Gathered(state.ledger, state.outputs), kept, pickle.HIGHEST_PROTOCOL)
     kept.flush()
@@ -263,8 +264,9 @@ def _part(
 def _read(blobs: Blobs, handed: list[IO[bytes]]) -> Gathered:
     """What the parts handed back, one file at a time, as one: results (in the run's
     file: each part's spool pickles as the Blobs of this process), ledgers, errors."""
+    from harness.pytest_plugin._parts import Gathered
     from harness.pytest_plugin.ledger import CollectionLedger
-    from harness.pytest_plugin.session import Gathered, SessionOutputs
+    from harness.pytest_plugin.outputs import SessionOutputs
     from harness.spool import ResultSpool
 
     run = Gathered(CollectionLedger(), SessionOutputs(results=ResultSpool(blobs)))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
@@ -20,26 +20,14 @@ from harness.exitcodes import EXIT
 
 if TYPE_CHECKING:
     from harness.pytest_plugin import SuiteState
-    from harness.pytest_plugin.session import Earlier
+    from harness.pytest_plugin._parts import RunPart
 
-__all__ = ["Capture", "Part", "call_pytest", "pytest_args"]
+__all__ = ["Capture", "call_pytest", "pytest_args"]
 
 _AUTOLOAD = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
 
 # pytest.hookimpl, without importing pytest where the command does not run it.
 _pytest_hookimpl = pluggy.HookimplMarker("pytest")
-
-
-class Part(NamedTuple):
-    """What a session of a run in parts is told: the whole run's paths, whether more
-    comes after it, what the parts before it gathered, and whether it is the run's end
-    (which collects nothing: it writes and prints what the parts gathered)."""
-
-    run_paths: tuple[str, ...]
-    to_come: bool
-    earlier: Earlier | None
-    ids_seen: list[str] | None = None  # the listing round's (with --shard)
-    collects_nothing: bool = False
 
 
 def plugin_autoloads() -> bool:
@@ -82,7 +70,9 @@ class Capture:
     """A pytest plugin object that keeps the session's config, to read its harness state,
     and hands the session the baseline the command loaded (so it is read once)."""
 
-    def __init__(self, baseline: tuple[Path, Any] | None = None, part: Part | None = None) -> None:
+    def __init__(
+        self, baseline: tuple[Path, Any] | None = None, part: RunPart | None = None
+    ) -> None:
         self.config: Any = None
         self.baseline = baseline
         self.part = part
@@ -100,14 +90,7 @@ class Capture:
             state.baseline = Baseline(*self.baseline)
         if state is not None and self.part is not None:
             part = self.part
-            state.run_paths, state.parts_to_come = part.run_paths, part.to_come
-            state.ids_seen, state.collects_nothing = part.ids_seen, part.collects_nothing
-            if part.earlier is not None:
-                from harness.spool import ResultSpool
-
-                state.earlier = part.earlier
-                # The part's results go to the run's file, each process its own index.
-                state.outputs.results = ResultSpool(part.earlier.blobs)
+            state.take_part(part)
             if part.collects_nothing:  # the run's end prints the harness summary alone
                 config.pluginmanager.unregister(name="terminalreporter")
 

@@ -8,8 +8,10 @@ the environment: everything here stays inert (and cheap to import) until a
   run``'s flags are made from it), and ``SessionOptions``, what a session reads of them;
 - ``session``: the per-session state (its options, its ledger and its outputs),
   gathering results (also from xdist workers), the baseline diff and the exit status;
-- ``outputs``: what the session writes at its end (results.json, the HTML report, the
-  Markdown summary) and the summary it prints;
+- ``outputs``: what the session made (``SessionOutputs``), what it writes at its end
+  (results.json, the HTML report, the Markdown summary) and the summary it prints;
+- ``_parts``: a session that is one part of a run in parts (``harness run
+  --chunk-size``);
 - ``ledger``: what a session collected, deselected, skipped and could not load (xdist
   workers send theirs to the controller);
 - ``items``: collection of scenario files, the item that runs one, how its failure
@@ -41,10 +43,9 @@ from harness.pytest_plugin.items import (
 from harness.pytest_plugin.ledger import CollectionLedger
 from harness.pytest_plugin.logs import pytest_sessionstart
 from harness.pytest_plugin.options import SUFFIX, SessionOptions, pytest_addoption
-from harness.pytest_plugin.outputs import summary_lines
+from harness.pytest_plugin.outputs import SessionOutputs, summary_lines
 from harness.pytest_plugin.session import (
     Baseline,
-    SessionOutputs,
     SuiteState,
     diff_against_baseline,
     get_state,

@@ -14,7 +14,6 @@ from what the parts before it spent.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -24,16 +23,15 @@ from harness.llm.config import RECORDED_PROVIDERS
 from harness.runbudget import RunBudget, share
 
 if TYPE_CHECKING:
-    from harness.pytest_plugin.session import SuiteState
+    from harness.pytest_plugin._parts import RunPart
+    from harness.pytest_plugin.options import SessionOptions
+    from harness.pytest_plugin.outputs import Spent
     from harness.results import ScenarioResult
     from harness.scenario import Scenario
 
 __all__ = [
     "Budget",
-    "Spent",
-    "budget_for",
     "check_price",
-    "dollars",
     "left_unrun",
     "on_report",
     "run_budget",
@@ -43,35 +41,6 @@ __all__ = [
 
 # The usage keys of a judge's and a simulated user's requests (beside the agent's own).
 _SIDE_REQUESTS = ("judge_requests", "user_requests")
-
-
-@dataclass
-class Spent:
-    """What the scenarios that ran spent, and the ones not run for the budget (id ->
-    why): what a session reports (SessionOutputs.budget, gathered from test reports)."""
-
-    requests: int = 0
-    cost: float = 0.0
-    not_run: dict[str, str] = field(default_factory=dict)
-
-    def extend(self, later: Spent) -> None:
-        """Add what a later part of the run spent."""
-        self.requests += later.requests
-        self.cost = round(self.cost + later.cost, 9)
-        self.not_run.update(later.not_run)
-
-
-def dollars(value: str) -> float:
-    """``--max-cost``'s value: US dollars above 0 (``2.50``, ``$2.50``)."""
-    import argparse
-
-    try:
-        amount = float(value.removeprefix("$"))
-    except ValueError:
-        amount = -1.0
-    if not 0 < amount < float("inf"):  # NaN too
-        raise argparse.ArgumentTypeError(f"expected US dollars above 0 (2.50), got {value!r}")
-    return amount
 
 
 def _price(scenario: Scenario) -> Any:
@@ -119,22 +88,26 @@ def spent_by(scenario: Scenario, result: ScenarioResult) -> tuple[int, float]:
 class Budget:
     """This process's share of the run's budget, and what its scenarios spent."""
 
-    def __init__(self, state: SuiteState) -> None:
-        options = state.options
-        index, parts = _place(state)
+    def __init__(
+        self, options: SessionOptions, worker: dict[str, Any] | None, part: RunPart | None
+    ) -> None:
+        """``worker``: an xdist worker's ``workerinput`` (None elsewhere); ``part``: a run
+        in parts' (it counts on from what the parts before spent)."""
+        index, parts = _place(options, worker)
         self.given = (options.max_requests, options.max_cost)
         self.max_requests = share(options.max_requests, index, parts)
         self.max_cost = share(options.max_cost, index, parts)
         self.requests = 0
         self.cost = 0.0
-        self.earlier = state.earlier  # a run in parts: what the parts before spent
+        self.part = part
 
     def _count_earlier(self) -> None:
-        if self.earlier is not None:
-            spent = self.earlier.read().outputs.budget
+        earlier = self.part.gathered() if self.part is not None else None
+        if earlier is not None:
+            spent = earlier.outputs.budget
             self.requests += spent.requests
             self.cost += spent.cost
-            self.earlier = None
+        self.part = None
 
     def reached(self) -> str | None:
         """Why no new scenario may start (None: within the budget)."""
@@ -175,24 +148,15 @@ def _share(budget: Budget) -> str:
     return f"; this process's share: {' and '.join(parts)}"
 
 
-def _place(state: SuiteState) -> tuple[int, int]:
+def _place(options: SessionOptions, worker: dict[str, Any] | None) -> tuple[int, int]:
     """Which share (0-based) of how many is this process's: shard, then xdist worker."""
-    shard = state.options.shard
+    shard = options.shard
     shard_index, shards = (shard.index - 1, shard.total) if shard is not None else (0, 1)
-    worker = getattr(state.config, "workerinput", None)
     if worker is None:
         return shard_index, shards
     workers = int(worker.get("workercount", 1))
     number = int(str(worker.get("workerid", "gw0")).removeprefix("gw") or 0)
     return shard_index * workers + number, shards * workers
-
-
-def budget_for(state: SuiteState) -> Budget | None:
-    """The session's budget in this process (made at first use: a run in parts' state
-    learns what came before it after pytest_configure); None without one."""
-    if state.budget is None and (state.options.max_requests or state.options.max_cost):
-        state.budget = Budget(state)
-    return state.budget
 
 
 def on_report(item: Any, report: pytest.TestReport, budget: Budget | None) -> None:
@@ -225,12 +189,10 @@ def taken(spent: Spent, report: pytest.TestReport, sid: str) -> bool:
     return left is not None or bool(getattr(report, "harness_not_needed", None))
 
 
-def run_budget(state: SuiteState) -> RunBudget | None:
+def run_budget(options: SessionOptions, spent: Spent) -> RunBudget | None:
     """results.json's ``budget`` (None when the run was given none)."""
-    options = state.options
     if options.max_requests is None and options.max_cost is None:
         return None
-    spent = state.outputs.budget
     return RunBudget(
         max_requests=options.max_requests,
         max_cost=options.max_cost,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from harness.modeljson import dump_json
-from harness.pytest_plugin.budget import budget_for, check_price, on_report
+from harness.pytest_plugin.budget import check_price, on_report
 from harness.pytest_plugin.options import SUFFIXES
 from harness.pytest_plugin.sequential import make_sequential, sequential_plan
 from harness.pytest_plugin.session import get_state, state_of
@@ -46,7 +46,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     # `harness run DIR` runs the scenarios of DIR, not its Python tests; files named on
     # the command line are never ignored (pytest does not ask about them).
     state = get_state(config)
-    if state is not None and state.collects_nothing:
+    if state is not None and state.part is not None and state.part.collects_nothing:
         return True  # the end of a run in parts (harness run --chunk-size)
     scenario_file = collection_path.name.endswith(SUFFIXES)
     if config.getoption("harness_scenarios_only", False) and not scenario_file:
@@ -92,7 +92,7 @@ class ScenarioFile(pytest.File):
             minimum = _min_pass_rate(each, self.config) if repeat > 1 else None
             if state is not None and state.options.max_cost is not None:
                 check_price(each)  # before any runs: a budget it could not keep
-            plan = sequential_plan(each, state, repeat, minimum)
+            plan = sequential_plan(each, state.options if state else None, repeat, minimum)
             if plan is not None:
                 minimum = plan.min_pass_rate
             for run in runs:
@@ -290,9 +290,10 @@ class ScenarioItem(pytest.Item):
 
         state = state_of(self.config)
         if state.options.concurrency > 1:
-            from harness.pytest_plugin.live import run_ahead
+            from harness.pytest_plugin.live import ConcurrentRuns, run_ahead
 
-            return run_ahead(self, state).take(self.nodeid)
+            state.runs = state.runs or ConcurrentRuns(state.options.concurrency)
+            return run_ahead(self, state.runs, state.budget).take(self.nodeid)
         return run_sync(self.arun(), name="run_scenario()", instead="arun_scenario(...)")
 
     def own(self, result: ScenarioResult) -> ScenarioResult:
@@ -331,7 +332,7 @@ class ScenarioItem(pytest.Item):
 
             skip_if_not_needed(self, state_of(self.config).sequences)
         state = state_of(self.config)
-        budget = budget_for(state)
+        budget = state.session_budget()
         if budget is not None:
             budget.skip_if_reached(self, state.runs)
         try:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from harness.pytest_plugin.session import SuiteState
+    from harness.pytest_plugin.budget import Budget
 
 __all__ = ["ConcurrentRuns", "queued_items", "run_ahead"]
 
@@ -86,22 +86,19 @@ class ConcurrentRuns:
         self._loop = self._thread = None
 
 
-def run_ahead(item: Any, state: SuiteState) -> ConcurrentRuns:
+def run_ahead(item: Any, runs: ConcurrentRuns, budget: Budget | None) -> ConcurrentRuns:
     """Start ``item``'s run and those of the next items this process will run (twice the
-    concurrency of them: enough to keep every slot busy while pytest reports); the runs
-    started, to take ``item``'s from."""
-    if state.runs is None:
-        state.runs = ConcurrentRuns(state.options.concurrency)
-    runs: ConcurrentRuns = state.runs
+    concurrency of them: enough to keep every slot busy while pytest reports), in
+    ``runs``, unless ``budget`` is reached; the runs started, to take ``item``'s from."""
     runs.submit(item.nodeid, item.arun)
-    window = 2 * state.options.concurrency
-    if state.is_worker:
+    window = 2 * runs.limit
+    if hasattr(item.config, "workerinput"):  # an xdist worker
         upcoming = queued_items(item.config, item.session)
     else:
         upcoming = _following(item, runs, window)
     started = 0
     for other in upcoming:
-        if started >= window or (state.budget is not None and state.budget.reached()):
+        if started >= window or (budget is not None and budget.reached()):
             break  # (a run reaching the budget leaves the ones after it unstarted)
         if other is item or not hasattr(other, "arun") or _may_skip(other):
             continue

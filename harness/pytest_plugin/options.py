@@ -29,7 +29,7 @@ import pytest
 
 from harness.baseline import CORRECTIONS
 from harness.llm.config import RECORD_MODES
-from harness.pytest_plugin.budget import dollars
+from harness.runbudget import dollars
 
 if TYPE_CHECKING:
     from harness.baseline import Correction

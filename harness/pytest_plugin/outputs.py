@@ -1,5 +1,6 @@
-"""What a session makes at its end: results.json, the HTML report, the Markdown summary
-(and GitHub's job summary), and the harness summary printed in the terminal.
+"""What a session makes: its outputs (``SessionOutputs``: results, coverage, what it
+spent, what went wrong), and at its end results.json, the HTML report, the Markdown
+summary (and GitHub's job summary), and the harness summary printed in the terminal.
 
 Only the controlling process writes (never an xdist worker), and only a session that
 ran something: one that stopped part way or ran nothing leaves the last reports as they
@@ -10,32 +11,119 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from harness.coverage import CoverageTable
+from harness.spool import ResultSpool
 
 if TYPE_CHECKING:
     from harness._sections import Section
-    from harness.pytest_plugin.session import SuiteState
+    from harness.baseline import BaselineDiff
+    from harness.pytest_plugin.ledger import CollectionLedger
+    from harness.pytest_plugin.options import SessionOptions
     from harness.results import Results
 
-__all__ = ["GITHUB_STEP_SUMMARY", "finish_results", "shown_path", "summary_lines"]
+__all__ = [
+    "GITHUB_STEP_SUMMARY",
+    "SessionOutputs",
+    "Spent",
+    "finish_results",
+    "shown_path",
+    "summary_lines",
+]
+
+
+@dataclass
+class Spent:
+    """What the scenarios that ran spent, and the ones not run for the budget (id ->
+    why): what a session reports (SessionOutputs.budget, gathered from test reports;
+    harness.pytest_plugin.budget)."""
+
+    requests: int = 0
+    cost: float = 0.0
+    not_run: dict[str, str] = field(default_factory=dict)
+
+    def extend(self, later: Spent) -> None:
+        """Add what a later part of the run spent."""
+        self.requests += later.requests
+        self.cost = round(self.cost + later.cost, 9)
+        self.not_run.update(later.not_run)
+
+
+@dataclass
+class SessionOutputs:
+    """What a session made: its results, the reports written, and what went wrong."""
+
+    started: datetime = field(default_factory=lambda: datetime.now(UTC))
+    # Scenario id -> its ScenarioResult as JSON (what the test reports carry), kept on
+    # disk: a suite's size does not weigh on the session's memory.
+    results: ResultSpool = field(default_factory=ResultSpool)
+    # results.json as written (with its baseline diff), and the files written.
+    final: Results | None = None
+    diff: BaselineDiff | None = None
+    written: list[Path] = field(default_factory=list)
+    # Harness crashes (exit 3) and reports not written (exit 3), one line each.
+    internal_errors: list[str] = field(default_factory=list)
+    report_errors: list[str] = field(default_factory=list)
+    # Stopped part way (Ctrl-C, pytest's own crash): nothing written.
+    interrupted: bool = False
+    # The session built its results and wrote its reports (finish_results): the
+    # traces (harness.pytest_plugin.tracing) follow them.
+    reported: bool = False
+    # The one line harness stopped the session with (a refused recording).
+    stopped_by: str | None = None
+    # With --harness-otel: scenario id -> what its trace needs that its result does not
+    # keep (harness.pytest_plugin.tracing's RunFacts as JSON, from the test reports).
+    trace_facts: dict[str, str] = field(default_factory=dict)
+    # With --harness-coverage: the behaviours the scenarios that ran covered, gathered
+    # from the test reports (docs/coverage.md): the table, never a scenario's record.
+    coverage: CoverageTable = field(default_factory=CoverageTable)
+    # With a budget: what the scenarios that ran spent, and those left unrun for it.
+    budget: Spent = field(default_factory=Spent)
+    sections: Any = None  # the report sections' Gathered, made once for every medium
+
+    def extend(self, later: SessionOutputs) -> None:
+        """Take in what a later session made (a later part of a run in parts): its
+        results (sharing this spool's file), coverage, errors and traces' facts."""
+        self.started = min(self.started, later.started)
+        self.results.extend(later.results)
+        self.coverage.update(later.coverage)
+        self.budget.extend(later.budget)
+        self.internal_errors.extend(later.internal_errors)
+        self.report_errors.extend(later.report_errors)
+        self.trace_facts.update(later.trace_facts)
+
 
 # The file GitHub Actions shows as a job's summary, when the job runs there.
 GITHUB_STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 
 
-def finish_results(state: SuiteState) -> None:
-    """Build the session's results (``state.outputs.final``) and write the reports asked
-    for; what cannot be written is a report error (exit 3), the rest are still written."""
-    outputs, options = state.outputs, state.options
+def finish_results(
+    build: Callable[[], Results], options: SessionOptions, outputs: SessionOutputs, cwd: Path
+) -> None:
+    """Build the session's results (``outputs.final``) and write the reports asked for;
+    what cannot be written is a report error (exit 3), the rest are still written.
+    ``cwd``: where pytest started (the paths in messages are shown from there)."""
+    outputs.reported = True
     try:
-        final = outputs.final = state.build()
+        final = outputs.final = build()
     except Exception as exc:  # a bug between results and reports must still show
         outputs.report_errors.append(f"results not built: {type(exc).__name__}: {exc}")
         return
-    sections = _sections(state, final)
+    sections = _sections(outputs, cwd, final)
+
+    def write(path: Path, how: Callable[[Path], object]) -> None:
+        try:
+            how(path)
+            outputs.written.append(path)
+        except Exception as exc:
+            outputs.report_errors.append(f"{shown_path(path, cwd)} not written: {_why(exc)}")
+
     if options.json_path is not None:
-        _write(state, options.json_path, final.write)
+        write(options.json_path, final.write)
     if options.html_path is not None:
 
         def html(path: Path) -> None:
@@ -43,25 +131,26 @@ def finish_results(state: SuiteState) -> None:
 
             write_html(path, final, sections=sections)  # the diff is in final.baseline
 
-        _write(state, options.html_path, html)
+        write(options.html_path, html)
+    report = shown_path(options.html_path, cwd) if options.html_path is not None else None
     if options.markdown_path is not None:
-        _write(state, options.markdown_path, lambda path: _markdown(state, final, path))
+        write(options.markdown_path, lambda path: _markdown(final, report, sections, path))
     step_summary = os.environ.get(GITHUB_STEP_SUMMARY)
     if step_summary and (options.json_path or options.html_path or options.markdown_path):
-        _append_step_summary(state, final, Path(step_summary))
+        _append_step_summary(final, report, sections, Path(step_summary), outputs)
 
 
-def _sections(state: SuiteState, final: Results) -> tuple[Section, ...]:
-    """The report sections of the session's project (its plugins' and the built-ins'),
-    gathered once for every medium; a plugin that failed is a report error (exit 3)."""
-    outputs = state.outputs
+def _sections(outputs: SessionOutputs, cwd: Path, final: Results) -> tuple[Section, ...]:
+    """The report sections of the session's project (its plugins' and the built-ins',
+    the project found from ``cwd``), gathered once for every medium; a plugin that
+    failed is a report error (exit 3)."""
     if outputs.sections is None:
         from harness.plugins import discover
         from harness.project import project_root
         from harness.report._sections import Gathered, gather_sections
 
         try:
-            plugins = discover(project_root(Path(state.config.invocation_params.dir)))
+            plugins = discover(project_root(cwd))
             outputs.sections = gather_sections(final, plugins)
         except Exception as exc:  # the project's plugins did not load: reports go on
             outputs.sections = Gathered(errors=(f"report sections: {_why(exc)}",))
@@ -69,37 +158,36 @@ def _sections(state: SuiteState, final: Results) -> tuple[Section, ...]:
     return outputs.sections.sections
 
 
-def _write(state: SuiteState, path: Path, write: Callable[[Path], object]) -> None:
-    try:
-        write(path)
-        state.outputs.written.append(path)
-    except Exception as exc:
-        state.outputs.report_errors.append(f"{state.shown(path)} not written: {_why(exc)}")
-
-
-def _markdown(state: SuiteState, final: Results, path: Path | None) -> str:
-    """The Markdown summary; written to ``path`` when one is given."""
+def _markdown(
+    final: Results, report: str | None, sections: tuple[Section, ...], path: Path | None
+) -> str:
+    """The Markdown summary (``report``: the HTML report, as shown); written to ``path``
+    when one is given."""
     from harness.files import atomic_write
     from harness.report.markdown import render_markdown
     from harness.secrets import scrub_text
 
-    html = state.options.html_path
-    shown = state.shown(html) if html is not None else None
-    text = scrub_text(render_markdown(final, report=shown, sections=_sections(state, final)))
+    text = scrub_text(render_markdown(final, report=report, sections=sections))
     if path is not None:
         atomic_write(path, text)
     return text
 
 
-def _append_step_summary(state: SuiteState, final: Results, path: Path) -> None:
+def _append_step_summary(
+    final: Results,
+    report: str | None,
+    sections: tuple[Section, ...],
+    path: Path,
+    outputs: SessionOutputs,
+) -> None:
     """Add the Markdown summary to GitHub's job summary (a file the job appends to)."""
     try:
-        text = _markdown(state, final, None)
+        text = _markdown(final, report, sections, None)
         with path.open("a", encoding="utf-8") as out:
             out.write(text)
     except Exception as exc:
         line = f"${GITHUB_STEP_SUMMARY} ({path}) not written: {_why(exc)}"
-        state.outputs.report_errors.append(line)
+        outputs.report_errors.append(line)
 
 
 def _why(exc: BaseException) -> str:
@@ -108,30 +196,36 @@ def _why(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def summary_lines(state: SuiteState, *, cwd: Path, slowest: int = 5) -> list[str]:
+def summary_lines(
+    results: Results | None,
+    outputs: SessionOutputs,
+    ledger: CollectionLedger,
+    options: SessionOptions,
+    *,
+    cwd: Path,
+    baseline: Path | None = None,
+    slowest: int = 5,
+) -> list[str]:
     """The end-of-run summary: counts, pass rates, skips, the baseline diff with what
-    changed, and where the reports are."""
+    changed (``baseline``: the file compared with), and where the reports are.
+    ``results``: the session's (``outputs.final``, or built for the summary)."""
     from harness.report.text import baseline_lines, results_lines, skipped_lines
 
-    outputs, ledger = state.outputs, state.ledger
-    results = outputs.final
-    if results is None and outputs.results:
-        results = state.build()
     lines: list[str] = []
     if results is not None and results.scenarios:
         lines.extend(results_lines(results, slowest=slowest))
     if results is not None and results.coverage is not None:
         from harness.report.coverage import coverage_lines
 
-        lines.extend(coverage_lines(results.coverage, state.options.coverage_fail_under))
+        lines.extend(coverage_lines(results.coverage, options.coverage_fail_under))
     lines.extend(skipped_lines(ledger.skipped))
     if results is not None and results.scenarios:
         from harness.report._sections import text_section_lines
 
-        lines.extend(text_section_lines(_sections(state, results)))
+        lines.extend(text_section_lines(_sections(outputs, cwd, results)))
     if outputs.diff is not None:
-        shown = shown_path(state.baseline.path, cwd) if state.baseline else "baseline"
-        report = state.options.html_path
+        shown = shown_path(baseline, cwd) if baseline is not None else "baseline"
+        report = options.html_path
         lines.extend(
             baseline_lines(
                 outputs.diff,
@@ -139,13 +233,14 @@ def summary_lines(state: SuiteState, *, cwd: Path, slowest: int = 5) -> list[str
                 report=shown_path(report, cwd) if report in outputs.written else None,
             )
         )
-    lines.extend(_ending_lines(state, cwd))
+    lines.extend(_ending_lines(outputs, ledger, options, cwd))
     return lines
 
 
-def _ending_lines(state: SuiteState, cwd: Path) -> list[str]:
+def _ending_lines(
+    outputs: SessionOutputs, ledger: CollectionLedger, options: SessionOptions, cwd: Path
+) -> list[str]:
     """Why reports were not written, what went wrong, and what was written."""
-    outputs, ledger, options = state.outputs, state.ledger, state.options
     lines: list[str] = []
     asked = options.json_path or options.html_path or options.markdown_path
     if ledger.collection_errors:

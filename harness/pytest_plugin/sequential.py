@@ -27,7 +27,7 @@ import pytest
 from harness.sequential import Decision, Progress, SequentialPlan
 
 if TYPE_CHECKING:
-    from harness.pytest_plugin.session import SuiteState  # (annotations only)
+    from harness.pytest_plugin.options import SessionOptions
     from harness.scenario import Scenario
 
 __all__ = [
@@ -63,7 +63,7 @@ def not_needed(decision: Decision, plan: SequentialPlan) -> str:
 
 
 def sequential_plan(
-    scenario: Scenario, state: SuiteState | None, repeat: int, minimum: float | None
+    scenario: Scenario, options: SessionOptions | None, repeat: int, minimum: float | None
 ) -> SequentialPlan | None:
     """How a repeated scenario's runs are decided sequentially: its own ``repeat:
     {decide: sequential}``, else --harness-decide sequential (with --harness-repeat N as
@@ -72,7 +72,7 @@ def sequential_plan(
         return None
     if "repeat" in scenario.model_fields_set:
         return scenario.sequential
-    if state is None or state.options.decide != "sequential":
+    if options is None or options.decide != "sequential":
         return None
     return SequentialPlan(max_runs=repeat, min_pass_rate=1.0 if minimum is None else minimum)
 

@@ -19,17 +19,18 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pytest
 
-from harness.coverage import Behaviours, CoverageTable
+from harness.coverage import Behaviours
 from harness.exitcodes import EXIT
-from harness.pytest_plugin.budget import Spent, left_unrun, run_budget, taken
+from harness.pytest_plugin.budget import left_unrun, run_budget, taken
 from harness.pytest_plugin.ledger import CollectionLedger
 from harness.pytest_plugin.options import SUFFIXES, SessionOptions, session_options
-from harness.spool import Blobs, ResultSpool
+from harness.pytest_plugin.outputs import SessionOutputs
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from harness.baseline import BaselineDiff, Correction
+    from harness.pytest_plugin._parts import RunPart
     from harness.pytest_plugin.budget import Budget
     from harness.pytest_plugin.live import ConcurrentRuns
     from harness.pytest_plugin.sequential import Sequences
@@ -37,9 +38,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Baseline",
-    "Earlier",
-    "Gathered",
-    "SessionOutputs",
     "SuiteState",
     "diff_against_baseline",
     "get_state",
@@ -54,68 +52,6 @@ class Baseline(NamedTuple):
 
     path: Path
     results: Results
-
-
-@dataclass
-class SessionOutputs:
-    """What a session made: its results, the reports written, and what went wrong."""
-
-    started: datetime = field(default_factory=lambda: datetime.now(UTC))
-    # Scenario id -> its ScenarioResult as JSON (what the test reports carry), kept on
-    # disk: a suite's size does not weigh on the session's memory.
-    results: ResultSpool = field(default_factory=ResultSpool)
-    # results.json as written (with its baseline diff), and the files written.
-    final: Results | None = None
-    diff: BaselineDiff | None = None
-    written: list[Path] = field(default_factory=list)
-    # Harness crashes (exit 3) and reports not written (exit 3), one line each.
-    internal_errors: list[str] = field(default_factory=list)
-    report_errors: list[str] = field(default_factory=list)
-    # Stopped part way (Ctrl-C, pytest's own crash): nothing written.
-    interrupted: bool = False
-    # The one line harness stopped the session with (a refused recording).
-    stopped_by: str | None = None
-    # With --harness-otel: scenario id -> what its trace needs that its result does not
-    # keep (harness.pytest_plugin.tracing's RunFacts as JSON, from the test reports).
-    trace_facts: dict[str, str] = field(default_factory=dict)
-    # With --harness-coverage: the behaviours the scenarios that ran covered, gathered
-    # from the test reports (docs/coverage.md): the table, never a scenario's record.
-    coverage: CoverageTable = field(default_factory=CoverageTable)
-    # With a budget: what the scenarios that ran spent, and those left unrun for it.
-    budget: Spent = field(default_factory=Spent)
-    sections: Any = None  # the report sections' Gathered, made once for every medium
-
-    def extend(self, later: SessionOutputs) -> None:
-        """Take in what a later session made (a later part of a run in parts): its
-        results (sharing this spool's file), coverage, errors and traces' facts."""
-        self.started = min(self.started, later.started)
-        self.results.extend(later.results)
-        self.coverage.update(later.coverage)
-        self.budget.extend(later.budget)
-        self.internal_errors.extend(later.internal_errors)
-        self.report_errors.extend(later.report_errors)
-        self.trace_facts.update(later.trace_facts)
-
-
-class Gathered(NamedTuple):
-    """What parts of a run in parts (``harness run --chunk-size``) collected and made."""
-
-    ledger: CollectionLedger
-    outputs: SessionOutputs
-
-
-class Earlier(NamedTuple):
-    """What the parts before a session of a run in parts gathered: the run's results
-    file, which every part's spool writes to, and what the parts handed back, read when
-    a session goes on from it (the run's end, or a part that stops the run)."""
-
-    blobs: Blobs
-    read: Callable[[], Gathered]
-
-
-def _part_line(part: Any) -> str:
-    """The line that names a part of a run in parts (``--harness-part K/N``)."""
-    return f"harness: part {part.index} of {part.total} of the run (--chunk-size)"
 
 
 @dataclass(eq=False)  # hashable by identity: pytest keeps plugins in sets
@@ -140,31 +76,40 @@ class SuiteState:
     budget: Budget | None = None
     # --harness-plugin modules, forgotten when the session ends.
     added_plugins: list[str] = field(default_factory=list)
-    # One part of a run in several sessions (`harness run --chunk-size`, set by it): the
-    # paths of the whole run, whether more comes after this part, and what the parts
-    # before it gathered. A part that ends with more to come hands its own ledger and
-    # outputs on (handed_on; harness.cli.run gathers them), and writes and prints
-    # nothing. The run's end (a session that collects nothing), or a part that stops the
-    # run, goes on from what was gathered: it writes and prints for the whole run.
-    run_paths: tuple[str, ...] | None = None
-    parts_to_come: bool = False
-    handed_on: bool = False
-    earlier: Earlier | None = None
-    collects_nothing: bool = False  # the run's end
-    # With --harness-shard, a run in parts first lists the ids each part selects here.
-    ids_seen: list[str] | None = None
-    part_said: bool = False  # under -n, the line naming the part was written
+    # One part of a run in several sessions (`harness run --chunk-size`, set by it:
+    # take_part; harness.pytest_plugin._parts).
+    part: RunPart | None = None
 
     @property
     def is_worker(self) -> bool:
         """True in an xdist worker (which runs items but writes nothing)."""
         return hasattr(self.config, "workerinput")
 
-    def shown(self, path: Path) -> str:
-        """A path as the user gave it: relative to where pytest started when below it."""
-        from harness.pytest_plugin.outputs import shown_path
+    @property
+    def cwd(self) -> Path:
+        """Where pytest started (paths in messages are shown from there)."""
+        return Path(self.config.invocation_params.dir)
 
-        return shown_path(path, Path(self.config.invocation_params.dir))
+    def take_part(self, part: RunPart) -> None:
+        """Make this session a part of a run in parts (harness.cli.parts)."""
+        from harness.spool import ResultSpool
+
+        self.part = part
+        if part.earlier is not None:
+            # The part's results go to the run's file, each process its own index.
+            self.outputs.results = ResultSpool(part.earlier.blobs)
+        if part.ids_seen is not None:  # a listing round (with --shard) says nothing
+            self.config.pluginmanager.unregister(name="harness-part")
+
+    def session_budget(self) -> Budget | None:
+        """This process's share of the run's budget (made at first use: a part of a run
+        in parts learns what came before it after pytest_configure); None without one."""
+        if self.budget is None and (self.options.max_requests or self.options.max_cost):
+            from harness.pytest_plugin.budget import Budget
+
+            worker = getattr(self.config, "workerinput", None)
+            self.budget = Budget(self.options, worker, self.part)
+        return self.budget
 
     def build(self) -> Results:
         """results.json for the scenarios seen so far (sorted by id; baseline diff added).
@@ -178,7 +123,7 @@ class SuiteState:
         results = build_results(
             outputs.results, started=outputs.started, skipped=self.ledger.skipped
         )
-        results.budget = run_budget(self)
+        results.budget = run_budget(self.options, outputs.budget)
         if self.options.coverage:
             results.coverage = outputs.coverage.coverage()
         if self.ledger.shard is not None:
@@ -201,37 +146,6 @@ class SuiteState:
             results.baseline = outputs.diff
         return results
 
-    def _checked(self, sid: str, text: str) -> ScenarioResult:
-        """A scenario's result as its test report carried it, or, when it does not read
-        back (a plugin left infinity in the run, which JSON writes as null), an entry in
-        error, and a report error (exit 3): the other scenarios keep their results.
-        """
-        from pydantic import ValidationError
-
-        from harness.actions import FinalResponse
-        from harness.errors import describe_errors
-        from harness.results import ScenarioResult
-
-        try:
-            return ScenarioResult.model_validate_json(text)
-        except ValidationError as exc:
-            errors = exc.errors(include_url=False)
-            message = f"its result cannot be written: {describe_errors(errors, show_input=True)}"
-            if all(err.get("input") is None for err in errors):
-                message += " (infinity or NaN, which JSON cannot hold)"
-        line = f"{sid}: {message}"
-        if line not in self.outputs.report_errors:
-            self.outputs.report_errors.append(line)
-        raw = json.loads(text)
-        return ScenarioResult(
-            id=sid,
-            name=str(raw.get("name") or sid),
-            file=str(raw.get("file") or ""),
-            status="error",
-            termination="error",
-            final=FinalResponse(error={"type": "error", "message": message}),
-        )
-
     def _id_of(self, nodeid: str) -> str:
         """A scenario item's id (``path::name``, the path relative to its project root)."""
         file, _, name = nodeid.partition("::")
@@ -244,7 +158,7 @@ class SuiteState:
 
         here = Path(self.config.invocation_params.dir)
         target = path.resolve()
-        for arg in self.run_paths or self.config.args:
+        for arg in (self.part.run_paths if self.part else ()) or self.config.args:
             given = (here / ScenarioId.file_of(str(arg))).resolve()
             if target == given or given in target.parents:
                 return True
@@ -262,25 +176,6 @@ class SuiteState:
         """A worker keeps what it deselected, for the controller's count."""
         if self.is_worker:
             self.ledger.deselected.extend(item.nodeid for item in items)
-
-    def pytest_report_collectionfinish(self, config: pytest.Config) -> str | None:
-        """Say which part of a run in parts this session is (harness run --chunk-size)."""
-        part = config.getoption("harness_part", None)
-        if part is None or self.ids_seen is not None:
-            return None
-        return _part_line(part)
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        """Under -n, the controller (which collects nothing) says which part this is,
-        once, when its first worker has collected."""
-        part = self.config.getoption("harness_part", None)
-        if part is None or self.part_said:
-            return
-        self.part_said = True
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line(_part_line(part))
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """A worker sends what it collected to the controller."""
@@ -322,7 +217,7 @@ class SuiteState:
         # disk, and not on the report, which pytest's statistics keep to the end.
         sid = report.harness_id
         taken(self.outputs.budget, report, sid)  # what it spent
-        result = self._checked(sid, text)
+        result = _checked(sid, text, self.outputs.report_errors)
         self.outputs.results.add(result)  # with its run, what is counted
         del report.harness_result
         behaviours = getattr(report, "harness_coverage", None)
@@ -367,17 +262,14 @@ class SuiteState:
             return
         status = int(session.exitstatus)
         stopped = session.shouldfail or session.shouldstop or status not in (0, 1, 5)
-        if self.parts_to_come and not stopped:
-            self.handed_on = True  # harness run gathers this part's ledger and outputs
+        part = self.part
+        if part is not None and part.to_come and not stopped:
+            part.handed_on = True  # harness run gathers this part's ledger and outputs
             return
-        earlier = self.earlier
-        if earlier is not None:  # the run's end, or a part that stops it: the whole run's
-            run = earlier.read()
-            run.ledger.extend(self.ledger)
-            run.outputs.extend(self.outputs)
-            self.ledger, self.outputs, self.earlier = run.ledger, run.outputs, None
+        # The run's end, or a part that stops it: the whole run's.
+        joined = part is not None and part.take_earlier(self.ledger, self.outputs)
         outputs = self.outputs
-        if status == pytest.ExitCode.NO_TESTS_COLLECTED and earlier is not None and outputs.results:
+        if status == pytest.ExitCode.NO_TESTS_COLLECTED and joined and outputs.results:
             # The end of a run in parts collects nothing of its own: the run did run.
             status = pytest.ExitCode.OK
         # Ctrl-C, collection errors and pytest's own crashes stop a session part way: its
@@ -389,21 +281,10 @@ class SuiteState:
         # A session that ran nothing (--collect-only, everything skipped or deselected)
         # has nothing to report: the last run's reports stay as they were.
         if outputs.results and not outputs.interrupted:
-            finish_results(self)
-        final = outputs.final
-        if status == 0 and final is not None and final.below_min_pass_rate():
-            status = EXIT["failed"]  # a scenario's runs fell short of its min_pass_rate
-        if status == 0 and self.options.fail_on_skip and self.ledger.skipped:
-            status = EXIT["failed"]
-        if status == 0 and (_below_required(self.options, final) or left_unrun(final)):
-            status = EXIT["failed"]
-        if self.ledger.collection_errors and status in (0, 1, 5):
-            status = EXIT["bad_input"]
-        if outputs.report_errors or outputs.internal_errors:
-            status = EXIT["internal"]
-        session.exitstatus = status
-        if self.collects_nothing:
-            # The end of a run in parts has no terminal reporter (harness.cli.run): its
+            finish_results(self.build, self.options, outputs, self.cwd)
+        session.exitstatus = _exit_status(status, self.options, self.ledger, outputs)
+        if part is not None and part.collects_nothing:
+            # The end of a run in parts has no terminal reporter (harness.cli.parts): its
             # pytest lines would say "no tests ran". The summary is the run's last word.
             from _pytest.config import create_terminal_writer
 
@@ -417,22 +298,28 @@ class SuiteState:
         )
 
     def _summary(self, heading: Callable[[str], None], line: Callable[..., None]) -> None:
-        if self.is_worker or self.handed_on or self.config.get_verbosity() < -1:
+        handed_on = self.part is not None and self.part.handed_on
+        if self.is_worker or handed_on or self.config.get_verbosity() < -1:
             return
-        outputs, ledger = self.outputs, self.ledger
+        outputs, ledger, options = self.outputs, self.ledger, self.options
         if not (
             outputs.results
             or outputs.written
             or outputs.report_errors
             or ledger.collection_errors
             or ledger.skipped
-            or (outputs.interrupted and (self.options.json_path or self.options.html_path))
+            or (outputs.interrupted and (options.json_path or options.html_path))
         ):
             return
         heading("harness summary")
         from harness.pytest_plugin.outputs import summary_lines
 
-        for text in summary_lines(self, cwd=Path(self.config.invocation_params.dir)):
+        results = outputs.final
+        if results is None and outputs.results:
+            results = self.build()  # (stopped part way: counted, not written)
+        baseline = self.baseline.path if self.baseline is not None else None
+        lines = summary_lines(results, outputs, ledger, options, cwd=self.cwd, baseline=baseline)
+        for text in lines:
             alarm = any(w in text for w in ("did not load", "report error", "harness crashed"))
             line(text, red=alarm, bold=alarm)
 
@@ -448,6 +335,56 @@ class SuiteState:
         crash = getattr(memo, "reprcrash", None)
         if crash is not None:
             crash.message = stopped_by
+
+
+def _exit_status(
+    status: int, options: SessionOptions, ledger: CollectionLedger, outputs: SessionOutputs
+) -> int:
+    """The session's exit status, from pytest's and what harness made of the run."""
+    final = outputs.final
+    if status == 0 and final is not None and final.below_min_pass_rate():
+        status = EXIT["failed"]  # a scenario's runs fell short of its min_pass_rate
+    if status == 0 and options.fail_on_skip and ledger.skipped:
+        status = EXIT["failed"]
+    if status == 0 and (_below_required(options, final) or left_unrun(final)):
+        status = EXIT["failed"]
+    if ledger.collection_errors and status in (0, 1, 5):
+        status = EXIT["bad_input"]
+    if outputs.report_errors or outputs.internal_errors:
+        status = EXIT["internal"]
+    return status
+
+
+def _checked(sid: str, text: str, report_errors: list[str]) -> ScenarioResult:
+    """A scenario's result as its test report carried it, or, when it does not read
+    back (a plugin left infinity in the run, which JSON writes as null), an entry in
+    error, and a report error (exit 3): the other scenarios keep their results.
+    """
+    from pydantic import ValidationError
+
+    from harness.actions import FinalResponse
+    from harness.errors import describe_errors
+    from harness.results import ScenarioResult
+
+    try:
+        return ScenarioResult.model_validate_json(text)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        message = f"its result cannot be written: {describe_errors(errors, show_input=True)}"
+        if all(err.get("input") is None for err in errors):
+            message += " (infinity or NaN, which JSON cannot hold)"
+    line = f"{sid}: {message}"
+    if line not in report_errors:
+        report_errors.append(line)
+    raw = json.loads(text)
+    return ScenarioResult(
+        id=sid,
+        name=str(raw.get("name") or sid),
+        file=str(raw.get("file") or ""),
+        status="error",
+        termination="error",
+        final=FinalResponse(error={"type": "error", "message": message}),
+    )
 
 
 def _below_required(options: SessionOptions, final: Results | None) -> bool:
@@ -501,7 +438,13 @@ def pytest_configure(config: pytest.Config) -> None:
     if state.options.otel_path or state.options.otel_endpoint:
         from harness.pytest_plugin.tracing import TraceExport
 
-        config.pluginmanager.register(TraceExport(state), TraceExport.NAME)
+        export = TraceExport(config, state.options, state.outputs)
+        config.pluginmanager.register(export, TraceExport.NAME)
+    part = config.getoption("harness_part", None)
+    if part is not None:  # harness run --chunk-size's
+        from harness.pytest_plugin._parts import PartLine
+
+        config.pluginmanager.register(PartLine(config, part), PartLine.NAME)
     modules = config.getoption("harness_plugin") or []
     if modules:
         _load_harness_plugins(modules, state)
@@ -547,7 +490,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     # The spool is not closed here: results.json's Results (harness run's
     # --update-baseline reads it after pytest) read their scenarios from it. Its file has
     # no name on disk and goes when the last of them is dropped.
-    for name in ("harness-otel", "harness-sequential"):
+    for name in ("harness-otel", "harness-sequential", "harness-part"):
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:
             config.pluginmanager.unregister(plugin)

@@ -7,7 +7,7 @@ fingerprint and what was collected but not selected go into results.json's
 ``meta.shard``: ``harness merge`` checks the shards against each other with them.
 
 A run in parts (``harness run --chunk-size``) selects one part per session: a first round
-of ``--collect-only`` sessions lists what every part selected (``SuiteState.ids_seen``),
+of ``--collect-only`` sessions lists what every part selected (``RunPart.ids_seen``),
 and each part's session plans over that list (``--harness-shard-ids``), so the shard
 holds what it would hold in one session.
 """
@@ -49,8 +49,9 @@ def pytest_collection_modifyitems(
 
     shard, durations = state.options.shard, state.options.durations
     keys = [item_key(item) for item in items]
-    if state.ids_seen is not None:  # the listing round of a run in parts: no plan yet
-        state.ids_seen.extend(keys)
+    ids_seen = state.part.ids_seen if state.part is not None else None
+    if ids_seen is not None:  # the listing round of a run in parts: no plan yet
+        ids_seen.extend(keys)
         return
     # A run in parts plans over what every part selected (its listing round's ids).
     suite = keys if state.options.shard_ids is None else state.options.shard_ids

@@ -23,7 +23,8 @@ import pytest
 
 if TYPE_CHECKING:
     from harness.otel import PlannedTrace, RunFacts
-    from harness.pytest_plugin.session import SuiteState
+    from harness.pytest_plugin.options import SessionOptions
+    from harness.pytest_plugin.outputs import SessionOutputs
     from harness.results import ScenarioResult
     from harness.scenario import Scenario
 
@@ -77,12 +78,17 @@ def _traced(result: ScenarioResult, facts: RunFacts) -> Any:
 
 
 class TraceExport:
-    """The pytest plugin that writes (or sends) the session's traces when it ends."""
+    """The pytest plugin that writes (or sends) the session's traces when it ends: when
+    the session wrote its reports (``outputs.reported``), from the results it gathered."""
 
     NAME = "harness-otel"
 
-    def __init__(self, state: SuiteState) -> None:
-        self.state = state
+    def __init__(
+        self, config: pytest.Config, options: SessionOptions, outputs: SessionOutputs
+    ) -> None:
+        self.config = config
+        self.options = options
+        self.outputs = outputs
         self.sent: str | None = None
 
     @pytest.hookimpl(wrapper=True)
@@ -91,19 +97,18 @@ class TraceExport:
         from harness.scenario import Scenario
 
         report = yield
-        # Read off the item, not through ScenarioItem: items imports the session, which
-        # registers this plugin (an import circle).
+        # Any item with a scenario and its result (this module stays below the items').
         scenario = getattr(item, "scenario", None)
         if call.when == "call" and isinstance(scenario, Scenario) and getattr(item, "result", None):
-            facts = run_facts(scenario, content=self.state.options.otel_content)
+            facts = run_facts(scenario, content=self.options.otel_content)
             report.harness_facts = json.dumps(asdict(facts))
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """The controller keeps each scenario's facts."""
         facts = getattr(report, "harness_facts", None)
-        if facts is not None and not self.state.is_worker:
-            self.state.outputs.trace_facts[report.harness_id] = facts
+        if facts is not None and not hasattr(self.config, "workerinput"):  # the controller
+            self.outputs.trace_facts[report.harness_id] = facts
 
     def traces(self, *, fixed: bool) -> Iterator[PlannedTrace]:
         """The planned traces of the session's runs, by scenario id, one result read at a
@@ -115,16 +120,16 @@ class TraceExport:
         if fixed:
             clock = Clock()
         else:
-            started = self.state.outputs.started
+            started = self.outputs.started
             epoch = int(started.timestamp() * 1000) * 1_000_000
             clock = Clock(epoch_ns=epoch, seed=started.isoformat())
-        content = self.state.options.otel_content
+        content = self.options.otel_content
         # The session's spool, by id: results.json's entries once it was built (it counts
         # the repeats of a repeated scenario's runs into the spool).
-        results = self.state.outputs.results
+        results = self.outputs.results
         for scenario_id in sorted(results):
             result = ScenarioResult.model_validate_json(results[scenario_id])
-            given = self.state.outputs.trace_facts.get(result.id)
+            given = self.outputs.trace_facts.get(result.id)
             facts = RunFacts(**json.loads(given)) if given else RunFacts()
             yield plan_trace(_traced(result, facts), clock, content=content)
 
@@ -133,12 +138,9 @@ class TraceExport:
         """After the reports (whose results are read once): write the file and send to the
         collector, unless the session stopped part way; exit 3 when that failed."""
         outcome = yield
-        state = self.state
         # As the reports: not when the session stopped part way or ran nothing, nor by a
         # part of a run that hands on to the next (the last part exports the whole run).
-        ran = int(exitstatus) != 5 or state.run_paths is not None
-        written = not state.outputs.interrupted and ran and not state.handed_on
-        if state.is_worker or not written or not state.outputs.results:
+        if not self.outputs.reported or not self.outputs.results:
             return outcome
         try:
             self._export()
@@ -146,19 +148,20 @@ class TraceExport:
             from harness.exitcodes import EXIT
             from harness.secrets import scrub_text
 
-            state.outputs.report_errors.append(scrub_text(f"traces not exported: {exc}"))
+            self.outputs.report_errors.append(scrub_text(f"traces not exported: {exc}"))
             session.exitstatus = EXIT["internal"]
         return outcome
 
     def _export(self) -> None:
         from harness.otel import OtelError, send, write_file
+        from harness.pytest_plugin.outputs import shown_path
 
-        options, outputs = self.state.options, self.state.outputs
+        options, outputs = self.options, self.outputs
         if options.otel_path is not None:
             try:
                 write_file(options.otel_path, self.traces(fixed=True))
             except OSError as exc:
-                shown = self.state.shown(options.otel_path)
+                shown = shown_path(options.otel_path, self.config.invocation_params.dir)
                 raise OtelError(f"{shown} not written: {exc.strerror or exc}") from None
             outputs.written.append(options.otel_path)
         if options.otel_endpoint is not None:
@@ -168,11 +171,11 @@ class TraceExport:
     @pytest.hookimpl(trylast=True)  # after the harness summary
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """Say where the traces went (a file is among the summary's results)."""
-        if self.sent is not None and self.state.config.get_verbosity() >= -1:
+        if self.sent is not None and self.config.get_verbosity() >= -1:
             from harness.otel import endpoint_url
             from harness.secrets import scrub_text
 
-            runs = len(self.state.outputs.results)
+            runs = len(self.outputs.results)
             terminalreporter.write_line(
                 scrub_text(f"traces: {runs} run(s) sent to {endpoint_url(self.sent)}")
             )
