@@ -6,8 +6,10 @@ the environment: everything here stays inert (and cheap to import) until a
 
 - ``options``: every option of a session, declared once (the plugin's and ``harness
   run``'s flags are made from it), and ``SessionOptions``, what a session reads of them;
-- ``session``: the per-session state (its options, its ledger and its outputs),
-  gathering results (also from xdist workers), the baseline diff and the exit status;
+- ``session``: the per-session state (its options, its ledger and its outputs), the
+  baseline diff and the exit status;
+- ``_gather``: what the test reports carry (results, coverage, spending, errors, also
+  from xdist workers), gathered into the session's ledger and outputs;
 - ``outputs``: what the session made (``SessionOutputs``), what it writes at its end
   (results.json, the HTML report, the Markdown summary) and the summary it prints;
 - ``_parts``: a session that is one part of a run in parts (``harness run
