@@ -900,6 +900,23 @@ def test_an_interrupted_run_writes_no_reports(pytester):
     assert {name: (pytester.path / name).read_bytes() for name in before} == before
 
 
+def test_an_interrupted_run_leaves_the_traces_as_they_were(pytester):
+    # The traces follow the reports: a run stopped part way would overwrite a good file
+    # with a partial one.
+    pytester.makepyfile(sigint_llm=SIGINT_LLM)
+    for name in ("a1", "a2", "b3"):
+        write(pytester, **{f"{name}_scenario": PASSING.replace("greet", name)})
+    traces = "--harness-otel=traces.json"
+    assert pytester.runpytest_subprocess(traces).ret == 0
+    before = (pytester.path / "traces.json").read_bytes()
+    assert b"a1.scenario.yaml" in before
+
+    write(pytester, b2_scenario="input: hi\nllm: {provider: interrupting}\n")
+    result = pytester.runpytest_subprocess("--harness-plugin", "sigint_llm", traces)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert (pytester.path / "traces.json").read_bytes() == before
+
+
 def test_scenarios_only_skips_python_tests_in_folders_but_not_named_files(pytester):
     write(pytester, greet_scenario=PASSING)
     pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
