@@ -146,13 +146,15 @@ class Headers:
 def test_only_recording_restricts_accept_encoding_to_what_cassettes_can_decode(
     tmp_path, monkeypatch
 ):
+    import openai
+
+    from harness.cassettes._httpx import httpx_of
     from harness.llm.script import ScriptStep
-    from harness.providers.openai import _httpx
     from harness.serve import create_app, running_app
 
     # As when zstandard is installed: the HTTP client then offers zstd, which vcrpy
     # cannot decode into a readable cassette.
-    monkeypatch.setattr(_httpx()._client, "ACCEPT_ENCODING", "gzip, deflate, zstd")
+    monkeypatch.setattr(httpx_of(openai)._client, "ACCEPT_ENCODING", "gzip, deflate, zstd")
     app = Headers(create_app([ScriptStep.model_validate({"content": "Hi."})]))
     with running_app(app) as url:
         recording = make_llm(tmp_path / "hi.yaml", "once", url)

@@ -17,6 +17,7 @@ import os
 from types import SimpleNamespace
 from typing import Any
 
+from harness.cassettes._httpx import httpx_of as _httpx
 from harness.cassettes.session import CassetteSession, key_refused, no_key_refusal
 from harness.modelwires import WireVendor, error_wire, vendor_of, vendors
 from harness.secrets import Scrubber
@@ -55,17 +56,6 @@ def _vendor(scope: dict[str, Any]) -> WireVendor:
         k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])
     }
     return vendor_of(scope["path"], headers)
-
-
-def _httpx() -> Any:
-    try:
-        import httpx2
-
-        return httpx2
-    except ImportError:  # pragma: no cover - openai 1.x/2.x environments
-        import httpx
-
-        return httpx
 
 
 class CassetteApp:
@@ -170,7 +160,7 @@ class CassetteApp:
             # the target's SDK gives up at once instead of retrying.
             self.refused = refusal
             return _error(scope["path"], 401, refusal, "recording_refused")
-        httpx = _httpx()
+        httpx = _httpx()  # whichever httpx is installed: no SDK's client is involved
         headers = {
             k.decode("latin-1"): v.decode("latin-1")
             for k, v in scope.get("headers", [])

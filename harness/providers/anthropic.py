@@ -1,11 +1,11 @@
 """The ``anthropic`` LLM source: the official ``anthropic`` SDK, live or through a vcrpy
 cassette, speaking the Messages API.
 
-It is the ``openai`` source with another SDK and another wire: the cassette session,
-record modes, replay, streaming and judges work the same way (``harness.providers.openai``);
-the SDK carries the JSON the Messages wire (``harness.wires.anthropic_messages``) writes
-and reads. ``anthropic`` is imported at the first request: ``pip install
-'loop-harness[anthropic]'``.
+A sibling of the ``openai`` source on another SDK and another wire: both SDKs are
+Stainless's, so the cassette session, record modes, replay, streaming and judges work the
+same way (``harness.providers._stainless``); the SDK carries the JSON the Messages wire
+(``harness.wires.anthropic_messages``) writes and reads. ``anthropic`` is imported at the
+first request: ``pip install 'loop-harness[anthropic]'``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from harness.errors import HarnessError
 from harness.hookspecs import hookimpl
 from harness.llm.config import LLMConfig
-from harness.providers.openai import OpenAILLM
+from harness.providers._stainless import StainlessSource
 from harness.vendors import ANTHROPIC
 
 if TYPE_CHECKING:
@@ -38,15 +38,13 @@ def _sdk() -> Any:
     return anthropic
 
 
-class AnthropicLLM(OpenAILLM):
+class AnthropicLLM(StainlessSource):
     """An LLM source on the official ``anthropic`` SDK (the Messages API), replaying or
     recording a cassette like ``provider: openai``."""
 
     provider = "anthropic"
     example_model = "claude-sonnet-4-6"
     vendor = ANTHROPIC
-    key_variable = ANTHROPIC.key_variables[0]
-    base_url_variable: str = ANTHROPIC.base_url_variable or ""
     placeholder_key = PLACEHOLDER_API_KEY
 
     def _wire_of(self, config: LLMConfig) -> Wire:
@@ -76,15 +74,6 @@ class AnthropicLLM(OpenAILLM):
 
     def _sdk(self) -> Any:
         return _sdk()
-
-    async def _post(self, client: Any, path: str, body: dict[str, Any]) -> Any:
-        """POST the body as it is (the wire wrote it); the answer's JSON, or each event's."""
-        from anthropic import AsyncStream
-
-        stream = bool(body.get("stream"))
-        return await client.post(
-            path, body=body, cast_to=object, stream=stream, stream_cls=AsyncStream[object]
-        )
 
     def _new_client(self, sdk: Any, kwargs: dict[str, Any]) -> Any:
         return sdk.AsyncAnthropic(**kwargs)

@@ -13,14 +13,13 @@ imported when the first request is made.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from harness.errors import HarnessError, LLMError
+from harness.errors import LLMError
 from harness.hookspecs import hookimpl
 from harness.llm.base import JUDGE_ROLE, ROLE_HEADER, LLMRequest, LLMResponse
-from harness.llm.chunks import LLMChunk, message_chunks
+from harness.llm.chunks import LLMChunk
 from harness.llm.config import LLMConfig
 from harness.messages import AssistantMessage, Conversation, UserMessage
 from harness.providers.recorded import RecordedSource
@@ -43,18 +42,6 @@ KEY_VARIABLES = GEMINI.key_variables
 PLACEHOLDER_API_KEY = "harness-placeholder-key"
 
 
-def _httpx() -> Any:
-    """httpx2 (google-genai 3.x's, and openai 3.x's) when installed, else httpx."""
-    try:
-        import httpx2
-
-        return httpx2
-    except ImportError:  # pragma: no cover - environments without httpx2
-        import httpx
-
-        return httpx
-
-
 class GeminiLLM(RecordedSource):
     """An LLM source on the official ``google-genai`` SDK, replaying or recording a cassette.
 
@@ -62,9 +49,12 @@ class GeminiLLM(RecordedSource):
     when a run ends), as the ``openai`` source's is.
     """
 
+    provider = "gemini"
+    example_model = "gemini-2.5-flash"
+    vendor = GEMINI
+    placeholder_key = PLACEHOLDER_API_KEY
+
     def __init__(self, config: LLMConfig) -> None:
-        if not config.model:
-            raise HarnessError("provider gemini needs llm.model (e.g. `model: gemini-2.5-flash`)")
         super().__init__(config)
         from harness.modelwires import wire_named  # loaded with the first source, not with harness
 
@@ -77,24 +67,20 @@ class GeminiLLM(RecordedSource):
         from google import genai
         from google.genai import types
 
-        httpx = _httpx()
-        if session is not None:
-            from harness.cassettes.session import cassette_transport
+        from harness.cassettes._httpx import httpx_of
 
-            transport = cassette_transport(session, httpx, vendor=GEMINI)
-        else:
-            transport = httpx.AsyncHTTPTransport()
+        httpx = httpx_of()
         timeout = self.config.timeout if self.config.timeout is not None else 600.0
         options = types.HttpOptions(
-            base_url=self.config.base_url
-            or os.environ.get(GEMINI.base_url_variable or "")
-            or DEFAULT_BASE_URL,
+            base_url=self._base_url() or DEFAULT_BASE_URL,
             headers=headers or None,
-            httpx_async_client=httpx.AsyncClient(transport=transport, timeout=timeout),
+            httpx_async_client=self._http_client(
+                httpx.AsyncClient, httpx, session, timeout=timeout
+            ),
         )
         # Held by the caller for the whole request: a client nobody holds is closed by
         # the garbage collector in the middle of it.
-        return genai.Client(api_key=GEMINI.key() or PLACEHOLDER_API_KEY, http_options=options)
+        return genai.Client(api_key=self._api_key(), http_options=options)
 
     def _config(self, body: dict[str, Any], stream: bool) -> Any:
         from google.genai import types
@@ -109,29 +95,13 @@ class GeminiLLM(RecordedSource):
 
     # -- the request ---------------------------------------------------------------------
 
-    @property
-    def streams(self) -> bool:
-        """``stream: true``: every reply comes as Server-Sent Events."""
-        return self.config.stream
-
-    async def stream(self, request: LLMRequest, emit: Callable[[LLMChunk], None]) -> LLMResponse:
-        """The reply, each piece handed to ``emit`` as it arrives (``stream: true``); an
-        unstreamed source gets its reply whole, then cut into pieces."""
-        if not self.config.stream:
-            response = await self.complete(request)
-            for chunk in message_chunks(response.message, response.usage):
-                emit(chunk)
-            return response
-        return await self.complete(request, emit)
-
     async def complete(
         self, request: LLMRequest, emit: Callable[[LLMChunk], None] | None = None
     ) -> LLMResponse:
         """Send the conversation through the SDK (or the cassette) and return the reply."""
-        options = {**self.config.options, **request.options}
-        if not request.tools:
-            options.pop("tool_choice", None)
-        body = self._side.body(self.config.model or "", request, options, self.config.stream)
+        body = self._side.body(
+            self.config.model or "", request, self._options(request), self.config.stream
+        )
         message, usage = await self._send(body, request, emit, {})
         return LLMResponse(message=message, usage=usage, latency=0.0)
 
@@ -217,18 +187,9 @@ class GeminiLLM(RecordedSource):
             raise LLMError("the response stream ended without a response", type="llm_error")
         return reader.reply()
 
-    def _error(
-        self, exc: Exception, request: LLMRequest, session: CassetteSession | None
-    ) -> LLMError:
-        """An SDK, HTTP or cassette failure as the run's llm_error."""
+    def _sdk_error(self, exc: Exception, scrub: Callable[[str], str]) -> LLMError | None:
         from google.genai import errors
 
-        from harness.secrets import Scrubber
-
-        cassette = self._cassette_error(exc, request.call, session)
-        if cassette is not None:
-            return cassette
-        scrub = Scrubber().text
         if isinstance(exc, errors.APIError):
             message = exc.message or exc.status or f"HTTP {exc.code}"
             return LLMError(scrub(str(message)), status=exc.code, type="http_error")
@@ -237,7 +198,7 @@ class GeminiLLM(RecordedSource):
             return LLMError("Request timed out.", type="timeout")
         if "Connect" in name:
             return LLMError(scrub(f"Connection error: {exc}"), type="connection_error")
-        return LLMError(scrub(f"{name}: {exc}"), type="llm_error")
+        return None
 
 
 @hookimpl
