@@ -116,6 +116,44 @@ def test_base_url_comes_from_anthropic_base_url_when_the_scenario_has_none(tmp_p
     assert result.final.content == "from the environment"
 
 
+def test_recording_without_anthropics_key_is_refused_before_any_request(tmp_path, monkeypatch):
+    # No base_url: the SDK's default is Anthropic's public API, which takes no request
+    # without ANTHROPIC_API_KEY. OPENAI_API_KEY is unset too, so a source that checked
+    # another vendor's key would be refused as well (with that key's name), never sent.
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    cassette = tmp_path / "nokey.yaml"
+    llm = make_llm(cassette, "once", None)
+    result = Agent(llm=llm).run("hi")
+    line = (
+        "recording needs ANTHROPIC_API_KEY: it is not set, and api.anthropic.com refuses "
+        "requests without a key; nothing was recorded (set the key, or base_url / "
+        "ANTHROPIC_BASE_URL for another endpoint)"
+    )
+    assert result.termination == "llm_error"
+    assert (result.final.error["type"], result.final.error["message"]) == (
+        "recording_refused",
+        line,
+    )
+    assert llm.refused == line
+    llm.close()
+    assert not cassette.exists()
+
+
+def test_the_sdk_sources_are_siblings_on_one_base():
+    # A source that inherited another would carry that SDK's cases (its errors, its
+    # key's name in messages): each holds only its own SDK.
+    from harness.providers.gemini import GeminiLLM
+    from harness.providers.openai import OpenAILLM
+    from harness.providers.recorded import RecordedSource
+
+    sources = (OpenAILLM, AnthropicLLM, GeminiLLM)
+    for source in sources:
+        assert issubclass(source, RecordedSource), source
+        assert [
+            other for other in sources if other is not source and issubclass(source, other)
+        ] == []
+
+
 def test_model_is_required():
     with pytest.raises(HarnessError, match=r"provider anthropic needs llm\.model"):
         AnthropicLLM(LLMConfig(provider="anthropic"))
