@@ -36,7 +36,7 @@ TTL = 1.0  # seconds: sessions expire quickly so that the memory rounds are shor
 
 _SERVER = """\
 import sys
-from harness.a2a.running import serve_app
+from harness.a2a._running import serve_app
 kind, ttl = sys.argv[1], float(sys.argv[2])
 
 def started(port):

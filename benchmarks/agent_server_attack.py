@@ -48,7 +48,7 @@ _SERVER = """\
 import sys
 from harness import Agent
 from harness.a2a import create_app
-from harness.a2a.running import serve_app
+from harness.a2a._running import serve_app
 
 def make():
     return Agent([{"content": "noted"}] * 200)

@@ -56,7 +56,7 @@ def _script(rounds: int) -> list[dict]:
 
 
 def _llm(cassette: Path, mode: str, base_url: str):
-    from harness.llm.config import LLMConfig, LLMContext
+    from harness.llm._config import LLMConfig, LLMContext
     from harness.providers.openai import OpenAILLM
 
     config = LLMConfig(

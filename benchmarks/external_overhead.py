@@ -144,9 +144,9 @@ def time_bare(rounds: int) -> float:
 
 
 def time_harness(rounds: int) -> float:
+    from harness._plugins import discover
     from harness.external import TargetSpec, run_target
-    from harness.llm.script import parse_step
-    from harness.plugins import discover
+    from harness.llm._script import parse_step
     from harness.serve import create_app
 
     steps = [parse_step(i, s) for i, s in enumerate(script(rounds))]

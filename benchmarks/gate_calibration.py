@@ -2,16 +2,16 @@
 
 Suites of stochastic scenarios with known true pass rates (each one a ``one_of`` step:
 the right answer with weight p, a wrong one with 1 - p) are run at the statistics level:
-each run's outcome is drawn exactly as harness draws it (``harness.llm.script.uniform``
+each run's outcome is drawn exactly as harness draws it (``harness.llm._script.uniform``
 over the scenario's id, the run's number and the seed; the step's ``draw``), a baseline
 with one seed, the run with another, and the gate harness applies (one-sided Fisher
-exact tests, ``harness.report.passrates.adjust``) decides the regressions:
+exact tests, ``harness.report._passrates.adjust``) decides the regressions:
 
 - false regressions: the share of suites of 200 unchanged scenarios with at least one
   regression, per correction (target: at most 5% with the default, Holm's);
 - power: the share of suites in which one scenario whose pass rate fell by 10, 20 or 30
   points is the regression found (the other 199 unchanged);
-- sequential repeats (Wald's test, harness.sequential): the runs used, on average over
+- sequential repeats (Wald's test, harness._sequential): the runs used, on average over
   true pass rates spread over 0 to 1, against the fixed number of runs that has the same
   error rates (target: at least 40% fewer), and the error rates measured;
 - end to end: one real suite through ``harness run`` (a baseline with one seed, a run
@@ -44,10 +44,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.baseline import SIGNIFICANCE, PassRate  # noqa: E402
-from harness.llm.script import ScriptStep, draw_material, parse_step, uniform  # noqa: E402
-from harness.report.passrates import adjust, drop_p_value  # noqa: E402
-from harness.sequential import SequentialPlan, decide  # noqa: E402
+from harness._baseline import SIGNIFICANCE, PassRate  # noqa: E402
+from harness._sequential import SequentialPlan, decide  # noqa: E402
+from harness.llm._script import ScriptStep, draw_material, parse_step, uniform  # noqa: E402
+from harness.report._passrates import adjust, drop_p_value  # noqa: E402
 
 DROPS = (0.10, 0.20, 0.30)
 CORRECTIONS = ("holm", "bh", "none")

@@ -43,7 +43,7 @@ async def _streamed(agent: Agent, box: list) -> None:
     """The run through ``astream``, reading every event; the result goes into ``box``.
 
     (Not returned: asyncio.run formats repr() of a main task's result on exit, as
-    harness.sync explains, which would be timed here.)
+    harness._sync explains, which would be timed here.)
     """
     async for event in agent.astream("go"):
         if event.kind == "final":

@@ -61,7 +61,7 @@ def bare_server() -> Iterator[str]:
     import uvicorn
     from mcp.server.mcpserver import MCPServer
 
-    from harness.asgi import listening_sockets
+    from harness._asgi import listening_sockets
 
     server = MCPServer("bare", log_level="WARNING")
 
@@ -91,13 +91,13 @@ def bare_server() -> Iterator[str]:
 @contextlib.contextmanager
 def harness_server() -> Iterator[tuple[str, Any]]:
     """The scenario's stub on harness's MCP server, observed; its URL and the run."""
-    from harness.config import AgentConfig
-    from harness.external.observe import Observation
-    from harness.mcp.hosting import serving_http
-    from harness.plugins import discover
-    from harness.scenario.loader import build_tools
-    from harness.scenario.mcp_tools import served_tools
-    from harness.scenario.schema import Scenario
+    from harness._config import AgentConfig
+    from harness._plugins import discover
+    from harness.external._observe import Observation
+    from harness.mcp._hosting import serving_http
+    from harness.scenario._loader import build_tools
+    from harness.scenario._mcp_tools import served_tools
+    from harness.scenario._schema import Scenario
 
     scenario = Scenario.model_validate(SCENARIO)
     server = served_tools(scenario, build_tools(scenario))

@@ -68,7 +68,7 @@ def main() -> int:
 
     from harness import cli
     from harness.otel import Clock, RunFacts, otlp_json, plan_trace, readable_spans
-    from harness.pytest_plugin.tracing import _traced
+    from harness.pytest_plugin._tracing import _traced
     from harness.scenario import run_scenario
 
     try:

@@ -27,8 +27,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from harness.explore import MODEL_FAULTS, ExploreError, ExploreOptions  # noqa: E402
-from harness.explore.exploring import explore_file  # noqa: E402
-from harness.explore.running import Workers  # noqa: E402
+from harness.explore._exploring import explore_file  # noqa: E402
+from harness.explore._running import Workers  # noqa: E402
 
 # The framework of each example agent module (or command).
 FRAMEWORKS = {

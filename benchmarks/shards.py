@@ -101,7 +101,7 @@ def harness_run(root: Path, *args: str) -> float:
 
 def run_shards(root: Path, shards: int, label: str, extra: list[str]) -> list[tuple[float, float]]:
     """Each shard's (sum of scenario wall times, process wall time)."""
-    from harness.results import load_results
+    from harness._results import load_results
 
     out = []
     for k in range(1, shards + 1):
@@ -135,9 +135,9 @@ def show(label: str, shards: list[tuple[float, float]]) -> tuple[float, float]:
 
 def time_merge(root: Path, shards: int) -> tuple[float, float]:
     """(read + check + merge, the whole `harness merge` with both files written) in s."""
+    from harness._results import load_results
+    from harness._shards import merge
     from harness.cli import main
-    from harness.results import load_results
-    from harness.shards import merge
 
     names = [str(root / f"durations-{k}.json") for k in range(1, shards + 1)]
     started = time.perf_counter()

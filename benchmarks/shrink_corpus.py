@@ -79,8 +79,8 @@ def _load(path: Path) -> dict[str, Any]:
 def _run(data: dict[str, Any], at: Path) -> Any:
     """The scenario's result, None when it does not load or run."""
     from harness.scenario import run_scenario
-    from harness.scenario.loader import load_scenario_text
-    from harness.shrink.rerun import quiet, scenario_text
+    from harness.scenario._loader import load_scenario_text
+    from harness.shrink._rerun import quiet, scenario_text
 
     try:
         scenario = load_scenario_text(scenario_text(data), at)

@@ -233,9 +233,9 @@ def time_reading(python: str, env: dict[str, str], root: Path, names: list[str])
     ``load_results(in_memory=True)`` holds every entry.
     """
     code = (
-        "import sys, time\nfrom harness.results import load_results\n"
-        "from harness.results import read_streamed\n"
-        "from harness.shards import merge_files\n"
+        "import sys, time\nfrom harness._results import load_results\n"
+        "from harness._results import read_streamed\n"
+        "from harness._shards import merge_files\n"
         "t = time.perf_counter()\nfor n in sys.argv[1:]: read_streamed(n, lambda e: None)\n"
         "read = time.perf_counter() - t\nt = time.perf_counter()\n"
         "merge_files(sys.argv[1:]).write('merged-only.json')\n"

@@ -95,8 +95,8 @@ def record_cassette(path: Path, rounds: int) -> None:
         from bench_tools import lookup
 
         from harness import Agent
-        from harness.llm.config import LLMConfig, LLMContext
-        from harness.llm.script import ScriptStep
+        from harness.llm._config import LLMConfig, LLMContext
+        from harness.llm._script import ScriptStep
         from harness.providers.openai import OpenAILLM
         from harness.serve import running_server
 

@@ -4,24 +4,24 @@ import importlib
 import logging
 from typing import Any
 
-from harness.actions import (
+from harness._actions import (
     CompleteAction,
     EmptyAction,
     ExecuteToolsAction,
+    FinalData,
     FinalResponse,
     MakeLLMRequestAction,
+    RunError,
     RunResult,
     SubRun,
     Termination,
     ToolAction,
     ToolCallRecord,
 )
-from harness.agent import Agent
-from harness.config import AgentConfig
-from harness.errors import AbortRun, HarnessError, LLMError
-from harness.hookspecs import hookimpl
-from harness.llm.chunks import LLMChunk, ToolCallDelta
-from harness.messages import (
+from harness._agent import Agent
+from harness._config import AgentConfig
+from harness._errors import AbortRun, HarnessError, LLMError
+from harness._messages import (
     AssistantMessage,
     Conversation,
     SystemMessage,
@@ -29,11 +29,13 @@ from harness.messages import (
     ToolMessage,
     UserMessage,
 )
-from harness.run import Run
-from harness.secrets import ScrubbingFilter
-from harness.streaming import StreamEvent
-from harness.subagents import AgentTool
-from harness.tools import Tool, ToolResult, tool
+from harness._run import Run
+from harness._secrets import ScrubbingFilter
+from harness._streaming import StreamEvent
+from harness._subagents import AgentTool
+from harness._tools import Tool, ToolResult, tool
+from harness.hookspecs import hookimpl
+from harness.llm._chunks import LLMChunk, ToolCallDelta
 
 __version__ = "0.1.0"
 
@@ -46,8 +48,8 @@ logging.getLogger("harness").addFilter(ScrubbingFilter())
 # code; scenario files' YAML, Jinja and jsonschema, which would double the import time of
 # `import harness` (and of the pytest plugin, loaded in every pytest session).
 _LAZY = {
-    "RemoteAgentTool": "harness.a2a.remote",
-    "CodeExecutionTool": "harness.sandbox.tool",
+    "RemoteAgentTool": "harness.a2a._remote",
+    "CodeExecutionTool": "harness.sandbox._tool",
     "arun_scenario": "harness.scenario",
     "load_scenario": "harness.scenario",
     "run_scenario": "harness.scenario",
@@ -71,6 +73,7 @@ __all__ = [
     "Conversation",
     "EmptyAction",
     "ExecuteToolsAction",
+    "FinalData",
     "FinalResponse",
     "HarnessError",
     "LLMChunk",
@@ -78,6 +81,7 @@ __all__ = [
     "MakeLLMRequestAction",
     "RemoteAgentTool",
     "Run",
+    "RunError",
     "RunResult",
     "StreamEvent",
     "SubRun",

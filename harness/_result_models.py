@@ -1,5 +1,5 @@
 """The models of a results.json scenario entry and of the file's summary (ScenarioResult,
-Summary, ...). Users import them from ``harness.results``, which reads and writes the
+Summary, ...). Users import them from ``harness._results``, which reads and writes the
 file (docs/reports.md).
 """
 
@@ -11,10 +11,10 @@ from typing import Any, Literal, NamedTuple, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
-from harness.actions import FinalResponse, RunData, RunResult, Termination
-from harness.config import AgentConfig
-from harness.messages import Message
-from harness.repeats import Repeats
+from harness._actions import FinalResponse, RunData, RunResult, Termination
+from harness._config import AgentConfig
+from harness._messages import Message
+from harness._repeats import Repeats
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -125,7 +125,7 @@ class _Identity(BaseModel):
 class ScenarioResult(RunData, _Identity):
     """One scenario's outcome: the scenario entry of results.json (flat).
 
-    Its identity, the run's data (RunData's fields, defined once in harness.actions), the
+    Its identity, the run's data (RunData's fields, defined once in harness._actions), the
     checked expectations, the transcript, and the agent settings the run used.
     """
 

@@ -309,7 +309,7 @@ class AgentEndEvent(_Event):
     """The run ended (``harness_agent_end``)."""
 
     event: Literal["agent_end"] = "agent_end"
-    # A harness.actions.Termination value (that module builds on this one).
+    # A harness._actions.Termination value (that module builds on this one).
     termination: str
 
 

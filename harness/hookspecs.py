@@ -16,13 +16,13 @@ import pluggy
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from harness._actions import FinalResponse, ToolAction, ToolCallRecord
+    from harness._messages import ToolCall
+    from harness._results import Results
+    from harness._run import Run
     from harness._sections import Section
-    from harness.actions import FinalResponse, ToolAction, ToolCallRecord
-    from harness.llm.base import LLMRequest, LLMResponse
-    from harness.llm.chunks import LLMChunk
-    from harness.messages import ToolCall
-    from harness.results import Results
-    from harness.run import Run
+    from harness.llm._base import LLMRequest, LLMResponse
+    from harness.llm._chunks import LLMChunk
 
 # The spec marker is private to this file; plugins use the implementation marker, defined
 # here beside the specs (as pytest and tox do) so that a plugin module imports only this
@@ -102,7 +102,7 @@ def harness_register_detectors(register: Callable[[str, Callable[[Any, Any], Any
 def harness_register_users(register: Callable[[str, Callable[[Any], Any]], None]) -> None:
     """Add user simulators for ``turns:`` scenarios: call ``register(name, factory)``.
 
-    ``factory(context)`` gets a ``harness.users.UserContext`` (the scenario's turn texts
+    ``factory(context)`` gets a ``harness._users.UserContext`` (the scenario's turn texts
     and the ``user.options``) and returns an object with ``next_message(conversation,
     turn)`` (sync or async; ``turn`` counts from 1) giving the next user message, or None
     to end the conversation early. The built-in ``scripted`` replays the turns' texts.
@@ -113,13 +113,13 @@ def harness_register_users(register: Callable[[str, Callable[[Any], Any]], None]
 def harness_register_wires(register: Callable[..., None]) -> None:
     """Add model APIs: call ``register(wire)`` or ``register(wire, vendor=WireVendor(...))``.
 
-    ``wire`` is a ``harness.wires.neutral.Wire`` (its ``name`` is its registry key);
+    ``wire`` is a ``harness.wires._neutral.Wire`` (its ``name`` is its registry key);
     ``harness serve`` answers its ``paths``, the external observer, cassette matching and
     freeze read its requests and answers with it. ``vendor`` (``harness.plugin.WireVendor``)
     says where the API lives for the recording proxy, which variables and header hold its
     key (masked in cassettes, replaced by a dummy in a target's environment). The four
-    built-in wires are registered, each with its vendor (``harness.vendors``), by the
-    built-in ``harness.modelwires`` (docs/plugins.md#a-model-api-from-a-plugin).
+    built-in wires are registered, each with its vendor (``harness._vendors``), by the
+    built-in ``harness._modelwires`` (docs/plugins.md#a-model-api-from-a-plugin).
     """
 
 

@@ -7,8 +7,7 @@ themselves are documented in docs/plugins.md; ``harness.hookspecs`` declares the
 """
 
 from harness import simclock
-from harness._sections import Section, Table
-from harness.actions import (
+from harness._actions import (
     CompleteAction,
     EmptyAction,
     ExecuteToolsAction,
@@ -17,20 +16,21 @@ from harness.actions import (
     ToolAction,
     ToolCallRecord,
 )
-from harness.checks import CheckContext
-from harness.config import AgentConfig, DetectorSettings
-from harness.detectors.base import Stuck
-from harness.errors import AbortRun
-from harness.external.targets import TargetCall, TargetError
+from harness._checks import CheckContext
+from harness._config import AgentConfig, DetectorSettings
+from harness._errors import AbortRun
+from harness._messages import AssistantMessage, Conversation, ToolCall
+from harness._modelwires import WireVendor
+from harness._run import Run, current_run
+from harness._secrets import scrub_text
+from harness._sections import Section, Table
+from harness._tools import Tool, ToolResult, tool
+from harness._users import UserContext
+from harness.detectors._base import Stuck
+from harness.external._targets import TargetCall, TargetError
 from harness.hookspecs import hookimpl
-from harness.llm.base import LLMRequest, LLMResponse
-from harness.llm.chunks import LLMChunk, ToolCallDelta
-from harness.messages import AssistantMessage, Conversation, ToolCall
-from harness.modelwires import WireVendor
-from harness.run import Run, current_run
-from harness.secrets import scrub_text
-from harness.tools import Tool, ToolResult, tool
-from harness.users import UserContext
+from harness.llm._base import LLMRequest, LLMResponse
+from harness.llm._chunks import LLMChunk, ToolCallDelta
 
 __all__ = [
     "AbortRun",

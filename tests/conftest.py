@@ -114,7 +114,7 @@ def _repo_plugins_only_when_asked(request, monkeypatch):
     if request.node.get_closest_marker("repo_plugins") is not None:
         yield
         return
-    from harness import plugins
+    from harness import _plugins as plugins
 
     given = os.environ.get("HARNESS_DISABLE_PLUGINS", "")
     monkeypatch.setenv("HARNESS_DISABLE_PLUGINS", ",".join(filter(None, [given, *_REPO_PLUGINS])))
@@ -130,7 +130,7 @@ def _stop_served_scenarios():
     process exits; a test that started one stops it, so that its server's loop does not
     run on (and sleep) under the next tests."""
     yield
-    serving = sys.modules.get("harness.scenario.serving")
+    serving = sys.modules.get("harness.scenario._serving")
     if serving is not None:
         serving.stop_served()
 
@@ -192,10 +192,10 @@ def cli_project(pytester, monkeypatch, capsys):
 def fresh_plugins():
     """Each test discovers harness plugins afresh, and leaves none behind.
 
-    Plugin sets are process-wide (harness.plugins.discovery keeps each project's): one
+    Plugin sets are process-wide (harness._plugins.discovery keeps each project's): one
     discovered in a throw-away project must not serve the tests that run next.
     """
-    from harness import plugins
+    from harness import _plugins as plugins
 
     plugins.discovery.reset()
     yield
@@ -255,7 +255,7 @@ def no_real_sleep(monkeypatch):
     import threading
     import time
 
-    from harness.asgi import SERVER_THREAD
+    from harness._asgi import SERVER_THREAD
 
     slept: list[str] = []
     real_sleep, real_async_sleep = time.sleep, asyncio.sleep

@@ -3,7 +3,7 @@
 Edges are runtime imports: module-level and inside functions, but not those under
 ``if TYPE_CHECKING:`` (annotations only). ``from harness import simclock`` is an edge to
 ``harness.simclock``, and ``from harness import Agent`` one to the module the facade takes
-``Agent`` from (``harness.agent``; a lazy name of its ``__getattr__`` too). The facade
+``Agent`` from (``harness._agent``; a lazy name of its ``__getattr__`` too). The facade
 itself (``harness/__init__.py``, which re-exports from every layer) is left out of the
 graph. ``string_imports`` reads the built-in plugins, which are loaded by their names.
 """
@@ -155,8 +155,8 @@ def edges(package: Path = PACKAGE) -> list[Edge]:
 
 def string_imports(package: Path = PACKAGE) -> dict[str, list[tuple[str, int]]]:
     """The built-in plugins, loaded by name: each ``*_PLUGINS`` tuple of
-    ``harness/plugins.py`` -> ``(module, line)`` of each name it holds."""
-    path = package / "plugins.py"
+    ``harness/_plugins.py`` -> ``(module, line)`` of each name it holds."""
+    path = package / "_plugins.py"
     tree = ast.parse(path.read_text(encoding="utf-8"))
     lines = {
         node.value: node.lineno

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from harness import hookimpl
-from harness.results import Results, ScenarioResult, build_results
+from harness._results import Results, ScenarioResult, build_results
 from harness.scenario import run_scenario
-from harness.scenario.loader import load_scenario_text
+from harness.scenario._loader import load_scenario_text
 
 __all__ = [
     "HOSTILE",

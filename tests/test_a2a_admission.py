@@ -14,8 +14,8 @@ from starlette.requests import Request
 
 from harness import Agent
 from harness.a2a import create_app, running_app
-from harness.a2a.guard import Callers, SessionCallContextBuilder
-from harness.a2a.sessions import KEPT_OVERHEAD, TASK_OVERHEAD, Refused, Sessions
+from harness.a2a._guard import Callers, SessionCallContextBuilder
+from harness.a2a._sessions import KEPT_OVERHEAD, TASK_OVERHEAD, Refused, Sessions
 
 ALICE = "alice-token-0123456789abcdef"
 

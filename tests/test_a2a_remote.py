@@ -20,12 +20,12 @@ from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
 from starlette.applications import Starlette
 
 from harness import Agent, RemoteAgentTool
+from harness._asgi import SERVER_THREAD, listening_sockets
+from harness._errors import ScenarioError
+from harness._run import current_run
 from harness.a2a import create_app, running_app
-from harness.asgi import SERVER_THREAD, listening_sockets
-from harness.errors import ScenarioError
-from harness.run import current_run
 from harness.scenario import load_scenario, run_scenario
-from harness.scenario.serving import stop_served
+from harness.scenario._serving import stop_served
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -203,7 +203,7 @@ def test_a_timeout_is_an_error_result():
 
 
 def test_without_a_name_an_unreachable_card_is_a_clear_error():
-    from harness.errors import HarnessError
+    from harness._errors import HarnessError
 
     with pytest.raises(
         HarnessError, match=re.escape("cannot read the agent card at http://127.0.0.1:9/")

@@ -16,8 +16,8 @@ from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageRequest, T
 
 from harness import Agent, tool
 from harness.a2a import create_app, running_app
-from harness.a2a.guard import SessionUser
-from harness.a2a.sessions import Refused, Sessions
+from harness.a2a._guard import SessionUser
+from harness.a2a._sessions import Refused, Sessions
 
 pytestmark = pytest.mark.timeout(120)
 

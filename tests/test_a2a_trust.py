@@ -34,9 +34,9 @@ from a2a.types import (
 from a2a.utils.errors import InvalidRequestError, TaskNotFoundError
 
 from harness import Agent, RemoteAgentTool, tool
+from harness._asgi import ServerLimits
 from harness.a2a import create_app, running_app
-from harness.a2a.guard import SessionUser
-from harness.asgi import ServerLimits
+from harness.a2a._guard import SessionUser
 
 pytestmark = [
     pytest.mark.timeout(120),

@@ -11,9 +11,9 @@ import yaml
 pytest.importorskip("anthropic", reason="provider anthropic needs the anthropic SDK")
 
 from harness import Agent, tool
-from harness.errors import HarnessError
-from harness.llm.config import LLMConfig, LLMContext
-from harness.plugins import default_plugins
+from harness._errors import HarnessError
+from harness._plugins import default_plugins
+from harness.llm._config import LLMConfig, LLMContext
 from harness.providers.anthropic import AnthropicLLM
 from harness.serve import running_server
 
@@ -142,9 +142,9 @@ def test_recording_without_anthropics_key_is_refused_before_any_request(tmp_path
 def test_the_sdk_sources_are_siblings_on_one_base():
     # A source that inherited another would carry that SDK's cases (its errors, its
     # key's name in messages): each holds only its own SDK.
+    from harness.providers._recorded import RecordedSource
     from harness.providers.gemini import GeminiLLM
     from harness.providers.openai import OpenAILLM
-    from harness.providers.recorded import RecordedSource
 
     sources = (OpenAILLM, AnthropicLLM, GeminiLLM)
     for source in sources:

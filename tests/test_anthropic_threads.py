@@ -257,7 +257,7 @@ def test_a_tool_runner_recording_freezes_as_one_run(tmp_path, monkeypatch, fresh
     # A recording whose thread starts before it cannot be frozen, and freeze says why.
     import yaml
 
-    from harness.freeze.recorded import FreezeError
+    from harness.freeze._recorded import FreezeError
 
     data = yaml.safe_load(cassette)
     del data["interactions"][0]

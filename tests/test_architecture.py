@@ -75,7 +75,7 @@ def _misplaced_builtins(
             rank = _rank(module, layers)
             where = "in no layer" if rank is None else f"in the {layers[rank][0]} layer"
             if rank is None or not allowed.get(name, lambda _: False)(rank):
-                found.append(f"harness/plugins.py:{line}: {name} names {module}, {where}")
+                found.append(f"harness/_plugins.py:{line}: {name} names {module}, {where}")
     return found
 
 
@@ -104,16 +104,16 @@ def test_the_checker_sees_an_upward_import(tmp_path):
     (package / "scenario").mkdir(parents=True)
     (package / "__init__.py").write_text("")
     (package / "scenario" / "__init__.py").write_text("")
-    (package / "errors.py").write_text(
+    (package / "_errors.py").write_text(
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import harness.scenario\n"
         "def f():\n    from harness.scenario import x\n"
     )
     found = importgraph.edges(package)
     assert [(e.source, e.target, e.line) for e in found] == [
-        ("harness.errors", "harness.scenario", 5)
+        ("harness._errors", "harness.scenario", 5)
     ]
     layers = _layers()
-    assert _rank("harness.errors", layers) < _rank("harness.scenario", layers)
+    assert _rank("harness._errors", layers) < _rank("harness.scenario", layers)
 
 
 def test_the_engine_never_imports_an_integration():
@@ -143,45 +143,45 @@ def test_a_wire_imports_only_the_model_and_the_base():
 
 def test_the_checker_sees_an_integration_imported_through_the_facade(tmp_path):
     # `from harness import RemoteAgentTool` in the loop: a lazy name of the facade, taken
-    # from harness.a2a (an integration), is an import of harness.a2a.remote.
+    # from harness.a2a (an integration), is an import of harness.a2a._remote.
     package = tmp_path / "harness"
     (package / "a2a").mkdir(parents=True)
     (package / "__init__.py").write_text(
-        "from harness.agent import Agent\n_TOOLS = ('CodeExecutionTool',)\n"
+        "from harness._agent import Agent\n_TOOLS = ('CodeExecutionTool',)\n"
         "_LAZY = {'run_scenario': 'harness.scenario'}\n"
         "def __getattr__(name):\n"
-        "    if name == 'RemoteAgentTool':\n        import harness.a2a.remote\n"
-        "    if name in _TOOLS:\n        import harness.sandbox.tool\n"
+        "    if name == 'RemoteAgentTool':\n        import harness.a2a._remote\n"
+        "    if name in _TOOLS:\n        import harness.sandbox._tool\n"
     )
     (package / "a2a" / "__init__.py").write_text("")
-    (package / "a2a" / "remote.py").write_text("")
-    (package / "agent.py").write_text("")
-    (package / "loop.py").write_text("from harness import Agent, RemoteAgentTool\n")
+    (package / "a2a" / "_remote.py").write_text("")
+    (package / "_agent.py").write_text("")
+    (package / "_loop.py").write_text("from harness import Agent, RemoteAgentTool\n")
     found = importgraph.edges(package)
     assert [(e.source, e.target) for e in found] == [
-        ("harness.loop", "harness.agent"),
-        ("harness.loop", "harness.a2a.remote"),
+        ("harness._loop", "harness._agent"),
+        ("harness._loop", "harness.a2a._remote"),
     ]
-    assert importgraph.facade(package)["CodeExecutionTool"] == "harness.sandbox.tool"
+    assert importgraph.facade(package)["CodeExecutionTool"] == "harness.sandbox._tool"
     assert importgraph.facade(package)["run_scenario"] == "harness.scenario"
     assert _engine_imports(found, _layers()) == [
-        "harness/loop.py:1: harness.loop imports harness.a2a.remote"
+        "harness/_loop.py:1: harness._loop imports harness.a2a._remote"
     ]
 
 
 def test_the_checker_sees_an_integration_among_the_engine_built_ins(tmp_path):
     package = tmp_path / "harness"
     package.mkdir()
-    (package / "plugins.py").write_text(
-        "ENGINE_PLUGINS = (\n    'harness.checks',\n    'harness.serve.app',\n)\n"
-        "INTEGRATION_PLUGINS = ('harness.loop', 'harness.judge.judges')\n"
-        "DEFAULT_PLUGINS = (*ENGINE_PLUGINS, *INTEGRATION_PLUGINS, 'harness.report.html')\n"
+    (package / "_plugins.py").write_text(
+        "ENGINE_PLUGINS = (\n    'harness._checks',\n    'harness.serve._app',\n)\n"
+        "INTEGRATION_PLUGINS = ('harness._loop', 'harness.judge._judges')\n"
+        "DEFAULT_PLUGINS = (*ENGINE_PLUGINS, *INTEGRATION_PLUGINS, 'harness.report._html')\n"
     )
     found = _misplaced_builtins(importgraph.string_imports(package), _layers())
     assert found == [
-        "harness/plugins.py:3: ENGINE_PLUGINS names harness.serve.app, in the integrations layer",
-        "harness/plugins.py:5: INTEGRATION_PLUGINS names harness.loop, in the engine layer",
-        "harness/plugins.py:6: DEFAULT_PLUGINS names harness.report.html, in the report layer",
+        "harness/_plugins.py:3: ENGINE_PLUGINS names harness.serve._app, in the integrations layer",
+        "harness/_plugins.py:5: INTEGRATION_PLUGINS names harness._loop, in the engine layer",
+        "harness/_plugins.py:6: DEFAULT_PLUGINS names harness.report._html, in the report layer",
     ]
 
 
@@ -301,12 +301,12 @@ def test_a_scripted_agent_run_loads_no_wire_server_cassette_or_sdk():
     assert out.stdout.strip() == "[]", out.stderr
 
 
-# -- Run: plugins read it, only harness.run changes it ---------------------------------------
+# -- Run: plugins read it, only harness._run changes it ---------------------------------------
 
 
 def _run_attributes() -> set[str]:
     """Every attribute a Run has: what Run.__init__ assigns, its properties and methods."""
-    tree = ast.parse((ROOT / "harness" / "run.py").read_text(encoding="utf-8"))
+    tree = ast.parse((ROOT / "harness" / "_run.py").read_text(encoding="utf-8"))
     (run_class,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Run"]
     names = set()
     for node in ast.walk(run_class):
@@ -374,10 +374,10 @@ def test_nothing_outside_harness_run_assigns_a_run_attribute():
     found = [
         line
         for path in sorted((ROOT / "harness").rglob("*.py"))
-        if path.name != "run.py" or path.parent.name != "harness"
+        if path.name != "_run.py" or path.parent.name != "harness"
         for line in assignments_to_run(path, attributes)
     ]
-    assert found == [], "change a run through run.ledger's methods (harness/ledger.py)"
+    assert found == [], "change a run through run.ledger's methods (harness/_ledger.py)"
 
 
 def test_the_checker_sees_an_assignment_to_a_run(tmp_path):

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from harness._results import build_results
 from harness.report import diff_results, load_results
-from harness.results import build_results
 from harness.scenario import expand_matrix, load_scenario, run_scenario
 
 # The example suite uses this repository's own plugins.

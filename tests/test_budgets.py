@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from harness import Agent, Termination, tool
-from harness.budgets import DEFAULT_PRICES, run_cost
-from harness.config import ModelPrice
-from harness.errors import HarnessError
+from harness._budgets import DEFAULT_PRICES, run_cost
+from harness._config import ModelPrice
+from harness._errors import HarnessError
 
 
 @tool

@@ -17,10 +17,10 @@ import yaml
 from scenario_texts import SESSION_TESTS
 
 from harness import cli
-from harness.errors import HarnessError, ScenarioError
-from harness.results import Results
+from harness._errors import HarnessError, ScenarioError
+from harness._results import Results
 from harness.scenario import load_scenario, run_scenario
-from harness.scenario.schema import json_schema
+from harness.scenario._schema import json_schema
 from harness.serve import running_server
 
 pytestmark = SESSION_TESTS

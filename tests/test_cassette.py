@@ -15,15 +15,11 @@ import pytest
 import yaml
 
 from harness import Agent, tool
-from harness.cassettes import (
-    dump_cassette,
-    load_cassette_file,
-    load_cassette_text,
-    resolve_cassette_path,
-)
-from harness.errors import HarnessError
-from harness.llm.config import LLMConfig, LLMContext
-from harness.llm.script import ScriptStep
+from harness._errors import HarnessError
+from harness.cassettes import load_cassette_file, resolve_cassette_path
+from harness.cassettes._format import dump_cassette, load_cassette_text
+from harness.llm._config import LLMConfig, LLMContext
+from harness.llm._script import ScriptStep
 from harness.providers.openai import OpenAILLM
 from harness.serve import create_app, running_app
 
@@ -624,7 +620,7 @@ def test_a_conversations_key_reuses_its_chain_only_while_the_history_is_the_same
     # The key of a growing conversation digests its new items only while the list extends
     # the one seen last (its first and last known items the same objects): a list that
     # shares one end but not the other is another history, keyed from scratch.
-    from harness.cassettes.matching import BodyKeyer
+    from harness.cassettes._matching import BodyKeyer
 
     keyer = BodyKeyer()
     system, other_system = {"role": "system", "content": "s"}, {"role": "system", "content": "t"}

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness import Agent, tool
-from harness.llm.config import LLMConfig, LLMContext
+from harness.llm._config import LLMConfig, LLMContext
 from harness.providers.openai import OpenAILLM
 
 FOREIGN = Path(__file__).parent / "fixtures" / "foreign-cassettes"

@@ -10,7 +10,7 @@ import yaml
 from harness import Agent, tool
 from harness.cli import main
 from harness.freeze import FreezeError, freeze
-from harness.llm.config import LLMConfig, LLMContext
+from harness.llm._config import LLMConfig, LLMContext
 from harness.providers.openai import OpenAILLM
 from harness.scenario import run_scenario
 from harness.serve import running_server

@@ -14,7 +14,7 @@ import copy
 
 import pytest
 
-from harness.cassettes.matching import BodyKeyer
+from harness.cassettes._matching import BodyKeyer
 
 
 def gemini(first: str, second: str, ids: bool = True) -> dict:
@@ -180,10 +180,10 @@ def test_a_replay_whose_parallel_results_finished_in_another_order_is_the_same_r
 
 def test_freeze_compares_the_results_of_parallel_calls_in_the_order_of_the_calls():
     # Freeze's replay check and its run splitting compare conversations in this shape
-    # (harness.freeze.recorded.shape): a recording whose parallel results arrived in one
+    # (harness.freeze._recorded.shape): a recording whose parallel results arrived in one
     # order and a frozen run that sends them in the other are the same run (LlamaIndex's
     # FunctionAgent froze now and then into "would not replay the recording").
-    from harness.freeze.recorded import shape
+    from harness.freeze._recorded import shape
     from harness.wires import GEMINI
 
     def body(first: str, second: str) -> dict:

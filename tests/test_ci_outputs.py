@@ -12,7 +12,7 @@ import pytest
 from scenario_texts import PASSING, SESSION_TESTS
 
 from harness import cli
-from harness.results import load_results
+from harness._results import load_results
 
 pytestmark = SESSION_TESTS
 
@@ -150,10 +150,10 @@ def test_a_scenario_yml_file_runs_in_a_folder_and_when_named(project, capsys):
 
 
 def test_a_changed_error_shows_which_of_its_keys_changed_and_how():
-    from harness.actions import FinalResponse, RunError
-    from harness.report.changes import change_details
-    from harness.report.diff import diff_results
-    from harness.results import ScenarioResult, build_results
+    from harness._actions import FinalResponse, RunError
+    from harness._results import ScenarioResult, build_results
+    from harness.report._changes import change_details
+    from harness.report._diff import diff_results
 
     def entry(message: str) -> ScenarioResult:
         error = RunError(type="max_iterations", message=message, max_iterations=3)

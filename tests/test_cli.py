@@ -17,7 +17,7 @@ import pytest
 from scenario_texts import PASSING, SESSION_TESTS
 
 from harness import __version__, cli
-from harness.results import Results
+from harness._results import Results
 
 pytestmark = SESSION_TESTS
 
@@ -463,7 +463,7 @@ def test_plugins_lists_hooks_and_registrations(project, capsys, monkeypatch):
     monkeypatch.chdir(project.path)
     project.makepyfile(probe_llm=PROBE_LLM)
     monkeypatch.syspath_prepend(str(project.path))
-    from harness import plugins
+    from harness import _plugins as plugins
 
     plugins.discovery.reset()
     try:

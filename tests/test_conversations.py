@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.errors import ScenarioError
+from harness._errors import ScenarioError
+from harness._results import build_results
 from harness.freeze import freeze
-from harness.report.html import render_html
-from harness.report.text import trajectory_lines
-from harness.results import build_results
+from harness.report._html import render_html
+from harness.report._text import trajectory_lines
 from harness.scenario import load_scenario, run_scenario
 from harness.serve import create_app, running_app
 

@@ -17,8 +17,8 @@ import pytest
 from scenario_texts import SESSION_TESTS
 
 from harness import cli
-from harness.actions import RunFields, ToolCallRecord
-from harness.coverage import Behaviours, CoverageTable, exercised
+from harness._actions import RunFields, ToolCallRecord
+from harness._coverage import Behaviours, CoverageTable, exercised
 
 pytestmark = SESSION_TESTS
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from harness import Agent
-from harness.config import AgentConfig
+from harness._config import AgentConfig
 from harness.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,8 +78,8 @@ def test_the_loops_own_config_and_the_agents_keywords_agree():
 def test_the_settings_are_defined_once_in_agent_config(tmp_path):
     # Agent(...) has no keyword of its own for a setting (they reach AgentConfig through
     # **settings), and the scenario's agent: section is derived from AgentConfig's fields:
-    # a default changed in harness/config.py changes all three, and nothing else can.
-    from harness.scenario.schema import AgentSection, StagnationSection
+    # a default changed in harness/_config.py changes all three, and nothing else can.
+    from harness.scenario._schema import AgentSection, StagnationSection
 
     fields = AgentConfig.model_fields
     assert not set(inspect.signature(Agent).parameters) & set(fields)
@@ -109,7 +109,7 @@ def test_agent_takes_a_config_and_overrides(tmp_path):
 
 
 def test_an_unknown_agent_setting_is_a_clear_error():
-    from harness.errors import HarnessError
+    from harness._errors import HarnessError
 
     with pytest.raises(HarnessError, match=r"unknown setting 'max_iteration' \(did you mean"):
         Agent(llm=[], max_iteration=3)

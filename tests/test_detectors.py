@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from harness import Agent, Termination, hookimpl, tool
-from harness.actions import CompleteAction, MakeLLMRequestAction
+from harness._actions import CompleteAction, MakeLLMRequestAction
+from harness._messages import AssistantMessage, UserMessage
 from harness.detectors import Stuck
-from harness.messages import AssistantMessage, UserMessage
 
 
 def make_tools():
@@ -226,7 +226,7 @@ class KeepGoing:
         if isinstance(last, AssistantMessage) and "DONE" in (last.content or ""):
             return CompleteAction(content=last.content)
         if isinstance(last, AssistantMessage) and last.tool_calls:
-            from harness.actions import ExecuteToolsAction
+            from harness._actions import ExecuteToolsAction
 
             return ExecuteToolsAction(tool_calls=last.tool_calls)
         return MakeLLMRequestAction()

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import Agent, plugins
+from harness import Agent
+from harness import _plugins as plugins
 from harness.llm import ScriptedLLM
 from harness.scenario import run_scenario
 
@@ -149,9 +150,9 @@ PLUGIN_API = {
 def test_harness_plugin_holds_the_names_the_page_lists():
     import harness
     import harness.plugin as api
+    from harness._run import current_run
     from harness.detectors import Stuck
     from harness.external import TargetError
-    from harness.run import current_run
 
     assert set(api.__all__) == PLUGIN_API
     table = DOC.read_text().split("| names | for |\n|---|---|\n", 1)[1].split("\n\n", 1)[0]

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis_jsonschema import from_schema
 
-from harness.errors import ScenarioError
+from harness._errors import ScenarioError
 from harness.scenario import run_scenario
-from harness.scenario.loader import load_scenario_text
+from harness.scenario._loader import load_scenario_text
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((ROOT / "harness-scenario.schema.json").read_text(encoding="utf-8"))

@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from harness.scenario import run_scenario
-from harness.scenario.expect_schema import RequestExpect
+from harness.scenario._expect_schema import RequestExpect
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "scenarios.md"
 

@@ -13,7 +13,7 @@ import yaml
 
 from harness.cli import main
 from harness.explore import ALL_FAULTS, ExploreError, ExploreOptions, Site, explore, with_fault
-from harness.explore.catalogue import FaultError
+from harness.explore._catalogue import FaultError
 from harness.scenario import run_scenario
 from harness.shrink import Failure
 
@@ -84,7 +84,7 @@ def test_with_fault_places_each_kind_as_scenario_data_and_leaves_the_original():
 
 
 def test_every_kind_of_the_catalogue_loads_as_an_ordinary_scenario(tmp_path):
-    from harness.scenario.loader import load_scenario_data
+    from harness.scenario._loader import load_scenario_data
 
     path = _write(tmp_path)
     data = yaml.safe_load(path.read_text())
@@ -449,7 +449,7 @@ def test_own_loop_variants_share_a_loop_but_leave_nothing_running(tmp_path, monk
     # it, as asyncio.run (harness run) ends it, not carried into the next variant.
     import sys
 
-    from harness.explore.running import Workers, run_one
+    from harness.explore._running import Workers, run_one
 
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
     (tmp_path / "explore_leaky_tool.py").write_text(LEAKY_TOOL, encoding="utf-8")

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from harness import hookimpl
+from harness._results import build_results
 from harness.report import render_html
-from harness.report.text import ending_sentence
-from harness.results import build_results
+from harness.report._text import ending_sentence
 from harness.scenario import run_scenario
 
 ROOT = Path(__file__).resolve().parents[1]

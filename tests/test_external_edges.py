@@ -7,7 +7,7 @@ pass (scripts/mutation.py).
 
 from __future__ import annotations
 
-from harness.external.environment import DUMMY_API_KEY, served_variables, target_environment
+from harness.external._environment import DUMMY_API_KEY, served_variables, target_environment
 
 
 def test_none_of_the_user_s_model_settings_reach_a_target():

@@ -167,8 +167,8 @@ def test_a_langgraph_supervisor_recording_replays_under_another_hash_seed(tmp_pa
 
     pytest.importorskip("langgraph_supervisor")
     import harness
-    from harness.llm.config import ConversationRule
-    from harness.llm.script import parse_step
+    from harness.llm._config import ConversationRule
+    from harness.llm._script import parse_step
     from harness.serve import create_app, running_app
 
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "t"\n')

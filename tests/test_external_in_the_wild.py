@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.errors import ScenarioSkipped
+from harness._errors import ScenarioSkipped
 from harness.scenario import run_scenario
 from harness.serve import running_server
 
@@ -455,7 +455,7 @@ class SeenHeaders:
 
 
 def test_the_agents_own_headers_reach_the_upstream_and_never_the_cassette(project, monkeypatch):
-    from harness.llm.script import parse_step
+    from harness.llm._script import parse_step
     from harness.serve import create_app, running_app
 
     (project / "headers_agent.py").write_text(HEADERS_AGENT)

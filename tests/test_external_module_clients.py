@@ -194,7 +194,7 @@ def test_a_client_used_between_runs_is_told_how_to_build_it(project, monkeypatch
 
 
 def test_a_second_run_at_once_is_served_on_a_port_of_its_own():
-    from harness.external.address import ADDRESS
+    from harness.external._address import ADDRESS
 
     with ADDRESS.serving(object()) as first, ADDRESS.serving(object()) as second:
         assert first == ADDRESS.url()

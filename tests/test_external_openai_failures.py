@@ -434,14 +434,14 @@ FRAMEWORK_TEXTS = {
 
 
 def test_every_framework_row_is_checked_against_its_installed_source():
-    from harness.wires.failures import FAILURE_TEXTS
+    from harness.wires._failures import FAILURE_TEXTS
 
     assert [row.framework for row in FAILURE_TEXTS] == list(FRAMEWORK_TEXTS)
 
 
 @pytest.mark.parametrize("framework", list(FRAMEWORK_TEXTS))
 def test_each_frameworks_failure_text_is_recognised(framework):
-    from harness.wires.failures import failure_form
+    from harness.wires._failures import failure_form
 
     module, texts = FRAMEWORK_TEXTS[framework]
     pytest.importorskip(module)
@@ -451,7 +451,7 @@ def test_each_frameworks_failure_text_is_recognised(framework):
 
 def test_the_object_and_exception_forms_and_what_is_no_failure():
     from harness.wires import ANTHROPIC_MESSAGES, GEMINI, OPENAI_CHAT, OPENAI_RESPONSES
-    from harness.wires.failures import failure_form
+    from harness.wires._failures import failure_form
 
     assert failure_form('{"error": "ValueError: no city"}') == "error object"
     assert failure_form(' {"error": {"code": 404, "message": "no city"}}\n') == "error object"

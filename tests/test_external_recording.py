@@ -266,7 +266,7 @@ def test_recording_a_target_without_a_key_is_refused_before_any_request(
     project, monkeypatch, capsys
 ):
     from harness.cli import main
-    from harness.external import cassette
+    from harness.external import _cassette as cassette
 
     def no_network():
         raise AssertionError("the recording proxy tried to reach the network")

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from harness import hookimpl
+from harness._plugins import discover
+from harness._results import build_results
 from harness.cli import main
-from harness.plugins import discover
 from harness.report import render_html
-from harness.results import build_results
 from harness.scenario import run_scenario
 
 AGENT = '''
@@ -332,7 +332,7 @@ def test_the_frameworks_limit_exceptions_are_recognized_by_name_also_as_a_cause(
 
 
 def test_a_target_that_raises_is_blamed_with_the_line_of_its_own_code(project):
-    from harness.report.text import ending_sentence, format_failure
+    from harness.report._text import ending_sentence, format_failure
 
     folder, module = project
     result = run_scenario(scenario(folder, target(module, "bad_json") + SCRIPT))
@@ -351,7 +351,7 @@ def test_a_target_that_raises_is_blamed_with_the_line_of_its_own_code(project):
 
 
 def test_a_timed_out_or_failed_command_target_is_not_blamed_on_harness(project):
-    from harness.report.text import format_failure
+    from harness.report._text import format_failure
 
     folder, module = project
     path = scenario(folder, target(module, "hang_async", "  timeout: 0.5\n") + SCRIPT)
@@ -390,7 +390,7 @@ def test_a_client_built_at_import_time_gets_a_hint(project):
 
 
 def test_a_target_returning_none_gives_no_answer(project):
-    from harness.report.text import ending_sentence
+    from harness.report._text import ending_sentence
 
     folder, module = project
     text = target(module, "returns_none") + "llm: {script: [{content: hi}]}\n"
@@ -403,7 +403,7 @@ def test_a_target_returning_none_gives_no_answer(project):
 
 
 def test_a_failed_call_the_sdk_retried_keeps_its_status_and_message(project):
-    from harness.report.text import trajectory_lines
+    from harness.report._text import trajectory_lines
 
     folder, module = project
     script = "llm:\n  script:\n    - error: {status: 429, message: Rate limited}\n"
@@ -451,7 +451,7 @@ def test_a_chained_responses_run_keeps_its_whole_conversation(project, fn):
 
 
 def test_the_report_shows_the_frameworks_limit_not_harnesss(project):
-    from harness.report.text import ending_sentence
+    from harness.report._text import ending_sentence
 
     folder, module = project
     result = run_scenario(scenario(folder, target(module, "limit") + SCRIPT))

@@ -15,15 +15,15 @@ import httpx
 import openai
 import pytest
 
-from harness.errors import HarnessError, LLMError
-from harness.llm.base import LLMRequest
-from harness.llm.config import LLMConfig
-from harness.llm.faults import MODEL_FAULTS, ModelFault, with_faults
-from harness.llm.script import ScriptStep
-from harness.llm.scripted import ScriptedLLM
-from harness.messages import Conversation
+from harness._errors import HarnessError, LLMError
+from harness._messages import Conversation
+from harness.llm._base import LLMRequest
+from harness.llm._config import LLMConfig
+from harness.llm._faults import MODEL_FAULTS, ModelFault, with_faults
+from harness.llm._script import ScriptStep
+from harness.llm._scripted import ScriptedLLM
 from harness.scenario import load_scenario, run_scenario
-from harness.scenario.loader import load_scenario_text
+from harness.scenario._loader import load_scenario_text
 from harness.serve import create_app, running_app
 
 ROOT = Path(__file__).resolve().parents[1]

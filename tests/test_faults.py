@@ -44,7 +44,7 @@ def test_conversation_save_never_leaves_half_a_file(tmp_path):
         LIMITED
         + """
 import sys
-from harness.messages import Conversation, UserMessage
+from harness._messages import Conversation, UserMessage
 Conversation(messages=[UserMessage(content="hi")]).save(sys.argv[1])
 try:
     Conversation(messages=[UserMessage(content="x" * 5000)]).save(sys.argv[1])
@@ -62,7 +62,7 @@ except OSError as exc:
 
 @pytest.fixture
 def project(pytester, monkeypatch):
-    from harness import plugins
+    from harness import _plugins as plugins
 
     plugins.discovery.reset()
     (pytester.path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
@@ -110,7 +110,7 @@ def full_cassettes(project):
 
 
 def test_a_full_disk_while_saving_a_cassette_is_one_line_and_exit_3(project, full_cassettes):
-    from harness.llm.script import ScriptStep
+    from harness.llm._script import ScriptStep
     from harness.serve import create_app, running_app
 
     (project / "scenarios" / "rec.scenario.yaml").write_text(
@@ -229,7 +229,7 @@ def hidden_leftovers(folder: Path) -> list[str]:
 
 
 def test_a_write_killed_midway_leaves_nothing_for_git_after_the_next_run(tmp_path):
-    from harness.files import atomic_write
+    from harness._files import atomic_write
 
     cassette = tmp_path / "cassettes" / "weather.yaml"
     killed = python(KILLED_MID_WRITE, str(cassette))
@@ -249,7 +249,7 @@ def test_a_write_killed_midway_leaves_nothing_for_git_after_the_next_run(tmp_pat
 
 def test_a_replay_clears_what_a_killed_recording_left(tmp_path):
     from harness import Agent
-    from harness.llm.config import LLMConfig, LLMContext
+    from harness.llm._config import LLMConfig, LLMContext
     from harness.providers.openai import OpenAILLM
 
     cassette = tmp_path / "weather.yaml"

@@ -1,4 +1,4 @@
-"""A function in a forked process (harness.cli.forked): what `harness run --chunk-size`
+"""A function in a forked process (harness.cli._forked): what `harness run --chunk-size`
 runs each part of a suite in. Its value comes back, its memory does not, its output goes
 where this process's goes, and a child that dies says so."""
 
@@ -9,8 +9,8 @@ import signal
 
 import pytest
 
-from harness.cli.forked import PartCrashed, forked
-from harness.spool import ResultSpool
+from harness._spool import ResultSpool
+from harness.cli._forked import PartCrashed, forked
 
 
 def test_the_value_comes_back_from_another_process():

@@ -21,10 +21,10 @@ from urllib.parse import urlparse
 import pytest
 import yaml
 
-from harness.cassettes.format import load_cassette_file
-from harness.cassettes.matching import parse_json_body
+from harness._modelwires import wire_for
+from harness.cassettes._format import load_cassette_file
+from harness.cassettes._matching import parse_json_body
 from harness.cli import main
-from harness.modelwires import wire_for
 from harness.scenario import run_scenario
 from harness.wires import read_answer
 

@@ -374,7 +374,7 @@ def test_a_device_is_refused_without_reading_it(capsys):
 
 def test_a_line_past_the_bound_is_refused_before_it_is_read_whole(tmp_path, capsys):
     # One request holding an attribute of 33 MiB: refused at the bound, not parsed.
-    from harness.freeze.otlp import MAX_LINE
+    from harness.freeze._otlp import MAX_LINE
 
     trace = tmp_path / "huge.json"
     huge = _request({**GENAI, "junk": "x" * (MAX_LINE + 1024)})

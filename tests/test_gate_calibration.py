@@ -9,8 +9,8 @@ import importlib.util
 import math
 from pathlib import Path
 
-from harness.llm.script import draw_material, parse_step, uniform
-from harness.sequential import SequentialPlan
+from harness._sequential import SequentialPlan
+from harness.llm._script import draw_material, parse_step, uniform
 
 # The benchmark's module, by its file (plain `pytest` does not put the repository on
 # sys.path, and benchmarks/ is no installed package).

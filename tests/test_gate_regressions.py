@@ -17,8 +17,8 @@ import pytest
 import scipy.stats  # noqa: F401
 from scenario_texts import SESSION_TESTS
 
-from harness.report.passrates import adjust, compare_pass_rates
-from harness.results import ScenarioResult
+from harness._results import ScenarioResult
+from harness.report._passrates import adjust, compare_pass_rates
 
 pytestmark = SESSION_TESTS
 

@@ -307,7 +307,7 @@ def test_a_key_the_api_refuses_is_never_recorded(tmp_path, monkeypatch):
 
     monkeypatch.setenv("GEMINI_API_KEY", KEY)
     file = tmp_path / "weather.scenario.yaml"
-    from harness.errors import RecordingRefused
+    from harness._errors import RecordingRefused
 
     with running_app(refusing_app()) as url:
         scenario(file, url.removesuffix("/v1"))

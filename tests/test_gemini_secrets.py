@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.llm.script import parse_step
+from harness.llm._script import parse_step
 from harness.serve import create_app, running_app
 
 pytest.importorskip("google.genai")

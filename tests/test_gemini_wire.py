@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.modelwires import wire_for
+from harness._modelwires import wire_for
 from harness.scenario import run_scenario
-from harness.scenario.loader import load_scenario_text
+from harness.scenario._loader import load_scenario_text
 from harness.serve import running_server
 from harness.wires import GEMINI
-from harness.wires.neutral import WireError, read_sse
+from harness.wires._neutral import WireError, read_sse
 
 genai = pytest.importorskip("google.genai")
 types = pytest.importorskip("google.genai.types")
@@ -253,7 +253,7 @@ def test_gemini_3_signs_every_call_and_refuses_one_sent_back_unsigned_in_the_cur
     ],
 )
 def test_the_clients_send_gemini_3s_signatures_back(fn, monkeypatch):
-    from harness.wires import gemini_serving
+    from harness.wires import _gemini_serving as gemini_serving
 
     monkeypatch.setenv("HARNESS_EXAMPLE_GEMINI_MODEL", GEMINI_3)
     paths: list[str] = []

@@ -6,8 +6,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+from harness._results import build_results
 from harness.report import diff_results
-from harness.results import build_results
 from harness.scenario import run_scenario
 
 STUCK = """\

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from harness._errors import ScenarioError
 from harness.cli import main
-from harness.errors import ScenarioError
 from harness.scenario import load_scenario, run_scenario
 
 GOOD = """\
@@ -44,7 +44,7 @@ def load_error(path: Path) -> str:
 @pytest.fixture
 def project(pytester, monkeypatch):
     """A throw-away project where `harness run` runs in this process (as test_cli does)."""
-    from harness import plugins
+    from harness import _plugins as plugins
 
     plugins.discovery.reset()
     (pytester.path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
@@ -226,8 +226,8 @@ def test_a_real_tool_cannot_overflow_the_clock_either(tmp_path, monkeypatch):
 
 ODD_PLUGINS = """\
 from harness import hookimpl
-from harness.llm.base import LLMResponse
-from harness.messages import AssistantMessage
+from harness.llm._base import LLMResponse
+from harness._messages import AssistantMessage
 
 
 class Endless:

@@ -18,8 +18,8 @@ import yaml
 from scenario_texts import SESSION_TESTS
 
 from harness import cli
-from harness.cli.requirement import Installed, from_direct_url
-from harness.results import load_results
+from harness._results import load_results
+from harness.cli._requirement import Installed, from_direct_url
 
 pytestmark = SESSION_TESTS
 

@@ -12,10 +12,10 @@ import pytest
 import yaml
 
 from harness import cli
-from harness.errors import ScenarioError
+from harness._errors import ScenarioError
+from harness._results import build_results
 from harness.judge import VerdictError, judge_messages, parse_verdict, prompt_source
-from harness.report.html import render_html
-from harness.results import build_results
+from harness.report._html import render_html
 from harness.scenario import load_scenario, run_scenario
 from harness.serve import running_server
 

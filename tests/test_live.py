@@ -12,8 +12,8 @@ import pytest
 from scenario_texts import SESSION_TESTS
 
 from harness import cli
-from harness.llm.script import parse_step
-from harness.results import load_results
+from harness._results import load_results
+from harness.llm._script import parse_step
 from harness.serve import create_app, running_app
 
 pytestmark = SESSION_TESTS

@@ -19,10 +19,10 @@ import scipy.stats
 from scenario_texts import SESSION_TESTS
 
 from harness import cli
-from harness.llm.script import parse_step
-from harness.repeats import wilson_interval
-from harness.report.passrates import fisher_less
-from harness.results import load_results
+from harness._repeats import wilson_interval
+from harness._results import load_results
+from harness.llm._script import parse_step
+from harness.report._passrates import fisher_less
 from harness.serve import create_app, running_app
 
 pytestmark = SESSION_TESTS

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from harness import Agent, Conversation, HarnessError, Termination, hookimpl, tool
-from harness.actions import ExecuteToolsAction, FinalResponse
+from harness._actions import ExecuteToolsAction, FinalResponse
+from harness._messages import AssistantMessage, SystemMessage, ToolMessage, UserMessage
 from harness.llm import ScriptedLLM
-from harness.messages import AssistantMessage, SystemMessage, ToolMessage, UserMessage
 
 WEATHER_SCRIPT = [
     {"tool_calls": [{"get_weather": {"city": "SF"}}]},

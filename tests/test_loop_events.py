@@ -7,7 +7,7 @@ import inspect
 import pytest
 
 from harness import Agent, Termination, hookimpl, tool
-from harness.errors import AbortRun
+from harness._errors import AbortRun
 
 EVENT_HOOKS = [
     "harness_agent_start",

@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import harness.plugins
+import harness._plugins
 from harness import Agent, Termination, hookimpl, tool
-from harness.canonical import canonical_json
-from harness.messages import ToolCall
-from harness.stagnation import StagnationDetector, plan_signature
+from harness._canonical import canonical_json
+from harness._messages import ToolCall
+from harness._stagnation import StagnationDetector, plan_signature
 
 SF = [{"get_weather": {"city": "SF"}}]
 
@@ -232,11 +232,11 @@ def test_the_signature_hook_is_per_agent():
 
 
 def test_without_any_signature_detection_is_off(monkeypatch, tmp_path):
-    # HARNESS_DISABLE_PLUGINS=harness.stagnation removes the built-in signature: no plan
+    # HARNESS_DISABLE_PLUGINS=harness._stagnation removes the built-in signature: no plan
     # may then look like another (it used to make every plan the same one).
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HARNESS_DISABLE_PLUGINS", "harness.stagnation")
-    harness.plugins.discovery.reset()  # discovered again, with the variable
+    harness._plugins.discovery.reset()  # discovered again, with the variable
     script = [{"tool_calls": [{"get_weather": {"city": city}}]} for city in "ABCDE"]
 
     result, calls = run([*script, {"content": "done"}], planner="react")
@@ -323,8 +323,8 @@ def test_detector_fires_only_after_window_equal_signatures():
 
 def test_a_declined_plan_is_recorded_once_when_the_planner_copies_its_calls():
     """Calls are told apart by id, not identity: a planner may rebuild the calls it plans."""
-    from harness.actions import CompleteAction, ExecuteToolsAction, MakeLLMRequestAction
-    from harness.messages import AssistantMessage
+    from harness._actions import CompleteAction, ExecuteToolsAction, MakeLLMRequestAction
+    from harness._messages import AssistantMessage
 
     class Copying:
         def __init__(self, config=None):

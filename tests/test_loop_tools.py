@@ -9,8 +9,8 @@ import threading
 import pytest
 
 from harness import Agent, Termination, simclock, tool
+from harness._messages import ToolMessage
 from harness.llm import ScriptedLLM
-from harness.messages import ToolMessage
 
 PYDANTIC_URL = "https://errors.pydantic.dev"
 
@@ -240,7 +240,7 @@ ARGUMENT_TEXTS = [
 
 @pytest.mark.parametrize(("text", "arguments", "raw"), ARGUMENT_TEXTS)
 def test_scripted_raw_arguments_are_read_like_a_recorded_models(text, arguments, raw):
-    from harness.messages import Conversation, parse_arguments
+    from harness._messages import Conversation, parse_arguments
 
     script = [{"tool_calls": [{"name": "get_weather", "raw_arguments": text}]}]
     [call] = Agent(llm=script, max_iterations=1).run("?").conversation.messages[-1].tool_calls

@@ -15,8 +15,8 @@ import yaml
 from scenario_texts import SESSION_TESTS
 
 from harness import cli
-from harness.errors import HarnessError
-from harness.results import Results
+from harness._errors import HarnessError
+from harness._results import Results
 from harness.scenario import expand_matrix, load_scenario, run_scenario, scenario_id
 from harness.serve import running_server
 
@@ -270,9 +270,9 @@ def test_a_model_matrix_on_a_scripted_scenario_is_a_load_error(tmp_path):
 
 
 def test_the_matrix_view_counts_several_runs_of_one_combination():
-    from harness.actions import FinalResponse
-    from harness.report.matrix import matrix_view
-    from harness.results import ScenarioResult
+    from harness._actions import FinalResponse
+    from harness._results import ScenarioResult
+    from harness.report._matrix import matrix_view
 
     def entry(suffix: str, status: str, combination: dict) -> ScenarioResult:
         label = ",".join(f"{k}={v}" for k, v in combination.items())

@@ -172,7 +172,7 @@ def with_error(tmp_path: Path, error: str) -> Path:
 
 
 def test_a_json_rpc_error_reaches_the_client_and_the_target_fails_on_one_line(tmp_path):
-    from harness.report.text import ending_sentence
+    from harness.report._text import ending_sentence
 
     result = run_scenario(with_error(tmp_path, "{on_call: 2, mcp: -32001, raise: quota exceeded}"))
 
@@ -215,9 +215,9 @@ class _Calls:
 
 def served(**spec):
     """A one-tool scenario's tools as harness's MCP server, observed."""
-    from harness.scenario.loader import build_tools
-    from harness.scenario.mcp_tools import served_tools
-    from harness.scenario.schema import Scenario
+    from harness.scenario._loader import build_tools
+    from harness.scenario._mcp_tools import served_tools
+    from harness.scenario._schema import Scenario
 
     scenario = Scenario.model_validate({"input": "x", "tools": {"lookup": spec}})
     server = served_tools(scenario, build_tools(scenario))
@@ -247,7 +247,7 @@ async def call_each(url: str, *calls: tuple[str, dict], timeout: float = 5.0) ->
 def test_a_hang_or_a_disconnect_leaves_the_client_an_error_and_is_recorded(fault):
     from mcp.shared.exceptions import MCPError
 
-    from harness.mcp.hosting import serving_http
+    from harness.mcp._hosting import serving_http
 
     server, seen = served(parameters={"q": "str"}, returns="found", errors=[{"mcp": fault}])
     with serving_http(server) as url:
@@ -260,7 +260,7 @@ def test_a_hang_or_a_disconnect_leaves_the_client_an_error_and_is_recorded(fault
 
 
 def test_unknown_tools_and_bad_arguments_are_answered_as_mcp_answers_them():
-    from harness.mcp.hosting import serving_http
+    from harness.mcp._hosting import serving_http
 
     server, seen = served(parameters={"q": "str"}, returns="found {{ args.q }}")
     with serving_http(server) as url:
@@ -347,8 +347,8 @@ def test_mcp_serve_refuses_a_scenario_without_tools(tmp_path, capsys):
 def test_the_report_shows_the_true_status_of_each_mcp_call():
     import html
 
+    from harness._results import build_results
     from harness.report import render_html
-    from harness.results import build_results
 
     result = run_scenario(EXAMPLES / "mcp-sdk-client.scenario.yaml")
     page = render_html(build_results([result]))

@@ -17,9 +17,9 @@ import yaml
 
 from harness import hookimpl
 from harness.scenario import run_scenario
-from harness.scenario.loader import build_tools
-from harness.scenario.mcp_tools import served_tools
-from harness.scenario.schema import Scenario
+from harness.scenario._loader import build_tools
+from harness.scenario._mcp_tools import served_tools
+from harness.scenario._schema import Scenario
 
 NOTES_SERVER = (
     Path(__file__).resolve().parents[1] / "scenarios" / "mcp" / "servers" / "notes_server.py"
@@ -55,7 +55,7 @@ async def call_twice(url: str) -> list:
 def test_a_stub_s_error_result_reaches_the_client_as_is_error_and_is_recorded_so():
     # `results: [{on_call: 2, is_error: true}]`: the tool answered, with an error result
     # (not an exception). The client must see isError, and the record must say error.
-    from harness.mcp.hosting import serving_http
+    from harness.mcp._hosting import serving_http
 
     server, seen = served(
         parameters={"q": "str"},
@@ -92,7 +92,7 @@ async def _list_changed_seen(url: str) -> tuple[list[str], str]:
 def test_a_rug_pull_tells_the_client_its_tool_list_changed():
     # A client that caches the tool list (as the MCP spec lets it) lists again only when
     # told: the notification is what makes the changed description reach the model.
-    from harness.mcp.hosting import serving_http
+    from harness.mcp._hosting import serving_http
 
     server, _ = served(
         parameters={"q": "str"},
@@ -152,7 +152,7 @@ def test_a_real_server_s_json_rpc_error_is_a_failed_call_in_the_own_loop(
 ):
     # The server answers tools/call with a JSON-RPC error (not a result): the model sees
     # the error's text and the call is recorded as failed, never as an empty success.
-    from harness.mcp.hosting import serving_http
+    from harness.mcp._hosting import serving_http
 
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "t"\n')
     monkeypatch.chdir(tmp_path)
@@ -180,7 +180,7 @@ def test_a_key_in_a_real_server_s_answer_never_reaches_the_recording(
 ):
     # A server that echoes a credential (a config dump, an error quoting a header): the
     # recording beside the cassette keeps the mask, whole and in every call.
-    from harness.mcp.hosting import serving_http
+    from harness.mcp._hosting import serving_http
 
     secret = "sk-proj-" + "Mq3" * 20
     monkeypatch.setenv("OPENAI_API_KEY", secret)

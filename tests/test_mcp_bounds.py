@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness.asgi import ServerLimits
+from harness._asgi import ServerLimits
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -131,7 +131,7 @@ def test_a_stream_held_open_without_requests_does_not_keep_its_session_for_ever(
 def test_the_mcp_server_cuts_off_slow_clients_as_every_server_of_harness():
     from test_mcp import served
 
-    from harness.mcp.hosting import serving_http
+    from harness.mcp._hosting import serving_http
 
     server, _ = served(parameters={"q": "str"}, returns="found")
     with serving_http(server, limits=ServerLimits(request_timeout=0.5, max_connections=50)) as url:

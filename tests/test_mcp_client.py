@@ -396,9 +396,9 @@ def test_freeze_turns_the_recorded_mcp_results_into_per_call_stub_results(projec
 
 def test_a_streamable_http_server_is_recorded_and_replayed_once_stopped(project):
     # The server: another scenario's stubs, served over MCP by harness itself.
-    from harness.mcp.hosting import serving_http
-    from harness.scenario.loader import build_tools
-    from harness.scenario.mcp_tools import served_tools
+    from harness.mcp._hosting import serving_http
+    from harness.scenario._loader import build_tools
+    from harness.scenario._mcp_tools import served_tools
 
     served = project / "scenarios" / "weather.scenario.yaml"
     served.write_text(
@@ -454,8 +454,8 @@ def test_a_url_servers_password_is_not_in_the_line_that_ends_the_run(project):
 
 @pytest.mark.parametrize("where", ["scenario", "sub-agent"])
 def test_a_served_agent_refuses_mcp_entries_it_would_not_bring_in(project, where):
-    from harness.errors import HarnessError
-    from harness.scenario.serving import scenario_agent
+    from harness._errors import HarnessError
+    from harness.scenario._serving import scenario_agent
 
     path = project / "scenarios" / "sub.scenario.yaml"
     text = SUB_AGENT

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from harness import Agent, HarnessError, tool
-from harness.messages import (
+from harness._messages import (
     AssistantMessage,
     Conversation,
     SystemMessage,

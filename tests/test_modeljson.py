@@ -1,4 +1,4 @@
-"""Ctrl-C landing while harness serializes a result stays a Ctrl-C (harness.modeljson).
+"""Ctrl-C landing while harness serializes a result stays a Ctrl-C (harness._modeljson).
 
 pydantic-core wraps what a Python serializer raises in PydanticSerializationError; a
 SIGINT whose handler runs inside one (harness's results have wrap serializers) was an
@@ -13,9 +13,9 @@ import pytest
 from pydantic import BaseModel, field_serializer
 from pydantic_core import PydanticSerializationError
 
-from harness.modeljson import dump, dump_json
-from harness.results import ScenarioResult
-from harness.spool import ResultSpool
+from harness._modeljson import dump, dump_json
+from harness._results import ScenarioResult
+from harness._spool import ResultSpool
 
 
 @pytest.fixture

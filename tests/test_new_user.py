@@ -16,8 +16,8 @@ import pytest
 from scenario_texts import SESSION_TESTS
 
 from harness import cli
+from harness._errors import ScenarioError
 from harness.cli import COMMANDS
-from harness.errors import ScenarioError
 from harness.scenario import load_scenario, run_scenario
 
 pytestmark = SESSION_TESTS

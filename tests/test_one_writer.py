@@ -1,4 +1,4 @@
-"""One writer of a run's record: no module of harness/ but harness/run.py reads or writes a
+"""One writer of a run's record: no module of harness/ but harness/_run.py reads or writes a
 private attribute of a ``Run`` (``run._ledger``, ``run._hook``, ``run._sink``, ...).
 
 The loop, the tool plan runner, budgets, detectors, streaming and the external observer
@@ -70,7 +70,7 @@ def test_nothing_outside_harness_run_touches_a_runs_private_attributes():
         for line in private_reaches(path)
     ]
     assert found == [], (
-        "record through Run's public methods or run.ledger (harness/run.py), not its "
+        "record through Run's public methods or run.ledger (harness/_run.py), not its "
         f"private attributes: {found}"
     )
 

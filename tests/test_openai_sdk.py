@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from harness import Agent, tool
-from harness.errors import HarnessError
-from harness.llm.config import LLMConfig, LLMContext
-from harness.plugins import default_plugins
+from harness._errors import HarnessError
+from harness._plugins import default_plugins
+from harness.llm._config import LLMConfig, LLMContext
 from harness.providers.openai import OpenAILLM
 from harness.serve import running_server
 
@@ -149,7 +149,7 @@ def test_only_recording_restricts_accept_encoding_to_what_cassettes_can_decode(
     import openai
 
     from harness.cassettes._httpx import httpx_of
-    from harness.llm.script import ScriptStep
+    from harness.llm._script import ScriptStep
     from harness.serve import create_app, running_app
 
     # As when zstandard is installed: the HTTP client then offers zstd, which vcrpy

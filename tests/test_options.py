@@ -1,4 +1,4 @@
-"""Each option of a harness session is declared once (harness.pytest_plugin.options):
+"""Each option of a harness session is declared once (harness.pytest_plugin._options):
 `harness run` and plain pytest take it from there, check it with the same validator, and
 give the session the same value."""
 
@@ -11,8 +11,8 @@ import pytest
 from scenario_texts import PASSING, SESSION_TESTS
 
 from harness import cli
-from harness.pytest_plugin import options
-from harness.pytest_plugin.options import OPTIONS, Option
+from harness.pytest_plugin import _options as options
+from harness.pytest_plugin._options import OPTIONS, Option
 
 pytestmark = SESSION_TESTS
 
@@ -21,7 +21,7 @@ RUN_ONLY = {"--update-baseline", "--fail-on-change", "--chunk-size", "--all-pyte
 
 # Writes the session's options where the test reads them (harness run and pytest alike).
 DUMP_OPTIONS = """\
-from harness.pytest_plugin import get_state
+from harness.pytest_plugin._session import get_state
 
 
 def pytest_sessionfinish(session):

@@ -184,7 +184,7 @@ def test_a_large_session_reaches_the_collector_in_batches_each_run_once(
 ):
     # A suite's traces go out a batch at a time (never all in memory): every run in one
     # request only, in id order across the requests.
-    from harness.otel import collector as sending
+    from harness.otel import _collector as sending
 
     monkeypatch.setattr(sending, "BATCH", 2)
     url = f"http://127.0.0.1:{collector.server_address[1]}"
@@ -199,7 +199,7 @@ def test_a_large_session_reaches_the_collector_in_batches_each_run_once(
 def test_a_batch_refused_stops_the_sending_and_says_how_many_went_before(
     project, collector, monkeypatch, capsys
 ):
-    from harness.otel import collector as sending
+    from harness.otel import _collector as sending
 
     monkeypatch.setattr(sending, "BATCH", 2)
     collector.takes = 2  # the third request is refused
@@ -285,9 +285,9 @@ def _sdk_json(traces) -> str:
 
 
 def test_the_file_holds_what_the_sdk_encoder_makes_of_the_same_spans(project):
+    from harness._results import load_results
     from harness.otel import Clock, RunFacts, otlp_json, plan_trace
-    from harness.pytest_plugin.tracing import _traced
-    from harness.results import load_results
+    from harness.pytest_plugin._tracing import _traced
 
     _run("scenarios", "--otel-content", "--otel", "t.json")
     results = sorted(load_results("reports/results.json").scenarios, key=lambda r: r.id)

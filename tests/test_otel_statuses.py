@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from harness.otel import Clock, RunFacts, plan_trace
-from harness.pytest_plugin.tracing import _traced
+from harness.pytest_plugin._tracing import _traced
 from harness.scenario import run_scenario
 
 SCENARIO = """\

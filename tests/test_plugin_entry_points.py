@@ -7,7 +7,8 @@ import textwrap
 
 import pytest
 
-from harness import Agent, plugins
+from harness import Agent
+from harness import _plugins as plugins
 from harness.llm import ScriptedLLM
 
 PLUGIN = textwrap.dedent(

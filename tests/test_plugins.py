@@ -22,10 +22,17 @@ from harness import (
     hookimpl,
     tool,
 )
+from harness._messages import ToolCall, ToolMessage
+from harness._plugins import (
+    DEFAULT_PLUGINS,
+    PluginError,
+    Plugins,
+    builtin_name,
+    default_plugins,
+    discover,
+)
 from harness.llm import ScriptedLLM
-from harness.llm.config import LLMConfig
-from harness.messages import ToolCall, ToolMessage
-from harness.plugins import DEFAULT_PLUGINS, PluginError, Plugins, default_plugins, discover
+from harness.llm._config import LLMConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -253,7 +260,7 @@ def test_llm_sources_are_registered_by_name():
 
 @pytest.mark.hooks("harness_register_llms")
 def test_the_scripted_llm_is_a_registered_source():
-    # harness.llm.scripted is a built-in plugin registering it with harness_register_llms.
+    # harness.llm._scripted is a built-in plugin registering it with harness_register_llms.
     factory = default_plugins().llm_factory("scripted")
     llm = factory(LLMConfig(script=[{"content": "from the scenario"}]))
 
@@ -362,7 +369,7 @@ def test_an_agent_gets_the_same_plugins_in_any_folder(tmp_path):
     assert seen[0] == seen[1]
     names, planners = seen[0]
     assert "budget" not in planners and "plugins.budget_planner" not in names
-    assert set(DEFAULT_PLUGINS) <= set(names)
+    assert {builtin_name(module) for module in DEFAULT_PLUGINS} <= set(names)
 
 
 @pytest.mark.repo_plugins

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.modelwires import wire_named
+from harness._modelwires import wire_named
 from harness.scenario import expand_matrix, run_scenario
-from harness.scenario.loader import load_scenario_text
-from harness.scenario.matrix import matrix_field
+from harness.scenario._loader import load_scenario_text
+from harness.scenario._matrix import matrix_field
 
 pytest.importorskip("pydantic_ai")
 

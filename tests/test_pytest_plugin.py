@@ -13,8 +13,8 @@ import textwrap
 import pytest
 from scenario_texts import PASSING, SESSION_TESTS
 
-from harness.report.text import format_failure, trajectory_lines
-from harness.results import Results
+from harness._results import Results
+from harness.report._text import format_failure, trajectory_lines
 
 pytestmark = SESSION_TESTS
 
@@ -347,7 +347,7 @@ llm: {provider: openai, model: gpt-4o-mini, cassette: weather.yaml, base_url: "U
 
 
 def test_a_cassette_miss_shows_its_message_whole_below_the_trajectory(pytester, monkeypatch):
-    from harness.llm.script import ScriptStep
+    from harness.llm._script import ScriptStep
     from harness.serve import create_app, running_app
 
     for name in ("OPENAI_API_KEY", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID", "OPENAI_BASE_URL"):
@@ -477,8 +477,9 @@ def test_results_json_follows_the_design_and_is_sorted_by_id(pytester):
 
 
 def test_the_slowest_list_leaves_out_what_would_show_as_0_00s(pytester, tmp_path):
-    from harness.pytest_plugin import SuiteState, summary_lines
-    from harness.results import build_results
+    from harness._results import build_results
+    from harness.pytest_plugin._outputs import summary_lines
+    from harness.pytest_plugin._session import SuiteState
     from harness.scenario import run_scenario
 
     path = tmp_path / "greet.scenario.yaml"
@@ -741,7 +742,7 @@ def test_record_mode_defaults_to_none_and_rejects_unknown_values(pytester):
 
 PLANNER_PLUGIN = """\
 from harness import hookimpl
-from harness.actions import CompleteAction
+from harness._actions import CompleteAction
 
 
 class Done:
@@ -809,7 +810,7 @@ def test_an_exception_raised_in_a_plugin_is_that_plugins_error_with_a_short_trac
         [
             "RuntimeError: factory bug (raised in plugin crashing_llm (crashing_llm.py:6), "
             "not in harness: the scenario ends in error)",
-            "*harness/scenario/runner.py:*: in arun_scenario",
+            "*harness/scenario/_runner.py:*: in arun_scenario",
             "crashing_llm.py:6: in factory",
             '    raise RuntimeError("factory bug")',
             "E   RuntimeError: factory bug",
@@ -824,7 +825,7 @@ def test_an_exception_raised_in_a_plugin_is_that_plugins_error_with_a_short_trac
 
 
 BREAKING_CONFTEST = """\
-import harness.scenario.runner as runner
+import harness.scenario._runner as runner
 
 def pytest_configure(config):
     # A bug inside harness: the runner calls something that is not callable.
@@ -841,7 +842,7 @@ def test_an_exception_raised_in_harness_is_an_internal_error_exit_3(pytester):
         [
             "TypeError: 'NoneType' object is not callable (harness crashed: a bug in harness, "
             "please report it with this traceback)",
-            "*harness/scenario/runner.py:*: in arun_scenario",
+            "*harness/scenario/_runner.py:*: in arun_scenario",
             "E   TypeError: 'NoneType' object is not callable",
             "harness crashed: greet.scenario.yaml::greet: TypeError: *",
         ]
@@ -973,7 +974,7 @@ def test_the_fixture_builds_agents_and_registers_plugins_for_one_test(pytester):
         test_agent=textwrap.dedent(
             """\
             from harness import tool, hookimpl
-            from harness.plugins import discover
+            from harness._plugins import discover
 
             @tool
             def add(a: int, b: int) -> int:
@@ -1004,11 +1005,11 @@ def test_the_fixture_builds_agents_and_registers_plugins_for_one_test(pytester):
                 assert not any(p is seen for _, p in discover().plugins())
 
             def test_registering_a_loaded_plugin_again(harness):
-                import harness.stagnation as builtin
+                import harness._stagnation as builtin
                 harness.register(builtin)
 
             def test_a_plugin_loaded_before_stays_loaded():
-                import harness.stagnation as builtin
+                import harness._stagnation as builtin
                 assert any(p is builtin for _, p in discover().plugins())
             """
         )
@@ -1080,9 +1081,9 @@ def test_calls_run_one_after_another_are_not_called_parallel(pytester):
 
 def test_the_plugins_copies_of_shared_constants_are_current():
     """The plugin keeps its own copies so that loading it imports nothing of harness."""
-    from harness.llm.config import RECORD_MODES
-    from harness.pytest_plugin import options
-    from harness.scenario.loader import SUFFIX, SUFFIXES
+    from harness.llm._config import RECORD_MODES
+    from harness.pytest_plugin import _options as options
+    from harness.scenario._loader import SUFFIX, SUFFIXES
 
     assert options.SUFFIX == SUFFIX
     assert options.SUFFIXES == SUFFIXES

@@ -15,9 +15,9 @@ import pytest
 from scenario_texts import PASSING, SESSION_TESTS
 
 from harness import cli
-from harness.repeats import wilson_interval
-from harness.report.html import render_html
-from harness.results import load_results
+from harness._repeats import wilson_interval
+from harness._results import load_results
+from harness.report._html import render_html
 
 pytestmark = SESSION_TESTS
 

@@ -17,8 +17,8 @@ import pytest
 from chromium import open_browser
 from report_samples import HOSTILE, sample_baseline, sample_results
 
+from harness._results import Results
 from harness.report import diff_results, write_html
-from harness.results import Results
 
 
 @pytest.fixture(scope="module")
@@ -294,7 +294,7 @@ llm:
 
 @pytest.fixture(scope="module")
 def long_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from harness.results import build_results
+    from harness._results import build_results
     from harness.scenario import run_scenario
 
     folder = tmp_path_factory.mktemp("long")

@@ -9,10 +9,10 @@ import pytest
 from report_samples import sample_baseline, sample_results
 
 import harness.report
+from harness._results import Results, ResultsFileError, load_results
 from harness.cli import main
 from harness.report import render_html
-from harness.report.diff import diff_results
-from harness.results import Results, ResultsFileError, load_results
+from harness.report._diff import diff_results
 
 
 def report_main(argv: list[str]) -> int:
@@ -140,7 +140,7 @@ def test_unsupported_schema_versions_exit_2_naming_found_and_supported(
 
 def test_the_loader_is_one_function_with_one_error_type(tmp_path: Path) -> None:
     # `harness report`, harness.report and the pytest plugin's --harness-baseline all read
-    # results through harness.results.load_results, which raises only ResultsFileError.
+    # results through harness._results.load_results, which raises only ResultsFileError.
     assert harness.report.load_results is load_results
     path = tmp_path / "baseline.json"
     problems = ["{", "[]", '{"schema_version": 3, "scenarios": []}', '{"scenarios": [1]}']
@@ -205,7 +205,7 @@ def test_a_render_crash_is_one_line_and_exit_3(
     def broken(*args: object, **kwargs: object) -> None:
         raise KeyError("bug")
 
-    monkeypatch.setattr("harness.cli.report.write_html", broken)
+    monkeypatch.setattr("harness.cli._report.write_html", broken)
     assert report_main([str(results_path), "-o", str(tmp_path / "r.html")]) == 3
     assert "could not be rendered" in one_line_error(capsys.readouterr().err)
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from report_samples import run_script, sample_baseline, sample_results
 
+from harness._results import ExpectationResult, Results, ScenarioResult, build_results
 from harness.report import diff_results, trajectory
-from harness.results import ExpectationResult, Results, ScenarioResult, build_results
 
 
 @pytest.fixture(autouse=True)

@@ -13,10 +13,10 @@ from html.parser import HTMLParser
 import pytest
 from report_samples import HOSTILE, MARKUP, sample_baseline, sample_results
 
-from harness.baseline import ScenarioChange, TrajectoryChange, TrajectoryOp
+from harness._baseline import ScenarioChange, TrajectoryChange, TrajectoryOp
 from harness.report import BaselineDiff, diff_results, render_html
-from harness.report.markup import word_diff
-from harness.report.views import Limits
+from harness.report._markup import word_diff
+from harness.report._views import Limits
 
 # Elements that never have children or an end tag.
 VOID = {"meta", "br", "img", "input", "hr", "link", "area", "base", "col", "embed", "source"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.report.timeline import build_timeline
+from harness.report._timeline import build_timeline
 from harness.scenario import run_scenario
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios"
@@ -42,8 +42,8 @@ def test_turns_are_sections_of_one_timeline():
 
 
 def test_the_html_report_shows_the_marks(tmp_path):
+    from harness._results import build_results
     from harness.report import render_html
-    from harness.results import build_results
 
     results = build_results(
         [

@@ -21,11 +21,11 @@ from report_samples import (
     sample_scenarios,
 )
 
+from harness._results import Results
 from harness.report import diff_results, render_html, write_html
-from harness.report.html import _environment
-from harness.report.markup import clip
-from harness.report.views import COMPACT_AFTER, Limits
-from harness.results import Results
+from harness.report._html import _environment
+from harness.report._markup import clip
+from harness.report._views import COMPACT_AFTER, Limits
 
 
 @pytest.fixture(autouse=True)

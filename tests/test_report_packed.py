@@ -16,9 +16,9 @@ import pytest
 from chromium import open_browser
 from report_samples import HOSTILE, sample_results
 
+from harness._results import build_results
 from harness.report import render_html, write_html
-from harness.report.cards import PACK_AFTER
-from harness.results import build_results
+from harness.report._cards import PACK_AFTER
 
 CARD = re.compile(r'<details class="scenario[^"]*" id="(s\d+)"[^>]*>(.*?)\n</details>', re.S)
 BODY = re.compile(r'<div class="body"( data-packed="([^"]*)")?>(.*?)</div>\n?$', re.S)

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from chromium import open_browser
 
+from harness._results import build_results
 from harness.report import render_html, write_html
-from harness.results import build_results
 
 ROOT = Path(__file__).resolve().parents[1]
 # An external target (the raw openai SDK): one call, then two in parallel, then the answer.

@@ -16,13 +16,13 @@ import pytest
 from scenario_texts import PASSING, SESSION_TESTS
 from test_docs_plugins import _files
 
-from harness import plugins
+from harness import _plugins as plugins
+from harness._results import Results, load_results
+from harness._runbudget import RunBudget
 from harness.plugin import Section, Table
+from harness.report._html import render_html
+from harness.report._markdown import render_markdown
 from harness.report._sections import gather_sections, text_section_lines
-from harness.report.html import render_html
-from harness.report.markdown import render_markdown
-from harness.results import Results, load_results
-from harness.runbudget import RunBudget
 
 pytestmark = SESSION_TESTS
 
@@ -307,8 +307,8 @@ def test_a_sections_text_is_literal_in_markdown_and_the_terminal():
         "Cost `|` <b>*now*</b>",
         ["a `tick` and | pipe", ["x\x1b[2Jy"], Table(["a|b"], [["`c`"]])],
     )
+    from harness.report._markdown import code
     from harness.report._sections import markdown_section_lines
-    from harness.report.markdown import code
 
     lines = markdown_section_lines([section], code)
     assert lines[1] == r"### Cost \`\|\` \<b\>\*now\*\<\/b\>"

@@ -12,8 +12,8 @@ import pytest
 from chromium import open_browser
 from test_scenario_agents import NESTED
 
+from harness._results import build_results
 from harness.report import write_html
-from harness.results import build_results
 from harness.scenario import run_scenario
 
 REPO = Path(__file__).resolve().parent.parent

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from report_samples import run_script, sample_results
 
+from harness._results import ScenarioResult
 from harness.report import render_html
-from harness.report.timeline import build_timeline
-from harness.results import ScenarioResult
+from harness.report._timeline import build_timeline
 
 
 @pytest.fixture(autouse=True)

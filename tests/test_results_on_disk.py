@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from report_samples import sample_results
 
-from harness.modeljson import dump_json
-from harness.results import ResultsFileError, build_results, load_results
-from harness.spool import ResultSpool, ScenarioList
+from harness._modeljson import dump_json
+from harness._results import ResultsFileError, build_results, load_results
+from harness._spool import ResultSpool, ScenarioList
 
 
 def _passed():
@@ -71,7 +71,7 @@ def test_a_file_with_its_scenarios_twice_is_refused_not_read_two_ways(tmp_path: 
 
 
 def _entries_written(path: Path) -> list[str]:
-    from harness.results import entry_text, read_streamed
+    from harness._results import entry_text, read_streamed
 
     texts: list[str] = []
     read_streamed(path, lambda entry: texts.append(entry_text(entry, indent=2)))
@@ -81,7 +81,7 @@ def _entries_written(path: Path) -> list[str]:
 def test_entries_of_another_harness_version_are_written_as_this_one_writes_them(tmp_path):
     # A shard written by another harness version, a float written as an integer there:
     # merged, the entry is this version's form (copied as written only from this one).
-    from harness.results import harness_version
+    from harness._results import harness_version
 
     data = json.loads(sample_results().to_json())
     data["scenarios"] = data["scenarios"][:1]

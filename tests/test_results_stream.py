@@ -1,4 +1,4 @@
-"""results.json read one entry at a time (harness.results.load_results): the same results,
+"""results.json read one entry at a time (harness._results.load_results): the same results,
 the same baseline diff and the same one-line errors as reading the file into memory."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from report_samples import sample_baseline, sample_results
 
+from harness._results import ResultsFileError, load_results
+from harness._spool import ScenarioList
 from harness.report import diff_results
-from harness.results import ResultsFileError, load_results
-from harness.spool import ScenarioList
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -14,18 +14,18 @@ from report_samples import sample_baseline, sample_results, sample_scenarios
 from scenario_texts import PASSING
 
 from harness import cli
-from harness.pytest_plugin import ScenarioItem
-from harness.repeats import Repeats
-from harness.report import diff_results, render_html
-from harness.report.markdown import render_markdown
-from harness.results import (
+from harness._repeats import Repeats
+from harness._results import (
     Results,
     ScenarioResult,
     Skipped,
     build_results,
     load_results,
 )
-from harness.spool import ResultSpool, ScenarioList
+from harness._spool import ResultSpool, ScenarioList
+from harness.pytest_plugin import ScenarioItem
+from harness.report import diff_results, render_html
+from harness.report._markdown import render_markdown
 
 
 def test_the_streamed_file_is_the_in_memory_text(tmp_path: Path) -> None:

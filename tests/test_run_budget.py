@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from scenario_texts import SESSION_TESTS
 
-from harness.llm.script import parse_step
-from harness.runbudget import share
+from harness._runbudget import share
+from harness.llm._script import parse_step
 from harness.serve import create_app, running_app
 
 pytestmark = SESSION_TESTS

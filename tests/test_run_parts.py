@@ -25,8 +25,8 @@ from test_shards import (  # the same suite and fixtures as the shards' tests
     run,
 )
 
-from harness.results import load_results
-from harness.shards import part_of
+from harness._results import load_results
+from harness._shards import part_of
 
 pytestmark = SESSION_TESTS
 
@@ -354,7 +354,7 @@ def test_a_plain_run_of_a_suite_past_the_default_size_runs_in_parts(project, run
     status, one, _ = run("run", "--json", "one.json")
     assert status == 0
     assert one.count("test session starts") == 1  # within the size: one session, as ever
-    monkeypatch.setattr("harness.cli.run.DEFAULT_CHUNK_SIZE", 2)
+    monkeypatch.setattr("harness.cli._run.DEFAULT_CHUNK_SIZE", 2)
     status, out, _ = run("run", "--json", "parts.json")
     assert status == 0
     assert out.count("test session starts") == len(_parts_of_suite(project, 3)) + 1

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from harness import Agent, FinalResponse, hookimpl, tool
-from harness.actions import FinalData, RunError, RunResult
+from harness._actions import FinalData, RunError, RunResult
+from harness._results import ScenarioResult, load_results
 from harness.events import (
     ActionExecutedEvent,
     AgentEndEvent,
@@ -22,9 +23,8 @@ from harness.events import (
     LLMResponseEvent,
     OtherEvent,
 )
-from harness.report.text import trajectory_lines
-from harness.report.timeline import build_timeline
-from harness.results import ScenarioResult, load_results
+from harness.report._text import trajectory_lines
+from harness.report._timeline import build_timeline
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DOC = (ROOT / "docs" / "results.md").read_text(encoding="utf-8")

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from harness import Agent, Termination, hookimpl, tool
-from harness.ledger import Ledger as _Ledger
-from harness.run import Run
+from harness._ledger import Ledger as _Ledger
+from harness._run import Run
 from harness.scenario import run_scenario
 
 ROOT = Path(__file__).resolve().parents[1]

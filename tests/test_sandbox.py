@@ -23,7 +23,7 @@ import pytest
 
 from harness import Agent
 from harness.sandbox import BACKENDS, Limits, SandboxError, get_sandbox
-from harness.sandbox.tool import CodeExecutionTool
+from harness.sandbox._tool import CodeExecutionTool
 
 # Sandboxed code runs as uid 65534 in every worker: one test at a time (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("one_sandbox_user_at_a_time")
@@ -329,8 +329,8 @@ def test_bubblewrap_keeps_kernel_settings_read_only_even_if_the_code_were_root(m
     if os.geteuid() != 0:
         pytest.skip("the code is root on the host only when harness is")
     bwrap = backend("bubblewrap")
-    from harness.sandbox import bubblewrap
-    from harness.sandbox.base import Confinement
+    from harness.sandbox import _bubblewrap as bubblewrap
+    from harness.sandbox._base import Confinement
 
     monkeypatch.setattr(bubblewrap, "_confinement", lambda: Confinement())
     comm = f"asroot{uuid.uuid4().hex[:8]}"
@@ -369,7 +369,7 @@ def _watch_uids(comm: str, seen: set[int], watching: threading.Event) -> None:
 
 
 def test_process_under_root_without_namespaces_says_so_in_every_result(monkeypatch):
-    from harness.sandbox.process import ProcessSandbox
+    from harness.sandbox._process import ProcessSandbox
 
     sandbox = ProcessSandbox()
     sandbox._checked, sandbox._no_namespaces = True, "unshare: Operation not permitted"
@@ -393,10 +393,10 @@ def test_a_folder_left_by_a_killed_harness_goes_with_the_next_run(tmp_path):
     # next run removes it, and leaves a live run's alone: one whose harness runs, or (in
     # another pid namespace, unseen) holds its lock. (Not 1,500 deep as the attacks make
     # it: pytest's own cleanup of tmp_path recurses, should a mutant leave it there.)
-    from harness.sandbox import folder
+    from harness.sandbox import _folder as folder
 
     holder = (
-        "import os, sys, time\nfrom harness.sandbox.folder import HostFolder\n"
+        "import os, sys, time\nfrom harness.sandbox._folder import HostFolder\n"
         "folder = HostFolder('print(1)')\nos.chdir(folder.path)\n"
         "for _ in range(40):\n    os.mkdir('d'); os.chdir('d')\n"
         "print(folder.path, flush=True)\ntime.sleep(3600)"
@@ -420,7 +420,7 @@ def test_a_folder_left_by_a_killed_harness_goes_with_the_next_run(tmp_path):
         killed.wait()
         assert left.is_dir()
         subprocess.run(
-            [sys.executable, "-c", "from harness.sandbox.folder import HostFolder as F\n"
+            [sys.executable, "-c", "from harness.sandbox._folder import HostFolder as F\n"
              "F('print(2)').remove()"],
             check=True, env=env, timeout=300,
         )  # fmt: skip
@@ -440,7 +440,7 @@ def test_a_cgroup_busy_when_its_run_ended_goes_with_a_later_run():
     # busy here by a cgroup inside it, removed as the reaping would end it: whether a
     # killed process's zombie keeps its cgroup busy is a race of the kernel's, which made
     # this test fail now and then when the killed process stood in for it.)
-    from harness.sandbox.cgroup import PidsCgroup
+    from harness.sandbox._cgroup import PidsCgroup
 
     first = PidsCgroup(4)
     if first.path is None:
@@ -469,8 +469,8 @@ def test_process_under_root_keeps_the_host_read_only_without_mount_setattr(monke
     # by one instead. (ENOSYS here from a system call number no kernel has.)
     if os.geteuid() != 0:
         pytest.skip("process makes namespaces under root only")
-    from harness.sandbox import namespaces
-    from harness.sandbox.process import ProcessSandbox
+    from harness.sandbox import _namespaces as namespaces
+    from harness.sandbox._process import ProcessSandbox
 
     monkeypatch.setattr(namespaces, "_MOUNT_SETATTR", 99_999)
     probe = f"/var/tmp/harness-readonly-{uuid.uuid4().hex[:8]}"

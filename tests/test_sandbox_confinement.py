@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from harness.sandbox import Limits, SandboxError, get_sandbox
-from harness.sandbox.base import CUT
+from harness.sandbox._base import CUT
 
 # Sandboxed code runs as uid 65534 in every worker: one test at a time (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("one_sandbox_user_at_a_time")
@@ -125,7 +125,7 @@ def test_a_run_s_cgroup_is_not_tidied_away_by_a_run_starting_beside_it():
     # Runs overlap (--harness-concurrency, several tools): a cgroup made for a run whose
     # child has not joined it yet is empty, and must outlive another run's tidying, or
     # that child would run uncapped.
-    from harness.sandbox.cgroup import PidsCgroup
+    from harness.sandbox._cgroup import PidsCgroup
 
     first = PidsCgroup(8)
     if first.path is None:
@@ -147,7 +147,7 @@ def test_tidying_leaves_another_user_s_folder_alone(tmp_path, monkeypatch):
         pytest.skip("making a folder another user owns needs root")
     import tempfile
 
-    from harness.sandbox.folder import HostFolder
+    from harness.sandbox._folder import HostFolder
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     theirs = tmp_path / "harness-sandbox-999999999-1-theirs"
@@ -162,8 +162,8 @@ def test_tidying_leaves_another_user_s_folder_alone(tmp_path, monkeypatch):
 def test_processes_that_could_not_be_stopped_are_said_in_the_result(monkeypatch):
     # The backend found processes it could not kill (a root daemon in another pid
     # namespace, say): the model and the user are told, never left to guess.
-    from harness.sandbox.base import Execution
-    from harness.sandbox.tool import CodeExecutionTool
+    from harness.sandbox._base import Execution
+    from harness.sandbox._tool import CodeExecutionTool
 
     tool = CodeExecutionTool("process")
 

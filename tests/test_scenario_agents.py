@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from harness._errors import ScenarioError
+from harness._results import build_results, load_results
 from harness.cli import main
-from harness.errors import ScenarioError
-from harness.results import build_results, load_results
 from harness.scenario import load_scenario, run_scenario
 
 REPO = Path(__file__).resolve().parent.parent
@@ -261,7 +261,7 @@ def test_bad_agents_and_code_tools_name_line_and_field(
 
 def test_a_backend_that_cannot_run_here_is_a_load_error(tmp_path):
     from harness.sandbox import get_sandbox
-    from harness.sandbox.base import SandboxError
+    from harness.sandbox._base import SandboxError
 
     try:
         get_sandbox("docker")

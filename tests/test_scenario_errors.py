@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from harness._errors import ScenarioError
 from harness.cli import main
-from harness.errors import ScenarioError
 from harness.scenario import build_tools, load_scenario, run_scenario
 
 GOOD = """\
@@ -430,7 +430,7 @@ def test_validate_command_exits_2_without_traceback(
 @pytest.fixture
 def project(pytester, monkeypatch):
     """A throw-away project where `harness run` runs in this process (as test_cli does)."""
-    from harness import plugins
+    from harness import _plugins as plugins
 
     plugins.discovery.reset()
     (pytester.path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from harness import hookimpl
-from harness.errors import ScenarioError
-from harness.plugins import discover
+from harness._errors import ScenarioError
+from harness._plugins import discover
 from harness.scenario import load_scenario, run_scenario
 
 BASE = """\
@@ -326,7 +326,7 @@ def test_plugin_expectation_key(tmp_path):
 
 
 def test_unregistered_expectation_key_is_a_load_error(tmp_path):
-    from harness.errors import ScenarioError
+    from harness._errors import ScenarioError
 
     path = tmp_path / "u.scenario.yaml"
     path.write_text(BASE + textwrap.dedent("expect:\n  max_prompt_tokens: 3\n"))
@@ -355,7 +355,7 @@ def test_an_expect_section_that_checks_nothing_is_like_none(tmp_path, expect):
 
 
 def test_expected_tool_names_are_checked_against_what_can_be_called(tmp_path):
-    from harness.errors import ScenarioError
+    from harness._errors import ScenarioError
 
     # A scripted run calls only what its script names: an undefined tool it calls on
     # purpose (unknown_tools) may be expected, a typo may not.
@@ -374,7 +374,7 @@ def test_expected_tool_names_are_checked_against_what_can_be_called(tmp_path):
 
 
 def test_a_recorded_scenario_may_guard_against_an_undefined_tool_with_count_0(tmp_path):
-    from harness.errors import ScenarioError
+    from harness._errors import ScenarioError
 
     recorded = (
         "name: r\ninput: hi\ntools: {get_weather: {}}\n"

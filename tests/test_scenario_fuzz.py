@@ -12,9 +12,9 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from harness.errors import ScenarioError
+from harness._errors import ScenarioError
 from harness.scenario import expand_matrix, run_scenario
-from harness.scenario.loader import load_scenario_text
+from harness.scenario._loader import load_scenario_text
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE_PATH = ROOT / "scenarios" / "fuzz.scenario.yaml"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from harness._errors import ScenarioError
 from harness.cli import main
-from harness.errors import ScenarioError
 from harness.scenario import load_scenario
 
 
@@ -215,7 +215,7 @@ def test_a_line_indented_under_a_complete_value_gets_the_indentation_hint(
 ):
     import yaml
 
-    from harness.scenario import yamlsource
+    from harness.scenario import _yamlsource as yamlsource
 
     if not hasattr(yaml, loader):
         pytest.skip(f"PyYAML without {loader}")

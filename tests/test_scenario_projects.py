@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import plugins
+from harness import _plugins as plugins
+from harness._errors import ScenarioError
 from harness.cli import main
-from harness.errors import ScenarioError
 from harness.scenario import load_scenario, run_scenario
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import ScenarioError
+from harness._errors import ScenarioError
 from harness.scenario import build_tools, load_scenario, run_scenario
-from harness.scenario.params import parse_type
-from harness.scenario.templates import seed_for
+from harness.scenario._params import parse_type
+from harness.scenario._templates import seed_for
 
 
 def write(tmp_path: Path, text: str, name: str = "case.scenario.yaml") -> Path:
@@ -117,7 +117,7 @@ def test_json_schema_parameters_are_checked_with_jsonschema(tmp_path):
 
 
 def test_invalid_json_schema_is_a_load_error(tmp_path):
-    from harness.errors import ScenarioError
+    from harness._errors import ScenarioError
 
     path = write(tmp_path, "name: s\ntools:\n  t:\n    schema: {type: 12}\n")
     with pytest.raises(ScenarioError, match=r":4: tools\.t\.schema: not a valid JSON Schema"):
@@ -292,7 +292,7 @@ def test_use_module_function_and_registered_tool(tmp_path, fresh_plugins):
 
 
 def test_use_cannot_be_combined_with_stub_keys(tmp_path):
-    from harness.errors import ScenarioError
+    from harness._errors import ScenarioError
 
     path = write(tmp_path, "name: x\ntools:\n  t: {use: lookup_order, returns: x}\n")
     with pytest.raises(ScenarioError, match=r"remove returns"):

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.results import ScenarioResult
+from harness._results import ScenarioResult
 from harness.scenario import Scenario, expand_matrix, load_scenario, run_scenario
-from harness.scenario.schema import json_schema
+from harness.scenario._schema import json_schema
 
 # The example suite uses this repository's own plugins.
 pytestmark = pytest.mark.repo_plugins

@@ -7,7 +7,7 @@ Failed against a hand-made mutant that the other secrets tests let pass
 
 from __future__ import annotations
 
-from harness.secrets import REQUEST_SECRET_HEADERS, RESPONSE_SECRET_HEADERS, Scrubber
+from harness._secrets import REQUEST_SECRET_HEADERS, RESPONSE_SECRET_HEADERS, Scrubber
 
 
 def test_secret_headers_are_dropped_with_or_without_a_kept_list():

@@ -126,10 +126,10 @@ def test_the_harness_logger_masks_secrets_in_messages_and_tracebacks(monkeypatch
 
 
 def test_values_too_short_to_be_secrets_are_left_alone_in_results_and_logs(monkeypatch, caplog):
-    # The same rule as in cassettes (harness.secrets.MIN_SECRET_LENGTH): masking "x"
+    # The same rule as in cassettes (harness._secrets.MIN_SECRET_LENGTH): masking "x"
     # would rewrite every "x" of the results and the log.
-    from harness.results import ScenarioResult
-    from harness.secrets import MIN_SECRET_LENGTH, scrub_model, scrub_text
+    from harness._results import ScenarioResult
+    from harness._secrets import MIN_SECRET_LENGTH, scrub_model, scrub_text
 
     monkeypatch.setenv("OPENAI_API_KEY", "x" * (MIN_SECRET_LENGTH - 1))
     monkeypatch.setenv("OPENAI_ORG_ID", "org-" + "y" * (MIN_SECRET_LENGTH - 4))
@@ -147,8 +147,8 @@ def test_values_too_short_to_be_secrets_are_left_alone_in_results_and_logs(monke
 
 def test_account_ids_an_api_message_names_are_masked_without_the_environment(tmp_path, monkeypatch):
     # OpenAI's 429 names the organization; nothing in the environment says which it is.
-    from harness.report.html import write_html
-    from harness.results import build_results
+    from harness._results import build_results
+    from harness.report._html import write_html
     from harness.scenario import run_scenario
 
     for name in SECRETS:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.llm.script import parse_step
+from harness.llm._script import parse_step
 from harness.serve import create_app, running_app
 
 KEY = "sk-Canary7Qw3Zp9Xv2Rt8Ym4Kd6Hs1Jb5Nc0Lm2"
@@ -313,7 +313,7 @@ def test_a_damaged_cassette_holding_the_key_is_reported_without_it(project, capf
 
 
 def test_a_password_in_the_base_url_reaches_neither_the_cassette_nor_an_error(project):
-    from harness.results import build_results
+    from harness._results import build_results
     from harness.scenario import run_scenario
 
     llm = "{provider: openai, model: gpt-4o-mini, base_url: %s}"
@@ -354,7 +354,7 @@ def test_a_cassette_keeps_only_the_headers_that_describe_the_exchange(project, m
 @pytest.mark.parametrize("header", ["X-Portkey-Api-Key", "Helicone-Auth", "x-goog-api-key"])
 def test_a_credential_in_a_request_header_harness_does_not_know_is_dropped(header):
     # A proxy's or another provider's key: no variable holds it and no list names it.
-    from harness.cassettes import dump_cassette
+    from harness.cassettes._format import dump_cassette
 
     recording = interaction([{"role": "user", "content": "hi"}], chat_stream(["Hello."]))
     recording["request"]["headers"][header] = [f"Bearer {TOKEN}"]
@@ -475,7 +475,7 @@ def _all_text(value) -> str:
 def test_a_body_that_is_not_utf8_holding_the_key_is_masked(project):
     # A gateway that answers in Latin-1 and quotes the key: the body is no UTF-8 text, so
     # the cassette keeps it as bytes (base64 in the file, where no text search finds it).
-    from harness.asgi import serving_in_thread
+    from harness._asgi import serving_in_thread
     from harness.scenario import run_scenario
 
     said = f"Schl\u00fcssel ung\u00fcltig: {KEY}".encode("latin-1")

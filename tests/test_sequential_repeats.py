@@ -12,7 +12,7 @@ import random
 import pytest
 from scenario_texts import SESSION_TESTS
 
-from harness.sequential import SequentialPlan, decide
+from harness._sequential import SequentialPlan, decide
 
 pytestmark = SESSION_TESTS
 

@@ -1,5 +1,5 @@
 """harness serve reads a request body as json.loads does, decoding only what the bodies
-it read before did not hold (harness.serve.bodies; docs/performance.md#serving-every-wire)."""
+it read before did not hold (harness.serve._bodies; docs/performance.md#serving-every-wire)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from harness.serve import running_server
-from harness.serve.bodies import BodyReader
+from harness.serve._bodies import BodyReader
 
 
 def _history(n: int) -> list[dict]:
@@ -128,10 +128,10 @@ def _nested(depth: int) -> dict:
 
 
 def test_the_bounds_check_what_is_new_in_a_conversations_body_and_keep_no_refused_one():
-    # serve's bounds (harness.serve.bounds) decode and check only the new part of a
+    # serve's bounds (harness.serve._bounds) decode and check only the new part of a
     # conversation's body: a bad item arriving late is refused all the same, and a body
     # refused is not kept, so the next body sharing its history is checked again.
-    from harness.serve.bounds import json_problem
+    from harness.serve._bounds import json_problem
 
     reader = BodyReader()
     for n in range(3):

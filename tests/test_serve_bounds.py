@@ -23,10 +23,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness.asgi import ServerLimits, serving_in_thread
-from harness.llm.script import parse_step
+from harness._asgi import ServerLimits, serving_in_thread
+from harness.llm._script import parse_step
 from harness.serve import create_app, running_app
-from harness.serve.bounds import BodyLimits, BoundedApp
+from harness.serve._bounds import BodyLimits, BoundedApp
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -372,7 +372,7 @@ def _kept(conversations) -> dict[str, int]:
 
 
 def test_a_flood_of_conversations_keeps_a_bounded_number_and_idle_ones_expire():
-    from harness.serve.conversations import ConversationLimits, Conversations
+    from harness.serve._conversations import ConversationLimits, Conversations
     from harness.wires import OPENAI_CHAT
 
     now = [0.0]
@@ -405,7 +405,7 @@ def test_a_flood_of_conversations_keeps_a_bounded_number_and_idle_ones_expire():
 
 
 def test_long_conversations_keep_a_bounded_number_of_requests():
-    from harness.serve.conversations import ConversationLimits, Conversations
+    from harness.serve._conversations import ConversationLimits, Conversations
     from harness.wires import OPENAI_CHAT
 
     kept = Conversations(limits=ConversationLimits(max_requests=100))
@@ -424,8 +424,8 @@ def test_long_conversations_keep_a_bounded_number_of_requests():
 
 
 def test_a_forgotten_conversation_of_a_rule_starts_its_script_again():
-    from harness.llm.config import ConversationRule
-    from harness.serve.conversations import ConversationLimits
+    from harness.llm._config import ConversationRule
+    from harness.serve._conversations import ConversationLimits
 
     worker = ConversationRule.model_validate(
         {
@@ -668,8 +668,8 @@ def test_a_client_reading_its_answer_slowly_but_steadily_is_not_cut_off():
 
 
 def test_the_attempt_counts_kept_are_bounded(monkeypatch):
-    import harness.serve.state as state_module
-    from harness.serve.state import ScriptState
+    import harness.serve._state as state_module
+    from harness.serve._state import ScriptState
 
     monkeypatch.setattr(state_module, "_MAX_ATTEMPTS", 50)
     steps = [
@@ -687,7 +687,7 @@ def test_the_attempt_counts_kept_are_bounded(monkeypatch):
 def test_the_message_threads_held_are_bounded():
     # Each `thread: {type: create}` answered holds the whole conversation under the reply's
     # id, until it is continued: a client that only creates threads held them all.
-    from harness.serve.threads import Threads
+    from harness.serve._threads import Threads
     from harness.wires import ANTHROPIC_MESSAGES
 
     threads = Threads(most=20)
@@ -716,7 +716,7 @@ def test_the_message_threads_held_are_bounded():
     latest = {"model": "m", "max_tokens": 9, "messages": [{"role": "user", "content": "more"}]}
     latest["thread"] = {"type": "continue", "previous_message_id": "msg_20"}
     assert len(threads.resume(ANTHROPIC_MESSAGES, latest)["messages"]) == 3
-    from harness.wires.neutral import WireError
+    from harness.wires._neutral import WireError
 
     oldest = {**latest, "thread": {"type": "continue", "previous_message_id": "msg_0"}}
     assert len(threads.resume(ANTHROPIC_MESSAGES, oldest)["messages"]) == 3
@@ -730,7 +730,7 @@ def test_forgetting_a_conversation_keeps_what_a_newer_one_shares_with_it():
     # Two conversations with the same messages under other system texts share their
     # dialogue key (an agent handing over to another continues it): forgetting the older
     # leaves the newer's.
-    from harness.serve.conversations import ConversationLimits, Conversations
+    from harness.serve._conversations import ConversationLimits, Conversations
     from harness.wires import OPENAI_CHAT
 
     kept = Conversations(limits=ConversationLimits(max_conversations=1))

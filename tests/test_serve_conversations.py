@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.llm.config import ConversationRule
-from harness.llm.script import parse_step
+from harness.llm._config import ConversationRule
+from harness.llm._script import parse_step
 from harness.serve import create_app, running_app
 
 MAIN = "You coordinate."

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from harness.serve import running_server
-from harness.serve.models import ANTHROPIC_LIMITS, GEMINI_LIMITS
+from harness.serve._models import ANTHROPIC_LIMITS, GEMINI_LIMITS
 
 STEPS = [{"content": "hello"}]
 

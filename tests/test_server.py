@@ -19,8 +19,8 @@ from pathlib import Path
 import openai
 import pytest
 
-from harness.errors import HarnessError
-from harness.llm.script import ScriptStep
+from harness._errors import HarnessError
+from harness.llm._script import ScriptStep
 from harness.serve import create_app, running_app, running_server
 
 

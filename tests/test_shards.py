@@ -14,14 +14,14 @@ import pytest
 from scenario_texts import PASSING, SESSION_TESTS
 
 from harness import cli
-from harness.results import (
+from harness._results import (
     Results,
     ResultsFileError,
     ScenarioResult,
     build_results,
     load_results,
 )
-from harness.shards import MergeError, Shard, merge, merge_files, plan, plan_digest
+from harness._shards import MergeError, Shard, merge, merge_files, plan, plan_digest
 
 pytestmark = SESSION_TESTS
 
@@ -454,7 +454,7 @@ def test_load_results_refuses_a_device_before_reading_it():
 
     code = (
         "import sys\n"
-        "from harness.results import ResultsFileError, load_results\n"
+        "from harness._results import ResultsFileError, load_results\n"
         "for path in sys.argv[1:]:\n"
         "    try:\n"
         "        load_results(path, what='baseline')\n"
@@ -505,7 +505,7 @@ def test_a_large_broken_shard_is_refused_without_being_read_whole(project):
 def test_a_large_shard_with_a_broken_entry_is_refused_in_one_line_quoting_none_of_it(
     project, run, monkeypatch
 ):
-    import harness.results as streamed
+    import harness._results as streamed
 
     monkeypatch.setattr(streamed, "WHOLE_ON_ERROR", 100)  # every file here is larger
     _shard_results(1, 2, ["f::a"]).write(project.path / "a.json")
@@ -521,7 +521,7 @@ def test_a_large_shard_with_a_broken_entry_is_refused_in_one_line_quoting_none_o
 
 
 def test_a_shard_of_a_newer_schema_or_another_harness_is_read_as_such(project, run):
-    from harness.results import SCHEMA_VERSION
+    from harness._results import SCHEMA_VERSION
 
     _shard_results(1, 2, ["f::a"]).write(project.path / "a.json")
     newer = json.loads(_shard_results(2, 2, ["f::b"]).to_json())
@@ -537,7 +537,7 @@ def test_an_entry_of_another_harness_version_is_written_by_the_model(project, ru
     # This version's shard: its entries copied as written (fast), a value written in
     # another form kept; another version's, or one of an older schema (a file this
     # version migrated, or edited by hand): each entry written by the model.
-    from harness.results import SCHEMA_VERSION, harness_version
+    from harness._results import SCHEMA_VERSION, harness_version
 
     this = harness_version() or "1.0"
     cases = ((this, SCHEMA_VERSION, "7"), ("0.0.1", SCHEMA_VERSION, "7.0"), (this, 1, "7.0"))

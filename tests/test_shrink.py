@@ -17,9 +17,9 @@ import yaml
 
 from harness import cli
 from harness.scenario import run_scenario
-from harness.scenario.loader import load_scenario_text
+from harness.scenario._loader import load_scenario_text
 from harness.shrink import Failure, ShrinkError, ShrinkInterrupted, shrink, verify
-from harness.shrink.ddmin import ddmin
+from harness.shrink._ddmin import ddmin
 
 # A long run in which a guard breaks deep: at step 9 of 11 the agent refunds an order
 # in full, which tool_calls.forbid and never_called forbid; among six tools, five
@@ -253,7 +253,7 @@ def test_ctrl_c_gives_the_smallest_failing_scenario_found_so_far(project):
 def test_ctrl_c_in_the_command_writes_what_was_found_and_exits_130(project, capsys, monkeypatch):
     source = _write(project, "claim", LONG)
     out = project / "scenarios" / "partial.scenario.yaml"
-    from harness.shrink import engine
+    from harness.shrink import _engine as engine
 
     real = engine.Oracle.holds
     calls = []

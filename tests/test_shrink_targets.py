@@ -14,7 +14,7 @@ import yaml
 
 from harness import cli
 from harness.scenario import run_scenario
-from harness.scenario.loader import load_scenario_text
+from harness.scenario._loader import load_scenario_text
 from harness.shrink import Failure, shrink, verify
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,10 +13,10 @@ import json
 import pytest
 from scenario_texts import SESSION_TESTS
 
-from harness.messages import AssistantMessage, Conversation, ToolCall, ToolMessage, UserMessage
+from harness._messages import AssistantMessage, Conversation, ToolCall, ToolMessage, UserMessage
+from harness._users import STOP, LLMUser, UserContext
 from harness.scenario import load_scenario
 from harness.serve import create_app, running_app
-from harness.users import STOP, LLMUser, UserContext
 
 pytestmark = SESSION_TESTS
 

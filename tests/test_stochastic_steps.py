@@ -12,11 +12,11 @@ import json
 import pytest
 from scenario_texts import SESSION_TESTS
 
-from harness.errors import LLMError
-from harness.llm.base import LLMRequest
-from harness.llm.script import draw_material, parse_step, uniform
-from harness.llm.scripted import ScriptedLLM
-from harness.messages import Conversation
+from harness._errors import LLMError
+from harness._messages import Conversation
+from harness.llm._base import LLMRequest
+from harness.llm._script import draw_material, parse_step, uniform
+from harness.llm._scripted import ScriptedLLM
 from harness.scenario import load_scenario
 from harness.serve import create_app, running_app
 

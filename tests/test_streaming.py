@@ -10,12 +10,12 @@ import pytest
 import yaml
 
 from harness import Agent, hookimpl, tool
-from harness.errors import HarnessError
+from harness._errors import HarnessError
+from harness._messages import AssistantMessage
 from harness.llm import ScriptedLLM
-from harness.llm.base import LLMResponse
-from harness.llm.chunks import LLMChunk, ToolCallDelta, pieces
-from harness.llm.config import LLMConfig, LLMContext
-from harness.messages import AssistantMessage
+from harness.llm._base import LLMResponse
+from harness.llm._chunks import LLMChunk, ToolCallDelta, pieces
+from harness.llm._config import LLMConfig, LLMContext
 from harness.providers.openai import OpenAILLM
 from harness.serve import running_server
 
@@ -503,8 +503,8 @@ def test_an_unstreamed_openai_source_streams_its_whole_replies_in_pieces(tmp_pat
 
 @pytest.mark.hooks("harness_llm_chunk")
 def test_the_example_scenario_streams_its_steps_chunks():
-    from harness.plugins import default_plugins
-    from harness.scenario.loader import build_tools, load_scenario
+    from harness._plugins import default_plugins
+    from harness.scenario._loader import build_tools, load_scenario
 
     root = Path(__file__).resolve().parent.parent
     scenario = load_scenario(root / "scenarios" / "core" / "streamed-reply.scenario.yaml")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness import Agent, AgentTool, HarnessError, Termination, hookimpl, tool
-from harness.errors import AbortRun
+from harness._errors import AbortRun
 from harness.llm import ScriptedLLM
 
 

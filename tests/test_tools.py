@@ -8,9 +8,9 @@ from typing import Literal
 import pytest
 
 from harness import Agent, HarnessError, Tool, tool
+from harness._messages import ToolCall
+from harness._tools import ToolArgumentsError, toolset
 from harness.llm import ScriptedLLM
-from harness.messages import ToolCall
-from harness.tools import ToolArgumentsError, toolset
 
 
 @tool

@@ -19,7 +19,7 @@ from harness import cli
 def test_a_trace_file_past_the_size_bound_is_refused_before_it_is_read(tmp_path, capsys):
     # Sparse: 257 MiB on paper, nothing on disk. Refused by its size, not read line by
     # line until a line turns out too long.
-    from harness.freeze.otlp import MAX_FILE
+    from harness.freeze._otlp import MAX_FILE
 
     trace = tmp_path / "huge.json"
     with trace.open("wb") as handle:

@@ -133,7 +133,7 @@ class EchoUsers:
 
 @pytest.mark.hooks("harness_register_users")
 def test_a_plugin_user_decides_the_next_message_from_the_conversation(tmp_path):
-    from harness import plugins
+    from harness import _plugins as plugins
 
     manager = plugins.discover()  # a folder without pyproject.toml: the current project
     echo = EchoUsers()

@@ -1,4 +1,4 @@
-"""One home per model vendor (harness/vendors.py): a built-in vendor's key variables and
+"""One home per model vendor (harness/_vendors.py): a built-in vendor's key variables and
 credential header are named in at most two modules of harness, so that a vendor's facts
 change in one place and the secrets, cassettes, recording proxy, target environment and
 sources that read them cannot drift apart (ARCHITECTURE.md, "Where a new model API goes")."""
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import harness
-from harness.vendors import BUILTIN_VENDORS, WireVendor
+from harness._vendors import BUILTIN_VENDORS, WireVendor
 
 ROOT = Path(harness.__file__).parent
 # A2A's own callers send their credential in Authorization: that is no model vendor's.
@@ -48,17 +48,17 @@ def test_a_vendors_key_variable_and_header_are_named_in_at_most_two_modules(
 ) -> None:
     modules = _naming(name, header=header)
     # The home names it: the scan sees what it counts.
-    assert "vendors.py" in modules
+    assert "_vendors.py" in modules
     assert len(modules) <= MOST_MODULES, (
         f"{name} is named in {len(modules)} modules of harness ({', '.join(modules)}): "
-        "read it from harness.vendors instead"
+        "read it from harness._vendors instead"
     )
 
 
 def test_one_value_in_both_gemini_variables_keeps_the_mask_cassettes_were_written_with():
     """Many set GEMINI_API_KEY and GOOGLE_API_KEY alike: the mask is the same as before
     the vendors had one home, so a cassette recorded since does not change."""
-    from harness.secrets import Scrubber
+    from harness._secrets import Scrubber
 
     key = "AIzaSy-harness-test-key-0123456789"
     scrubber = Scrubber({"GEMINI_API_KEY": key, "GOOGLE_API_KEY": key})
@@ -71,10 +71,10 @@ VENDOR_NAMES = {vendor.name for vendor in BUILTIN_VENDORS}
 
 
 def _vendor_constants(tree: ast.Module) -> set[str]:
-    """The names a module binds to harness.vendors' rows (``GEMINI``, ``GEMINI as G``)."""
+    """The names a module binds to harness._vendors' rows (``GEMINI``, ``GEMINI as G``)."""
     found = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module == "harness.vendors":
+        if isinstance(node, ast.ImportFrom) and node.module == "harness._vendors":
             found |= {a.asname or a.name for a in node.names if a.name.isupper()}
     return found - {"BUILTIN_VENDORS"}
 
@@ -126,7 +126,7 @@ def _branches(source: str, relative: str) -> list[str]:
 
 
 def test_no_module_but_a_vendors_own_compares_a_vendor_name():
-    """A vendor's difference is data in its row (harness.vendors) or code in its wire and
+    """A vendor's difference is data in its row (harness._vendors) or code in its wire and
     source: a module that tells vendors apart by name would need a change for every new
     one, and a plugin's vendor could never be told apart at all."""
     found = [
@@ -142,16 +142,16 @@ def test_no_module_but_a_vendors_own_compares_a_vendor_name():
     [
         'if vendor == "gemini":\n    pass',
         'refusal = "x" if "anthropic" != api else "y"',
-        "from harness.vendors import GEMINI\nif vendor == GEMINI.name:\n    pass",
-        "from harness.vendors import GEMINI as G\nok = vendor is G",
+        "from harness._vendors import GEMINI\nif vendor == GEMINI.name:\n    pass",
+        "from harness._vendors import GEMINI as G\nok = vendor is G",
         'ok = api in ("openai", "other")',
         'match api:\n    case "anthropic":\n        pass',
     ],
 )
 def test_the_scan_sees_each_way_of_comparing_a_vendor_name(code):
-    assert _branches(code, "external/cassette.py")
+    assert _branches(code, "external/_cassette.py")
     # ... and leaves a vendor's own modules alone, for their own vendor only.
-    own = {"gemini": "wires/gemini.py", "anthropic": "providers/anthropic.py"}
+    own = {"gemini": "wires/_gemini.py", "anthropic": "providers/anthropic.py"}
     vendor = next(name for name in sorted(VENDOR_NAMES) if name in code.lower())
     assert not _branches(code, own.get(vendor, f"wires/{vendor}_chat.py"))
 
@@ -160,9 +160,9 @@ def test_the_scan_sees_each_way_of_comparing_a_vendor_name(code):
 
 
 def test_the_built_in_vendors_come_with_their_wires_through_the_hook(fresh_plugins):
-    from harness import modelwires
-    from harness.plugins import discovery
-    from harness.vendors import ANTHROPIC, GEMINI, OPENAI
+    from harness import _modelwires as modelwires
+    from harness._plugins import discovery
+    from harness._vendors import ANTHROPIC, GEMINI, OPENAI
 
     registry = discovery.default().registry("wires")
     assert {name: vendor for name, (_, vendor) in registry.items()} == {
@@ -210,7 +210,7 @@ TARGET = {
 
 
 def test_a_targets_environment_is_the_built_in_vendors_exactly(fresh_plugins):
-    from harness.external.environment import TELEMETRY, served_variables, target_environment
+    from harness.external._environment import TELEMETRY, served_variables, target_environment
 
     changes = target_environment(served_variables("http://127.0.0.1:4000/v1"), USER)
     assert changes == {**TARGET, **TELEMETRY}
@@ -222,10 +222,10 @@ def test_every_registered_vendors_key_is_masked_and_kept_from_a_target(fresh_plu
     parameter masked in URLs, and a target gets none of the user's key variables."""
     import sys
 
-    from harness import modelwires
-    from harness.external.environment import DUMMY_API_KEY, served_variables, target_environment
-    from harness.plugins import discover
-    from harness.secrets import Scrubber
+    from harness import _modelwires as modelwires
+    from harness._plugins import discover
+    from harness._secrets import Scrubber
+    from harness.external._environment import DUMMY_API_KEY, served_variables, target_environment
 
     sys.path.insert(0, str(Path(__file__).parent))
     try:
@@ -274,10 +274,10 @@ def test_every_registered_vendors_key_is_masked_and_kept_from_a_target(fresh_plu
     ],
 )
 def test_recording_without_a_key_is_refused_naming_the_vendors_key(fresh_plugins, vendor, line):
-    import harness.vendors
-    from harness.cassettes.session import no_key_refusal
+    import harness._vendors
+    from harness.cassettes._session import no_key_refusal
 
-    row = getattr(harness.vendors, vendor)
+    row = getattr(harness._vendors, vendor)
     assert no_key_refusal(row, row.host, None) == line
     assert no_key_refusal(row, row.host, "a-key") is None
     assert no_key_refusal(row, "127.0.0.1", None) is None  # a local server takes none
@@ -286,8 +286,8 @@ def test_recording_without_a_key_is_refused_naming_the_vendors_key(fresh_plugins
 def test_a_refused_key_is_told_by_the_vendors_statuses_and_reasons(fresh_plugins):
     import json
 
-    from harness.cassettes.session import key_refused
-    from harness.vendors import ANTHROPIC, GEMINI, OPENAI
+    from harness._vendors import ANTHROPIC, GEMINI, OPENAI
+    from harness.cassettes._session import key_refused
 
     invalid = {
         "error": {"message": "API key not valid.", "details": [{"reason": "API_KEY_INVALID"}]}

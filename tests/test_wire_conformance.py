@@ -503,7 +503,7 @@ def test_an_agent_on_another_wire_than_its_combinations_is_refused(project):
     ],
 )
 def test_bad_wire_matrices_are_load_errors_at_their_line(project, matrix, message):
-    from harness.errors import HarnessError
+    from harness._errors import HarnessError
     from harness.scenario import load_scenario
 
     folder, module = project
@@ -519,7 +519,7 @@ def test_bad_wire_matrices_are_load_errors_at_their_line(project, matrix, messag
 
 
 def test_a_wire_matrix_needs_a_target(project):
-    from harness.errors import HarnessError
+    from harness._errors import HarnessError
     from harness.scenario import load_scenario
 
     folder, _ = project

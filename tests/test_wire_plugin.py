@@ -17,7 +17,7 @@ import httpx
 import pytest
 import yaml
 
-from harness.plugins import PluginError, Plugins, discover
+from harness._plugins import PluginError, Plugins, discover
 from harness.scenario import run_scenario
 from harness.serve import running_server
 
@@ -81,7 +81,7 @@ def test_the_plugin_wire_is_registered_through_the_hook_beside_the_built_ins(pro
         "gemini",
         "acme-complete",
     ]
-    from harness.modelwires import wire_for, wire_named
+    from harness._modelwires import wire_for, wire_named
 
     assert wire_for("/acme/v1/complete").name == "acme-complete"
     assert wire_named("acme").label == "Acme Complete"
@@ -108,7 +108,7 @@ def test_a_wire_registered_twice_or_not_a_wire_is_a_clear_error():
         def harness_register_wires(register):
             register("acme")
 
-    with pytest.raises(PluginError, match=r"register\(wire\) takes a harness.wires.neutral.Wire"):
+    with pytest.raises(PluginError, match=r"register\(wire\) takes a harness.wires._neutral.Wire"):
         Plugins([("bad", NotAWire())]).registry("wires")
 
 
@@ -140,7 +140,7 @@ def test_a_command_target_on_the_plugin_api_is_served_and_observed(project, monk
 
 
 def test_a_target_gets_the_served_url_and_a_dummy_in_place_of_the_vendors_key(project):
-    from harness.external.environment import (
+    from harness.external._environment import (
         DUMMY_API_KEY,
         served_variables,
         target_environment,
@@ -213,12 +213,12 @@ def record(project: Path, monkeypatch) -> Path:
 
 
 def test_the_vendors_key_names_are_masked_once_its_wire_is_known(project, monkeypatch):
-    from harness.secrets import Scrubber, scrub_text
+    from harness._secrets import Scrubber, scrub_text
 
     monkeypatch.setenv("ACME_API_KEY", KEY)
     url = f"https://api.acme.invalid/acme/v1/complete?acme_key={KEY[:20]}&v=2"
     discover(project)
-    from harness.modelwires import wires
+    from harness._modelwires import wires
 
     wires()  # the wires, and their vendors' secret names, read when first needed
     assert scrub_text(url) == "https://api.acme.invalid/acme/v1/complete?acme_key=<credentials>&v=2"
@@ -228,13 +228,13 @@ def test_the_vendors_key_names_are_masked_once_its_wire_is_known(project, monkey
 
 
 def test_the_vendors_other_secret_variables_are_masked_and_never_sent(project, monkeypatch):
-    from harness.external.environment import served_variables
-    from harness.secrets import scrub_text
+    from harness._secrets import scrub_text
+    from harness.external._environment import served_variables
 
     account = "acme-account-4f9b2c7d1e"
     monkeypatch.setenv("ACME_ACCOUNT_ID", account)
     discover(project)
-    from harness.modelwires import wires
+    from harness._modelwires import wires
 
     wires()
     assert scrub_text(f"over quota for {account}") == "over quota for <ACME_ACCOUNT_ID>"
@@ -290,7 +290,7 @@ def test_a_recording_names_the_plugins_vendor_and_its_upstream(project, monkeypa
     discover(project)
     monkeypatch.setenv("ACME_API_KEY", KEY)
     monkeypatch.delenv("ACME_BASE_URL", raising=False)
-    from harness.llm.script import parse_step
+    from harness.llm._script import parse_step
     from harness.serve import create_app, running_app
 
     app, keys = create_app([parse_step(i, s) for i, s in enumerate(SCRIPT)]), []

@@ -14,8 +14,8 @@ import pytest
 from harness.serve import running_server
 from harness.wires import ANTHROPIC_MESSAGES as ANTHROPIC
 from harness.wires import GEMINI, OPENAI_RESPONSES
-from harness.wires.failures import read_result, reports_error
-from harness.wires.neutral import SSEBody, read_sse
+from harness.wires._failures import read_result, reports_error
+from harness.wires._neutral import SSEBody, read_sse
 
 
 def test_anthropic_prompt_tokens_count_the_cached_input_too():

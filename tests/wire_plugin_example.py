@@ -9,7 +9,7 @@ answers one by its ``ref``) and ``functions``; the answer is ``{"reply": {"say",
 
 The wire converts Acme's turns to Chat Completions' messages and lets harness's Chat
 Completions wire read those: a wire may be written any way, as long as it has the methods
-of ``harness.wires.neutral.Wire``.
+of ``harness.wires._neutral.Wire``.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from harness.plugin import WireVendor, hookimpl
-from harness.wires import OPENAI_CHAT
-from harness.wires.neutral import (
+from harness.wires import (
+    OPENAI_CHAT,
     Item,
     ServedReply,
     ServedRequest,

@@ -11,14 +11,15 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["RemoteAgentTool", "create_app", "running_app", "serve_app"]
+__all__ = ["RemoteAgentTool", "ServerLimits", "create_app", "running_app", "serve_app"]
 
 # Imported on first use (name -> module).
 _LAZY = {
-    "create_app": "harness.a2a.app",
-    "RemoteAgentTool": "harness.a2a.remote",
-    "running_app": "harness.a2a.running",
-    "serve_app": "harness.a2a.running",
+    "create_app": "harness.a2a._app",
+    "RemoteAgentTool": "harness.a2a._remote",
+    "running_app": "harness.a2a._running",
+    "serve_app": "harness.a2a._running",
+    "ServerLimits": "harness._asgi",
 }
 
 

@@ -8,21 +8,16 @@ recording, ``harness validate``) does not import vcrpy.
 import importlib
 from typing import Any
 
-from harness.cassettes.format import (
+from harness.cassettes._format import (
     CassetteFormatError,
-    LoadedInteraction,
-    dump_cassette,
     load_cassette_file,
-    load_cassette_text,
 )
-from harness.cassettes.matching import VOLATILE_FIELDS, BodyKeyer, ItemChain
-from harness.cassettes.paths import default_cassette_path, resolve_cassette_path
+from harness.cassettes._paths import default_cassette_path, resolve_cassette_path
 
 # Imported on first use (name -> module): vcrpy, a second of a start on a loaded machine.
 _LAZY = {
-    "CassetteSession": "harness.cassettes.session",
-    "ReplayStats": "harness.cassettes.session",
-    "expected_key": "harness.cassettes.session",
+    "CassetteSession": "harness.cassettes._session",
+    "ReplayStats": "harness.cassettes._session",
 }
 
 
@@ -33,17 +28,10 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "VOLATILE_FIELDS",
-    "BodyKeyer",
     "CassetteFormatError",
     "CassetteSession",
-    "ItemChain",
-    "LoadedInteraction",
     "ReplayStats",
     "default_cassette_path",
-    "dump_cassette",
-    "expected_key",
     "load_cassette_file",
-    "load_cassette_text",
     "resolve_cassette_path",
 ]

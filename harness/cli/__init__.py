@@ -9,7 +9,7 @@ that command runs (``harness --help`` needs only the lines in ``COMMANDS``), so 
 ``harness --version`` and the pytest plugin (which reads ``exitcodes``) stay light.
 """
 
+from harness._exitcodes import EXIT
 from harness.cli._main import COMMANDS, main
-from harness.exitcodes import EXIT
 
 __all__ = ["COMMANDS", "EXIT", "main"]

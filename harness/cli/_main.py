@@ -1,6 +1,6 @@
 """The ``harness`` command's entry point: the table of commands, the argument parser
 built from it, and the command chosen run, its errors turned into exit statuses
-(``harness.exitcodes``)."""
+(``harness._exitcodes``)."""
 
 from __future__ import annotations
 
@@ -9,32 +9,32 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 
-from harness.cli.parsing import Parser, UsageError, to_stderr
-from harness.exitcodes import EXIT
+from harness._exitcodes import EXIT
+from harness.cli._parsing import Parser, UsageError, to_stderr
 
 __all__ = ["COMMANDS", "main"]
 
 # Every command, in the order `harness --help` lists them: its module and its line there.
 COMMANDS = {
-    "init": ("harness.cli.init", "make a project skeleton that passes `harness run`"),
-    "run": ("harness.cli.run", "run scenario files through pytest and write reports/"),
-    "record": ("harness.cli.record", "record cassettes: run with --record-mode once"),
-    "validate": ("harness.cli.validate", "check scenario files without running them"),
-    "schema": ("harness.cli.schema", "print the JSON Schema of scenario files"),
-    "plugins": ("harness.cli.plugins", "list plugins, their hooks and what they registered"),
-    "report": ("harness.cli.report", "render saved results as HTML"),
-    "serve": ("harness.cli.serve", "a scenario's model served on OpenAI, Anthropic, Gemini APIs"),
-    "mcp-serve": ("harness.cli.mcp_serve", "a scenario's tools served as an MCP server"),
-    "freeze": ("harness.cli.freeze", "a scenario file from a recorded cassette"),
-    "shrink": ("harness.cli.shrink", "the smallest scenario that fails the same way"),
-    "explore": ("harness.cli.explore", "every fault at every site: the failures nobody wrote"),
-    "merge": ("harness.cli.merge", "join the results of `harness run --shard` jobs"),
+    "init": ("harness.cli._init", "make a project skeleton that passes `harness run`"),
+    "run": ("harness.cli._run", "run scenario files through pytest and write reports/"),
+    "record": ("harness.cli._record", "record cassettes: run with --record-mode once"),
+    "validate": ("harness.cli._validate", "check scenario files without running them"),
+    "schema": ("harness.cli._schema", "print the JSON Schema of scenario files"),
+    "plugins": ("harness.cli._plugins", "list plugins, their hooks and what they registered"),
+    "report": ("harness.cli._report", "render saved results as HTML"),
+    "serve": ("harness.cli._serve", "a scenario's model served on OpenAI, Anthropic, Gemini APIs"),
+    "mcp-serve": ("harness.cli._mcp_serve", "a scenario's tools served as an MCP server"),
+    "freeze": ("harness.cli._freeze", "a scenario file from a recorded cassette"),
+    "shrink": ("harness.cli._shrink", "the smallest scenario that fails the same way"),
+    "explore": ("harness.cli._explore", "every fault at every site: the failures nobody wrote"),
+    "merge": ("harness.cli._merge", "join the results of `harness run --shard` jobs"),
     "coverage": (
-        "harness.cli.coverage",
+        "harness.cli._coverage",
         "a run's behaviour coverage, and scenarios for what it missed",
     ),
     "agent-serve": (
-        "harness.cli.agent_serve",
+        "harness.cli._agent_serve",
         "an agent served over A2A, one session per contextId",
     ),
 }
@@ -61,7 +61,7 @@ def _parser(command: str | None) -> tuple[Parser, Parser | None]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``harness`` console script; returns the exit status."""
-    from harness.cli.stops import stopped_from_outside
+    from harness.cli._stops import stopped_from_outside
 
     return stopped_from_outside(lambda: _dispatch(argv))
 
@@ -109,8 +109,8 @@ def _refuse(sub: Parser, unknown: list[str]) -> int:
 
 def _guarded(command: str, call: Callable[[], int]) -> int:
     """Run a command: bad input exits 2 with its message, a harness bug 3 with a traceback,
-    a stop from outside (Ctrl-C, a closed pipe) 130 or 141 quietly (harness.cli.stops)."""
-    from harness.errors import HarnessError
+    a stop from outside (Ctrl-C, a closed pipe) 130 or 141 quietly (harness.cli._stops)."""
+    from harness._errors import HarnessError
 
     try:
         return call()
@@ -120,7 +120,7 @@ def _guarded(command: str, call: Callable[[], int]) -> int:
     except KeyboardInterrupt:
         return EXIT["interrupted"]
     except Exception as exc:
-        from harness.cli.stops import output_closed, reader_gone
+        from harness.cli._stops import output_closed, reader_gone
 
         if output_closed(exc):
             return reader_gone()

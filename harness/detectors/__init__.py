@@ -4,12 +4,12 @@ in circles.
 A plugin adds one with ``harness_register_detectors(register)``: ``register(name,
 factory)`` where ``factory(settings, config)`` gets the detector's ``DetectorSettings``
 (``window`` None means the detector's default) and the run's ``AgentConfig``, and returns
-a detector (see ``harness.detectors.base`` for its methods). ``agent.detectors`` selects
+a detector (see ``harness.detectors._base`` for its methods). ``agent.detectors`` selects
 them by name; without it, the seed's ``repeat`` runs alone with ``stagnation.window``.
 """
 
-from harness.detectors.base import Detectors, Stuck, nudge_text
-from harness.detectors.builtin import (
+from harness.detectors._base import Detectors, Stuck, nudge_text
+from harness.detectors._builtin import (
     AlternatingDetector,
     MonologueDetector,
     RepeatDetector,

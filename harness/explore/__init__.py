@@ -6,10 +6,10 @@ placed: ``with_fault``), ``sites`` (a run's fault sites), ``oracle`` (the invari
 a variant's verdict), ``running`` (variants run in this process or in workers),
 ``findings`` (each failure a file, rerun and shrunk; failures grouped), ``model`` (the
 results' ``explore`` section), ``exploring`` (the entry point). The command is
-``harness.cli.explore``; the report's section is ``harness.report.explore``.
+``harness.cli._explore``; the report's section is ``harness.report._explore``.
 """
 
-from harness.explore.catalogue import (
+from harness.explore._catalogue import (
     ALL_FAULTS,
     MCP_FAULTS,
     SITE_KINDS,
@@ -18,10 +18,10 @@ from harness.explore.catalogue import (
     Site,
     with_fault,
 )
-from harness.explore.exploring import ExploreError, ExploreOptions, explore, scenario_files
-from harness.explore.model import Exploration, ExploredScenario, Finding
-from harness.explore.sites import sites_of
-from harness.llm.faults import MODEL_FAULTS
+from harness.explore._exploring import ExploreError, ExploreOptions, explore, scenario_files
+from harness.explore._model import Exploration, ExploredScenario, Finding
+from harness.explore._sites import sites_of
+from harness.llm._faults import MODEL_FAULTS
 
 __all__ = [
     "ALL_FAULTS",

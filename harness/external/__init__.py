@@ -18,15 +18,15 @@ from typing import Any
 # Imported on first use (name -> module): plugin discovery imports ``targets`` (a built-in
 # plugin) for every run, and the server, vcrpy and YAML must not load with it.
 _LAZY = {
-    "CassetteApp": "harness.external.cassette",
-    "Observation": "harness.external.observe",
-    "DEFAULT_TIMEOUT": "harness.external.runner",
-    "DUMMY_API_KEY": "harness.external.runner",
-    "TargetSpec": "harness.external.runner",
-    "run_target": "harness.external.runner",
-    "TargetCall": "harness.external.targets",
-    "TargetError": "harness.external.targets",
-    "TargetExit": "harness.external.targets",
+    "CassetteApp": "harness.external._cassette",
+    "Observation": "harness.external._observe",
+    "DEFAULT_TIMEOUT": "harness.external._runner",
+    "DUMMY_API_KEY": "harness.external._runner",
+    "TargetSpec": "harness.external._runner",
+    "run_target": "harness.external._runner",
+    "TargetCall": "harness.external._targets",
+    "TargetError": "harness.external._targets",
+    "TargetExit": "harness.external._targets",
 }
 
 __all__ = sorted(_LAZY)

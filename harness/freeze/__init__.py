@@ -14,10 +14,10 @@ conversations other clients chained), ``trace`` a trace file (``otlp`` reads it,
 chosen, notes), ``build`` makes the scenario (``served`` a target's served tools),
 ``check`` runs it and compares, ``_refusals`` says why a frozen scenario is refused and
 what to do, ``cases`` freezes a scenario's cases together, and ``_run`` is ``freeze()``
-itself. The command is ``harness.cli.freeze``.
+itself. The command is ``harness.cli._freeze``.
 """
 
+from harness.freeze._recorded import FreezeError
 from harness.freeze._run import Frozen, freeze
-from harness.freeze.recorded import FreezeError
 
 __all__ = ["FreezeError", "Frozen", "freeze"]

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness._results import ScenarioResult
+from harness.freeze._build import never_offered, replayed_calls
+from harness.freeze._check import Sent, first_difference, run_error, run_offline, trace_hint
+from harness.freeze._recorded import FreezeError
 from harness.freeze._source import Source, unanswered
-from harness.freeze.build import never_offered, replayed_calls
-from harness.freeze.check import Sent, first_difference, run_error, run_offline, trace_hint
-from harness.freeze.recorded import FreezeError
-from harness.results import ScenarioResult
 
 __all__ = ["check_passes", "check_replay"]
 

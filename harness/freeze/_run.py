@@ -8,8 +8,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.cassettes.format import readable_yaml
+from harness._results import ScenarioResult
+from harness._secrets import Scrubber
+from harness.cassettes._format import readable_yaml
+from harness.freeze._build import build_scenario, build_target_scenario
+from harness.freeze._cases import case_recorded_in, check_cases_pass, combined, recordings
+from harness.freeze._check import expectations, run_offline
+from harness.freeze._recorded import FreezeError
 from harness.freeze._refusals import check_passes, check_replay
+from harness.freeze._served import served_stubs
 from harness.freeze._source import (
     Source,
     cassette_of,
@@ -18,13 +25,6 @@ from harness.freeze._source import (
     run_notes,
     trace_source,
 )
-from harness.freeze.build import build_scenario, build_target_scenario
-from harness.freeze.cases import case_recorded_in, check_cases_pass, combined, recordings
-from harness.freeze.check import expectations, run_offline
-from harness.freeze.recorded import FreezeError
-from harness.freeze.served import served_stubs
-from harness.results import ScenarioResult
-from harness.secrets import Scrubber
 
 __all__ = ["Frozen", "freeze"]
 
@@ -92,7 +92,7 @@ def freeze(
     definitions are used; its cassette is the default). ``run``: which run of a cassette
     holding several (1-based; default the last recorded). ``output``: where the scenario
     will be written (its path names it; default ``<cassette name>.scenario.yaml`` here).
-    ``trace``: an OTLP JSON trace to freeze instead of a cassette (harness.freeze.trace).
+    ``trace``: an OTLP JSON trace to freeze instead of a cassette (harness.freeze._trace).
     A ``scenario`` with cases records a cassette per case: without ``cassette``, every
     case's recording is frozen into one scenario with ``cases:``; with one, its case alone.
     """

@@ -9,11 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.cassettes.format import CassetteFormatError, LoadedInteraction, load_cassette_file
-from harness.freeze.build import never_offered, output_tools, replayed_calls, stopped_by_limit
-from harness.freeze.chains import rebuild_chains, skipped_interactions
-from harness.freeze.check import set_aside
-from harness.freeze.recorded import (
+from harness._modelwires import wire_named
+from harness._secrets import Scrubber
+from harness.cassettes._format import CassetteFormatError, LoadedInteraction, load_cassette_file
+from harness.freeze._build import never_offered, output_tools, replayed_calls, stopped_by_limit
+from harness.freeze._chains import rebuild_chains, skipped_interactions
+from harness.freeze._check import set_aside
+from harness.freeze._recorded import (
     FreezeError,
     RecordedCall,
     RecordedRun,
@@ -22,9 +24,7 @@ from harness.freeze.recorded import (
     set_aside_blank_texts,
     split_runs,
 )
-from harness.llm.config import RECORDED_PROVIDERS
-from harness.modelwires import wire_named
-from harness.secrets import Scrubber
+from harness.llm._config import RECORDED_PROVIDERS
 
 __all__ = [
     "Source",
@@ -95,7 +95,7 @@ def _load(path: Path, shown: str) -> list[LoadedInteraction]:
 
 def _scenario_instead(path: Path, shown: str) -> str | None:
     """What to run instead when a scenario file was given where the cassette goes."""
-    from harness.errors import HarnessError
+    from harness._errors import HarnessError
 
     try:
         scenario = load_original(path)
@@ -273,7 +273,7 @@ def _add_conversations(source: Source) -> None:
 
 def trace_source(trace: str | Path, scenario: str | Path | None, run: int | None) -> Source:
     """The run to freeze in a trace file (``--trace``): a trace each, the last by default."""
-    from harness.freeze.trace import read_trace
+    from harness.freeze._trace import read_trace
 
     original = load_original(Path(scenario)) if scenario is not None else None
     if original is not None and original.target is not None:

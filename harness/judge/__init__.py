@@ -7,15 +7,15 @@ transcript against criteria, and its verdict's reason is the expectation's ``act
   plugin, registered through ``harness_register_expectations``).
 """
 
-from harness.judge.judges import (
+from harness.judge._judges import (
     Judge,
     JudgeSource,
     ScriptedJudge,
     check_final_judge,
     check_transcript_judge,
 )
-from harness.judge.prompt import judge_messages, prompt_source
-from harness.judge.verdict import Verdict, VerdictError, parse_verdict
+from harness.judge._prompt import judge_messages, prompt_source
+from harness.judge._verdict import Verdict, VerdictError, parse_verdict
 
 __all__ = [
     "Judge",

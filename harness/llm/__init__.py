@@ -3,7 +3,8 @@ reply (``chunks``), scripted replies (``script``, ``scripted``) and a scenario's
 section (``config``). Sources on a vendor's SDK are ``harness.providers``; the server that
 answers from a script is ``harness.serve``."""
 
-from harness.llm.base import LLM, LLMRequest, LLMResponse
-from harness.llm.scripted import ScriptedLLM
+from harness.llm._base import LLM, LLMRequest, LLMResponse
+from harness.llm._config import LLMConfig, LLMContext
+from harness.llm._scripted import ScriptedLLM
 
-__all__ = ["LLM", "LLMRequest", "LLMResponse", "ScriptedLLM"]
+__all__ = ["LLM", "LLMConfig", "LLMContext", "LLMRequest", "LLMResponse", "ScriptedLLM"]

@@ -15,9 +15,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from harness.otel.jsonfile import otlp_json, write_file
-from harness.otel.spans import PlannedEvent, PlannedSpan, PlannedTrace, plan_trace
-from harness.otel.traced import Clock, Evaluation, OtelError, RunFacts, TracedRun
+from harness.otel._jsonfile import otlp_json, write_file
+from harness.otel._spans import PlannedEvent, PlannedSpan, PlannedTrace, plan_trace
+from harness.otel._traced import Clock, Evaluation, OtelError, RunFacts, TracedRun
 
 __all__ = [
     "Clock",
@@ -38,9 +38,9 @@ __all__ = [
 
 # Imported on first use (name -> module): they load the OpenTelemetry SDK.
 _LAZY = {
-    "endpoint_url": "harness.otel.collector",
-    "readable_spans": "harness.otel.collector",
-    "send": "harness.otel.collector",
+    "endpoint_url": "harness.otel._collector",
+    "readable_spans": "harness.otel._collector",
+    "send": "harness.otel._collector",
 }
 
 

@@ -12,17 +12,17 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from harness.errors import LLMError
-from harness.llm.base import JUDGE_ROLE, ROLE_HEADER, LLMRequest, LLMResponse
-from harness.llm.chunks import LLMChunk
-from harness.llm.config import LLMConfig
-from harness.messages import AssistantMessage, Conversation
-from harness.providers.recorded import RecordedSource
+from harness._errors import LLMError
+from harness._messages import AssistantMessage, Conversation
+from harness.llm._base import JUDGE_ROLE, ROLE_HEADER, LLMRequest, LLMResponse
+from harness.llm._chunks import LLMChunk
+from harness.llm._config import LLMConfig
+from harness.providers._recorded import RecordedSource
 
 if TYPE_CHECKING:
-    from harness.cassettes.session import CassetteSession
+    from harness.cassettes._session import CassetteSession
     from harness.wires import Wire
-    from harness.wires.neutral import WireReply
+    from harness.wires._neutral import WireReply
 
 __all__ = ["StainlessSource"]
 
@@ -107,7 +107,7 @@ class StainlessSource(RecordedSource):
         params = self._side.body(self.config.model or "", request, options, self.config.stream)
         token = None
         if session is not None:
-            from harness.cassettes.session import expected_key
+            from harness.cassettes._session import expected_key
 
             session.requests_sent += 1
             if session.match == "body":
@@ -126,7 +126,7 @@ class StainlessSource(RecordedSource):
             raise self._error(exc, request, session) from None
         finally:
             if token is not None:
-                from harness.cassettes.session import expected_key
+                from harness.cassettes._session import expected_key
 
                 expected_key.reset(token)
         return LLMResponse(message=message, usage=usage, latency=0.0)
@@ -239,7 +239,7 @@ def _request_url(exc: Any) -> str | None:
 
 
 def _wire_error() -> type[Exception]:
-    from harness.wires.neutral import WireError
+    from harness.wires._neutral import WireError
 
     return WireError
 

@@ -4,7 +4,7 @@ cassette, speaking the Messages API.
 A sibling of the ``openai`` source on another SDK and another wire: both SDKs are
 Stainless's, so the cassette session, record modes, replay, streaming and judges work the
 same way (``harness.providers._stainless``); the SDK carries the JSON the Messages wire
-(``harness.wires.anthropic_messages``) writes and reads. ``anthropic`` is imported at the
+(``harness.wires._anthropic_messages``) writes and reads. ``anthropic`` is imported at the
 first request: ``pip install 'loop-harness[anthropic]'``.
 """
 
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from harness.errors import HarnessError
+from harness._errors import HarnessError
+from harness._vendors import ANTHROPIC
 from harness.hookspecs import hookimpl
-from harness.llm.config import LLMConfig
+from harness.llm._config import LLMConfig
 from harness.providers._stainless import StainlessSource
-from harness.vendors import ANTHROPIC
 
 if TYPE_CHECKING:
     from harness.wires import Wire

@@ -1,7 +1,7 @@
 """The ``gemini`` LLM source: the official ``google-genai`` SDK, live or through a vcrpy
 cassette (docs/recording.md#gemini).
 
-The Gemini wire (``harness.wires.gemini``) writes the request body and reads the answer;
+The Gemini wire (``harness.wires._gemini``) writes the request body and reads the answer;
 the SDK sends it (the key, the path by model and API version, errors, Server-Sent
 Events). Whole answers are read from the raw body the SDK hands back
 (``should_return_http_response``), streamed ones from each chunk as JSON. Under a cassette
@@ -16,17 +16,17 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from harness.errors import LLMError
+from harness._errors import LLMError
+from harness._messages import AssistantMessage, Conversation, UserMessage
+from harness._vendors import GEMINI
 from harness.hookspecs import hookimpl
-from harness.llm.base import JUDGE_ROLE, ROLE_HEADER, LLMRequest, LLMResponse
-from harness.llm.chunks import LLMChunk
-from harness.llm.config import LLMConfig
-from harness.messages import AssistantMessage, Conversation, UserMessage
-from harness.providers.recorded import RecordedSource
-from harness.vendors import GEMINI
+from harness.llm._base import JUDGE_ROLE, ROLE_HEADER, LLMRequest, LLMResponse
+from harness.llm._chunks import LLMChunk
+from harness.llm._config import LLMConfig
+from harness.providers._recorded import RecordedSource
 
 if TYPE_CHECKING:
-    from harness.cassettes.session import CassetteSession
+    from harness.cassettes._session import CassetteSession
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -56,7 +56,7 @@ class GeminiLLM(RecordedSource):
 
     def __init__(self, config: LLMConfig) -> None:
         super().__init__(config)
-        from harness.modelwires import wire_named  # loaded with the first source, not with harness
+        from harness._modelwires import wire_named  # loaded with the first source, not with harness
 
         self._wire = wire_named("gemini")
         self._side = self._wire.client()
@@ -159,7 +159,7 @@ class GeminiLLM(RecordedSource):
     async def _ask(
         self, client: Any, model: str, body: dict[str, Any], stream: bool, emit: Any
     ) -> Any:
-        from harness.wires.neutral import WireError
+        from harness.wires._neutral import WireError
 
         config = self._config(body, stream)
         models = client.aio.models

@@ -5,7 +5,7 @@ sends the request and hands back the answer's JSON (each event's, streamed); the
 wire (``harness.wires``) reads it, as ``harness serve``, the observer and freeze read the
 same API. What it shares with the ``anthropic`` source (both SDKs are Stainless's) is
 ``harness.providers._stainless``; the cassette, key and client, with every recorded source
-(``harness.providers.recorded``). ``openai`` and ``vcrpy`` are imported when the first
+(``harness.providers._recorded``). ``openai`` and ``vcrpy`` are imported when the first
 request is made, so importing harness stays fast.
 """
 
@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from harness._vendors import OPENAI, WireVendor
 from harness.hookspecs import hookimpl
-from harness.llm.config import LLMConfig
+from harness.llm._config import LLMConfig
 from harness.providers._stainless import StainlessSource
-from harness.vendors import OPENAI, WireVendor
 
 if TYPE_CHECKING:
     from harness.wires import Wire
@@ -50,12 +50,12 @@ class OpenAILLM(StainlessSource):
         return sdk.AsyncOpenAI(**kwargs)
 
     def _wire_of(self, config: LLMConfig) -> Wire:
-        from harness.modelwires import wire_named  # loaded with the first source, not with harness
+        from harness._modelwires import wire_named  # loaded with the first source, not with harness
 
         return wire_named(config.api)
 
     def _judge_wire(self) -> Wire:
-        from harness.modelwires import wire_named
+        from harness._modelwires import wire_named
 
         return wire_named("chat")
 

@@ -31,8 +31,8 @@ before it starts pytest, which then warned that the module, already imported, co
 be assertion-rewritten; the plugin holds no test assertions to rewrite.
 """
 
-from harness.pytest_plugin.fixture import HarnessFixture, harness
-from harness.pytest_plugin.items import (
+from harness.pytest_plugin._fixture import HarnessFixture, harness
+from harness.pytest_plugin._items import (
     ScenarioFile,
     ScenarioItem,
     pytest_collect_file,
@@ -42,32 +42,15 @@ from harness.pytest_plugin.items import (
     pytest_runtest_makereport,
     pytest_runtest_protocol,
 )
-from harness.pytest_plugin.ledger import CollectionLedger
-from harness.pytest_plugin.logs import pytest_sessionstart
-from harness.pytest_plugin.options import SUFFIX, SessionOptions, pytest_addoption
-from harness.pytest_plugin.outputs import SessionOutputs, summary_lines
-from harness.pytest_plugin.session import (
-    Baseline,
-    SuiteState,
-    diff_against_baseline,
-    get_state,
-    pytest_configure,
-    pytest_unconfigure,
-)
-from harness.pytest_plugin.sharding import pytest_collection_modifyitems
+from harness.pytest_plugin._logs import pytest_sessionstart
+from harness.pytest_plugin._options import pytest_addoption
+from harness.pytest_plugin._session import pytest_configure, pytest_unconfigure
+from harness.pytest_plugin._sharding import pytest_collection_modifyitems
 
 __all__ = [
-    "SUFFIX",
-    "Baseline",
-    "CollectionLedger",
     "HarnessFixture",
     "ScenarioFile",
     "ScenarioItem",
-    "SessionOptions",
-    "SessionOutputs",
-    "SuiteState",
-    "diff_against_baseline",
-    "get_state",
     "harness",
     "pytest_addoption",
     "pytest_collect_file",
@@ -80,5 +63,4 @@ __all__ = [
     "pytest_runtest_protocol",
     "pytest_sessionstart",
     "pytest_unconfigure",
-    "summary_lines",
 ]

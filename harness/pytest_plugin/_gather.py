@@ -15,21 +15,21 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.coverage import Behaviours
-from harness.pytest_plugin.budget import taken
-from harness.pytest_plugin.options import SUFFIXES
+from harness._coverage import Behaviours
+from harness.pytest_plugin._budget import taken
+from harness.pytest_plugin._options import SUFFIXES
 
 if TYPE_CHECKING:
-    from harness.pytest_plugin.ledger import CollectionLedger
-    from harness.pytest_plugin.outputs import SessionOutputs
-    from harness.results import ScenarioResult
+    from harness._results import ScenarioResult
+    from harness.pytest_plugin._ledger import CollectionLedger
+    from harness.pytest_plugin._outputs import SessionOutputs
 
 __all__ = ["Gathering"]
 
 
 class Gathering:
     """The pytest plugin that gathers a session's test reports into its ledger and
-    outputs (the session's own objects: harness.pytest_plugin.session makes them)."""
+    outputs (the session's own objects: harness.pytest_plugin._session makes them)."""
 
     NAME = "harness-gathering"
 
@@ -133,9 +133,9 @@ def _checked(sid: str, text: str, report_errors: list[str]) -> ScenarioResult:
     """
     from pydantic import ValidationError
 
-    from harness.actions import FinalResponse
-    from harness.errors import describe_errors
-    from harness.results import ScenarioResult
+    from harness._actions import FinalResponse
+    from harness._errors import describe_errors
+    from harness._results import ScenarioResult
 
     try:
         return ScenarioResult.model_validate_json(text)
@@ -178,6 +178,6 @@ def _skip_reason(report: pytest.TestReport) -> str:
 
 def _project_file(path: Path) -> str:
     """A file as scenario ids name it: its POSIX path relative to its project root."""
-    from harness.project import project_relative, project_root
+    from harness._project import project_relative, project_root
 
     return project_relative(path, project_root(path.parent))

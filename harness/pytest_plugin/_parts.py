@@ -2,10 +2,10 @@
 
 ``harness run`` splits a large suite into parts, each a pytest session of its own (in a
 process forked from harness's), then ends the run with a session that collects nothing
-and writes and prints for the whole run (``harness.cli.parts``). A session learns that
+and writes and prints for the whole run (``harness.cli._parts``). A session learns that
 it is one of them from a ``RunPart``: the whole run's paths, whether more comes after it,
 and what the parts before it gathered. A part that ends with more to come hands its own
-ledger and outputs on (``handed_on``; harness.cli.parts gathers them) and writes and
+ledger and outputs on (``handed_on``; harness.cli._parts gathers them) and writes and
 prints nothing; the run's end, or a part that stops the run, takes in what the parts
 before gathered (``take_earlier``) and reports for the whole run.
 """
@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import pytest
 
 if TYPE_CHECKING:
-    from harness.pytest_plugin.ledger import CollectionLedger
-    from harness.pytest_plugin.outputs import SessionOutputs
-    from harness.spool import Blobs
+    from harness._spool import Blobs
+    from harness.pytest_plugin._ledger import CollectionLedger
+    from harness.pytest_plugin._outputs import SessionOutputs
 
 __all__ = ["Earlier", "Gathered", "PartLine", "RunPart"]
 

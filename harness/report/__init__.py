@@ -1,10 +1,10 @@
 """Reports: the baseline diff and the HTML report of a run's results.
 
 The results themselves (``ScenarioResult``, ``Results``, results.json and its loader
-``load_results``) live in ``harness.results``; this package reads them.
+``load_results``) live in ``harness._results``; this package reads them.
 """
 
-from harness.baseline import (
+from harness._baseline import (
     BaselineDiff,
     FieldChange,
     ScenarioChange,
@@ -12,9 +12,9 @@ from harness.baseline import (
     StatusChange,
     TrajectoryChange,
 )
-from harness.report.diff import diff_results, trajectory
-from harness.report.html import render_html, write_html
-from harness.results import ResultsFileError, load_results
+from harness._results import ResultsFileError, load_results
+from harness.report._diff import diff_results, trajectory
+from harness.report._html import render_html, write_html
 
 __all__ = [
     "BaselineDiff",

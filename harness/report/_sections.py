@@ -16,13 +16,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from harness._errors import printable
+from harness._secrets import scrub_text
 from harness._sections import Section, Table
-from harness.errors import printable
-from harness.secrets import scrub_text
 
 if TYPE_CHECKING:
-    from harness.plugins import Plugins
-    from harness.results import Results
+    from harness._plugins import Plugins
+    from harness._results import Results
 
 __all__ = [
     "BUILT_IN",
@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 # harness's own sections' plugin: a report-layer module, so it is called here and not
-# listed in harness.plugins.DEFAULT_PLUGINS (whose modules every Agent imports). Its name
+# listed in harness._plugins.DEFAULT_PLUGINS (whose modules every Agent imports). Its name
 # is its module's without the private mark, as every built-in's (builtin_name):
 # HARNESS_DISABLE_PLUGINS blocks it by that name.
 BUILT_IN = "harness.report.summary"
@@ -60,9 +60,9 @@ class Gathered:
 
 def gather_sections(results: Results, plugins: Plugins | None = None) -> Gathered:
     """Ask the built-in summary plugin, then each plugin of ``plugins`` (default:
-    ``harness.plugins.default_plugins()``), for their sections."""
+    ``harness._plugins.default_plugins()``), for their sections."""
     if plugins is None:
-        from harness.plugins import default_plugins
+        from harness._plugins import default_plugins
 
         plugins = default_plugins()
     sections: list[Section] = []
@@ -247,7 +247,7 @@ def gathered_sections(results: Results, sections: Sequence[Section] | None) -> S
         return sections
     gathered = gather_sections(results)
     if gathered.errors:
-        from harness.plugins import PluginError
+        from harness._plugins import PluginError
 
         raise PluginError(gathered.errors[0])
     return gathered.sections

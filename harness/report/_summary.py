@@ -4,10 +4,10 @@ HTML report, written once here (harness.report._sections renders them)."""
 
 from __future__ import annotations
 
+from harness._results import Results
 from harness._sections import Section
 from harness.hookspecs import hookimpl
-from harness.report.changes import budget_sentence
-from harness.results import Results
+from harness.report._changes import budget_sentence
 
 __all__ = ["harness_report_sections"]
 

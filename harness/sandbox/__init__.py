@@ -5,8 +5,8 @@ and an engine); ``auto`` picks the strongest that works on this machine (``choic
 ``CodeExecutionTool`` (``tool``) runs the model's code in one.
 """
 
-from harness.sandbox.base import Execution, Limits, Sandbox, SandboxError
-from harness.sandbox.choice import BACKENDS, choose, get_sandbox
+from harness.sandbox._base import Execution, Limits, Sandbox, SandboxError
+from harness.sandbox._choice import BACKENDS, choose, get_sandbox
 
 __all__ = [
     "BACKENDS",

@@ -1,9 +1,9 @@
 """Scenario files: schema, loading with line numbers, tool stubs, expectations, runner."""
 
-from harness.scenario.loader import SUFFIX, SUFFIXES, build_tools, load_scenario
-from harness.scenario.matrix import expand_matrix
-from harness.scenario.runner import arun_scenario, run_scenario, scenario_id
-from harness.scenario.schema import Scenario
+from harness.scenario._loader import SUFFIX, SUFFIXES, build_tools, load_scenario
+from harness.scenario._matrix import expand_matrix
+from harness.scenario._runner import arun_scenario, run_scenario, scenario_id
+from harness.scenario._schema import Scenario
 
 __all__ = [
     "SUFFIX",

@@ -13,14 +13,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.config import AgentConfig
-from harness.llm.config import LLMContext
-from harness.llm.script import draw_material
-from harness.plugins import Plugins, discover
-from harness.results import ScenarioId, combination_label
-from harness.scenario.expectations import RequestCapture
-from harness.scenario.guards import with_prices
-from harness.scenario.schema import Scenario
+from harness._config import AgentConfig
+from harness._plugins import Plugins, discover
+from harness._results import ScenarioId, combination_label
+from harness.llm._config import LLMContext
+from harness.llm._script import draw_material
+from harness.scenario._expectations import RequestCapture
+from harness.scenario._guards import with_prices
+from harness.scenario._schema import Scenario
 
 __all__ = ["ScenarioRun", "scenario_id"]
 

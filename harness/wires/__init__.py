@@ -1,14 +1,14 @@
 """Model wires: one module per model API, converting between its JSON and streams and
-harness's neutral request and reply (``harness.wires.neutral``; docs/wires.md).
+harness's neutral request and reply (``harness.wires._neutral``; docs/wires.md).
 
 Everything that speaks to or about a model goes through a wire: ``harness serve``, the
 external observer and the recording proxy, cassette matching, freeze, and the own loop's
-recorded sources. A caller holds a ``Wire`` (found with ``harness.modelwires.wire_for(path)``
+recorded sources. A caller holds a ``Wire`` (found with ``harness._modelwires.wire_for(path)``
 or ``wire_named(api)`` among the wires every plugin registered through
 ``harness_register_wires``) and calls its methods; no caller reads an API's JSON itself.
 
 The four wires (``WIRES``, in ``registry``, registered by the built-in plugin
-``harness.modelwires``), each with the modules around it:
+``harness._modelwires``), each with the modules around it:
 
 - OpenAI Chat Completions: ``openai_chat``;
 - OpenAI Responses: ``openai_responses``, served by ``openai_responses_serving``;
@@ -22,14 +22,26 @@ The four wires (``WIRES``, in ``registry``, registered by the built-in plugin
 freeze.
 
 A new API is a module with a ``WIRE`` object, registered with its vendor (a
-``harness.vendors.WireVendor``) through the hook ``harness_register_wires``
+``harness._vendors.WireVendor``) through the hook ``harness_register_wires``
 (docs/plugins.md#a-model-api-from-a-plugin): serve routes its ``paths`` to the same
-handler, the observer and freeze find it by path (``harness.modelwires.wire_for``),
+handler, the observer and freeze find it by path (``harness._modelwires.wire_for``),
 cassette matching learns its ``items_field``, and results, expectations and the report
 stay wire-neutral.
 """
 
-from harness.wires.registry import (
+from harness.wires._neutral import (
+    Item,
+    ServedReply,
+    ServedRequest,
+    StatelessRequests,
+    ToolOffer,
+    ToolResult,
+    ToolSpec,
+    WireError,
+    WireReply,
+    renamed,
+)
+from harness.wires._registry import (
     ANTHROPIC_MESSAGES,
     GEMINI,
     OPENAI_CHAT,
@@ -45,6 +57,16 @@ __all__ = [
     "OPENAI_CHAT",
     "OPENAI_RESPONSES",
     "WIRES",
+    "Item",
+    "ServedReply",
+    "ServedRequest",
+    "StatelessRequests",
+    "ToolOffer",
+    "ToolResult",
+    "ToolSpec",
     "Wire",
+    "WireError",
+    "WireReply",
     "read_answer",
+    "renamed",
 ]
