@@ -99,3 +99,21 @@ def test_a_failed_export_s_line_shows_no_password_of_the_endpoint(failed_run):
     said = str(failed.value)
     assert "spans not sent to http://" in said and "127.0.0.1" in said
     assert "s3cret" not in said
+
+
+def test_an_export_whose_time_runs_out_mid_retry_is_the_failed_export_s_one_line(failed_run):
+    # The exporter's retries can hand the HTTP client a deadline already past (on a busy
+    # machine, a retry's wait ends at it; here the whole time is shorter than one request):
+    # urllib3 then refuses the negative timeout with a ValueError, which is the export
+    # failing, said as any failed export is, with the error the first attempt met.
+    import socket
+
+    from harness.otel import OtelError, send
+
+    with socket.socket() as held:  # bound, not listening: refused
+        held.bind(("127.0.0.1", 0))
+        port = held.getsockname()[1]
+        trace = plan_trace(_traced(failed_run, RunFacts()), Clock())
+        with pytest.raises(OtelError) as failed:
+            send(f"http://127.0.0.1:{port}/v1/traces", [trace], timeout=1e-9)
+    assert str(failed.value).startswith(f"spans not sent to http://127.0.0.1:{port}/v1/traces: ")

@@ -134,8 +134,9 @@ def _reasons() -> Iterator[_Reasons]:
 
 
 def _session() -> Any:
-    """A requests session (what the exporter sends with) that keeps the last error a
-    request raised: when the time runs out before a retry, the exporter logs no reason."""
+    """A requests session (what the exporter sends with) that keeps the first error a
+    request raised: when the time runs out before a retry, the exporter logs no reason,
+    and a retry past the deadline fails for that alone (the first error says why)."""
     import requests
 
     class Remembering(requests.Session):
@@ -145,7 +146,8 @@ def _session() -> Any:
             try:
                 return super().request(*args, **kwargs)
             except Exception as exc:
-                self.failure = exc
+                if self.failure is None:
+                    self.failure = exc
                 raise
 
     return Remembering()
@@ -200,7 +202,13 @@ def send(endpoint: str, traces: Iterable[PlannedTrace], *, timeout: float | None
                 # A batch's reasons are its own (an earlier batch may have retried and won).
                 reasons.lines.clear()
                 session.failure = None
-                result = exporter.export(readable_spans(batch))
+                try:
+                    result = exporter.export(readable_spans(batch))
+                except ValueError:
+                    # The SDK's retries can give requests a deadline already past (a
+                    # retry's wait ending at it on a busy machine): urllib3 refuses the
+                    # timeout, and the export has failed.
+                    result = SpanExportResult.FAILURE
                 sent += len(batch) if result is SpanExportResult.SUCCESS else 0
     finally:
         exporter.shutdown()
