@@ -111,7 +111,7 @@ def _wait(check, seconds: float = 30.0) -> bool:
 KILLED_PARENT = """\
 import os, sys, time
 from pathlib import Path
-from harness.cli import forked as module
+from harness.cli import _forked as module
 
 here = Path(sys.argv[1])
 module._CLEANUP = 1
