@@ -216,7 +216,7 @@ def test_two_runs_updating_one_baseline_at_once_lose_no_update(project, tmp_path
 
 KILLED_MID_WRITE = """\
 import os, sys
-from harness import files
+from harness import _files as files
 
 # kill -9 between the write and the rename: what a killed CI job leaves.
 os.replace = lambda *args: os.kill(os.getpid(), 9)
