@@ -145,9 +145,10 @@ HEADERS = {
 
 def check(wire: str, rounds: int, answers: list[tuple[int, bytes]]) -> None:
     """Each answer holds its round's call (or, last, the final text), read by the wire."""
-    from harness.wires import read_answer, wire_named
+    from harness.wires import WIRES as READERS
+    from harness.wires import read_answer
 
-    reader = wire_named(wire)
+    reader = next(w for w in READERS if w.name == wire)
     for i, (status, raw) in enumerate(answers):
         reply = read_answer(reader, raw) if status == 200 else None
         if reply is None:
