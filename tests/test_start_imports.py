@@ -111,3 +111,12 @@ def test_validate_loads_no_mcp_client_or_cassettes(tmp_path):
 
 def test_serving_a_script_loads_no_mcp_client_or_cassettes(tmp_path):
     assert _loaded(SERVE, _project(tmp_path)) == "[]"
+
+
+def test_import_harness_builds_no_scenario_llm_section(tmp_path):
+    # `import harness` (and the pytest plugin, loaded in every pytest session) needs no
+    # `llm:` section's models nor their faults': the facade names them, lazily.
+    code = "import sys, harness, harness.llm\n" + LOADED.format(
+        unused=("harness.llm._config", "harness.llm._faults")
+    )
+    assert _loaded(code + "\nprint(unused())\n", tmp_path) == "[]"
