@@ -121,3 +121,29 @@ def test_no_budget_is_the_default_and_a_bad_one_is_refused():
     assert Agent(llm=[], tools=[lookup]).config.budget is None
     with pytest.raises(HarnessError, match="tokens"):
         Agent(llm=[], tools=[lookup], budget={"tokens": -1})
+
+
+def test_a_scenario_files_cost_budget_reads_the_projects_prices(tmp_path):
+    # The model is in no default table: its price is the project's [tool.harness.prices]
+    # (docs/scenarios.md#stuck-detectors-and-budgets).
+    from harness.scenario import run_scenario
+
+    (tmp_path / "pyproject.toml").write_text(
+        "[project]\nname = 'priced'\n\n[tool.harness.prices]\n"
+        "my-model = {input = 5000, output = 0}\n"
+    )
+    steps = "\n".join(
+        f"    - {{tool_calls: [{{lookup: {{key: k{i}}}}}], usage: {{prompt_tokens: 100}}}}"
+        for i in range(6)
+    )
+    (tmp_path / "priced.scenario.yaml").write_text(
+        "name: priced\ninput: go\n"
+        "tools:\n  lookup: {parameters: {key: str}, returns: found}\n"
+        f"llm:\n  script:\n{steps}\n"
+        "agent:\n  budget: {cost: 1.0, model: my-model}\n"
+    )
+    result = run_scenario(tmp_path / "priced.scenario.yaml")
+
+    assert result.termination == "budget", result.final
+    # 100 prompt tokens x 5000 / 1e6 = 0.5 USD a reply: the third crosses 1.0.
+    assert result.final.data == {"budget": "cost", "limit": 1.0, "used": 1.5}

@@ -643,3 +643,26 @@ def test_a_conversations_key_reuses_its_chain_only_while_the_history_is_the_same
     for messages in bodies:
         body = {"model": "m", "messages": messages}
         assert keyer.incremental_key(body, chains) == keyer.key(body), messages
+
+
+def test_a_scenario_run_with_disable_recording_goes_live_and_writes_no_cassette(tmp_path):
+    # --disable-recording reaches the scenario's source through its run (ScenarioRun): the
+    # cassette the scenario names is neither read nor written.
+    from harness.scenario import run_scenario
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'live'\n")
+    app, serving = server([STEPS[0], {"content": "Live answer."}])
+    with serving as url:
+        (tmp_path / "live.scenario.yaml").write_text(
+            "name: live\ninput: What's the weather in SF?\n"
+            "tools:\n  get_weather: {parameters: {city: str}, returns: 72F}\n"
+            f'llm: {{provider: openai, model: gpt-4o-mini, base_url: "{url}", cassette: c.yaml}}\n'
+        )
+        result = run_scenario(tmp_path / "live.scenario.yaml", disable_recording=True)
+    assert result.status == "passed", result.final
+    assert result.final.content == "Live answer."
+    assert app.count == 2
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == [
+        "live.scenario.yaml",
+        "pyproject.toml",
+    ]

@@ -377,3 +377,22 @@ def test_a_gemini_targets_thoughts_freeze_into_the_steps_reasoning(tmp_path, mon
     assert [step.get("reasoning") for step in steps] == ["Paris first.", None]
     replayed = run_scenario(frozen)
     assert replayed.status == "passed", [e for e in replayed.expectations if not e.ok]
+
+
+def test_the_sdks_base_url_variable_is_where_a_scenario_without_base_url_records(
+    tmp_path, monkeypatch
+):
+    # No llm.base_url: GOOGLE_GEMINI_BASE_URL is read as google-genai reads it. No key is
+    # set, so a request meant for the public API is refused before anything is sent.
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    file = tmp_path / "weather.scenario.yaml"
+    with running_server(SCRIPT) as url:
+        root = url.removesuffix("/v1")
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", root)
+        scenario(file, root)
+        file.write_text("\n".join(x for x in file.read_text().splitlines() if "base_url" not in x))
+        recorded = run_scenario(file, record_mode="once")
+    assert recorded.status == "passed", recorded.final
+    interactions = yaml.safe_load((tmp_path / "weather.yaml").read_text())["interactions"]
+    assert [i["request"]["uri"].startswith(root + "/v1beta/") for i in interactions] == [True] * 2

@@ -253,6 +253,41 @@ def test_every_registered_vendors_key_is_masked_and_kept_from_a_target(fresh_plu
             assert "Qz7Wp3Xv9Rt2" not in Scrubber().text(url), (vendor.name, param)
 
 
+def test_a_plugin_vendors_other_keys_and_prefixed_settings_are_kept_from_a_target(
+    fresh_plugins, tmp_path, monkeypatch
+):
+    """A plugin's vendor whose SDK reads two key variables and other ``ACME_*`` settings
+    (docs/plugins.md#a-model-api-from-a-plugin): the target gets the dummy in the first
+    key variable and none of the user's others, as for a built-in vendor."""
+    from harness._plugins import discover
+    from harness.external._environment import DUMMY_API_KEY, served_variables, target_environment
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "acme_two_keys.py").write_text(
+        "import dataclasses\n\nimport wire_plugin_example as example\n\n"
+        "VENDOR = dataclasses.replace(\n"
+        "    example.ACME, key_variables=('ACME_API_KEY', 'ACME_TOKEN'), env_prefixes=('ACME_',)\n"
+        ")\n\n\n"
+        "def harness_register_wires(register):\n"
+        "    register(example.WIRE, vendor=VENDOR)\n"
+    )
+    (tmp_path / "pyproject.toml").write_text('[tool.harness]\nplugins = ["acme_two_keys"]\n')
+    discover(tmp_path)
+    user = {
+        "ACME_API_KEY": "acme-key-Qz7Wp3Xv9Rt2Ym8Kd4Hs",
+        "ACME_TOKEN": "acme-token-Qz7Wp3Xv9Rt2Ym8Kd4Hs",
+        "ACME_REGION": "eu-west",
+        "HOME": "/home/me",
+    }
+    changes = target_environment(served_variables("http://127.0.0.1:9/v1"), user)
+    assert changes["ACME_API_KEY"] == DUMMY_API_KEY
+    assert changes["ACME_BASE_URL"] == "http://127.0.0.1:9"
+    assert changes["ACME_TOKEN"] is None
+    assert changes["ACME_REGION"] is None
+    assert "HOME" not in changes
+
+
 # -- one "no key" and one "key refused", each vendor's difference in its row ---------------
 
 
