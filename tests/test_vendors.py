@@ -342,3 +342,31 @@ def test_a_refused_key_is_told_by_the_vendors_statuses_and_reasons(fresh_plugins
     assert key_refused(ANTHROPIC, 403, b"not json") == (
         "the API refused the key (HTTP 403); nothing was recorded: check ANTHROPIC_API_KEY"
     )
+
+
+def test_a_plugin_vendors_secret_and_account_variables_are_kept_from_a_target(
+    fresh_plugins, tmp_path, monkeypatch
+):
+    """A plugin's vendor that names a secret and an account variable but no prefix: the
+    user's values of them never reach a target (harness masks them in what it writes; a
+    target given them could reach the real API as that account)."""
+    from harness._plugins import discover
+    from harness.external._environment import served_variables, target_environment
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "acme_account.py").write_text(
+        "import dataclasses\n\nimport wire_plugin_example as example\n\n"
+        "VENDOR = dataclasses.replace(\n"
+        "    example.ACME, secret_variables=('ACME_SIGNING_SECRET',),"
+        " account_variables=('ACME_ACCOUNT_ID',), env_prefixes=()\n"
+        ")\n\n\n"
+        "def harness_register_wires(register):\n"
+        "    register(example.WIRE, vendor=VENDOR)\n"
+    )
+    (tmp_path / "pyproject.toml").write_text('[tool.harness]\nplugins = ["acme_account"]\n')
+    discover(tmp_path)
+    user = {"ACME_SIGNING_SECRET": "sig-Qz7Wp3Xv9Rt2Ym8Kd4Hs", "ACME_ACCOUNT_ID": "acct-1234"}
+    changes = target_environment(served_variables("http://127.0.0.1:9/v1"), user)
+    assert changes["ACME_SIGNING_SECRET"] is None
+    assert changes["ACME_ACCOUNT_ID"] is None

@@ -55,10 +55,10 @@ def target_environment(
     served: Mapping[str, str], environ: Mapping[str, str] | None = None
 ) -> dict[str, str | None]:
     """The changes to ``environ`` (default ``os.environ``) for a target: ``None`` removes a
-    variable (the user's own settings of every registered vendor's API: its base-URL and
-    key variables and those its SDK's prefixes name, ``OPENAI_``...: a client that read
-    them would talk to the real API with the real key); ``served`` (the served URLs and
-    dummy keys) is set last."""
+    variable (the user's own settings of every registered vendor's API: its base-URL,
+    key, secret and account variables and those its SDK's prefixes name, ``OPENAI_``...:
+    a client that read them would talk to the real API with the real key); ``served``
+    (the served URLs and dummy keys) is set last."""
     environ = os.environ if environ is None else environ
     from harness._modelwires import vendors
 
@@ -67,7 +67,12 @@ def target_environment(
     named = {
         name
         for vendor in known
-        for name in (vendor.base_url_variable or "", *vendor.key_variables)
+        for name in (
+            vendor.base_url_variable or "",
+            *vendor.key_variables,
+            *vendor.secret_variables,
+            *vendor.account_variables,
+        )
         if name
     }
     removed: dict[str, str | None] = {
