@@ -255,3 +255,42 @@ expect:
     project.run_harness("run", "--", "-q")
     again = json.loads((project.path / "reports/results.json").read_text())
     assert [s["final"]["content"] for s in again["scenarios"]] == finals
+
+
+SUB_AGENT_DRAWS = """\
+name: two-draws
+input: Pick one.
+tools:
+  helper: {agent: helper}
+agents:
+  helper:
+    tools:
+      look: {parameters: {}, returns: seen}
+    llm:
+      script:
+        - tool_calls: [{look: {}}]
+        - one_of: [{content: a}, {content: b}, {content: c}, {content: d}]
+llm:
+  script:
+    - tool_calls: [{helper: {task: Pick one.}}]
+    - one_of: [{content: a}, {content: b}, {content: c}, {content: d}]
+"""
+
+
+def test_a_sub_agent_draws_apart_from_the_agent_that_calls_it(tmp_path):
+    # The same `one_of` at the same step (the second) of the agent's script and its
+    # sub-agent's: drawn with the same material, the two would pick alike at every seed.
+    from harness.scenario import run_scenario
+
+    path = tmp_path / "two.scenario.yaml"
+    path.write_text(SUB_AGENT_DRAWS)
+    picks = []
+    for seed in range(24):
+        result = run_scenario(path, seed=seed, record_mode="none")
+        picks.append((result.tool_calls[0].sub_run.final.content, result.final.content))
+    assert {own for _, own in picks} == {"a", "b", "c", "d"}
+    assert {sub for sub, _ in picks} == {"a", "b", "c", "d"}
+    assert any(sub != own for sub, own in picks)
+    # And the same seed draws the same again.
+    again = run_scenario(path, seed=5, record_mode="none")
+    assert (again.tool_calls[0].sub_run.final.content, again.final.content) == picks[5]
