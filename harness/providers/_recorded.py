@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from harness.cassettes._session import CassetteSession
     from harness.llm._base import LLMRequest, LLMResponse
     from harness.llm._config import LLMConfig
+    from harness.wires import Wire
+    from harness.wires._neutral import WireReply
 
 __all__ = ["RecordedSource"]
 
@@ -226,3 +228,24 @@ def _shared_ssl_context(httpx: Any) -> Any:
     if name not in _ssl_contexts:
         _ssl_contexts[name] = httpx.create_ssl_context()
     return _ssl_contexts[name]
+
+
+async def read_stream(wire: Wire, stream: Any, emit: Any) -> WireReply:
+    """Read a streamed answer (its events as JSON objects) with ``wire``, each piece handed
+    to ``emit`` as it arrives; LLMError when the stream says the answer failed, or ends
+    without one. Every SDK source reads its streams so."""
+    reader = wire.stream_reader()
+    async for event in stream:
+        if not isinstance(event, dict):
+            continue
+        chunk = reader.add(event)
+        if emit is not None and chunk is not None:
+            emit(chunk)
+        if reader.problem is not None:
+            raise LLMError(reader.problem, type="http_error")
+    if reader.empty:
+        raise LLMError("the response stream ended without a response", type="llm_error")
+    closing = reader.closing()
+    if emit is not None and closing is not None:
+        emit(closing)
+    return reader.reply()

@@ -17,12 +17,11 @@ from harness._messages import AssistantMessage, Conversation
 from harness.llm._base import JUDGE_ROLE, ROLE_HEADER, LLMRequest, LLMResponse
 from harness.llm._chunks import LLMChunk
 from harness.llm._config import LLMConfig
-from harness.providers._recorded import RecordedSource
+from harness.providers._recorded import RecordedSource, read_stream
 
 if TYPE_CHECKING:
     from harness.cassettes._session import CassetteSession
     from harness.wires import Wire
-    from harness.wires._neutral import WireReply
 
 __all__ = ["StainlessSource"]
 
@@ -196,7 +195,7 @@ class StainlessSource(RecordedSource):
     ) -> tuple[AssistantMessage, dict[str, int] | None]:
         answer = await self._post(client, self._side.path, params)
         if params.get("stream"):
-            reply = await _read_stream(self._wire, answer, emit)
+            reply = await read_stream(self._wire, answer, emit)
         else:
             try:
                 reply = self._side.reply(answer)
@@ -242,23 +241,3 @@ def _wire_error() -> type[Exception]:
     from harness.wires._neutral import WireError
 
     return WireError
-
-
-async def _read_stream(wire: Wire, stream: Any, emit: Any) -> WireReply:
-    """Read a streamed answer with ``wire``, each piece handed to ``emit`` as it arrives;
-    LLMError when the stream says the answer failed, or ends without one."""
-    reader = wire.stream_reader()
-    async for event in stream:
-        if not isinstance(event, dict):
-            continue
-        chunk = reader.add(event)
-        if emit is not None and chunk is not None:
-            emit(chunk)
-        if reader.problem is not None:
-            raise LLMError(reader.problem, type="http_error")
-    if reader.empty:
-        raise LLMError("the response stream ended without a response", type="llm_error")
-    closing = reader.closing()
-    if emit is not None and closing is not None:
-        emit(closing)
-    return reader.reply()

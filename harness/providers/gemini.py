@@ -23,7 +23,7 @@ from harness.hookspecs import hookimpl
 from harness.llm._base import JUDGE_ROLE, ROLE_HEADER, LLMRequest, LLMResponse
 from harness.llm._chunks import LLMChunk
 from harness.llm._config import LLMConfig
-from harness.providers._recorded import RecordedSource
+from harness.providers._recorded import RecordedSource, read_stream
 
 if TYPE_CHECKING:
     from harness.cassettes._session import CassetteSession
@@ -172,20 +172,14 @@ class GeminiLLM(RecordedSource):
                 return self._side.reply(json.loads(raw or "{}"))
             except WireError as exc:
                 raise LLMError(str(exc), type="llm_error") from None
-        reader = self._wire.stream_reader()
         chunks = await models.generate_content_stream(
             model=model, contents=body["contents"], config=config
         )
-        async for chunk in chunks:
-            event = chunk.model_dump(mode="json", by_alias=True, exclude_none=True)
-            piece = reader.add(event)
-            if emit is not None and piece is not None:
-                emit(piece)
-            if reader.problem is not None:
-                raise LLMError(reader.problem, type="http_error")
-        if reader.empty:
-            raise LLMError("the response stream ended without a response", type="llm_error")
-        return reader.reply()
+        events = (
+            chunk.model_dump(mode="json", by_alias=True, exclude_none=True)
+            async for chunk in chunks
+        )
+        return await read_stream(self._wire, events, emit)
 
     def _sdk_error(self, exc: Exception, scrub: Callable[[str], str]) -> LLMError | None:
         from google.genai import errors
