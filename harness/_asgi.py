@@ -31,6 +31,7 @@ __all__ = [
     "DroppedConnection",
     "ServerLimits",
     "listening_sockets",
+    "replayed",
     "scrub_server_logs",
     "serve_forever",
     "serving_in_thread",
@@ -422,3 +423,18 @@ def serving_in_thread(
     finally:
         server.should_exit = True
         thread.join(15)
+
+
+def replayed(raw: bytes, receive: Any) -> Callable[[], Any]:
+    """An ASGI ``receive`` for an app behind a middleware that has read the request's body
+    (``raw``) already: the body first, whole, then what ``receive`` says (a disconnect)."""
+    given = False
+
+    async def replay() -> dict[str, Any]:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": raw, "more_body": False}
+        return await receive()
+
+    return replay

@@ -13,6 +13,7 @@ import asyncio
 import json
 from typing import Any
 
+from harness._asgi import replayed
 from harness._modelwires import wire_for
 from harness.external._observe import Observation, Refusal
 from harness.serve._http import PARSED_BODY
@@ -113,15 +114,6 @@ class ObservingApp:
     async def _pass(
         self, scope: Any, receive: Any, send: Any, raw: bytes, wire: Wire, call: int
     ) -> None:
-        given = False
-
-        async def replay() -> dict[str, Any]:
-            nonlocal given
-            if not given:
-                given = True
-                return {"type": "http.request", "body": raw, "more_body": False}
-            return await receive()
-
         status = 500
         chunks: list[bytes] = []
         done = started = False
@@ -150,7 +142,7 @@ class ObservingApp:
 
         watcher = asyncio.ensure_future(watch())
         try:
-            await self.app(scope, replay, capture)
+            await self.app(scope, replayed(raw, receive), capture)
         finally:
             watcher.cancel()
             if not done:

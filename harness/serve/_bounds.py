@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from harness._asgi import replayed
 from harness.serve._bodies import BodyReader, Fresh
 from harness.serve._http import PARSED_BODY, error_answer
 from harness.wires._neutral import WireError
@@ -173,7 +174,7 @@ class BoundedApp:
             if refusal is not None:
                 await _refuse(scope, send, refusal)
                 return
-            await self.app(scope, _replay(raw, receive), send)
+            await self.app(scope, replayed(raw, receive), send)
         finally:
             self.held -= sum(map(len, chunks))
 
@@ -225,19 +226,6 @@ def _too_large(size: int, limit: int) -> WireError:
         "(harness serve --max-body)",
         "request_too_large",
     )
-
-
-def _replay(raw: bytes, receive: Any) -> Any:
-    given = False
-
-    async def replay() -> dict[str, Any]:
-        nonlocal given
-        if not given:
-            given = True
-            return {"type": "http.request", "body": raw, "more_body": False}
-        return await receive()
-
-    return replay
 
 
 async def _refuse(scope: dict[str, Any], send: Any, error: WireError) -> None:
