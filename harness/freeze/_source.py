@@ -170,6 +170,19 @@ def _recorded_runs(
     return split_runs(calls, one_input), notes
 
 
+def _client_notes(chosen: RecordedRun, client: str) -> list[str]:
+    """The notes on what the chosen run's client did: call ids of its own sent back (the
+    script takes them), and what it changed inside the run that a scenario cannot."""
+    notes = []
+    replaced = fill_client_ids(chosen)
+    if replaced:
+        notes.append(
+            f"{client} sent back call ids of its own ({'; '.join(replaced)}): "
+            "the script uses the client's"
+        )
+    return notes + set_aside(replayed_calls(chosen))
+
+
 def _pick(runs: list[RecordedRun], wanted: int | None, shown: str) -> RecordedRun:
     listing = "; ".join(run.describe() for run in runs)
     if wanted is None:
@@ -211,13 +224,7 @@ def cassette_source(
     one_input = original is not None and original.target is not None and not original.turns
     runs, notes = _recorded_runs(path, shown, one_input)
     chosen = _pick(runs, run, shown)
-    replaced = fill_client_ids(chosen)
-    if replaced:
-        notes.append(
-            f"the recording's client sent back call ids of its own ({'; '.join(replaced)}): "
-            "the script uses the client's"
-        )
-    notes.extend(set_aside(replayed_calls(chosen)))
+    notes.extend(_client_notes(chosen, "the recording's client"))
     source = Source(path, shown, runs, chosen, scenario, original, notes)
     if source.target:
         _add_conversations(source)
@@ -288,13 +295,7 @@ def trace_source(trace: str | Path, scenario: str | Path | None, run: int | None
     chosen = _pick(runs, run, shown)
     # OpenInference's google-genai spans give the answer's calls no id; the next request
     # sends them back with the ids they had.
-    replaced = fill_client_ids(chosen)
-    if replaced:
-        notes.append(
-            f"the traced client sent back call ids of its own ({'; '.join(replaced)}): the "
-            "script uses the client's"
-        )
-    notes.extend(set_aside(replayed_calls(chosen)))
+    notes.extend(_client_notes(chosen, "the traced client"))
     return Source(path, shown, runs, chosen, scenario, original, notes, trace=True)
 
 
