@@ -177,14 +177,9 @@ def cli_project(pytester, monkeypatch, capsys):
     monkeypatch.chdir(pytester.path)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
 
-    def run(*args: str) -> tuple[int, str]:
-        from harness import cli
+    from cli_runs import harness
 
-        status = cli.main(list(args))
-        captured = capsys.readouterr()
-        return status, captured.out + captured.err
-
-    pytester.run_harness = run
+    pytester.run_harness = lambda *args: harness(capsys, *args)
     return pytester
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cli_runs import harness
 from scenario_texts import SESSION_TESTS
 
-from harness import cli
 from harness._errors import HarnessError, ScenarioError
 from harness._results import Results
 from harness.scenario import load_scenario, run_scenario
@@ -65,12 +65,6 @@ def write(root: Path, name: str, text: str) -> Path:
     path = root / "scenarios" / name
     path.write_text(text, encoding="utf-8")
     return path
-
-
-def harness(capsys, *args: str) -> tuple[int, str]:
-    status = cli.main(list(args))
-    captured = capsys.readouterr()
-    return status, captured.out + captured.err
 
 
 def errors_of(path: Path) -> list[str]:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cli_runs import harness
 from scenario_texts import SESSION_TESTS
 
-from harness import cli
 from harness._errors import HarnessError
 from harness._results import Results
 from harness.scenario import expand_matrix, load_scenario, run_scenario, scenario_id
@@ -73,12 +73,6 @@ def write(root: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
-
-
-def harness(capsys, *args: str) -> tuple[int, str]:
-    status = cli.main(list(args))
-    captured = capsys.readouterr()
-    return status, captured.out + captured.err
 
 
 def cassette(root: Path, combination: str) -> Path:

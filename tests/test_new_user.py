@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_runs import harness
 from scenario_texts import SESSION_TESTS
 
 from harness import cli
@@ -45,12 +46,6 @@ def write(project: Path, name: str, text: str) -> Path:
     path = project / "scenarios" / name
     path.write_text(text, encoding="utf-8")
     return path
-
-
-def harness(capsys, *args: str) -> tuple[int, str]:
-    status = cli.main(list(args))
-    captured = capsys.readouterr()
-    return status, captured.out + captured.err
 
 
 def load_error(path: Path) -> str:
